@@ -1,0 +1,112 @@
+"""The per-request record: the one contract between load generation and analysis.
+
+Built in one place (``Record``), timed on one clock (``time.perf_counter_ns``, CLOCK_MONOTONIC on
+Linux, so a server process or power sampler on the same host shares it), written as one JSON line
+per request by ``RecordWriter`` and flushed as each request ends. ``analysis/`` reads these lines as
+plain dicts and never imports this module; docs/architecture.md lists every field.
+
+Times are integers in nanoseconds on that clock; ``None`` means "did not happen".
+``chunks`` holds every streamed data event as ``[arrival_ns, n_tokens]``; role-only, usage-only
+and empty chunks have ``n_tokens == 0``. The first token is the first chunk with ``n_tokens > 0``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+now_ns = time.perf_counter_ns
+
+# error kinds (``Record.error_kind``)
+ERROR_KINDS = (
+    "http",            # non-2xx status (http_status says which)
+    "timeout",         # no complete answer within api.timeout_s
+    "connection",      # refused, reset, dropped mid-stream
+    "malformed",       # a line of the stream or body that is not valid SSE / JSON
+    "server_error",    # an error event inside a 200 stream
+    "incomplete",      # stream ended without [DONE] / finish_reason
+    "cancelled",       # the run was interrupted before the request ended
+    "client",          # anything else raised in the client
+)
+
+
+@dataclass
+class Record:
+    id: int
+    phase: str                              # "warmup" | "measured"
+    scheduled_at_ns: Optional[int]          # when the schedule says it should be sent
+    sent_at_ns: Optional[int] = None        # just before the request bytes are written
+    first_chunk_at_ns: Optional[int] = None  # any data event (role-only included)
+    first_token_at_ns: Optional[int] = None  # first chunk with n_tokens > 0
+    end_at_ns: Optional[int] = None         # last byte read, or the failure
+    chunks: list = field(default_factory=list)  # [[arrival_ns, n_tokens], ...]
+    status: str = "pending"                 # "ok" | "error" | "cancelled"
+    http_status: Optional[int] = None
+    error_kind: Optional[str] = None
+    error: Optional[str] = None
+    prompt_tokens: Optional[int] = None
+    prompt_tokens_source: Optional[str] = None   # "usage" | "workload"
+    output_tokens: Optional[int] = None
+    output_tokens_source: Optional[str] = None   # "usage" | "chunks"
+    usage_output_tokens: Optional[int] = None
+    chunk_output_tokens: Optional[int] = None
+    token_count_mismatch: Optional[bool] = None  # usage and chunk count disagree
+    requested_output_tokens: Optional[int] = None
+    workload_prompt_tokens: Optional[int] = None
+    finish_reason: Optional[str] = None
+    output_chars: Optional[int] = None
+    worker: Optional[str] = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+
+class RecordWriter:
+    """Appends records to ``records.jsonl``, one line each, flushed and fsync'd per record."""
+
+    def __init__(self, path: str | Path, fsync: bool = False):
+        self.path = Path(path)
+        self._f = open(self.path, "a", buffering=1, encoding="utf-8")
+        self._fsync = fsync
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def write(self, rec: Record) -> None:
+        line = rec.to_json() + "\n"
+        with self._lock:
+            self._f.write(line)
+            self._f.flush()
+            if self._fsync:
+                os.fsync(self._f.fileno())
+            self.count += 1
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._f.closed:
+                self._f.flush()
+                self._f.close()
+
+    def __enter__(self) -> "RecordWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """Read records.jsonl; a torn last line (killed mid-write) is skipped."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out
