@@ -7,6 +7,7 @@ the field (``load.rate: Input should be greater than 0``); the CLI prints it and
 """
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any, Literal, Optional
 
@@ -35,9 +36,25 @@ class ServerSpec(Strict):
     port: Optional[int] = Field(None, gt=0, lt=65536)  # None: a free port is picked
     args: dict[str, Any] = Field(default_factory=dict)  # extra CLI flags, key -> value
     command: Optional[list[str]] = None   # kind=command: argv; "{port}" is substituted
+    # vllm only: --tensor-parallel-size, --gpu-memory-utilization, --load-format
+    tensor_parallel_size: Optional[int] = Field(None, gt=0)
+    gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
+    load_format: Optional[str] = None
     health_path: str = "/health"
     startup_timeout_s: float = Field(900.0, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> "ServerSpec":
+        if self.kind != "vllm":
+            for name in ("tensor_parallel_size", "gpu_memory_utilization", "load_format"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"'{name}' applies to kind vllm only")
+        if self.kind == "command" and not self.command:
+            raise ValueError("kind command needs 'command' (an argv list; \"{port}\" is substituted)")
+        if self.kind == "vllm" and not self.model:
+            raise ValueError("kind vllm needs 'model' (a local path or model name)")
+        return self
 
 
 class Target(Strict):
@@ -94,7 +111,11 @@ class Workload(Strict):
     prompt_tokens: Dist = Field(default_factory=lambda: Dist(dist="fixed", value=128))
     output_tokens: Dist = Field(default_factory=lambda: Dist(dist="fixed", value=128))
     output_tokens_from_file: bool = True  # jsonl/sharegpt: use the file's lengths when present
-    shared_prefix_tokens: int = Field(0, ge=0)  # the same prefix at the start of every prompt
+    shared_prefix_tokens: int = Field(0, ge=0)  # the same prefix in front of every prompt
+    # how prompt lengths are counted and built: "words" (common English words, ~1 BPE token
+    # each: counts approximate), "bytes" (1 token per ASCII byte: the JAX server's synthetic
+    # ByteTokenizer; exact) or a path to a HF tokenizer.json (exact for that tokenizer)
+    tokenizer: str = "words"
     seed: int = 0
 
     @model_validator(mode="after")
@@ -126,6 +147,8 @@ class Load(Strict):
             raise ValueError("mode server needs 'rate'")
         if self.mode == "concurrency" and self.concurrency is None:
             raise ValueError("mode concurrency needs 'concurrency'")
+        if self.mode == "offline" and self.num_requests is None:
+            raise ValueError("mode offline needs 'num_requests' (every request is issued at t0)")
         return self
 
     @property
@@ -146,6 +169,18 @@ class Slo(Strict):
     max_schedule_lag_ms: float = Field(10.0, gt=0)    # p99 schedule lag allowed in server runs
     min_rate_fraction: float = Field(0.95, gt=0, le=1)  # achieved / scheduled send rate
 
+    @model_validator(mode="after")
+    def _preset(self) -> "Slo":
+        if self.preset is not None:
+            try:
+                from analysis.slo import PRESETS
+            except ImportError:  # analysis absent: the summary reports the unknown preset
+                return self
+            if self.preset not in PRESETS:
+                raise ValueError(f"unknown preset '{self.preset}' (known: "
+                                 f"{', '.join(sorted(PRESETS))})")
+        return self
+
 
 class Power(Strict):
     sources: list[Literal["none", "nvml", "amdsmi", "rapl", "dcgm", "estimate"]] = Field(
@@ -156,6 +191,8 @@ class Power(Strict):
     dcgm_url: Optional[str] = None           # Prometheus endpoint of a DCGM exporter
     rapl_root: str = "/sys/class/powercap"
     estimate_watts: Optional[float] = Field(None, gt=0)  # opt-in, labelled 'estimated'
+    estimate_tdp_w: Optional[float] = Field(None, gt=0)  # opt-in: TDP x CPU load, 'estimated'
+    dcgm_labels: dict[str, str] = Field(default_factory=dict)  # exporter labels that must match
 
 
 class Sweep(Strict):
@@ -167,10 +204,26 @@ class Sweep(Strict):
     tolerance: float = Field(0.05, gt=0)      # relative width of the final bracket
     max_probes: int = Field(12, gt=0)
 
+    @model_validator(mode="after")
+    def _shape(self) -> "Sweep":
+        if self.search is None and not self.values:
+            raise ValueError("give 'values' (the points to run) or 'search'")
+        if self.search == "max_rate_under_slo":
+            if self.param != "load.rate":
+                raise ValueError("search max_rate_under_slo sweeps param load.rate")
+            if self.rate_low is None:
+                raise ValueError("search max_rate_under_slo needs 'rate_low'")
+            if self.rate_high is not None and self.rate_high <= self.rate_low:
+                raise ValueError("rate_high must be > rate_low")
+        if self.param == "load.concurrency" and any(v != int(v) or v < 1 for v in self.values):
+            raise ValueError("load.concurrency values must be whole numbers >= 1")
+        return self
+
 
 class Output(Strict):
     dir: str = "runs"
     run_name: Optional[str] = None        # default: {YYYYmmdd-HHMMSS}-{name}
+    report: Literal["full", "text", "none"] = "full"  # report.md/html after the run; text: no plots
 
 
 class Scenario(Strict):
@@ -184,6 +237,17 @@ class Scenario(Strict):
     power: Power = Field(default_factory=Power)
     sweep: Optional[Sweep] = None
     output: Output = Field(default_factory=Output)
+
+    @model_validator(mode="after")
+    def _sweep_mode(self) -> "Scenario":
+        sw = self.sweep
+        if sw is not None:
+            if sw.param == "load.rate" and self.load.mode != "server":
+                raise ValueError("sweep: param load.rate needs load.mode server")
+            if sw.param == "load.concurrency" and self.load.mode == "server":
+                raise ValueError("sweep: param load.concurrency needs load.mode concurrency or "
+                                 "offline (server mode sweeps load.rate)")
+        return self
 
 
 def _set_path(tree: dict, dotted: str, raw: str) -> None:
@@ -216,14 +280,14 @@ def parse_overrides(items: list[str]) -> list[tuple[str, str]]:
 
 def format_validation_error(err: ValidationError) -> str:
     first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "scenario"
+    loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
     more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
-    return f"{loc}: {msg}{more}"
+    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"  # top-level messages name the field
 
 
 def scenario_from_dict(tree: dict, overrides: list[str] = ()) -> Scenario:
-    tree = dict(tree)
+    tree = copy.deepcopy(tree)  # overrides never leak into the caller's (nested) dicts
     for k, v in parse_overrides(list(overrides)):
         _set_path(tree, k, v)
     try:

@@ -1,0 +1,173 @@
+"""The reproducibility manifest of a run: what it takes to run the same measurement again.
+
+    run_dir/scenario.yaml (resolved scenario) ─┐
+    run_dir/meta.json (versions, workload)     ├─► manifest(run_dir) ─► dict ─► rows (report)
+    run_dir/sut.json (server /info, host)      ┘
+
+Items: tool version, scenario hash, dataset and tokenizer identity (SHA-256 of the files when they
+are still where the run read them), seeds, server flags, hardware. ``scenario_sha256`` hashes the
+resolved scenario as canonical JSON (sorted keys) WITHOUT its ``output`` section, so two runs of
+one scenario into different directories hash alike; ``scenario_file_sha256`` is the file's own.
+A missing item says why; nothing is filled in by guess.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+MANIFEST_VERSION = 1
+CHUNK = 1 << 20
+
+
+def read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except json.JSONDecodeError:
+        return {}
+
+
+def load_scenario_tree(run_dir: str | Path) -> dict:
+    """The resolved scenario (scenario.yaml) as a dict; {} when absent or unreadable."""
+    p = Path(run_dir) / "scenario.yaml"
+    if not p.is_file():
+        return {}
+    import yaml
+    try:
+        tree = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError:
+        return {}
+    return tree if isinstance(tree, dict) else {}
+
+
+def canonical_sha256(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"),
+                                     default=str).encode()).hexdigest()
+
+
+def file_sha256(path: str | Path) -> Optional[str]:
+    """SHA-256 of a file, or None when it is not there (or is a directory)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        return None
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _identity(path: Optional[str], base: Path) -> dict:
+    """{"path", "sha256", "status"} for a file a run read (relative paths tried from the run's
+    parent directories too: a scenario may name them relative to where loadgen was started)."""
+    if not path:
+        return {"path": None, "sha256": None, "status": "no file"}
+    cands = [Path(path)] + ([base / path, base.parent / path, base.parent.parent / path]
+                            if not Path(path).is_absolute() else [])
+    for c in cands:
+        if c.is_dir() and (c / "tokenizer.json").is_file():
+            c = c / "tokenizer.json"
+        digest = file_sha256(c)
+        if digest:
+            return {"path": str(path), "sha256": digest, "status": "hashed now (from " + str(c) + ")"}
+    return {"path": str(path), "sha256": None,
+            "status": "not hashed: the file is not reachable from here"}
+
+
+def manifest(run_dir: str | Path) -> dict:
+    """The manifest dict of one run directory."""
+    d = Path(run_dir)
+    meta, sut = read_json(d / "meta.json"), read_json(d / "sut.json")
+    sc = load_scenario_tree(d)
+    wl_meta = meta.get("workload") or {}
+    wl_sc = sc.get("workload") or {}
+    info = sut.get("server_info") or {}
+    managed = sut.get("managed_server") or {}
+    host = sut.get("client_host") or {}
+    seed = wl_sc.get("seed", wl_meta.get("seed"))
+    tok = wl_meta.get("tokenizer") or wl_sc.get("tokenizer")
+    src = wl_meta.get("source") or wl_sc.get("source")
+    sfile = d / "scenario.yaml"
+    return {
+        "manifest_version": MANIFEST_VERSION,
+        "tool": {"loadgen": meta.get("loadgen_version") or
+                 (host.get("packages") or {}).get("loadgen"), "python": host.get("python"),
+                 "packages": {k: v for k, v in (host.get("packages") or {}).items() if v}},
+        "scenario": {"name": sc.get("name") or meta.get("scenario"),
+                     "sha256": canonical_sha256({k: v for k, v in sc.items() if k != "output"})
+                     if sc else None,
+                     "file_sha256": file_sha256(sfile),
+                     "status": "hashed" if sc else "no scenario.yaml in the run directory"},
+        "dataset": {"source": src, **(_identity(wl_meta.get("path") or wl_sc.get("path"), d)
+                                      if src not in (None, "synthetic") else
+                                      {"path": None, "sha256": None,
+                                       "status": f"synthetic prompts, seed {seed}"}),
+                    "prompts_in_file": wl_meta.get("file_prompts"),
+                    "token_count": wl_meta.get("token_count")},
+        "tokenizer": {"client": tok, **(_identity(tok, d) if tok not in (None, "words", "bytes")
+                                        else {"sha256": None, "status": f"built-in ({tok})"
+                                              if tok else "not recorded"}),
+                      "server": info.get("tokenizer")},
+        "seeds": {"workload": seed, "schedule": None if seed is None else seed + 1,
+                  "schedule_rule": "workload seed + 1 (loadgen.runner)",
+                  "server": (info.get("server") or {}).get("seed")},
+        "server": {"kind": managed.get("kind") or ("external" if sut else None),
+                   "argv": managed.get("argv"), "settings": info.get("server"),
+                   "target_url": sut.get("target_url") or meta.get("target_url"),
+                   "weights": info.get("weights"),
+                   "status": "recorded" if managed.get("argv") else
+                   "argv not recorded" if managed else
+                   "flags unknown: loadgen did not start this server" if sut else
+                   "no sut.json"},
+        "hardware": {"client_host": {k: host.get(k) for k in (
+                         "hostname", "cpu_count", "cpu_affinity", "memory_bytes", "platform",
+                         "machine", "processor")} if host else None,
+                     "server_device": {k: info.get(k) for k in (
+                         "device_kind", "device_count", "backend")} if info else None,
+                     "power_sources": [s.get("name") if isinstance(s, dict) else s
+                                       for s in meta.get("power_sources") or []]},
+    }
+
+
+
+def _host(h: dict) -> str:
+    if not h:
+        return "not recorded"
+    parts = [f"{h['cpu_affinity']} usable CPUs" if h.get("cpu_affinity") else None,
+             f"of {h['cpu_count']}" if h.get("cpu_count") else None,
+             f"{h['memory_bytes'] / 2**30:.1f} GiB" if h.get("memory_bytes") else None,
+             h.get("platform"), h.get("processor")]
+    return f"{h.get('hostname') or 'unnamed host'} (" + ", ".join(p for p in parts if p) + ")"
+
+
+def manifest_rows(man: dict) -> list[list[str]]:
+    """[item, value, evidence] rows for the report."""
+    t, s, ds, tk = man["tool"], man["scenario"], man["dataset"], man["tokenizer"]
+    sd, sv, hw = man["seeds"], man["server"], man["hardware"]
+    pk = ", ".join(f"{k} {v}" for k, v in t["packages"].items()) or "not recorded"
+    host = hw["client_host"] or {}
+    dev = hw["server_device"] or {}
+    rows = [
+        ["tool version", f"loadgen {t['loadgen'] or 'not recorded'}; python "
+                         f"{t['python'] or 'not recorded'}; {pk}", "recorded"],
+        ["scenario hash", f"sha256 {s['sha256'] or 'n/a'} (without output section); file "
+                          f"{s['file_sha256'] or 'n/a'}; {s['status']}", "calculated"],
+        ["dataset", f"{ds['source'] or 'not recorded'}; path {ds['path'] or '-'}; sha256 "
+                    f"{ds['sha256'] or '-'}; {ds['status']}", "calculated" if ds["sha256"]
+         else "recorded"],
+        ["tokenizer", f"client {tk['client'] or 'not recorded'} (sha256 {tk['sha256'] or '-'}; "
+                      f"{tk['status']}); server {tk['server'] or 'not recorded'}", "recorded"],
+        ["seeds", f"workload {sd['workload']}, schedule {sd['schedule']} "
+                  f"({sd['schedule_rule']}), server {sd['server']}", "recorded"],
+        ["server flags", f"{sv['kind'] or 'n/a'}: "
+                         + (" ".join(map(str, sv["argv"])) if sv["argv"] else sv["status"])
+                         + (f"; settings {sv['settings']}" if sv["settings"] else ""),
+         "recorded" if sv["argv"] else "unmeasured"],
+        ["hardware", f"client {_host(host)}; server device "
+                     + (f"{dev.get('device_kind')} x{dev.get('device_count')} "
+                        f"({dev.get('backend')})" if dev else "not recorded (no /info)")
+                     + f"; power sources {', '.join(map(str, hw['power_sources'])) or 'none'}",
+         "recorded"],
+    ]
+    return rows

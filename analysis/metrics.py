@@ -1,0 +1,295 @@
+"""Metric definitions: pure functions of request records (plain dicts from records.jsonl).
+
+Every time in a record is an integer from ``time.perf_counter_ns``; every figure here is in
+milliseconds (latencies) or per second (rates). A function returns ``None`` (never 0) when the data
+it needs is missing. Only records whose ``phase`` is not ``"warmup"`` are "measured" (see
+``measured``); latency figures use completed requests (``status == "ok"``).
+
+Per request (``None`` when a time is missing):
+    ttft_ms                = first_token_at − sent_at        (first chunk with n_tokens > 0)
+    ttft_from_scheduled_ms = first_token_at − scheduled_at   (MLPerf's choice: a late client shows)
+    e2el_ms                = end_at − sent_at ;  e2el_from_scheduled_ms = end_at − scheduled_at
+    schedule_lag_ms        = sent_at − scheduled_at
+    tpot_ms                = (e2el − ttft) / (output_tokens − 1), only where output_tokens > 1
+    itl_ms (list)          = for each token chunk k ≥ 1 after the first: gap_k / n_k, repeated n_k
+                             times (token-weighted); gap_k = t_k − t_{k−1} between token chunks
+    chunk_gaps_ms (list)   = the raw gaps t_k − t_{k−1} between consecutive token chunks
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import numpy as np
+
+NS_PER_MS = 1e6
+STAT_KEYS = ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max", "count")
+_PCTS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+
+
+# ---- selection --------------------------------------------------------------------------------
+def measured(records: Iterable[dict]) -> list[dict]:
+    """Records of the measured phase (``phase`` other than ``"warmup"``)."""
+    return [r for r in records if r.get("phase") != "warmup"]
+
+
+def completed(records: Iterable[dict]) -> list[dict]:
+    """Records with ``status == "ok"``."""
+    return [r for r in records if r.get("status") == "ok"]
+
+
+def failed(records: Iterable[dict]) -> list[dict]:
+    """Records with ``status == "error"`` (cancelled requests are not failures)."""
+    return [r for r in records if r.get("status") == "error"]
+
+
+def cancelled(records: Iterable[dict]) -> list[dict]:
+    """Records with ``status == "cancelled"`` (the run was interrupted before they ended)."""
+    return [r for r in records if r.get("status") == "cancelled"]
+
+
+# ---- per-request timings ----------------------------------------------------------------------
+def _diff_ms(a: Optional[int], b: Optional[int]) -> Optional[float]:
+    """(a − b) in ms, or None if either is missing."""
+    if a is None or b is None:
+        return None
+    return (a - b) / NS_PER_MS
+
+
+def token_chunks(rec: dict) -> list[tuple[int, int]]:
+    """The chunks that carry output tokens: [(arrival_ns, n_tokens)] with n_tokens > 0."""
+    return [(int(t), int(n)) for t, n in (rec.get("chunks") or []) if n and n > 0]
+
+
+def first_token_at(rec: dict) -> Optional[int]:
+    """``first_token_at_ns``, else the arrival of the first chunk with n_tokens > 0, else None."""
+    if rec.get("first_token_at_ns") is not None:
+        return rec["first_token_at_ns"]
+    tc = token_chunks(rec)
+    return tc[0][0] if tc else None
+
+
+def ttft_ms(rec: dict) -> Optional[float]:
+    """TTFT from send = first_token_at − sent_at (ms)."""
+    return _diff_ms(first_token_at(rec), rec.get("sent_at_ns"))
+
+
+def ttft_from_scheduled_ms(rec: dict) -> Optional[float]:
+    """TTFT from the schedule = first_token_at − scheduled_at (ms)."""
+    return _diff_ms(first_token_at(rec), rec.get("scheduled_at_ns"))
+
+
+def e2el_ms(rec: dict) -> Optional[float]:
+    """End-to-end latency from send = end_at − sent_at (ms)."""
+    return _diff_ms(rec.get("end_at_ns"), rec.get("sent_at_ns"))
+
+
+def e2el_from_scheduled_ms(rec: dict) -> Optional[float]:
+    """End-to-end latency from the schedule = end_at − scheduled_at (ms)."""
+    return _diff_ms(rec.get("end_at_ns"), rec.get("scheduled_at_ns"))
+
+
+def schedule_lag_ms(rec: dict) -> Optional[float]:
+    """How late the client sent = sent_at − scheduled_at (ms)."""
+    return _diff_ms(rec.get("sent_at_ns"), rec.get("scheduled_at_ns"))
+
+
+def tpot_ms(rec: dict) -> Optional[float]:
+    """TPOT = (E2E − TTFT) / (output_tokens − 1) (ms); None unless output_tokens > 1."""
+    n = rec.get("output_tokens")
+    e2e, ttft = e2el_ms(rec), ttft_ms(rec)
+    if n is None or n <= 1 or e2e is None or ttft is None:
+        return None
+    return (e2e - ttft) / (n - 1)
+
+
+def chunk_gaps_ms(rec: dict) -> list[float]:
+    """Raw gaps between consecutive token chunks (ms), one per chunk after the first."""
+    tc = token_chunks(rec)
+    return [(tc[k][0] - tc[k - 1][0]) / NS_PER_MS for k in range(1, len(tc))]
+
+
+def itl_ms(rec: dict) -> list[float]:
+    """Token-weighted ITL (ms): gap_k / n_k repeated n_k times for each token chunk k ≥ 1."""
+    tc = token_chunks(rec)
+    out: list[float] = []
+    for k in range(1, len(tc)):
+        n = tc[k][1]
+        out.extend([(tc[k][0] - tc[k - 1][0]) / NS_PER_MS / n] * n)
+    return out
+
+
+# ---- distributions ----------------------------------------------------------------------------
+def stats(values: Iterable[Optional[float]]) -> dict:
+    """mean, std (population, ddof=0), min, p50, p90, p95, p99, p999 (99.9th), max, count.
+
+    Percentiles: ``numpy.percentile(method="linear")`` (numpy's default, interpolating between
+    closest ranks). None entries are dropped; with no data every field except count is None.
+    """
+    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    out: dict = {k: None for k in STAT_KEYS}
+    out["count"] = int(arr.size)
+    if arr.size == 0:
+        return out
+    out.update(mean=float(arr.mean()), std=float(arr.std()), min=float(arr.min()),
+               max=float(arr.max()))
+    for key, q in _PCTS.items():
+        out[key] = float(np.percentile(arr, q, method="linear"))
+    return out
+
+
+def percentile(values: Iterable[Optional[float]], q: float) -> Optional[float]:
+    """The q-th percentile (numpy, method="linear") of the non-None values, or None."""
+    arr = [v for v in values if v is not None]
+    return float(np.percentile(np.asarray(arr, dtype=float), q, method="linear")) if arr else None
+
+
+def pooled(records: Iterable[dict], per_record) -> list[float]:
+    """Concatenate a list-valued per-record metric (``itl_ms``, ``chunk_gaps_ms``) over records."""
+    out: list[float] = []
+    for r in records:
+        out.extend(per_record(r))
+    return out
+
+
+# ---- run-level figures ------------------------------------------------------------------------
+WINDOW_RULE = ("first sent_at to last end_at over measured requests that were sent and ended "
+               "(completed and failed; warm-up and cancelled excluded)")
+
+
+def window(records: Iterable[dict]) -> Optional[tuple[int, int]]:
+    """(start_ns, end_ns) = (min sent_at, max end_at) over measured, non-cancelled records that
+    were sent and ended; None if there are none (or the span is not positive)."""
+    rs = [r for r in measured(records) if r.get("status") in ("ok", "error")
+          and r.get("sent_at_ns") is not None and r.get("end_at_ns") is not None]
+    if not rs:
+        return None
+    start, end = min(r["sent_at_ns"] for r in rs), max(r["end_at_ns"] for r in rs)
+    return (start, end) if end > start else None
+
+
+def duration_s(win: Optional[tuple[int, int]]) -> Optional[float]:
+    """Window length in seconds."""
+    return None if win is None else (win[1] - win[0]) / 1e9
+
+
+def _per_s(count: Optional[float], win: Optional[tuple[int, int]]) -> Optional[float]:
+    d = duration_s(win)
+    return None if d is None or count is None else count / d
+
+
+def request_throughput(records: list[dict], win) -> Optional[float]:
+    """Completed measured requests / window duration (req/s)."""
+    return _per_s(len(completed(measured(records))), win)
+
+
+def _token_sum(recs: list[dict], key: str) -> Optional[int]:
+    vals = [r.get(key) for r in recs]
+    return None if not vals or any(v is None for v in vals) else int(sum(vals))
+
+
+def output_throughput(records: list[dict], win) -> Optional[float]:
+    """Σ output_tokens of completed measured requests / window duration (tokens/s).
+    None if any completed request lacks an output count."""
+    return _per_s(_token_sum(completed(measured(records)), "output_tokens"), win)
+
+
+def total_token_throughput(records: list[dict], win) -> Optional[float]:
+    """Σ (prompt_tokens + output_tokens) of completed measured requests / window (tokens/s).
+    None if any completed request lacks either count."""
+    recs = completed(measured(records))
+    p, o = _token_sum(recs, "prompt_tokens"), _token_sum(recs, "output_tokens")
+    return None if p is None or o is None else _per_s(p + o, win)
+
+
+def meets_slo(rec: dict, slo: dict, from_scheduled: bool) -> bool:
+    """Does one completed request meet every configured per-request limit in ``slo``?
+
+    ttft_ms / e2el_ms: the request's TTFT / E2E (from scheduled when ``from_scheduled``);
+    tpot_ms: its TPOT (a request without a TPOT, output_tokens ≤ 1, does NOT pass);
+    itl_ms: its largest token-weighted ITL (a request without any ITL value does NOT pass).
+    """
+    if rec.get("status") != "ok":
+        return False
+    checks = (
+        ("ttft_ms", ttft_from_scheduled_ms(rec) if from_scheduled else ttft_ms(rec)),
+        ("e2el_ms", e2el_from_scheduled_ms(rec) if from_scheduled else e2el_ms(rec)),
+        ("tpot_ms", tpot_ms(rec)),
+        ("itl_ms", max(itl_ms(rec), default=None)),
+    )
+    for key, value in checks:
+        limit = slo.get(key)
+        if limit is not None and (value is None or value > limit):
+            return False
+    return True
+
+
+def goodput(records: list[dict], slo: Optional[dict], win, from_scheduled: bool) -> Optional[float]:
+    """Measured requests meeting every configured SLO (``meets_slo``) / window duration (req/s).
+    None when no per-request limit (ttft/tpot/itl/e2el) is configured."""
+    if not slo or all(slo.get(k) is None for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")):
+        return None
+    good = sum(meets_slo(r, slo, from_scheduled) for r in measured(records))
+    return _per_s(good, win)
+
+
+def failures_by_kind(records: Iterable[dict]) -> dict[str, int]:
+    """Count of failed (status "error") measured requests per ``error_kind`` ("unknown" if None)."""
+    out: dict[str, int] = {}
+    for r in failed(measured(records)):
+        k = r.get("error_kind") or "unknown"
+        out[k] = out.get(k, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def token_provenance(records: Iterable[dict]) -> dict:
+    """Where the token counts of completed measured requests came from, and disagreements."""
+    recs = completed(measured(records))
+
+    def tally(key: str) -> dict:
+        out: dict[str, int] = {}
+        for r in recs:
+            src = r.get(key) or "missing"
+            out[src] = out.get(src, 0) + 1
+        return dict(sorted(out.items()))
+    both = [r for r in recs if r.get("usage_output_tokens") is not None
+            and r.get("chunk_output_tokens") is not None]
+    return {"output_tokens_source": tally("output_tokens_source"),
+            "prompt_tokens_source": tally("prompt_tokens_source"),
+            "with_both_counts": len(both),
+            "mismatch_count": sum(1 for r in recs if r.get("token_count_mismatch")),
+            "usage_output_tokens_total": _token_sum(both, "usage_output_tokens"),
+            "chunk_output_tokens_total": _token_sum(both, "chunk_output_tokens")}
+
+
+def rate_of(times_ns: Iterable[Optional[int]]) -> Optional[float]:
+    """(n − 1) / (last − first) in events/s over the non-None times; None if n < 2 or span 0."""
+    ts = sorted(t for t in times_ns if t is not None)
+    if len(ts) < 2 or ts[-1] == ts[0]:
+        return None
+    return (len(ts) - 1) / ((ts[-1] - ts[0]) / 1e9)
+
+
+def lag_growth_ms(records: Iterable[dict]) -> Optional[float]:
+    """median(schedule lag of the last third of sends) − median(first third), ordered by
+    scheduled_at; None with fewer than 6 lags. Positive: the client fell behind as it ran."""
+    pairs = sorted((r["scheduled_at_ns"], lag) for r in measured(records)
+                   if (lag := schedule_lag_ms(r)) is not None)
+    if len(pairs) < 6:
+        return None
+    third = len(pairs) // 3
+    first = [p[1] for p in pairs[:third]]
+    last = [p[1] for p in pairs[-third:]]
+    return float(np.median(last) - np.median(first))
+
+
+def in_flight(records: Iterable[dict]) -> list[tuple[int, int]]:
+    """Step function of requests in flight: [(t_ns, count after t)], from sent_at/end_at."""
+    ev: list[tuple[int, int]] = []
+    for r in records:
+        if r.get("sent_at_ns") is not None and r.get("end_at_ns") is not None:
+            ev += [(r["sent_at_ns"], 1), (r["end_at_ns"], -1)]
+    out, n = [], 0
+    for t, d in sorted(ev, key=lambda e: (e[0], e[1])):
+        n += d
+        out.append((t, n))
+    return out

@@ -1,0 +1,86 @@
+"""Report blocks ─► Markdown and self-contained HTML (inline CSS, inline PNG figures).
+
+    [("title", text) | ("h", text) | ("p", text) | ("warn", text) | ("table", headers, rows)
+     | ("img", base64_png, caption)]  ─► render_md / render_html
+
+Shared by the run report (report.py), the sweep report (report_sweep.py) and compare.py. No
+external resource is referenced: the HTML opens offline, from a file or a mail attachment.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Optional
+
+Block = tuple
+CSS = """body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1100px;
+margin:0 auto;padding:1em 2em 3em;color:#1f2328;line-height:1.45}
+h1{border-bottom:3px solid #3b6ea5;padding-bottom:.3em}h2{margin-top:1.8em;color:#24476b;
+border-bottom:1px solid #d0d7de;padding-bottom:.2em}
+table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #d0d7de;padding:3px 8px;
+text-align:left;vertical-align:top;font-size:14px}th{background:#eef2f7}
+tr:nth-child(even) td{background:#fafbfc}
+.valid{color:#1e7e34;font-weight:bold}.invalid{color:#b02a37;font-weight:bold}
+.warn{background:#fff3cd;padding:.5em;border-left:4px solid #e0a800}
+figure{margin:1em 0}img{max-width:100%;border:1px solid #e1e4e8}
+figcaption{font-size:13px;color:#57606a}"""
+
+
+def fmt(x: Any, digits: int = 2) -> str:
+    """A figure for a table: floats rounded, None as 'n/a'."""
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _md_cell(x: Any) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def render_md(blocks: list[Block]) -> str:
+    out = []
+    for b in blocks:
+        if b[0] == "title":
+            out.append(f"# {b[1]}\n")
+        elif b[0] == "h":
+            out.append(f"## {b[1]}\n")
+        elif b[0] in ("p", "warn"):
+            out.append(("**Warning:** " if b[0] == "warn" else "") + f"{b[1]}\n")
+        elif b[0] == "img":
+            out.append(f"_{b[2]}: see report.html (figures are inline there)._\n")
+        elif b[0] == "table":
+            out.append("| " + " | ".join(map(_md_cell, b[1])) + " |")
+            out.append("|" + "---|" * len(b[1]))
+            out += ["| " + " | ".join(map(_md_cell, r)) + " |" for r in b[2]]
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+def render_html(blocks: list[Block], title: Optional[str] = None) -> str:
+    e = html.escape
+    body = []
+    for b in blocks:
+        if b[0] == "title":
+            body.append(f"<h1>{e(b[1])}</h1>")
+            title = title or b[1]
+        elif b[0] == "h":
+            body.append(f"<h2>{e(b[1])}</h2>")
+        elif b[0] == "p":
+            cls = {"VALID": "valid", "INVALID": "invalid"}.get(str(b[1]).split(" ")[0])
+            body.append(f"<p class='{cls}'>{e(b[1])}</p>" if cls else f"<p>{e(str(b[1]))}</p>")
+        elif b[0] == "warn":
+            body.append(f"<p class='warn'>Warning: {e(b[1])}</p>")
+        elif b[0] == "img":
+            body.append(f"<figure><img alt='{e(b[2])}' src='data:image/png;base64,{b[1]}'>"
+                        f"<figcaption>{e(b[2])}</figcaption></figure>")
+        elif b[0] == "table":
+            head = "".join(f"<th>{e(str(h))}</th>" for h in b[1])
+            rows = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>"
+                           for r in b[2])
+            body.append(f"<table><tr>{head}</tr>{rows}</table>")
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>"
+            f"{e(title or 'report')}</title><style>{CSS}</style></head><body>{''.join(body)}"
+            "</body></html>\n")

@@ -1,0 +1,193 @@
+"""The human report of one run: report.md and a self-contained report.html (inline CSS and PNGs).
+
+    run_dir ─► summary.load_run / summarize ─► sections (headings, tables, figures)
+            ─► plots (CDFs; series.run_series per-second throughput, in flight, power)
+            ─► conditions.conditions_table / roofline_section, manifest.manifest
+            ─► render.render_md, render.render_html
+
+Sections: headline, verdict, client health, latency percentiles, plots (HTML only), failures,
+token-count provenance, energy, roofline, the 11 comparison conditions and the reproducibility
+manifest. Every figure carries its
+evidence status; a missing figure says why.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis import conditions, manifest, plots, series
+from analysis import summary as summary_mod
+from analysis.render import Block, fmt, render_html, render_md
+
+__all__ = ["build_sections", "write_report", "write_any", "render_md", "render_html", "fmt"]
+
+PCT_COLS = ("mean", "p50", "p90", "p95", "p99", "p999", "max", "count")
+METRIC_ROWS = (("ttft_ms", "TTFT from send"), ("ttft_from_scheduled_ms", "TTFT from scheduled"),
+               ("tpot_ms", "TPOT"), ("itl_ms", "ITL (token-weighted)"),
+               ("chunk_gap_ms", "chunk gap (raw)"), ("e2el_ms", "E2E from send"),
+               ("e2el_from_scheduled_ms", "E2E from scheduled"), ("schedule_lag_ms", "schedule lag"))
+
+
+def _headline(s: dict) -> list[Block]:
+    key = s["headline_ttft"]
+    label = "TTFT from scheduled" if key == "ttft_from_scheduled_ms" else "TTFT from send"
+    v = s["verdict"]
+    rows = [
+        [f"{label} p50 / p99 (ms)", f"{fmt(s[key]['p50'])} / {fmt(s[key]['p99'])}", "measured"],
+        ["TPOT p50 / p99 (ms)", f"{fmt(s['tpot_ms']['p50'])} / {fmt(s['tpot_ms']['p99'])}",
+         "measured"],
+        ["output throughput (tokens/s)", fmt(s["output_throughput"]), "measured"],
+        ["request throughput (req/s)", fmt(s["request_throughput"], 3), "measured"],
+        ["goodput (req/s meeting the SLOs)",
+         fmt(s["goodput"], 3) if s["goodput"] is not None else "n/a (no SLO configured)",
+         "measured"],
+        ["completed / failed / cancelled",
+         f"{s['requests_completed']} / {s['requests_failed']} / {s['requests_cancelled']}",
+         "measured"],
+        ["duration (s)", fmt(s["duration_s"], 3), "measured"],
+        ["verdict", "VALID" if v["valid"] else "INVALID", "calculated"],
+    ]
+    return [("h", "Headline"), ("table", ["figure", "value", "evidence"], rows),
+            ("p", f"Window: {s['window']['rule']}.")]
+
+
+def _verdict(s: dict) -> list[Block]:
+    v = s["verdict"]
+    out: list[Block] = [("h", "Verdict"),
+                        ("p", ("VALID" if v["valid"] else "INVALID") + f" (SLO: {s['slo']['source']}; "
+                         f"percentile p{v['percentile']:g})")]
+    out += [("p", f"reason: {r}") for r in v["reasons"]]
+    out += [("p", f"note: {n}") for n in v["notes"]]
+    rows = [[c["name"], "pass" if c["ok"] else "FAIL", fmt(c["value"], 3), fmt(c["limit"], 3)]
+            for c in v["checks"]]
+    out.append(("table", ["check", "result", "value", "limit"], rows))
+    return out
+
+
+def _client(s: dict) -> list[Block]:
+    c = s["client"]
+    out: list[Block] = [("h", "Client health")]
+    out += [("warn", w) for w in c["warnings"]]
+    rows = [["client CPU (fraction of one core)", fmt(c["cpu_fraction"]), c["evidence"]],
+            ["client event-loop lag p99 (ms)", fmt(c["loop_lag_ms_p99"], 3),
+             "measured" if c["loop_lag_ms_p99"] is not None else "unmeasured"],
+            ["schedule-lag growth (ms)", fmt(c["lag_growth_ms"], 3), "measured"],
+            ["achieved send rate (req/s)", fmt(c["achieved_send_rate"], 3), "measured"],
+            ["schedule's own rate (req/s)", fmt(c["schedule_rate"], 3), "calculated"],
+            ["target rate (req/s)", fmt(c["target_rate"], 3), "configured"],
+            ["saturated", str(c["saturated"]), "calculated"]]
+    return out + [("table", ["figure", "value", "evidence"], rows)]
+
+
+def _latencies(s: dict) -> list[Block]:
+    rows = [[label] + [fmt(s[k][c], 3) for c in PCT_COLS] for k, label in METRIC_ROWS]
+    return [("h", "Latency percentiles (ms, measured; numpy linear percentiles)"),
+            ("table", ["metric", *PCT_COLS], rows)]
+
+
+def _failures(s: dict) -> list[Block]:
+    f = s["failures_by_kind"]
+    if not f:
+        return [("h", "Failures"), ("p", "No measured request failed.")]
+    return [("h", "Failures"), ("table", ["error_kind", "count"], [[k, v] for k, v in f.items()])]
+
+
+def _tokens(s: dict) -> list[Block]:
+    t = s["token_counts"]
+    rows = [["output_tokens source", ", ".join(f"{k}: {v}" for k, v in t["output_tokens_source"].items())
+             or "n/a"],
+            ["prompt_tokens source", ", ".join(f"{k}: {v}" for k, v in t["prompt_tokens_source"].items())
+             or "n/a"],
+            ["requests with usage and chunk counts", t["with_both_counts"]],
+            ["usage vs chunk count mismatches", t["mismatch_count"]],
+            ["usage / chunk output tokens (those requests)",
+             f"{fmt(t['usage_output_tokens_total'])} / {fmt(t['chunk_output_tokens_total'])}"]]
+    return [("h", "Token-count provenance"), ("table", ["item", "value"], rows)]
+
+
+def _energy(s: dict) -> list[Block]:
+    e = s.get("energy") or {}
+    rows = [[k, fmt(v, 4) if not isinstance(v, (dict, list)) else str(v)] for k, v in e.items()]
+    return [("h", "Energy"), ("table", ["field", "value"], rows)]
+
+
+def _roofline(r: dict) -> list[Block]:
+    out: list[Block] = [("h", "Roofline (calculated bounds vs measured)")]
+    if r.get("status") != "calculated":
+        return out + [("p", f"Not shown: {r.get('reason')}.")]
+    b = r["bounds"]
+    rows = [["device", f"{r['device']} ({r['spec_from']})", "documented / measured spec"],
+            ["batch, context, prompt used", f"{b['batch']}, {b['context_len']}, {b['prompt_tokens']}",
+             "measured (means)"],
+            ["decode step bytes / FLOPs", f"{b['decode_step']['bytes']:.4g} / "
+                                          f"{b['decode_step']['flops']:.4g}", "calculated"],
+            ["TPOT floor (ms), binding", f"{fmt(b['tpot_lower_bound_ms'], 4)}, {b['tpot_binding']}",
+             "calculated"],
+            ["measured TPOT p50 (ms)", fmt(r["measured_tpot_p50_ms"], 4), "measured"],
+            ["floor / measured TPOT", fmt(r["tpot_fraction_of_bound"], 4), "calculated"],
+            ["achieved decode bandwidth (B/s), MBU",
+             f"{fmt(r['achieved_decode_bandwidth'])}, {fmt(r['mbu'], 4)}", "calculated"],
+            ["TTFT floor (ms), binding", f"{fmt(b['ttft_lower_bound_ms'], 4)}, {b['ttft_binding']}",
+             "calculated"],
+            ["measured TTFT min (ms)", fmt(r["measured_ttft_min_ms"], 4), "measured"],
+            ["floor / measured TTFT", fmt(r["ttft_fraction_of_bound"], 4), "calculated"]]
+    return out + [("warn", w) for w in r["warnings"]] + [
+        ("table", ["figure", "value", "evidence"], rows),
+        ("p", f"Rule: {r['rule']}. Assumptions: {b['assumptions']}.")]
+
+
+def build_sections(run_dir: str | Path, with_plots: bool = True) -> tuple[list[Block], dict]:
+    """All report blocks and the summary they came from."""
+    records, meta, sut = summary_mod.load_run(run_dir)
+    s = summary_mod.summarize_run(run_dir)
+    blocks: list[Block] = [("title", f"loadgen report — {Path(run_dir).name}"),
+                           ("p", f"mode: {s['mode']}; records: {len(records)} "
+                                 f"({s['requests_warmup']} warm-up excluded)")]
+    blocks += _headline(s) + _verdict(s) + _client(s) + _latencies(s)
+    blocks += _plots(records, s, run_dir, with_plots)
+    blocks += _failures(s) + _tokens(s) + _energy(s)
+    blocks += _roofline(conditions.roofline_section(s, meta, sut, records))
+    rows = [[c["item"], c["value"], c["evidence"]]
+            for c in conditions.conditions_table(s, meta, sut, records)]
+    blocks += [("h", "Comparison conditions"), ("table", ["condition", "value", "evidence"], rows)]
+    blocks += [("h", "Reproducibility manifest"),
+               ("table", ["item", "value", "evidence"], manifest.manifest_rows(
+                   manifest.manifest(run_dir)))]
+    return blocks, s
+
+
+def _plots(records: list[dict], s: dict, run_dir, with_plots: bool) -> list[Block]:
+    """Distributions (CDF), per-second time series (throughput, in flight, power), timeline."""
+    out: list[Block] = [("h", "Distributions and time series")]
+    if not with_plots:
+        return out + [("p", "plots not requested")]
+    server = s["mode"] == "server"
+    est = {"estimate"} | {x.get("name") for x in (s.get("energy") or {}).get("sources") or []
+                          if isinstance(x, dict) and x.get("evidence") == "estimated"}
+    ts = series.run_series(records, summary_mod.load_power(run_dir), estimated_names=est)
+    for img, note in (plots.cdf_png(records, server, s.get("slo")), plots.timeseries_png(ts),
+                      plots.timeline_png(records, server)):
+        out.append(("img", img, note) if img else ("p", note))
+    return out
+
+
+def write_report(run_dir: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
+    """Write run_dir/report.md and run_dir/report.html; returns their paths."""
+    d = Path(run_dir)
+    blocks, _ = build_sections(d, with_plots)
+    md, page = d / "report.md", d / "report.html"
+    md.write_text(render_md(blocks), encoding="utf-8")
+    page.write_text(render_html(blocks), encoding="utf-8")
+    return md, page
+
+
+def write_any(path: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
+    """write_report for a run directory, report_sweep.write_sweep_report for a sweep directory
+    (one holding sweep.json); ValueError naming the path for anything else."""
+    d = Path(path)
+    if (d / "sweep.json").is_file():
+        from analysis.report_sweep import write_sweep_report  # lazy: it imports this module
+        return write_sweep_report(d, with_plots)
+    if (d / "records.jsonl").is_file():
+        return write_report(d, with_plots)
+    raise ValueError(f"{d}: neither a run directory (records.jsonl) nor a sweep directory "
+                     "(sweep.json)")

@@ -1,0 +1,6 @@
+"""``python -m loadgen`` is the ``loadgen`` command."""
+import sys
+
+from loadgen.cli import main
+
+sys.exit(main())

@@ -1,0 +1,325 @@
+"""The HTTP client: one request spec in, one filled ``Record`` out, never an exception.
+
+    RequestSpec ─► body (model, prompt|messages, max_tokens, stream, stream_options, ignore_eos,
+                         extra_body) ─► one pooled aiohttp session (limit = max_connections)
+        sent_at_ns ─► response ─► each socket read stamped once (perf_counter_ns)
+                   ─► SSEParser ─► json.loads ─► StreamTally ─► Record.chunks [[t, n], ...]
+        end ─► usage vs chunk counts, finish_reason, status / error_kind
+
+Cancellation: ``execute(spec, rec)`` fills the caller's ``rec`` in place. When the task is
+cancelled (run interrupted) the record gets ``status="cancelled"``, ``error_kind="cancelled"``,
+``end_at_ns`` and everything measured so far, and the ``CancelledError`` is RE-RAISED (so
+``asyncio`` timeouts and task groups keep working). The caller therefore creates the record first
+(``rec = Client.new_record(spec)``), keeps it, and writes it whatever happens. ``execute`` writes
+nothing itself.
+
+Non-streaming requests have no chunks and no first-token time: only ``end_at_ns`` (E2E) and the
+usage counts; a TTFT for them would be made up.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import aiohttp
+
+from loadgen.record import Record, now_ns
+from loadgen.sse import DONE, NamedEvent, SSEParser, StreamTally, error_message, loads as _loads
+
+READ_BUFSIZE = 4 * 2**20      # aiohttp's default 64 KiB throttles long-context bodies (vllm #39963)
+KEEPALIVE_S = 4.0             # below uvicorn's 5 s keep-alive: never reuse a socket the server closes
+SNIPPET = 300                 # characters of an error body kept in Record.error
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+@dataclass
+class RequestSpec:
+    id: int
+    phase: str                                  # "warmup" | "measured"
+    prompt: Union[str, list]                    # text, token ids, or (chat) a list of messages
+    prompt_tokens: Optional[int]                # the workload's own count
+    max_tokens: int
+    scheduled_at_ns: Optional[int] = None
+
+
+@dataclass
+class ClientConfig:
+    base_url: str
+    endpoint: str = "completions"               # "chat" | "completions"
+    model: str = ""
+    stream: bool = True
+    ignore_eos: bool = True
+    include_usage: bool = True
+    continuous_usage: bool = False
+    extra_body: dict = field(default_factory=dict)
+    headers: dict = field(default_factory=dict)
+    api_key: Optional[str] = None
+    timeout_s: float = 600.0                    # per request, send to last byte
+    connect_timeout_s: Optional[float] = 30.0
+
+    @classmethod
+    def from_api(cls, api: Any, base_url: str, model: str, api_key: Optional[str]) -> "ClientConfig":
+        """From a ``loadgen.scenario.Api`` (the model name and key resolved by the caller)."""
+        return cls(base_url=base_url, endpoint=api.endpoint, model=model, stream=api.stream,
+                   ignore_eos=api.ignore_eos, include_usage=api.include_usage,
+                   continuous_usage=api.continuous_usage, extra_body=dict(api.extra_body),
+                   headers=dict(api.headers), api_key=api_key, timeout_s=api.timeout_s,
+                   connect_timeout_s=api.connect_timeout_s)
+
+
+def _headers(cfg: ClientConfig) -> dict:
+    h = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
+    if cfg.stream:
+        h["Accept"] = "text/event-stream"
+    if cfg.api_key:
+        h["Authorization"] = f"Bearer {cfg.api_key}"
+    h.update(cfg.headers)
+    return h
+
+
+def build_base_body(cfg: ClientConfig) -> dict:
+    """Everything but the prompt and max_tokens; extra_body is merged last (stream_options deep)."""
+    body: dict = {"model": cfg.model, "stream": cfg.stream}
+    if cfg.stream and cfg.include_usage:
+        opts = {"include_usage": True}
+        if cfg.continuous_usage:
+            opts["continuous_usage_stats"] = True
+        body["stream_options"] = opts
+    if cfg.ignore_eos:
+        body["ignore_eos"] = True
+    extra = dict(cfg.extra_body)
+    if isinstance(extra.get("stream_options"), dict) and "stream_options" in body:
+        extra["stream_options"] = {**body["stream_options"], **extra["stream_options"]}
+    body.update(extra)
+    return body
+
+
+def _fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:
+    rec.status = "error"
+    rec.error_kind = kind
+    rec.error = msg[:SNIPPET + 100]
+    if rec.end_at_ns is None:
+        rec.end_at_ns = t if t is not None else now_ns()
+
+
+def _finish(rec: Record, tally: StreamTally, spec: RequestSpec) -> None:
+    """Derive first-chunk/first-token times and the token counts from what arrived."""
+    chunks = rec.chunks
+    if chunks:
+        rec.first_chunk_at_ns = chunks[0][0]
+        total = 0
+        for t, n in chunks:
+            if n:
+                if rec.first_token_at_ns is None:
+                    rec.first_token_at_ns = t
+                total += n
+        rec.chunk_output_tokens = total
+    usage = tally.completion_tokens
+    rec.usage_output_tokens = usage
+    if usage is not None:
+        rec.output_tokens, rec.output_tokens_source = usage, "usage"
+    elif rec.chunk_output_tokens is not None:
+        rec.output_tokens, rec.output_tokens_source = rec.chunk_output_tokens, "chunks"
+    if usage is not None and rec.chunk_output_tokens is not None:
+        rec.token_count_mismatch = usage != rec.chunk_output_tokens
+    if tally.prompt_tokens is not None:
+        rec.prompt_tokens, rec.prompt_tokens_source = tally.prompt_tokens, "usage"
+    elif spec.prompt_tokens is not None:
+        rec.prompt_tokens, rec.prompt_tokens_source = spec.prompt_tokens, "workload"
+    rec.finish_reason = tally.finish_reason
+    rec.output_chars = tally.chars
+
+
+class Client:
+    """``async with Client(cfg, max_connections) as c: rec = await c.execute(spec, rec)``.
+
+    ``max_connections`` bounds the pool (set it to the in-flight cap); 0 or None means unbounded.
+    One session, keep-alive connections, no per-request connects once warm.
+    """
+
+    def __init__(self, cfg: ClientConfig, max_connections: Optional[int]):
+        if cfg.endpoint not in ("chat", "completions"):
+            raise ValueError(f"api.endpoint: expected 'chat' or 'completions', got {cfg.endpoint!r}")
+        self.cfg = cfg
+        self.max_connections = max_connections or 0
+        path = "/v1/chat/completions" if cfg.endpoint == "chat" else "/v1/completions"
+        self.url = cfg.base_url.rstrip("/") + path
+        self._chat = cfg.endpoint == "chat"
+        self._base = build_base_body(cfg)
+        self._headers = _headers(cfg)
+        self._session: Optional[aiohttp.ClientSession] = None
+        self.first_response_headers: Optional[dict] = None  # of the first answer (for sut.json)
+
+    async def __aenter__(self) -> "Client":
+        connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0,
+                                         keepalive_timeout=KEEPALIVE_S, ttl_dns_cache=None)
+        timeout = aiohttp.ClientTimeout(total=self.cfg.timeout_s, connect=self.cfg.connect_timeout_s)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
+                                              read_bufsize=READ_BUFSIZE, max_field_size=65536,
+                                              trust_env=False, raise_for_status=False)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @staticmethod
+    def new_record(spec: RequestSpec) -> Record:
+        return Record(id=spec.id, phase=spec.phase, scheduled_at_ns=spec.scheduled_at_ns,
+                      requested_output_tokens=spec.max_tokens, workload_prompt_tokens=spec.prompt_tokens)
+
+    def body(self, spec: RequestSpec) -> bytes:
+        b = dict(self._base)
+        p = spec.prompt
+        if self._chat:
+            if isinstance(p, str):
+                b["messages"] = [{"role": "user", "content": p}]
+            elif p and all(isinstance(m, dict) for m in p):
+                b["messages"] = p
+            else:
+                raise ValueError("the chat endpoint needs a text prompt or a list of messages")
+        else:
+            b["prompt"] = p
+        b["max_tokens"] = spec.max_tokens
+        return _dumps(b).encode()
+
+    async def execute(self, spec: RequestSpec, rec: Optional[Record] = None) -> Record:
+        """Send one request; fill and return ``rec`` (created if not given). See module doc."""
+        if rec is None:
+            rec = self.new_record(spec)
+        tally = StreamTally(self.cfg.continuous_usage)
+        try:
+            try:
+                data = self.body(spec)
+            except (TypeError, ValueError) as e:
+                _fail(rec, "client", f"cannot build the request body: {e}")
+                return rec
+            if self._session is None:
+                _fail(rec, "client", "Client used outside 'async with'")
+                return rec
+            rec.sent_at_ns = now_ns()
+            async with self._session.post(self.url, data=data, headers=self._headers) as resp:
+                if self.first_response_headers is None:
+                    self.first_response_headers = dict(resp.headers)
+                rec.http_status = resp.status
+                if resp.status >= 300:
+                    snippet = (await resp.content.read(SNIPPET)).decode("utf-8", "replace")
+                    _fail(rec, "http", f"HTTP {resp.status}: {' '.join(snippet.split())}")
+                elif self.cfg.stream and resp.content_type != "application/json":
+                    await self._read_stream(resp, rec, tally)
+                else:
+                    await self._read_body(resp, rec, tally)
+        except asyncio.CancelledError:
+            if rec.status != "ok":              # complete before the interrupt: stays ok
+                rec.status, rec.error_kind = "cancelled", "cancelled"
+                rec.error = "the run was interrupted before the request ended"
+            if rec.end_at_ns is None:
+                rec.end_at_ns = now_ns()
+            _finish(rec, tally, spec)
+            raise
+        except asyncio.TimeoutError:
+            if rec.status == "pending":
+                _fail(rec, "timeout", f"no complete answer within {self.cfg.timeout_s:g} s")
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as e:
+            if rec.status == "pending":
+                _fail(rec, "connection", f"{type(e).__name__}: {e}")
+        except Exception as e:  # a failed request is a record, whatever raised
+            if rec.status == "pending":
+                _fail(rec, "client", f"{type(e).__name__}: {e}")
+        _finish(rec, tally, spec)
+        return rec
+
+    async def _read_stream(self, resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally) -> None:
+        parser = SSEParser()
+        feed = parser.feed
+        add = tally.add
+        append = rec.chunks.append
+        readany = resp.content.readany
+        clock = now_ns
+        done = eof = False
+        ev: Any = None
+        try:
+            while not eof:
+                data = await readany()
+                t = clock()                     # one stamp per socket read, shared by its events
+                if data:
+                    events = feed(data)
+                else:
+                    events = parser.finish()
+                    eof = True
+                for ev in events:
+                    if ev.__class__ is bytes:
+                        n = add(_loads(ev))
+                        append([t, n])
+                        if tally.error is not None:
+                            return _fail(rec, "server_error", error_message(tally.error), t)
+                    elif ev is DONE:
+                        if not done:
+                            done = True
+                            rec.end_at_ns = t
+                            rec.status = "ok"   # a later timeout or drop does not undo it
+                    elif ev.__class__ is NamedEvent:
+                        if ev.event == "error":
+                            append([t, 0])
+                            return _fail(rec, "server_error", ev.data.decode("utf-8", "replace"), t)
+                        append([t, add(_loads(ev.data))])
+                    else:
+                        return _fail(rec, "malformed", f"not server-sent events: {ev.line!r}", t)
+        except ValueError as e:  # json.loads / a chunk that is not an object
+            what = ev[:120] if isinstance(ev, bytes) else ev
+            return _fail(rec, "malformed", f"bad JSON in stream ({e}): {what!r}", clock())
+        if done or tally.finish_reason is not None:
+            rec.status = "ok"
+            if rec.end_at_ns is None:
+                rec.end_at_ns = t
+        else:
+            _fail(rec, "incomplete", "stream ended without [DONE] or finish_reason", t)
+
+    async def _read_body(self, resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally) -> None:
+        raw = await resp.read()
+        t = rec.end_at_ns = now_ns()
+        try:
+            obj = _loads(raw)
+        except ValueError:
+            return _fail(rec, "malformed", f"response is not JSON: {raw[:120]!r}", t)
+        if not isinstance(obj, dict):
+            return _fail(rec, "malformed", f"response is not a JSON object: {raw[:120]!r}", t)
+        if "error" in obj or obj.get("object") == "error":
+            return _fail(rec, "server_error", error_message(obj.get("error", obj)), t)
+        usage = obj.get("usage") or {}
+        tally.prompt_tokens = usage.get("prompt_tokens")
+        tally.completion_tokens = usage.get("completion_tokens")
+        for ch in obj.get("choices") or []:
+            text = ch.get("text")
+            if text is None:
+                text = (ch.get("message") or {}).get("content") or ""
+            tally.chars += len(text)
+            if ch.get("finish_reason") is not None:
+                tally.finish_reason = ch["finish_reason"]
+        rec.status = "ok"
+
+
+class ServerUnavailable(RuntimeError):
+    """The server did not answer a pre-flight request; ``str()`` is one line."""
+
+
+async def fetch_models(base_url: str, api_key: Optional[str] = None, timeout: float = 30.0,
+                       capture_headers: Optional[dict] = None) -> dict:
+    """GET {base_url}/v1/models as JSON; the response headers go into ``capture_headers``."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    url = base_url.rstrip("/") + "/v1/models"
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout),
+                                         trust_env=False) as s:
+            async with s.get(url, headers=headers) as r:
+                if capture_headers is not None:
+                    capture_headers.update(r.headers)
+                if r.status != 200:
+                    text = (await r.text())[:200]
+                    raise ServerUnavailable(f"GET {url}: HTTP {r.status}: {' '.join(text.split())}")
+                return await r.json(content_type=None)
+    except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as e:
+        raise ServerUnavailable(f"GET {url}: {type(e).__name__}: {e}") from None

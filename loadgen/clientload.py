@@ -1,0 +1,81 @@
+"""Is the client itself the bottleneck? CPU use of this process and event-loop lag over a run.
+
+    ClientLoad.start() ─► every interval_s: process CPU delta (time.process_time, all threads)
+                                         + how late the sampler's own wake-up was (loop lag)
+    ClientLoad.stop()  ─► summary dict for summary.json's meta ("client" key)
+
+A client near one full core (the asyncio loop runs on one) or whose loop wakes up late queues
+requests itself, so its TTFT/ITL figures include its own delay: ``saturated`` says so with the
+reason. Costs one timer per interval (default 100 ms), nothing per request.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Optional
+
+CPU_SATURATED = 0.90        # fraction of one core over the window
+LAG_SATURATED_MS = 5.0      # p99 loop lag
+
+
+def _pct(sorted_vals: list, q: float) -> Optional[float]:
+    if not sorted_vals:
+        return None
+    i = min(len(sorted_vals) - 1, max(0, round(q / 100 * (len(sorted_vals) - 1))))
+    return sorted_vals[i]
+
+
+class ClientLoad:
+    """``load = ClientLoad(); load.start()`` inside the running loop; ``load.stop()`` -> dict."""
+
+    def __init__(self, interval_s: float = 0.1):
+        self.interval_s = interval_s
+        self._task: Optional[asyncio.Task] = None
+        self._cpu0 = self._wall0 = 0.0
+        self._lags_ms: list[float] = []
+        self._utils: list[float] = []
+        self.result: Optional[dict] = None
+
+    def start(self) -> "ClientLoad":
+        self._cpu0, self._wall0 = time.process_time(), time.perf_counter()
+        self._task = asyncio.get_running_loop().create_task(self._sample())
+        return self
+
+    async def _sample(self) -> None:
+        cpu_prev, wall_prev = self._cpu0, self._wall0
+        while True:
+            due = time.perf_counter() + self.interval_s
+            await asyncio.sleep(self.interval_s)
+            wall = time.perf_counter()
+            cpu = time.process_time()
+            self._lags_ms.append(max(0.0, (wall - due) * 1e3))
+            if wall > wall_prev:
+                self._utils.append((cpu - cpu_prev) / (wall - wall_prev))
+            cpu_prev, wall_prev = cpu, wall
+
+    def stop(self) -> dict:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        cpu_s = time.process_time() - self._cpu0
+        wall_s = time.perf_counter() - self._wall0
+        lags = sorted(self._lags_ms)
+        utils = sorted(self._utils)
+        util = cpu_s / wall_s if wall_s > 0 else None
+        lag99 = _pct(lags, 99)
+        reasons = []
+        if util is not None and util >= CPU_SATURATED:
+            reasons.append(f"client CPU {util:.0%} of one core over the run")
+        if lag99 is not None and lag99 > LAG_SATURATED_MS:
+            reasons.append(f"event-loop lag p99 {lag99:.1f} ms")
+        self.result = {
+            "cpu_s": round(cpu_s, 3), "wall_s": round(wall_s, 3),
+            "cpu_util": None if util is None else round(util, 3),
+            "cpu_util_p90_interval": _pct(utils, 90),
+            "loop_lag_ms_p50": _pct(lags, 50), "loop_lag_ms_p99": lag99,
+            "loop_lag_ms_max": lags[-1] if lags else None,
+            "samples": len(lags), "saturated": bool(reasons),
+            "reason": "; ".join(reasons) if reasons else None,
+            "evidence": "measured",
+        }
+        return self.result

@@ -1,0 +1,79 @@
+"""`loadgen calibrate`: measure this machine's memory bandwidth and matmul rate, save them as a spec.
+
+    flags ─► analysis.calibrate.calibrate() (copy + matmul, medians) ─► DeviceSpec (evidence: measured)
+          ─► devices.save_spec ─► ~/.cache/loadgen/calibration.json (or --out) ─► `loadgen kernel` roofline
+
+Runnable as `python -m loadgen.commands.calibrate` too.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from analysis import calibrate as cal
+from analysis import devices
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("calibrate", help="measure local memory bandwidth and matmul rate",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    p.set_defaults(func=main)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | jax (JAX's default device)")
+    p.add_argument("--out", type=Path, default=cal.DEFAULT_PATH, help=f"default {cal.DEFAULT_PATH}")
+    p.add_argument("--copy-mib", type=int, default=None,
+                   help="copy buffer size in MiB (default 256 on CPU, 2048 on a GPU)")
+    p.add_argument("--matmul-n", type=int, default=None, help="matmul size n (2048 CPU, 8192 GPU)")
+    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--dtypes", default="fp32,bf16")
+
+
+def main(args) -> int:
+    if args.device not in ("auto", "cpu", "cuda", "jax"):
+        return _fail(f"--device must be auto, cpu, cuda or jax, not {args.device!r}")
+    dtypes = tuple(d for d in args.dtypes.split(",") if d)
+    if not dtypes or any(d not in ("fp32", "bf16") for d in dtypes):
+        return _fail("--dtypes: comma list of fp32, bf16")
+    for flag, v in (("--copy-mib", args.copy_mib), ("--matmul-n", args.matmul_n),
+                    ("--repeats", args.repeats)):
+        if v is not None and v < 1:
+            return _fail(f"{flag} must be a positive integer")
+    if args.device == "cuda" and not cal._has_cuda():
+        return _fail("--device cuda: torch sees no CUDA device")
+    try:
+        spec = cal.calibrate(args.device, args.copy_mib * 2**20 if args.copy_mib else None,
+                             args.matmul_n, args.repeats, dtypes,
+                             log=lambda s: print(f"  {s}", file=sys.stderr))
+    except ImportError as e:
+        return _fail(f"--device {args.device}: {e}")
+    path = devices.save_spec(spec, args.out.expanduser())
+    from rich.console import Console
+    from rich.table import Table
+    t = Table(title=f"{spec.name} — measured {spec.meta['date']} on {spec.meta['host']}",
+              title_justify="left")
+    for h in ("figure", "value", "evidence", "method"):
+        t.add_column(h)
+    bw = spec.mem_bandwidth
+    t.add_row("memory bandwidth", f"{bw.value / 1e9:.1f} GB/s", bw.evidence, bw.conditions)
+    for dt, f in spec.peak.items():
+        val = f"{f.value / 1e12:.3f} TFLOP/s" if f.value else f"— ({f.reason})"
+        t.add_row(f"matmul {dt}", val, f.evidence, f.conditions)
+    con = Console()
+    (con if con.is_terminal else Console(width=160)).print(t)
+    print(f"saved {path}")
+    return 0
+
+
+def _fail(msg: str) -> int:
+    print(f"loadgen calibrate: error: {msg}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    _p = argparse.ArgumentParser(prog="loadgen calibrate")
+    add_arguments(_p)
+    sys.exit(main(_p.parse_args()))

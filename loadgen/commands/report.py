@@ -1,0 +1,44 @@
+"""``loadgen report RUN_DIR``: recompute summary.json and write report.md / report.html.
+
+    RUN_DIR/{records.jsonl, meta.json, power.jsonl} ─► analysis.summary.write_summary
+                                                    ─► analysis.report.write_report
+Useful after changing the analysis code or the SLO in meta.json; the records are never touched.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from loadgen.scenario import ScenarioError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("report", help="regenerate summary.json and the report of a run",
+                              description="Recompute RUN_DIR/summary.json from its records and "
+                                          "meta, then write report.md and report.html.")
+    p.add_argument("run_dir", help="a run directory written by 'loadgen run'")
+    p.add_argument("--no-plots", action="store_true", help="skip the HTML plots (faster)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    d = Path(args.run_dir)
+    if not (d / "records.jsonl").is_file():
+        raise ScenarioError(f"RUN_DIR: {d}: not a run directory (no records.jsonl)")
+    from analysis.summary import write_summary
+    path = write_summary(d)
+    outputs = [str(path)]
+    try:
+        from analysis.report import write_report
+    except ImportError as e:
+        print(f"loadgen: report not written: analysis.report unavailable ({e})")
+    else:
+        outputs += [str(p) for p in write_report(d, with_plots=not args.no_plots)]
+    if args.json:
+        print(json.dumps(json.loads(path.read_text())))
+    else:
+        for o in outputs:
+            print(f"wrote {o}")
+    return 0

@@ -1,0 +1,66 @@
+"""``loadgen sweep SCENARIO``: a run per load point (or a max-rate-under-SLO search), resumable.
+
+    SCENARIO with a ``sweep:`` block (+ --set) ─► loadgen.sweep.run_sweep
+        ─► <output.dir>/<output.run_name or sweep-NAME>/{<param>-<value>/, sweep.json}
+        ─► table of the points (rich) or one JSON line with --json
+Rerunning the same command skips every point that already has a summary.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sweep", help="run a scenario at several load points, or search the max rate under SLO",
+        description="One full run per point of the scenario's sweep block (load.concurrency "
+                    "or load.rate values), or the max_rate_under_slo search; resumable.")
+    p.add_argument("scenario", help="scenario YAML file with a sweep: block")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   metavar="KEY.PATH=VALUE", help="override one scenario field (repeatable)")
+    p.add_argument("--json", action="store_true", help="print sweep.json as one JSON line")
+    p.set_defaults(func=main)
+
+
+def _f(v, digits=1) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:,.{digits}f}" if isinstance(v, float) else str(v)
+
+
+def sweep_table(result: dict) -> Table:
+    t = Table(title=f"sweep {result['scenario']} over {result['param']}", header_style="bold")
+    for col in ("value", "ok", "failed", "req/s", "out tok/s", "goodput", "TTFT p50", "TTFT p99",
+                "TPOT p50", "TPOT p99", "verdict", "run"):
+        t.add_column(col, justify="left" if col in ("verdict", "run") else "right")
+    for p in result["points"]:
+        verdict = "VALID" if p["valid"] else "INVALID"
+        t.add_row(f"{p['value']:g}", _f(p["requests_completed"]), _f(p["requests_failed"]),
+                  _f(p["request_throughput"], 2), _f(p["output_throughput"]), _f(p["goodput"], 2),
+                  _f(p["ttft_p50_ms"]), _f(p["ttft_p99_ms"]), _f(p["tpot_p50_ms"]),
+                  _f(p["tpot_p99_ms"]), verdict, p["run_dir"] + (" (reused)" if p["reused"] else ""))
+    return t
+
+
+def main(args: argparse.Namespace) -> int:
+    from loadgen.scenario import load_scenario
+    from loadgen.sweep import run_sweep
+
+    sc = load_scenario(args.scenario, args.overrides)
+    d, result = run_sweep(sc, live=not args.json)
+    if args.json:
+        print(json.dumps({"sweep_dir": str(d), **result}, default=str))
+        return 0
+    c = Console()
+    c.print(sweep_table(result))
+    s = result.get("search")
+    if s:
+        c.print(f"max rate under SLO: {_f(s['max_passing_rate'], 3)} req/s (first failing: "
+                f"{_f(s['min_failing_rate'], 3)}; {len(s['probes'])} probes"
+                + ("; converged" if s["converged"] else f"; {s['stopped']}") + ")")
+    c.print(f"sweep directory: {d}")
+    return 0

@@ -1,0 +1,216 @@
+"""Load loops: when each request is handed to the client, and the one-record-per-request ledger.
+
+    specs + schedule ─► Dispatcher.offline  (all at t0, up to ``cap`` in flight)
+                     ─► Dispatcher.server   (open loop: one task per request, created at its
+                                             scheduled time whatever earlier ones are doing)
+                     ─► Dispatcher.closed   (N virtual users; scheduled_at = user became free)
+        each task ─► Client.execute(spec) ─► Ledger.write(Record) (flushed as it ends)
+
+Open loop never coordinates omission: ``scheduled_at_ns`` is the schedule's time, fixed before
+the task exists; an in-flight cap only delays ``sent_at_ns``, so the lag shows in the records.
+Stopping (interrupt, drain timeout) cancels what is in flight and writes every unfinished or
+never-sent request as a "cancelled" record; the ledger writes each id exactly once.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Callable, Iterable, Iterator, Optional
+
+from loadgen.record import Record, now_ns
+
+SPIN_NS = 1_000_000         # yield-spin the last 1 ms before a send instead of sleeping
+MAX_NAP_S = 0.05            # nap granularity, so a stop request is noticed quickly
+
+
+class Ledger:
+    """Writes each request's record exactly once and tells the progress display."""
+
+    def __init__(self, writer, on_done: Optional[Callable[[Record], None]] = None):
+        self.writer = writer
+        self.on_done = on_done
+        self.written: set[int] = set()
+
+    def write(self, rec: Record) -> None:
+        if rec.id in self.written:
+            return
+        self.written.add(rec.id)
+        self.writer.write(rec)
+        if self.on_done is not None:
+            self.on_done(rec)
+
+    def cancel(self, spec, why: str, sent_at_ns: Optional[int] = None) -> None:
+        self.write(Record(id=spec.id, phase=spec.phase, scheduled_at_ns=spec.scheduled_at_ns,
+                          sent_at_ns=sent_at_ns, end_at_ns=now_ns(), status="cancelled",
+                          error_kind="cancelled", error=why,
+                          requested_output_tokens=spec.max_tokens,
+                          workload_prompt_tokens=spec.prompt_tokens))
+
+
+async def sleep_until(deadline_ns: int, stop: asyncio.Event) -> bool:
+    """Sleep until ``deadline_ns`` (perf_counter_ns): nap, then yield-spin the last SPIN_NS.
+    Returns True if ``stop`` was set first."""
+    while True:
+        if stop.is_set():
+            return True
+        rem = deadline_ns - now_ns()
+        if rem <= 0:
+            return False
+        if rem > SPIN_NS:
+            await asyncio.sleep(min((rem - SPIN_NS) / 1e9, MAX_NAP_S))
+        else:
+            await asyncio.sleep(0)
+
+
+class Dispatcher:
+    """Runs one phase's requests through ``client`` and records them all in ``ledger``."""
+
+    def __init__(self, client, ledger: Ledger, stop: asyncio.Event, drain_timeout_s: float,
+                 on_send: Optional[Callable[[object], None]] = None):
+        self.client = client
+        self.ledger = ledger
+        self.stop = stop
+        self.drain_timeout_s = drain_timeout_s
+        self.on_send = on_send
+        self.tasks: set[asyncio.Task] = set()
+        self.cancel_reason = "run interrupted before the request ended"
+        self.last_issue_ns: Optional[int] = None
+
+    # -- one request -------------------------------------------------------------------------
+    async def _one(self, spec, sem: Optional[asyncio.Semaphore]) -> None:
+        try:
+            if sem is not None:
+                async with sem:
+                    await self._execute(spec)
+            else:
+                await self._execute(spec)
+        except asyncio.CancelledError:
+            self.ledger.cancel(spec, self.cancel_reason)
+            raise
+        except BaseException as e:  # a bug or KeyboardInterrupt mid-request: still one record
+            self.ledger.cancel(spec, f"run aborted ({type(e).__name__}) before the request ended")
+            raise
+
+    async def _execute(self, spec) -> None:
+        if self.on_send is not None:
+            self.on_send(spec)
+        rec = self.client.new_record(spec)   # filled in place, even when cancelled mid-way
+        try:
+            await self.client.execute(spec, rec)
+        except asyncio.CancelledError:
+            if rec.status != "ok":
+                rec.status, rec.error_kind, rec.error = "cancelled", "cancelled", self.cancel_reason
+            if rec.end_at_ns is None:
+                rec.end_at_ns = now_ns()
+            self.ledger.write(rec)
+            raise
+        except Exception as e:  # the client promises not to raise; keep the record anyway
+            rec.status, rec.error_kind = "error", "client"
+            rec.error = f"{type(e).__name__}: {e}"
+            rec.end_at_ns = rec.end_at_ns or now_ns()
+        self.ledger.write(rec)
+
+    def _spawn(self, coro) -> asyncio.Task:
+        t = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+        return t
+
+    # -- ending --------------------------------------------------------------------------------
+    async def drain(self) -> None:
+        """Wait for in-flight tasks until done, stop, or drain_timeout_s after the last issue;
+        then cancel the rest (each writes a cancelled record)."""
+        start = self.last_issue_ns or now_ns()
+        deadline = start + int(self.drain_timeout_s * 1e9)
+        while self.tasks and not self.stop.is_set():
+            left = (deadline - now_ns()) / 1e9
+            if left <= 0:
+                self.cancel_reason = (f"not finished {self.drain_timeout_s:g} s after the last "
+                                      "send (load.drain_timeout_s)")
+                break
+            await asyncio.wait(set(self.tasks), timeout=min(left, MAX_NAP_S * 2))
+        await self.cancel_all()
+
+    async def cancel_all(self) -> None:
+        pending = list(self.tasks)
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    def _unsent(self, specs: Iterable, why: str) -> None:
+        for s in specs:
+            self.ledger.cancel(s, why)
+
+    # -- the three loops -------------------------------------------------------------------
+    async def offline(self, specs: list, t0_ns: int, cap: Optional[int]) -> None:
+        """Every request available at t0; at most ``cap`` in flight (None: all)."""
+        sem = asyncio.Semaphore(cap) if cap else None
+        for s in specs:
+            s.scheduled_at_ns = t0_ns
+        self.last_issue_ns = t0_ns
+        for s in specs:
+            self._spawn(self._one(s, sem))
+        await self.drain()
+
+    async def server(self, specs: list, offsets_ns, t0_ns: int, cap: Optional[int]) -> None:
+        """Open loop: request i's task is created at t0 + offsets[i], never later by design."""
+        sem = asyncio.Semaphore(cap) if cap else None
+        for s, off in zip(specs, offsets_ns):
+            s.scheduled_at_ns = t0_ns + int(off)
+        issued = 0
+        for s in specs:
+            if await sleep_until(s.scheduled_at_ns, self.stop):
+                break
+            self._spawn(self._one(s, sem))
+            self.last_issue_ns = s.scheduled_at_ns
+            issued += 1
+        await self.drain()
+        self._unsent(specs[issued:], "scheduled but never sent: run interrupted")
+
+    async def closed(self, make_spec: Callable[[], object], users: int, t0_ns: int,
+                     num_requests: Optional[int], duration_s: Optional[float]) -> int:
+        """``users`` virtual users, each sending its next request when its last one ended.
+        Returns how many requests were issued."""
+        end_ns = t0_ns + int(duration_s * 1e9) if duration_s else None
+        state = {"issued": 0}
+
+        async def user() -> None:
+            while not self.stop.is_set():
+                t = now_ns()
+                if num_requests is not None and state["issued"] >= num_requests:
+                    return
+                if end_ns is not None and t >= end_ns:
+                    return
+                state["issued"] += 1
+                spec = make_spec()
+                spec.scheduled_at_ns = t
+                self.last_issue_ns = t
+                await self._one(spec, None)
+
+        users_t = [self._spawn(user()) for _ in range(users)]
+        # a user task ends by itself; wait for them (bounded as drain() bounds stragglers)
+        while not self.stop.is_set() and any(not t.done() for t in users_t):
+            if end_ns is not None:
+                over = now_ns() - end_ns - int(self.drain_timeout_s * 1e9)
+                if over > 0:
+                    self.cancel_reason = (f"not finished {self.drain_timeout_s:g} s after "
+                                          "load.duration_s (load.drain_timeout_s)")
+                    break
+            await asyncio.wait([t for t in users_t if not t.done()], timeout=MAX_NAP_S * 2)
+        await self.cancel_all()
+        issued = state["issued"]
+        if num_requests is not None and issued < num_requests and end_ns is None:
+            self._unsent((make_spec() for _ in range(num_requests - issued)),
+                         "never sent: run interrupted")
+        return issued
+
+
+def spec_factory(specs: Iterator, make: Callable[[object, int], object], first_id: int):
+    """Wrap a PromptSpec iterator into a zero-arg factory of RequestSpecs with sequential ids."""
+    state = {"next": first_id}
+
+    def make_spec():
+        i = state["next"]
+        state["next"] += 1
+        return make(next(specs), i)
+    return make_spec

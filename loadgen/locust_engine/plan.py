@@ -1,0 +1,116 @@
+"""The shared plan of a Locust run: which request ids exist and which worker owns each.
+
+Pure (scenario, workload, schedule, numpy): imported by the loadgen CLI process (merging,
+dead-worker accounting) and by the gevent Locust processes (what to send), so both sides agree
+by construction. Every process rebuilds the same seeded workload and schedule from the scenario;
+``digest`` lets a worker refuse a master whose scenario differs.
+
+    ids 0 .. W-1              warm-up  (prompt k = k-th PromptSpec of the workload stream)
+    ids W .. W+M-1            measured (M = schedule count, or load.num_requests; unbounded for a
+                              duration-only closed loop)
+    owner(id) = position in its phase mod n_workers  (interleaved: each slice of a Poisson
+                schedule is a thinned Poisson process of rate/n, and the slices stay balanced)
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from loadgen.scenario import Scenario
+from loadgen.schedule import Schedule, build_schedule
+from loadgen.workload import PromptSpec, WorkloadPlan, build_workload
+
+DEFAULT_OPEN_USERS = 256     # users (in-flight bound) for a server/offline run without a cap
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One request to send; the gevent side's RequestSpec (loadgen.client is aiohttp-bound)."""
+
+    id: int
+    phase: str
+    prompt: object
+    prompt_tokens: Optional[int]
+    max_tokens: int
+    offset_ns: Optional[int]     # from t0 (server/offline); None: closed loop (now)
+
+
+def digest(sc: Scenario) -> str:
+    """Hash of what decides the requests and their times (workload + load)."""
+    blob = json.dumps({"workload": sc.workload.model_dump(mode="json"),
+                       "load": sc.load.model_dump(mode="json")}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def users_for(sc: Scenario, schedule: Schedule) -> int:
+    """Locust users in all: the in-flight cap (closed loop: the concurrency). An uncapped open
+    loop gets min(requests, DEFAULT_OPEN_USERS); beyond that, lateness shows as schedule lag."""
+    cap = sc.load.in_flight_cap
+    if cap:
+        return cap
+    n = schedule.count or sc.load.num_requests or DEFAULT_OPEN_USERS
+    return max(1, min(n, DEFAULT_OPEN_USERS))
+
+
+def measured_count(sc: Scenario, schedule: Schedule) -> Optional[int]:
+    """Measured requests in the plan; None for a closed loop bounded by duration only."""
+    if schedule.count is not None:
+        return schedule.count
+    return sc.load.num_requests
+
+
+def owner(rid: int, warmup: int, n_workers: int) -> int:
+    """The worker index whose slice holds request ``rid``."""
+    pos = rid if rid < warmup else rid - warmup
+    return pos % n_workers
+
+
+class Plan:
+    """A scenario's requests, sliced for worker ``index`` of ``n_workers``."""
+
+    def __init__(self, sc: Scenario, index: int = 0, n_workers: int = 1):
+        if not 0 <= index < n_workers:
+            raise ValueError(f"worker index {index} outside 0..{n_workers - 1}")
+        self.sc, self.index, self.n = sc, index, n_workers
+        self.workload: WorkloadPlan = build_workload(sc.workload)
+        self.schedule: Schedule = build_schedule(sc.load, sc.workload.seed + 1)
+        self.warmup = sc.load.warmup_requests
+        self.count = measured_count(sc, self.schedule)
+
+    def _mine(self, rid: int) -> bool:
+        return owner(rid, self.warmup, self.n) == self.index
+
+    def _stream(self) -> Iterator[tuple[int, PromptSpec]]:
+        return enumerate(iter(self.workload))
+
+    def warm_specs(self) -> list[Spec]:
+        out = []
+        for rid, p in itertools.islice(self._stream(), self.warmup):
+            if self._mine(rid):
+                out.append(Spec(rid, "warmup", p.prompt, p.prompt_tokens, p.max_tokens, None))
+        return out
+
+    def measured_specs(self) -> Iterator[Spec]:
+        """This worker's measured requests in id order (endless for a duration-only closed loop).
+        Offsets are set for server (schedule) and offline (0) runs."""
+        offs = self.schedule.offsets_ns
+        stream = itertools.islice(self._stream(), self.warmup, None)
+        for rid, p in stream:
+            i = rid - self.warmup
+            if self.count is not None and i >= self.count:
+                return
+            if not self._mine(rid):
+                continue
+            off = int(offs[i]) if offs is not None else None
+            yield Spec(rid, "measured", p.prompt, p.prompt_tokens, p.max_tokens, off)
+
+    def expected_ids(self) -> list[int]:
+        """Ids every worker together owes a record, whatever happens: the warm-up, plus the
+        measured requests unless a closed loop's duration may end it early (then only the
+        requests that were started are owed one: the workers' send journals list them)."""
+        if self.count is None or (self.schedule.offsets_ns is None and self.sc.load.duration_s):
+            return list(range(self.warmup))
+        return list(range(self.warmup + self.count))

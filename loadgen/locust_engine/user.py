@@ -1,0 +1,275 @@
+"""The gevent side of one request: a Locust user that streams from the OpenAI API.
+
+    Spec ─► body (same fields as loadgen.client) ─► FastHttpUser's pooled geventhttpclient
+        sent_at_ns ─► headers ─► each socket recv stamped once (perf_counter_ns)
+                  ─► SSEParser ─► json ─► StreamTally ─► Record.chunks [[t, n], ...]
+        end ─► usage vs chunk counts, status / error_kind (the same rules as the native client)
+        ─► one Locust ``request`` event per request (E2E, for Locust's UI only; never a fake
+           request per token: loadgen's metrics come from the records)
+
+The stream is read straight from the response's socket, not through ``iter_content`` /
+``iter_lines`` (they wait for 1024 bytes, so a 50 ms first token shows at ~95 ms): every
+``recv`` is stamped when it returns and whatever it completed is parsed at once.
+No asyncio and no aiohttp here (this runs in a gevent-patched process).
+"""
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any, Optional
+
+import gevent
+from locust import FastHttpUser, constant, task
+
+from loadgen.record import Record, now_ns
+from loadgen.sse import DONE, NamedEvent, SSEParser, StreamTally, error_message, loads
+
+SNIPPET = 300
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+# the process-wide source of requests (loadgen.locust_engine.node.WorkerNode), set before spawn
+NODE: Optional[Any] = None
+
+
+def base_body(api, model: str) -> dict:
+    """Every body field but prompt and max_tokens (the native client's rules; extra_body last)."""
+    body: dict = {"model": model, "stream": api.stream}
+    if api.stream and api.include_usage:
+        opts = {"include_usage": True}
+        if api.continuous_usage:
+            opts["continuous_usage_stats"] = True
+        body["stream_options"] = opts
+    if api.ignore_eos:
+        body["ignore_eos"] = True
+    extra = dict(api.extra_body)
+    if isinstance(extra.get("stream_options"), dict) and "stream_options" in body:
+        extra["stream_options"] = {**body["stream_options"], **extra["stream_options"]}
+    body.update(extra)
+    return body
+
+
+def request_body(base: dict, chat: bool, prompt, max_tokens: int) -> bytes:
+    b = dict(base)
+    if chat:
+        if isinstance(prompt, str):
+            b["messages"] = [{"role": "user", "content": prompt}]
+        elif prompt and all(isinstance(m, dict) for m in prompt):
+            b["messages"] = prompt
+        else:
+            raise ValueError("the chat endpoint needs a text prompt or a list of messages")
+    else:
+        b["prompt"] = prompt
+    b["max_tokens"] = max_tokens
+    return _dumps(b).encode()
+
+
+def fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:
+    rec.status, rec.error_kind, rec.error = "error", kind, msg[:SNIPPET + 100]
+    if rec.end_at_ns is None:
+        rec.end_at_ns = t if t is not None else now_ns()
+
+
+def finish(rec: Record, tally: StreamTally) -> None:
+    """First-chunk/first-token times and token counts from what arrived (native rules)."""
+    if rec.chunks:
+        rec.first_chunk_at_ns = rec.chunks[0][0]
+        total = 0
+        for t, n in rec.chunks:
+            if n:
+                if rec.first_token_at_ns is None:
+                    rec.first_token_at_ns = t
+                total += n
+        rec.chunk_output_tokens = total
+    usage = rec.usage_output_tokens = tally.completion_tokens
+    if usage is not None:
+        rec.output_tokens, rec.output_tokens_source = usage, "usage"
+    elif rec.chunk_output_tokens is not None:
+        rec.output_tokens, rec.output_tokens_source = rec.chunk_output_tokens, "chunks"
+    if usage is not None and rec.chunk_output_tokens is not None:
+        rec.token_count_mismatch = usage != rec.chunk_output_tokens
+    if tally.prompt_tokens is not None:
+        rec.prompt_tokens, rec.prompt_tokens_source = tally.prompt_tokens, "usage"
+    elif rec.workload_prompt_tokens is not None:
+        rec.prompt_tokens, rec.prompt_tokens_source = rec.workload_prompt_tokens, "workload"
+    rec.finish_reason = tally.finish_reason
+    rec.output_chars = tally.chars
+
+
+def _discard(raw) -> None:
+    """Close a response's socket that was left mid-body (never back into the pool)."""
+    sock, pool = getattr(raw, "_sock", None), getattr(raw, "_pool", None)
+    raw._sock = raw._pool = None
+    if sock is not None:
+        if pool is not None:
+            pool.release_socket(sock)
+        else:
+            sock.close()
+
+
+def read_stream(raw, rec: Record, tally: StreamTally) -> None:
+    """Parse an SSE body from a geventhttpclient response, one stamp per socket recv."""
+    parser = SSEParser()
+    buf = raw._body_buffer               # body bytes the HTTP parser has decoded so far
+    t = now_ns()
+    done = eof = False
+    ev: Any = None
+    try:
+        while not eof:
+            if buf:
+                data = bytes(buf)
+                del buf[:]
+                events = parser.feed(data)
+            elif raw.message_complete:
+                events = parser.finish()
+                eof = True
+            else:
+                sock = raw._sock
+                if sock is None:
+                    raise ConnectionError("connection closed mid-stream")
+                data = sock.recv(raw.block_size)
+                t = now_ns()                 # one stamp per socket read, shared by its events
+                if not data:
+                    raise ConnectionError("server closed the connection mid-stream")
+                raw.feed(data)
+                continue
+            for ev in events:
+                if ev.__class__ is bytes:
+                    rec.chunks.append([t, tally.add(loads(ev))])
+                    if tally.error is not None:
+                        return fail(rec, "server_error", error_message(tally.error), t)
+                elif ev is DONE:
+                    if not done:
+                        done = True
+                        rec.end_at_ns, rec.status = t, "ok"
+                elif ev.__class__ is NamedEvent:
+                    if ev.event == "error":
+                        rec.chunks.append([t, 0])
+                        return fail(rec, "server_error", ev.data.decode("utf-8", "replace"), t)
+                    rec.chunks.append([t, tally.add(loads(ev.data))])
+                else:
+                    return fail(rec, "malformed", f"not server-sent events: {ev.line!r}", t)
+    except ValueError as e:
+        what = ev[:120] if isinstance(ev, bytes) else ev
+        return fail(rec, "malformed", f"bad JSON in stream ({e}): {what!r}", now_ns())
+    except (ConnectionError, OSError) as e:
+        if rec.status == "ok":           # [DONE] arrived: a later drop does not undo it
+            return
+        for ev in parser.finish():       # count what was complete before the drop
+            if ev.__class__ is bytes:
+                with _quiet():
+                    rec.chunks.append([t, tally.add(loads(ev))])
+        return fail(rec, "connection", f"{type(e).__name__}: {e}", now_ns())
+    finally:
+        if not raw.message_complete:
+            _discard(raw)
+    if done or tally.finish_reason is not None:
+        rec.status = "ok"
+        if rec.end_at_ns is None:
+            rec.end_at_ns = t
+    else:
+        fail(rec, "incomplete", "stream ended without [DONE] or finish_reason", t)
+
+
+class _quiet:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        return kind is not None and issubclass(kind, ValueError)
+
+
+def read_body(raw, rec: Record, tally: StreamTally) -> None:
+    data = raw.read()
+    t = rec.end_at_ns = now_ns()
+    try:
+        obj = loads(data)
+    except ValueError:
+        return fail(rec, "malformed", f"response is not JSON: {data[:120]!r}", t)
+    if not isinstance(obj, dict):
+        return fail(rec, "malformed", f"response is not a JSON object: {data[:120]!r}", t)
+    if "error" in obj or obj.get("object") == "error":
+        return fail(rec, "server_error", error_message(obj.get("error", obj)), t)
+    usage = obj.get("usage") or {}
+    tally.prompt_tokens = usage.get("prompt_tokens")
+    tally.completion_tokens = usage.get("completion_tokens")
+    for ch in obj.get("choices") or []:
+        text = ch.get("text")
+        if text is None:
+            text = (ch.get("message") or {}).get("content") or ""
+        tally.chars += len(text)
+        if ch.get("finish_reason") is not None:
+            tally.finish_reason = ch["finish_reason"]
+    rec.status = "ok"
+
+
+def execute(agent, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
+            tally: StreamTally, timeout_s: float) -> None:
+    """POST ``data``; fill ``rec``. Never raises for a failed request (GreenletExit passes)."""
+    resp = None
+    try:
+        with gevent.Timeout(timeout_s):
+            rec.sent_at_ns = now_ns()
+            try:
+                resp = agent.urlopen(url, method="POST", payload=data, headers=headers)
+            except gevent.Timeout:
+                raise
+            except Exception as e:
+                resp = getattr(e, "response", None)
+                if resp is None:
+                    return fail(rec, "connection", f"{type(e).__name__}: {e}")
+            rec.http_status = resp.status_code
+            raw = resp._response
+            if resp.status_code >= 300:
+                body = bytes(raw._body_buffer[:SNIPPET]).decode("utf-8", "replace")
+                return fail(rec, "http", f"HTTP {resp.status_code}: {' '.join(body.split())}")
+            ctype = (resp.headers.get("content-type") or "").split(";")[0].strip()
+            if stream and ctype != "application/json":
+                read_stream(raw, rec, tally)
+            else:
+                read_body(raw, rec, tally)
+    except gevent.Timeout:
+        if resp is not None and resp._response is not None:
+            _discard(resp._response)
+        if rec.status == "pending":
+            fail(rec, "timeout", f"no complete answer within {timeout_s:g} s")
+    except (socket.timeout, TimeoutError):
+        if rec.status == "pending":
+            fail(rec, "timeout", f"no data for {timeout_s:g} s")
+    except (ConnectionError, OSError) as e:
+        if rec.status == "pending":
+            fail(rec, "connection", f"{type(e).__name__}: {e}")
+    except Exception as e:           # a failed request is a record, whatever raised
+        if rec.status == "pending":
+            fail(rec, "client", f"{type(e).__name__}: {e}")
+    finally:
+        finish(rec, tally)
+
+
+class LLMUser(FastHttpUser):
+    """Takes the next request from ``NODE`` (its worker's slice), sends it, hands back a Record.
+    Closed loop in concurrency mode; in server/offline mode NODE paces it to the schedule."""
+
+    wait_time = constant(0)
+    host = "http://127.0.0.1"            # NODE sets the scenario's base URL before spawning
+    network_timeout = 600.0
+    connection_timeout = 30.0
+    concurrency = 1                      # one request at a time per user: one connection
+    max_retries = 0
+
+    @task
+    def next_request(self) -> None:
+        node = NODE
+        if node is None:
+            gevent.sleep(0.05)
+            return
+        node.serve(self)
+
+    def send(self, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
+             continuous: bool, timeout_s: float) -> None:
+        tally = StreamTally(continuous)
+        execute(self.client.client, url, headers, data, stream, rec, tally, timeout_s)
+        e2e = ((rec.end_at_ns or now_ns()) - (rec.sent_at_ns or now_ns())) / 1e6
+        exc = None if rec.status == "ok" else RuntimeError(f"{rec.error_kind}: {rec.error}")
+        self.environment.events.request.fire(
+            request_type="POST", name=url.rsplit("/v1", 1)[-1], response_time=e2e,
+            response_length=rec.output_chars or 0, exception=exc, context={}, response=None)

@@ -1,0 +1,71 @@
+"""The power-source interface: every sampler states its scope, method and sampling rate.
+
+A source is opened once (``open`` raises ``SourceUnavailable`` with a one-line reason when the
+hardware, library or permission is missing), then ``read`` is called from its own sampler thread
+about ``sample_hz`` times a second and returns ``Reading``s. ``describe`` is what ``stop()``
+reports: name, scope, method ("counter" | "integrated_power" | "estimate"), evidence
+("measured" | "estimated"), requested and achieved sampling rate, devices, warnings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from loadgen.scenario import Power
+
+# scopes that analysis.energy adds into the total: gpu + cpu_package + dram
+SCOPES = ("gpu", "cpu_package", "dram", "cpu_core", "cpu_uncore", "platform", "system")
+
+
+class SourceUnavailable(RuntimeError):
+    """This source cannot measure here; ``str()`` is the one-line reason."""
+
+
+@dataclass
+class Reading:
+    device: str                   # "gpu0", "package-0", "host:gpu1", ...
+    scope: str                    # one of SCOPES
+    kind: str                     # "energy_j" (cumulative counter, raw) | "power_w"
+    value: float
+    wrap_j: Optional[float] = None  # counters that wrap: the range in J (RAPL max_energy_range_uj)
+
+
+class PowerSource:
+    """Base class; subclasses set ``name``, ``scope``, ``method`` and implement open/read."""
+
+    name = "base"
+    scope = "gpu"
+    method = "counter"
+    evidence = "measured"
+
+    def __init__(self, cfg: Power):
+        self.cfg = cfg
+        self.period_s = 1.0 / cfg.sample_hz
+        self.warnings: list[str] = []
+        self.devices: list[dict] = []        # one dict per device: name, method, ...
+        self.status = "ok"
+        self.reason: Optional[str] = None
+
+    def open(self) -> None:
+        """Find the devices; raise SourceUnavailable(reason) when this source cannot work here."""
+
+    def read(self) -> list[Reading]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the library or connection; must not raise."""
+
+    def linger_s(self) -> float:
+        """How long after the last edge the sampler must keep reading (DCGM: one collection
+        interval, so the window end is covered)."""
+        return 0.0
+
+    def warn(self, msg: str) -> None:
+        if msg not in self.warnings and len(self.warnings) < 20:
+            self.warnings.append(msg)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "status": self.status, "reason": self.reason,
+                "scope": self.scope, "method": self.method, "evidence": self.evidence,
+                "sample_hz": self.cfg.sample_hz, "devices": self.devices,
+                "warnings": list(self.warnings)}

@@ -1,0 +1,136 @@
+"""Live progress (completed / failed / in flight, output tokens/s) and the final summary table.
+
+    Dispatcher ─► on_send(spec) / on_done(record) ─► counters ─► rich progress bar (TTY only)
+    summary.json dict ─► summary_table() ─► rich table of key metrics + the verdict
+
+The live display is off when stderr is not a terminal or with ``--json``; counting still runs
+(cheap integer updates) so the caller can read them either way.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Optional
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+
+class RunProgress:
+    def __init__(self, total: Optional[int], enabled: bool = True, label: str = "requests",
+                 console: Optional[Console] = None):
+        self.console = console or Console(stderr=True)
+        self.enabled = enabled and self.console.is_terminal
+        self.total = total
+        self.label = label
+        self.sent = self.completed = self.failed = self.cancelled = 0
+        self.tokens = 0
+        self._t0 = time.monotonic()
+        self._bar: Optional[Progress] = None
+        self._task = None
+        self._sent_ids: set[int] = set()
+
+    @property
+    def in_flight(self) -> int:
+        return self.sent - self.completed - self.failed - self.cancelled
+
+    def start(self, label: Optional[str] = None, total: Optional[int] = None) -> None:
+        self.label = label or self.label
+        self.total = total if total is not None else self.total
+        self.sent = self.completed = self.failed = self.cancelled = self.tokens = 0
+        self._sent_ids = set()
+        self._t0 = time.monotonic()
+        if not self.enabled:
+            return
+        if self._bar is None:
+            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                 TextColumn("{task.completed}/{task.total}"),
+                                 TextColumn("{task.fields[stats]}"), TimeElapsedColumn(),
+                                 console=self.console, transient=False, refresh_per_second=4)
+            self._bar.start()
+        self._task = self._bar.add_task(self.label, total=self.total, stats="")
+
+    def on_send(self, spec) -> None:
+        self.sent += 1
+        self._sent_ids.add(spec.id)
+        self._refresh()
+
+    def on_done(self, rec) -> None:
+        if rec.status == "ok":
+            self.completed += 1
+        elif rec.status == "cancelled":
+            self.cancelled += 1
+        else:
+            self.failed += 1
+        if rec.id in self._sent_ids:
+            self._sent_ids.discard(rec.id)
+        else:  # cancelled before it reached the client
+            self.sent += 1
+        self.tokens += rec.output_tokens or 0
+        self._refresh()
+
+    def _refresh(self) -> None:
+        if self._bar is None or self._task is None:
+            return
+        el = max(time.monotonic() - self._t0, 1e-9)
+        stats = (f"ok {self.completed}  failed {self.failed}  in flight {self.in_flight}  "
+                 f"{self.tokens / el:,.0f} tok/s")
+        if self.cancelled:
+            stats += f"  cancelled {self.cancelled}"
+        self._bar.update(self._task, completed=self.completed + self.failed + self.cancelled,
+                         stats=stats)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._refresh()
+            self._bar.stop()
+            self._bar = None
+
+
+def _fmt(v, unit: str = "") -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:,.2f}{unit}"
+    return f"{v}{unit}"
+
+
+def summary_table(summary: dict, run_dir: str) -> Table:
+    t = Table(title=f"loadgen run — {run_dir}", show_header=True, header_style="bold")
+    t.add_column("metric")
+    t.add_column("mean", justify="right")
+    t.add_column("p50", justify="right")
+    t.add_column("p90", justify="right")
+    t.add_column("p99", justify="right")
+    names = [("ttft_ms", "TTFT ms"), ("ttft_from_scheduled_ms", "TTFT from scheduled ms"),
+             ("tpot_ms", "TPOT ms"), ("itl_ms", "ITL ms"), ("e2el_ms", "E2E ms"),
+             ("schedule_lag_ms", "schedule lag ms")]
+    for key, label in names:
+        s = summary.get(key) or {}
+        if s.get("count"):
+            t.add_row(label, *(_fmt(s.get(k)) for k in ("mean", "p50", "p90", "p99")))
+    return t
+
+
+def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None) -> None:
+    c = console or Console()
+    c.print(summary_table(summary, run_dir))
+    c.print(f"requests: ok {summary.get('requests_completed')}  failed "
+            f"{summary.get('requests_failed')}  cancelled {summary.get('requests_cancelled')}  "
+            f"warm-up {summary.get('requests_warmup')}   duration {_fmt(summary.get('duration_s'), ' s')}")
+    c.print(f"throughput: {_fmt(summary.get('request_throughput'), ' req/s')}   output "
+            f"{_fmt(summary.get('output_throughput'), ' tok/s')}   goodput "
+            f"{_fmt(summary.get('goodput'), ' req/s')}")
+    energy = summary.get("energy") or {}
+    if energy:
+        c.print(f"energy: {energy.get('status')}" + (f" ({energy.get('reason')})"
+                                                      if energy.get("reason") else ""))
+    for w in (summary.get("client") or {}).get("warnings") or []:
+        c.print(f"[yellow]warning:[/] {w}")
+    v = summary.get("verdict") or {}
+    if v:
+        head = "[bold green]VALID[/]" if v.get("valid") else "[bold red]INVALID[/]"
+        c.print(f"verdict: {head}")
+        for r in v.get("reasons") or []:
+            c.print(f"  - {r}")

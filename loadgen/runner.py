@@ -1,0 +1,322 @@
+"""One run: scenario ─► run directory with records, metadata, summary.
+
+    Scenario ─► workload.py (PromptSpecs) + schedule.py (offsets)      [errors before any I/O]
+        ─► run_dir/scenario.yaml (resolved; API key never written, only api_key_env's name)
+        ─► managed.py (start + health-check target.server; server.log)    or target.url
+        ─► sut.py (GET /v1/models, headers, /info, client host ─► sut.json)
+        ─► power (loadgen.power sampler ─► power.jsonl, when power.sources != ["none"])
+        ─► warm-up (phase "warmup", closed loop) ─► t0 ─► dispatch.py (offline|server|closed)
+            ─► Client.execute ─► Record ─► records.jsonl (flushed per request)
+        ─► meta.json (mode, t0, rates, client CPU, interruption) ─► analysis.summary ─► summary.json
+
+SIGINT/SIGTERM during the run stop issuing, cancel what is in flight, write every unfinished
+request as "cancelled", and still write meta.json and summary.json (``interrupted: true``).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+import loadgen
+from loadgen import sut as sut_mod
+from loadgen.client import Client, ClientConfig, RequestSpec
+from loadgen.clientload import ClientLoad
+from loadgen.dispatch import Dispatcher, Ledger, spec_factory
+from loadgen.managed import ManagedServer, ServerStartError
+from loadgen.progress import RunProgress
+from loadgen.record import RecordWriter, now_ns, read_records
+from loadgen.scenario import Scenario, ScenarioError
+from loadgen.schedule import Schedule, build_schedule
+from loadgen.workload import WorkloadPlan, build_workload
+
+T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
+SECRET_HEADER_WORDS = ("auth", "key", "token", "secret", "cookie")
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    meta: dict
+    summary: Optional[dict]
+    interrupted: bool
+
+
+def run_dir_for(sc: Scenario) -> Path:
+    name = sc.output.run_name or f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}"
+    d = Path(sc.output.dir) / name
+    if (d / "records.jsonl").exists():
+        raise ScenarioError(f"output.run_name: {d} already holds a run (records.jsonl); "
+                            "choose another name or remove it")
+    return d
+
+
+def resolved_yaml(sc: Scenario) -> str:
+    tree = sc.model_dump(mode="json")
+    hdrs = tree.get("api", {}).get("headers") or {}
+    for k in hdrs:
+        if any(w in k.lower() for w in SECRET_HEADER_WORDS):
+            hdrs[k] = "<redacted>"
+    return yaml.safe_dump(tree, sort_keys=False)
+
+
+def api_key(sc: Scenario) -> Optional[str]:
+    name = sc.api.api_key_env
+    if not name:
+        return None
+    val = os.environ.get(name)
+    if not val:
+        raise ScenarioError(f"api.api_key_env: environment variable {name} is not set")
+    return val
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    path.write_text(json.dumps(obj, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def summarize_dir(run_dir: Path, meta: dict, report: str = "full") -> dict:
+    """summary.json from the records on disk and ``meta`` (analysis.summary); then the report."""
+    from analysis.summary import load_power, summarize
+    summary = summarize(read_records(run_dir / "records.jsonl"), meta, load_power(run_dir))
+    _write_json(run_dir / "summary.json", summary)
+    if report != "none":
+        try:  # the report is a convenience; summary.json is the data
+            from analysis.report import write_report
+            write_report(run_dir, with_plots=report == "full")
+        except Exception as e:
+            (run_dir / "report.error.txt").write_text(f"{type(e).__name__}: {e}\n")
+    return summary
+
+
+class PowerHook:
+    """loadgen.power around the measured window; does nothing for sources ["none"]."""
+
+    def __init__(self, cfg, run_dir: Path):
+        self.cfg, self.run_dir = cfg, run_dir
+        self.session = None
+        self.result: Optional[dict] = None
+
+    def start(self) -> "PowerHook":
+        if all(s == "none" for s in self.cfg.sources):
+            return self
+        try:
+            from loadgen import power
+        except ImportError as e:
+            self.result = {"sources": [{"name": s, "status": "unavailable",
+                                        "reason": f"loadgen.power not importable: {e}"}
+                                       for s in self.cfg.sources]}
+            return self
+        self.session = power.start(self.cfg, self.run_dir)
+        self.session.idle_baseline()
+        return self
+
+    def mark(self, name: str) -> None:
+        if self.session is not None:
+            self.session.mark(name)
+
+    def stop(self) -> Optional[dict]:
+        if self.session is not None and self.result is None:
+            self.result = self.session.stop()
+        return self.result
+
+
+class Run:
+    """State of one run; ``execute()`` is the whole lifecycle."""
+
+    def __init__(self, sc: Scenario, progress: Optional[RunProgress] = None,
+                 server: Optional[ManagedServer] = None):
+        self.sc = sc
+        self.shared_server = server          # already running (a sweep's); not stopped here
+        self.plan: WorkloadPlan = build_workload(sc.workload)
+        self.schedule: Schedule = build_schedule(sc.load, sc.workload.seed + 1)
+        self.key = api_key(sc)
+        self.run_dir = run_dir_for(sc)
+        self.progress = progress or RunProgress(None, enabled=False)
+        self.stop = None                    # asyncio.Event, made inside the loop
+        self.interrupted: Optional[str] = None
+        self.server: Optional[ManagedServer] = None
+        self.base_url: Optional[str] = None
+        self.model: Optional[str] = None
+        self.cap: Optional[int] = None
+        self.writer: Optional[RecordWriter] = None
+        self.dispatcher: Optional[Dispatcher] = None
+        self.power: Optional[PowerHook] = None
+        self.cpu = ClientLoad()
+        self.t0: Optional[int] = None
+        self.end: Optional[int] = None
+        self.crashed: Optional[str] = None
+        self.summary: Optional[dict] = None
+
+    # -- sync shell: run dir, managed server ----------------------------------------------
+    def execute(self) -> RunResult:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "scenario.yaml").write_text(resolved_yaml(self.sc), encoding="utf-8")
+        meta: dict = {}
+        try:
+            with contextlib.ExitStack() as stack:
+                base_url = self.sc.target.url
+                if self.shared_server is not None:
+                    if not self.shared_server.alive:
+                        raise ServerStartError(
+                            f"target.server: the shared server exited (code "
+                            f"{self.shared_server.proc.poll()}; {self.shared_server.log_path})")
+                    self.server = self.shared_server
+                    base_url = self.server.base_url
+                elif self.sc.target.server is not None:
+                    self.server = stack.enter_context(ManagedServer(self.sc.target.server,
+                                                                    self.run_dir))
+                    base_url = self.server.base_url
+                asyncio.run(self._main(base_url.rstrip("/")))
+        finally:
+            if self.writer is not None:  # the load phase began: its files are always finished
+                meta = self.meta()
+                _write_json(self.run_dir / "meta.json", meta)
+                with contextlib.suppress(Exception) if self.crashed else contextlib.nullcontext():
+                    self.summary = summarize_dir(self.run_dir, meta, self.sc.output.report)
+        return RunResult(self.run_dir, meta, self.summary, bool(self.interrupted))
+
+    # -- signals ----------------------------------------------------------------------------
+    def _on_signal(self, signame: str) -> None:
+        if self.interrupted is None:
+            self.interrupted = signame
+            self.stop.set()
+        else:  # a second signal: give the default behaviour back (next one kills)
+            loop = asyncio.get_running_loop()
+            for s in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(s)
+
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for s in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(s, self._on_signal, s.name)
+
+    # -- async body -------------------------------------------------------------------------
+    def _client_config(self, base_url: str, model: str) -> ClientConfig:
+        a = self.sc.api
+        return ClientConfig(base_url=base_url, endpoint=a.endpoint, model=model, stream=a.stream,
+                            ignore_eos=a.ignore_eos, include_usage=a.include_usage,
+                            continuous_usage=a.continuous_usage, extra_body=dict(a.extra_body),
+                            headers=dict(a.headers), api_key=self.key, timeout_s=a.timeout_s)
+
+    async def _main(self, base_url: str) -> None:
+        self.stop = asyncio.Event()
+        self._install_signals()
+        a, ld = self.sc.api, self.sc.load
+        models = await sut_mod.fetch_models(base_url, self.key, a.connect_timeout_s)
+        model = a.model or sut_mod.first_model_id(models.get("models"))
+        if model is None:
+            raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
+                                f"({models.get('error') or 'status ' + str(models.get('status'))})")
+        self.base_url, self.model = base_url, model
+        sut = sut_mod.describe_sut(base_url, models,
+                                   self.server.describe() if self.server else None, model,
+                                   a.endpoint)
+        _write_json(self.run_dir / "sut.json", sut)
+        cap = self.cap = ld.in_flight_cap
+        n = self.schedule.count if self.schedule.count is not None else ld.num_requests
+        stream = iter(self.plan)
+
+        def make(p, i: int) -> RequestSpec:
+            return RequestSpec(id=i, phase="measured", prompt=p.prompt,
+                               prompt_tokens=p.prompt_tokens, max_tokens=p.max_tokens)
+
+        self.writer = RecordWriter(self.run_dir / "records.jsonl")
+        ledger = Ledger(self.writer, self.progress.on_done)
+        planned: list = []
+        try:
+            self.power = PowerHook(self.sc.power, self.run_dir).start()
+            cfg = ClientConfig.from_api(a, base_url, model, self.key)
+            async with Client(cfg, cap or max(1, n or 1)) as client:
+                w = ld.warmup_requests
+                if w:
+                    warm = spec_factory(stream, make, 0)
+
+                    def warm_spec():
+                        s = warm()
+                        s.phase = "warmup"
+                        return s
+                    self.progress.start("warm-up", w)
+                    self.dispatcher = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s,
+                                                 self.progress.on_send)
+                    await self.dispatcher.closed(warm_spec, min(w, cap or w), now_ns(), w, None)
+                self.progress.start("measured", n)
+                d = self.dispatcher = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s,
+                                                 self.progress.on_send)
+                if ld.mode != "concurrency":
+                    planned = [make(p, w + i) for i, p in zip(range(n), stream)]
+                self.power.mark("measure_start")
+                self.cpu.start()
+                self.t0 = now_ns() + (T0_LEAD_NS if ld.mode == "server" else 0)
+                if ld.mode == "offline":
+                    await d.offline(planned, self.t0, cap)
+                elif ld.mode == "server":
+                    await d.server(planned, self.schedule.offsets_ns, self.t0, cap)
+                else:
+                    await d.closed(spec_factory(stream, make, w), cap or 1, self.t0,
+                                   ld.num_requests, ld.duration_s)
+                self.end = now_ns()
+                self.power.mark("measure_end")
+                sut["completion_response_headers"] = sut_mod.keep_headers(
+                    client.first_response_headers)
+                _write_json(self.run_dir / "sut.json", sut)
+        except BaseException as e:
+            # a crash: nothing may stay unrecorded. Cancel what runs, then the never-sent.
+            self.crashed = self.crashed or f"{type(e).__name__}: {e}"
+            if self.dispatcher is not None:
+                self.dispatcher.cancel_reason = f"run aborted ({type(e).__name__})"
+                with contextlib.suppress(BaseException):
+                    await self.dispatcher.cancel_all()
+            raise
+        finally:
+            for s in planned:
+                if s.id not in ledger.written:
+                    ledger.cancel(s, "scheduled but never sent: run ended early")
+            if self.cpu.result is None and self.t0 is not None:
+                self.cpu.stop()
+            if self.power is not None:
+                self.power.stop()
+            self.writer.close()
+            self.progress.stop()
+
+    def meta(self) -> dict:
+        sc, ld = self.sc, self.sc.load
+        sched = self.schedule.describe()
+        cpu_info = self.cpu.result or {}  # ClientLoad: CPU share of one core, loop lag
+        power_info = self.power.result if self.power is not None else None
+        return {
+            "loadgen_version": loadgen.__version__, "scenario": sc.name,
+            "run_dir": str(self.run_dir), "started_at_unix": time.time(),
+            "engine": "native", "mode": ld.mode, "target_url": self.base_url, "model": self.model,
+            "endpoint": sc.api.endpoint, "stream": sc.api.stream,
+            "t0_ns": self.t0, "end_ns": self.end, "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)",
+            "rate": ld.rate if ld.mode == "server" else None,
+            "scheduled_rate": sched["scheduled_rate"], "schedule": sched,
+            "in_flight_cap": ld.in_flight_cap, "num_requests": ld.num_requests,
+            "duration_s": ld.duration_s, "warmup_requests": ld.warmup_requests,
+            "records_written": self.writer.count if self.writer else 0,
+            "min_duration_s": ld.min_duration_s, "min_queries": ld.min_queries,
+            "drain_timeout_s": ld.drain_timeout_s,
+            "slo": sc.slo.model_dump(mode="json"),
+            "workload": self.plan.describe(),
+            "client_cpu": cpu_info.get("cpu_util"), "client_load": cpu_info,
+            "power_sources": (power_info or {}).get("sources") or list(sc.power.sources),
+            "power": power_info,
+            "interrupted": bool(self.interrupted or self.crashed),
+            "interrupt_signal": self.interrupted, "crashed": self.crashed,
+        }
+
+
+def run_scenario(sc: Scenario, progress: Optional[RunProgress] = None,
+                 server: Optional[ManagedServer] = None) -> RunResult:
+    """Run ``sc`` to the end (or to an interrupt) and return where its files are. ``server``:
+    an already running managed server to use instead of starting target.server."""
+    return Run(sc, progress, server).execute()

@@ -1,0 +1,135 @@
+"""Arrival schedules: when each measured request should be sent, as ns offsets from t0.
+
+Pure functions of (arrival process, rate, count/duration, seeded ``numpy.random.Generator``):
+the same seed gives the same schedule, so a run can be repeated exactly.
+
+    server       poisson   exponential gaps, mean 1/rate (MLPerf LoadGen's Server scenario)
+                 constant  gaps of exactly 1/rate
+                 gamma     gamma gaps, shape = burstiness, scale = 1/(rate*burstiness): mean 1/rate,
+                           coefficient of variation 1/sqrt(burstiness) (< 1 burstier, 1 = poisson)
+    offline      every request at t0 (MLPerf Offline)
+    concurrency  no schedule: a closed loop sends when a virtual user becomes free
+
+The first request is at offset 0; request i is at the sum of the first i gaps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+NS = 1_000_000_000
+
+
+def gaps_s(rng: np.random.Generator, arrival: str, rate: float, n: int,
+           burstiness: float = 1.0) -> np.ndarray:
+    """``n`` inter-arrival gaps in seconds. shape: (n,) float64."""
+    if rate <= 0:
+        raise ValueError("rate must be > 0")
+    if arrival == "poisson":
+        return rng.exponential(1.0 / rate, size=n)
+    if arrival == "constant":
+        return np.full(n, 1.0 / rate)
+    if arrival == "gamma":
+        if burstiness <= 0:
+            raise ValueError("burstiness must be > 0")
+        return rng.gamma(shape=burstiness, scale=1.0 / (rate * burstiness), size=n)
+    raise ValueError(f"unknown arrival process {arrival!r}")
+
+
+def server_offsets_ns(rng: np.random.Generator, arrival: str, rate: float,
+                      n: Optional[int] = None, duration_s: Optional[float] = None,
+                      burstiness: float = 1.0) -> np.ndarray:
+    """Send offsets (int64 ns from t0, non-decreasing) for an open-loop server run.
+
+    Bounded by ``n`` requests and/or ``duration_s`` (offsets strictly below the duration);
+    at least one bound is required. shape: (count,) int64.
+    """
+    if n is None and duration_s is None:
+        raise ValueError("give n and/or duration_s")
+    if n is not None:
+        if n <= 0:
+            return np.zeros(0, dtype=np.int64)
+        g = gaps_s(rng, arrival, rate, n, burstiness)
+        offsets = np.concatenate(([0.0], np.cumsum(g[:-1])))
+    else:
+        # draw in blocks until the schedule passes the duration
+        parts, last = [], 0.0
+        block = max(16, int(rate * duration_s * 1.2) + 16)
+        while last < duration_s:
+            g = gaps_s(rng, arrival, rate, block, burstiness)
+            c = last + np.cumsum(g)
+            parts.append(c)
+            last = float(c[-1])
+        offsets = np.concatenate(([0.0], *parts))
+    if duration_s is not None:
+        offsets = offsets[offsets < duration_s]
+    if arrival == "constant":
+        # exact integer multiples, free of float accumulation
+        idx = np.arange(len(offsets), dtype=np.int64)
+        return np.round(idx * (NS / rate)).astype(np.int64)
+    return np.round(offsets * NS).astype(np.int64)
+
+
+def offline_offsets_ns(n: int) -> np.ndarray:
+    """Every request at t0. shape: (n,) int64 zeros."""
+    return np.zeros(max(0, n), dtype=np.int64)
+
+
+def scheduled_rate(offsets_ns: np.ndarray) -> Optional[float]:
+    """Requests/s the schedule itself implies: (n - 1) / span. None for < 2 requests or zero span."""
+    if len(offsets_ns) < 2:
+        return None
+    span = int(offsets_ns[-1]) - int(offsets_ns[0])
+    if span <= 0:
+        return None
+    return (len(offsets_ns) - 1) * NS / span
+
+
+def gap_cv(offsets_ns: np.ndarray) -> Optional[float]:
+    """Coefficient of variation of the gaps (1 for Poisson, 0 for constant); None if < 3 requests."""
+    if len(offsets_ns) < 3:
+        return None
+    g = np.diff(offsets_ns.astype(np.float64))
+    m = g.mean()
+    return float(g.std() / m) if m > 0 else None
+
+
+@dataclass
+class Schedule:
+    """What the runner needs: the mode and, for open/offline modes, the send offsets."""
+
+    mode: str                               # "server" | "offline" | "concurrency"
+    offsets_ns: Optional[np.ndarray]        # None for the closed loop
+    target_rate: Optional[float] = None
+    arrival: Optional[str] = None
+    burstiness: Optional[float] = None
+
+    @property
+    def count(self) -> Optional[int]:
+        return None if self.offsets_ns is None else len(self.offsets_ns)
+
+    def describe(self) -> dict:
+        out = {"mode": self.mode, "target_rate": self.target_rate, "arrival": self.arrival,
+               "burstiness": self.burstiness, "scheduled_count": self.count,
+               "scheduled_rate": None, "gap_cv": None, "scheduled_span_s": None}
+        if self.offsets_ns is not None and self.mode == "server":
+            out["scheduled_rate"] = scheduled_rate(self.offsets_ns)
+            out["gap_cv"] = gap_cv(self.offsets_ns)
+            if len(self.offsets_ns):
+                out["scheduled_span_s"] = int(self.offsets_ns[-1]) / NS
+        return out
+
+
+def build_schedule(load, seed: int) -> Schedule:
+    """Schedule for a ``scenario.Load``; ``seed`` makes it reproducible."""
+    rng = np.random.default_rng(seed)
+    if load.mode == "server":
+        off = server_offsets_ns(rng, load.arrival, load.rate, load.num_requests,
+                                load.duration_s, load.burstiness)
+        return Schedule("server", off, load.rate, load.arrival,
+                        load.burstiness if load.arrival == "gamma" else None)
+    if load.mode == "offline":
+        return Schedule("offline", offline_offsets_ns(load.num_requests or 0))
+    return Schedule("concurrency", None)

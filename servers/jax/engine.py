@@ -1,0 +1,201 @@
+"""The engine: prefill / insert / generate / free over a fixed set of slots (the JetStream seam).
+
+    prefill(prompt_ids, params) -> Prefix       one prompt, padded to a power-of-two bucket, jitted
+                                                per bucket; samples the first token
+    insert(prefix, slot)                        copies the prefix K/V into the slot's cache rows
+    generate() -> np.ndarray[slots]             ONE jitted decode step for all slots, KV cache
+                                                donated (updated in place); one device→host copy
+    free(slot)                                  the slot is reusable at once
+
+Host-side state per slot (numpy): last token, position (= tokens in cache), sampling parameters,
+key, generated-token counter. Inactive slots still run through the batched step (their results are
+ignored; their cache rows hold garbage until the next insert overwrites them).
+
+The decode step runs only slots [0, B), B the smallest power of two above the highest active
+slot (batch 1 on a 64-slot engine costs batch 1, not 64), and its attention reads only
+``attn_len`` positions: the smallest bucket (64, 128, … max_len) above the longest active
+sequence. One compiled step per (B, attn_len). ``warmup()`` compiles every prefill bucket, insert
+and decode bucket before serving; ``compile_s`` says how long it took.
+
+CPU dtype (measured 2026-12-02 on this 2-core AMD EPYC VM, jax 0.10.2, ``small`` preset, batch-1
+decode step): fp32 is the CPU default; see bench/decode_roofline.py and the helper report for
+the numbers (bf16 through XLA's CPU backend was slower).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import model as M
+from .presets import ModelArgs
+from .sampling import request_key, sample
+
+
+def buckets(lo: int, hi: int) -> list[int]:
+    """Powers of two from lo up to (and always ending at) hi."""
+    out, b = [], lo
+    while b < hi:
+        out.append(b)
+        b *= 2
+    return out + [hi]
+
+
+@dataclass
+class Prefix:
+    kv: Any                       # tuple over layers of (k, v) [Hkv, bucket, Dh] device arrays
+    length: int                   # prompt tokens
+    first_token: int
+    temperature: float
+    top_p: float
+    key: np.ndarray               # [2] uint32
+
+
+class Engine:
+    def __init__(self, args: ModelArgs, params: M.Params, *, dtype: str = "fp32", slots: int = 8,
+                 max_model_len: int = 1024, eos_ids: Optional[set[int]] = None,
+                 min_prefill_bucket: int = 16, min_attn_bucket: int = 64) -> None:
+        if max_model_len < 2:
+            raise ValueError("max_model_len must be >= 2")
+        self.args, self.params, self.dtype = args, params, dtype
+        self.slots, self.max_model_len = int(slots), int(max_model_len)
+        self.eos_ids = set(eos_ids or ())
+        self.prefill_buckets = buckets(min(min_prefill_bucket, max_model_len), max_model_len)
+        self.attn_buckets = buckets(min(min_attn_bucket, max_model_len), max_model_len)
+        self.batch_buckets = buckets(1, self.slots)
+        self.cache = M.init_cache(args, self.slots, self.max_model_len, dtype)
+        s = self.slots
+        self.tokens = np.zeros(s, np.int32)
+        self.pos = np.zeros(s, np.int32)
+        self.temperature = np.zeros(s, np.float32)
+        self.top_p = np.ones(s, np.float32)
+        self.keys = np.zeros((s, 2), np.uint32)
+        self.step = np.zeros(s, np.int32)
+        self.active = np.zeros(s, bool)
+        self.compile_s: Optional[float] = None
+        self._prefill = jax.jit(self._prefill_fn)
+        self._insert = jax.jit(self._insert_fn, donate_argnums=(0,))
+        self._decode = jax.jit(self._decode_fn, static_argnums=(4,), donate_argnums=(1,))
+        # sampling is its own jitted function (compiled for batch 1 and batch `slots`), so the
+        # per-bucket programs do not each recompile the sort / random number code
+        self._sample = jax.jit(sample)
+
+    # ---- jitted bodies -----------------------------------------------------------------------
+    def _prefill_fn(self, params, tokens, length):
+        x, ks, vs = M.prefill(params, self.args, tokens)           # x [Tb, D]
+        last = jax.lax.dynamic_slice_in_dim(x, length - 1, 1, axis=0)   # [1, D]
+        return M.logits_of(params, self.args, last), tuple(zip(ks, vs))  # [1, V], kv
+
+    @staticmethod
+    def _insert_fn(cache, kv, slot):
+        out = []
+        for (kc, vc), (k, v) in zip(cache, kv):                    # kc [S, Hkv, T, Dh]; k [Hkv, Tb, Dh]
+            out.append((jax.lax.dynamic_update_slice(kc, k[None], (slot, 0, 0, 0)),
+                        jax.lax.dynamic_update_slice(vc, v[None], (slot, 0, 0, 0))))
+        return tuple(out)
+
+    def _decode_fn(self, params, cache, tokens, pos, attn_len):
+        return M.decode(params, self.args, cache, tokens, pos, attn_len)  # logits [S, V], cache
+
+    # ---- the seam ----------------------------------------------------------------------------
+    def prefill_bucket(self, n: int) -> int:
+        for b in self.prefill_buckets:
+            if b >= n:
+                return b
+        raise ValueError(f"prompt of {n} tokens exceeds max_model_len {self.max_model_len}")
+
+    def prefill(self, prompt_ids: list[int], params: Any = None) -> Prefix:
+        """params: anything with temperature / top_p / seed (orchestrator.SamplingParams)."""
+        n = len(prompt_ids)
+        if n == 0 or n >= self.max_model_len:
+            raise ValueError(f"prompt length {n} must be in [1, {self.max_model_len - 1}]")
+        b = self.prefill_bucket(n)
+        toks = np.zeros(b, np.int32)
+        toks[:n] = prompt_ids
+        temp = float(getattr(params, "temperature", 0.0) or 0.0)
+        top_p = float(getattr(params, "top_p", 1.0) if getattr(params, "top_p", None) is not None else 1.0)
+        seed = getattr(params, "seed", None)
+        key = request_key(0 if seed is None else seed)
+        logits, kv = self._prefill(self.params, toks, np.int32(n))
+        tok = self._sample(logits, np.full(1, temp, np.float32), np.full(1, top_p, np.float32),
+                           key[None], np.zeros(1, np.int32))
+        return Prefix(kv, n, int(tok[0]), temp, top_p, key)
+
+    def insert(self, prefix: Prefix, slot: int) -> None:
+        self.cache = self._insert(self.cache, prefix.kv, np.int32(slot))
+        self.tokens[slot] = prefix.first_token
+        self.pos[slot] = prefix.length
+        self.temperature[slot] = prefix.temperature
+        self.top_p[slot] = prefix.top_p
+        self.keys[slot] = prefix.key
+        self.step[slot] = 1
+        self.active[slot] = True
+
+    def attn_bucket(self) -> int:
+        need = int(self.pos[self.active].max()) + 1 if self.active.any() else 1
+        for b in self.attn_buckets:
+            if b >= need:
+                return b
+        return self.attn_buckets[-1]
+
+    def batch_bucket(self) -> int:
+        """Slots [0, B) run through the step: B is a bucket above the highest active slot (the
+        orchestrator hands out the lowest free slot, so active slots stay packed at the bottom)."""
+        idx = np.flatnonzero(self.active)
+        need = int(idx[-1]) + 1 if idx.size else 1
+        return next(b for b in self.batch_buckets if b >= need)
+
+    def generate(self) -> np.ndarray:
+        """One decode step → sampled tokens [slots] (valid for active slots, 0 elsewhere)."""
+        return self._generate(self.batch_bucket(), self.attn_bucket())
+
+    def _generate(self, b: int, attn_len: int) -> np.ndarray:
+        pos = np.minimum(self.pos[:b], self.max_model_len - 1)     # a full slot is finished anyway
+        logits, self.cache = self._decode(self.params, self.cache, self.tokens[:b], pos, attn_len)
+        toks = self._sample(logits, self.temperature[:b], self.top_p[:b], self.keys[:b], self.step[:b])
+        out = np.zeros(self.slots, np.int32)
+        out[:b] = np.asarray(toks)                                 # the one device→host copy
+        a = self.active
+        self.tokens = np.where(a, out, self.tokens).astype(np.int32)
+        self.pos[a] += 1
+        self.step[a] += 1
+        return out
+
+    def free(self, slot: int) -> None:
+        self.active[slot] = False
+        self.pos[slot] = 0
+        self.temperature[slot] = 0.0
+        self.top_p[slot] = 1.0
+        self.step[slot] = 0
+
+    # ---- helpers -----------------------------------------------------------------------------
+    def is_eos(self, tok: int) -> bool:
+        return tok in self.eos_ids
+
+    def cache_tokens_used(self) -> int:
+        return int(self.pos[self.active].sum())
+
+    def kv_cache_bytes(self) -> int:
+        return M.cache_bytes(self.args, self.slots, self.max_model_len, self.dtype)
+
+    def warmup(self) -> float:
+        """Compile (by running once) every prefill bucket, insert and decode bucket; returns seconds."""
+        t0 = time.perf_counter()
+        for b in self.prefill_buckets:
+            p = self.prefill([1] * min(b, self.max_model_len - 1))
+            self.insert(p, 0)
+            self.free(0)
+        saved = self.pos.copy(), self.active.copy(), self.tokens.copy(), self.step.copy()
+        self.active[:] = False                                     # nothing advances
+        for b in self.batch_buckets:
+            for a in self.attn_buckets:
+                self._generate(b, a)
+        self.pos, self.active, self.tokens, self.step = saved
+        jax.block_until_ready(self.cache)
+        self.compile_s = time.perf_counter() - t0
+        return self.compile_s

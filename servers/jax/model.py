@@ -1,0 +1,196 @@
+"""A Llama-style decoder in JAX: RMSNorm, RoPE (HF rotate-half), grouped-query attention, SwiGLU.
+
+Parameters are a plain pytree (one dict per layer, so a jitted step reads each weight in place):
+
+    {"embed": [V, D], "norm": [D], "lm_head": [D, V] (absent when tied: logits = x @ embed.T),
+     "layers": [{"attn_norm": [D], "wqkv": [D, Q+2K], "bqkv": [Q+2K] (Qwen2 only),
+                 "wo": [Q, D], "ffn_norm": [D], "w13": [D, 2F] (gate | up), "w2": [F, D]}, ...]}
+
+with Q = n_heads·head_dim, K = n_kv_heads·head_dim, F = ffn_dim. q/k/v and gate/up are fused so
+that a decode step does one GEMV per fused matrix. The KV cache is a tuple over layers of
+(k, v), each [slots, n_kv_heads, max_len, head_dim] (slot-major, so one slot's row per KV head is
+contiguous for the batched attention dots).
+
+Three entry points, all pure functions to be jitted by the engine:
+  * ``forward_reference(params, args, tokens[T]) -> logits[T, V]``  full causal attention, no cache;
+  * ``prefill(params, args, tokens[Tb]) -> (hidden[Tb, D], ks, vs)``  one prompt, padded to a bucket;
+  * ``decode(params, args, cache, tokens[S], pos[S], attn_len) -> (logits[S, V], cache)``  one token
+    per slot; attention reads only the first ``attn_len`` cache positions (a static bucket).
+
+Norms, softmax and logits are computed in fp32 whatever the weight dtype.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .presets import ModelArgs
+
+Params = dict[str, Any]
+Cache = tuple[tuple[jax.Array, jax.Array], ...]
+
+DTYPES = {"fp32": jnp.float32, "bf16": jnp.bfloat16}
+
+
+def rope_inv_freq(args: ModelArgs) -> np.ndarray:
+    """[head_dim/2] inverse frequencies, with HF's "llama3" frequency scaling when configured."""
+    half = args.head_dim // 2
+    inv = 1.0 / (args.rope_theta ** (np.arange(0, half, dtype=np.float64) * 2.0 / args.head_dim))
+    sc = args.rope_scaling
+    if sc and sc.get("rope_type", sc.get("type")) == "llama3":
+        factor, lo, hi = sc["factor"], sc["low_freq_factor"], sc["high_freq_factor"]
+        old = sc["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv
+        smooth = np.clip((old / wavelen - lo) / (hi - lo), 0.0, 1.0)
+        scaled = (1 - smooth) * inv / factor + smooth * inv
+        inv = np.where(wavelen < old / hi, inv, np.where(wavelen > old / lo, inv / factor, scaled))
+    elif sc and sc.get("rope_type", sc.get("type")) not in (None, "default"):
+        raise ValueError(f"rope_scaling type {sc.get('rope_type', sc.get('type'))!r} is not supported")
+    return inv.astype(np.float32)
+
+
+def apply_rope(x: jax.Array, pos: jax.Array, inv_freq: np.ndarray) -> jax.Array:
+    """x [..., H, Dh] at positions pos [...] → rotated x (rotate-half convention)."""
+    ang = pos.astype(jnp.float32)[..., None] * inv_freq            # [..., Dh/2]
+    cos, sin = jnp.cos(ang)[..., None, :], jnp.sin(ang)[..., None, :]  # [..., 1, Dh/2]
+    xf = x.astype(jnp.float32)
+    x1, x2 = jnp.split(xf, 2, axis=-1)                             # [..., H, Dh/2] each
+    out = jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+    return out.astype(x.dtype)
+
+
+def rms_norm(x: jax.Array, w: jax.Array, eps: float) -> jax.Array:
+    xf = x.astype(jnp.float32)
+    y = xf * jax.lax.rsqrt(jnp.mean(xf * xf, axis=-1, keepdims=True) + eps)
+    return (y * w.astype(jnp.float32)).astype(x.dtype)
+
+
+def init_params(args: ModelArgs, dtype: str = "fp32", seed: int = 0, std: float = 0.02) -> Params:
+    """Seeded random weights with the real shapes (numpy RNG: fast, identical on every backend)."""
+    rng = np.random.default_rng(seed)
+    dt = DTYPES[dtype]
+
+    def mat(*shape: int) -> jax.Array:
+        return jnp.asarray(rng.standard_normal(shape, dtype=np.float32) * std, dtype=dt)
+
+    d, q, k, f = args.dim, args.q_dim, args.kv_dim, args.ffn_dim
+    layers = []
+    for _ in range(args.n_layers):
+        lp = {"attn_norm": jnp.ones((d,), dt), "wqkv": mat(d, q + 2 * k), "wo": mat(q, d),
+              "ffn_norm": jnp.ones((d,), dt), "w13": mat(d, 2 * f), "w2": mat(f, d)}
+        if args.qkv_bias:
+            lp["bqkv"] = mat(q + 2 * k)
+        layers.append(lp)
+    p: Params = {"embed": mat(args.vocab_size, d), "norm": jnp.ones((d,), dt), "layers": layers}
+    if not args.tied_embeddings:
+        p["lm_head"] = mat(d, args.vocab_size)
+    return p
+
+
+def _qkv(lp: dict, args: ModelArgs, h: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """h [N, D] → q [N, H, Dh], k [N, Hkv, Dh], v [N, Hkv, Dh] (before RoPE)."""
+    qkv = h @ lp["wqkv"]                                           # [N, Q+2K]
+    if "bqkv" in lp:
+        qkv = qkv + lp["bqkv"]
+    q, k, v = jnp.split(qkv, [args.q_dim, args.q_dim + args.kv_dim], axis=-1)
+    n = h.shape[0]
+    return (q.reshape(n, args.n_heads, args.head_dim), k.reshape(n, args.n_kv_heads, args.head_dim),
+            v.reshape(n, args.n_kv_heads, args.head_dim))
+
+
+def _mlp(lp: dict, args: ModelArgs, x: jax.Array) -> jax.Array:
+    h = rms_norm(x, lp["ffn_norm"], args.norm_eps)                 # [N, D]
+    gate, up = jnp.split(h @ lp["w13"], 2, axis=-1)                # [N, F] each
+    return x + (jax.nn.silu(gate) * up) @ lp["w2"]                 # [N, D]
+
+
+def logits_of(params: Params, args: ModelArgs, x: jax.Array) -> jax.Array:
+    """x [N, D] → fp32 logits [N, V]."""
+    h = rms_norm(x, params["norm"], args.norm_eps)
+    w = params.get("lm_head")
+    out = h @ w if w is not None else h @ params["embed"].T
+    return out.astype(jnp.float32)
+
+
+def _causal_attention(args: ModelArgs, q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+    """One sequence: q [T, H, Dh], k/v [T, Hkv, Dh] → [T, H·Dh] with a causal mask."""
+    t, g = q.shape[0], args.n_heads // args.n_kv_heads
+    qg = q.reshape(t, args.n_kv_heads, g, args.head_dim)           # [T, Hkv, G, Dh]
+    s = jnp.einsum("tkgd,ukd->kgtu", qg, k, preferred_element_type=jnp.float32)
+    s = s / math.sqrt(args.head_dim)                               # [Hkv, G, T, T]
+    causal = jnp.tril(jnp.ones((t, t), bool))
+    s = jnp.where(causal, s, -jnp.inf)
+    p = jax.nn.softmax(s, axis=-1).astype(v.dtype)
+    o = jnp.einsum("kgtu,ukd->tkgd", p, v)                         # [T, Hkv, G, Dh]
+    return o.reshape(t, args.q_dim)
+
+
+def prefill(params: Params, args: ModelArgs, tokens: jax.Array
+            ) -> tuple[jax.Array, list[jax.Array], list[jax.Array]]:
+    """tokens [T] (padding after the prompt is harmless: attention is causal) →
+    hidden [T, D], ks/vs per layer [Hkv, T, Dh] (the layout of one cache slot)."""
+    inv = rope_inv_freq(args)
+    t = tokens.shape[0]
+    pos = jnp.arange(t)
+    x = params["embed"][tokens]                                    # [T, D]
+    ks, vs = [], []
+    for lp in params["layers"]:
+        h = rms_norm(x, lp["attn_norm"], args.norm_eps)
+        q, k, v = _qkv(lp, args, h)
+        q, k = apply_rope(q, pos, inv), apply_rope(k, pos, inv)
+        x = x + _causal_attention(args, q, k, v) @ lp["wo"]
+        x = _mlp(lp, args, x)
+        ks.append(k.transpose(1, 0, 2))                            # [Hkv, T, Dh]
+        vs.append(v.transpose(1, 0, 2))
+    return x, ks, vs
+
+
+def forward_reference(params: Params, args: ModelArgs, tokens: jax.Array) -> jax.Array:
+    """tokens [T] → fp32 logits [T, V]; full causal attention, no cache (the tests' oracle)."""
+    x, _, _ = prefill(params, args, tokens)
+    return logits_of(params, args, x)
+
+
+def init_cache(args: ModelArgs, slots: int, max_len: int, dtype: str) -> Cache:
+    shape = (slots, args.n_kv_heads, max_len, args.head_dim)
+    return tuple((jnp.zeros(shape, DTYPES[dtype]), jnp.zeros(shape, DTYPES[dtype]))
+                 for _ in range(args.n_layers))
+
+
+def cache_bytes(args: ModelArgs, slots: int, max_len: int, dtype: str) -> int:
+    return 2 * args.n_layers * slots * args.n_kv_heads * max_len * args.head_dim * (4 if dtype == "fp32" else 2)
+
+
+def decode(params: Params, args: ModelArgs, cache: Cache, tokens: jax.Array, pos: jax.Array,
+           attn_len: int) -> tuple[jax.Array, Cache]:
+    """One token for each of the first B slots. tokens/pos [B], B <= cache slots (pos = where this
+    token goes = current length). Writes each slot's new K/V at pos, attends over cache positions
+    [0, attn_len) masked to <= pos. Cost: the attention reads B·attn_len·2·Hkv·Dh values per layer,
+    so attn_len is a bucket just above the longest active sequence, not max_len, and B a bucket
+    just above the highest active slot. Returns fp32 logits [B, V] and the whole cache."""
+    inv = rope_inv_freq(args)
+    s_, g = tokens.shape[0], args.n_heads // args.n_kv_heads
+    rows = jnp.arange(s_)
+    x = params["embed"][tokens]                                    # [B, D]
+    valid = jnp.arange(attn_len)[None, :] <= pos[:, None]          # [B, A]
+    new_cache = []
+    for lp, (kc, vc) in zip(params["layers"], cache):
+        h = rms_norm(x, lp["attn_norm"], args.norm_eps)
+        q, k, v = _qkv(lp, args, h)                                # [B, H|Hkv, Dh]
+        q, k = apply_rope(q, pos, inv), apply_rope(k, pos, inv)
+        kc = kc.at[rows, :, pos, :].set(k)                         # [S, Hkv, T, Dh] row b, pos[b]
+        vc = vc.at[rows, :, pos, :].set(v)
+        new_cache.append((kc, vc))
+        ka, va = kc[:s_, :, :attn_len, :], vc[:s_, :, :attn_len, :]  # [B, Hkv, A, Dh]
+        qg = q.reshape(s_, args.n_kv_heads, g, args.head_dim)      # [B, Hkv, G, Dh]
+        sc = jnp.einsum("skgd,skad->skga", qg, ka, preferred_element_type=jnp.float32)
+        sc = jnp.where(valid[:, None, None, :], sc / math.sqrt(args.head_dim), -jnp.inf)
+        p = jax.nn.softmax(sc, axis=-1).astype(va.dtype)           # [B, Hkv, G, A]
+        o = jnp.einsum("skga,skad->skgd", p, va).reshape(s_, args.q_dim)
+        x = x + o @ lp["wo"]
+        x = _mlp(lp, args, x)
+    return logits_of(params, args, x), tuple(new_cache)

@@ -1,0 +1,263 @@
+"""The orchestrator: one engine thread that turns submitted requests into streamed tokens.
+
+The HTTP layer never touches the engine; it calls ``submit`` / ``cancel`` / ``stats`` (all
+thread-safe, non-blocking) and receives tokens through each request's ``on_token`` callback, which
+runs on the engine thread (hand results back to the event loop with
+``loop.call_soon_threadsafe``; never block inside the callback).
+
+Loop, one iteration (the thread sleeps on a condition variable while there is nothing to do)::
+
+    cancels ──► free those slots, on_token(None, "abort")
+    waiting queue ──(free slot, prefill token budget)──► engine.prefill ─► first token ─► engine.insert
+    active slots ──► engine.generate()  (ONE batched decode step, one device→host copy)
+                 ──► on_token(tok, None) per slot ──► finished? on_token(last|None, reason); engine.free
+
+Callback contract (exactly one call carries a finish_reason, and it is the last):
+  * ``on_token(tok, None)`` for every generated token but the last;
+  * ``on_token(tok, "length")`` for the last token when ``max_tokens`` (or the context) is reached;
+  * ``on_token(None, "stop")`` when the model emits EOS (the EOS id itself is not delivered;
+    with ``ignore_eos`` it is delivered like any other token);
+  * ``on_token(None, "abort")`` after ``cancel`` or ``stop()``.
+A callback that raises is treated as a disconnect: the request is aborted, the loop goes on.
+"""
+from __future__ import annotations
+
+import collections
+import heapq
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+log = logging.getLogger(__name__)
+
+OnToken = Callable[[Optional[int], Optional[str]], None]
+
+
+class QueueFull(Exception):
+    """The waiting queue holds ``max_queue`` requests; the API answers 503."""
+
+
+class RequestTooLong(ValueError):
+    """The prompt does not fit the context (len(prompt_ids) >= max_model_len); the API answers 400."""
+
+
+@dataclass
+class SamplingParams:
+    max_tokens: int
+    temperature: float = 0.0          # 0 → greedy
+    top_p: float = 1.0
+    seed: Optional[int] = None        # None → derived from the request counter (not reproducible)
+    ignore_eos: bool = False
+
+
+@dataclass
+class GenRequest:
+    request_id: str
+    prompt_ids: list[int]
+    params: SamplingParams
+    on_token: OnToken
+    submitted_ns: int = field(default_factory=time.perf_counter_ns)
+
+
+@dataclass
+class _Running:
+    req: GenRequest
+    slot: int
+    n_generated: int = 0
+
+
+class Orchestrator:
+    """Runs ``engine`` (servers.jax.engine.Engine) on its own thread with continuous batching.
+
+    ``prefill_budget`` caps the prompt tokens prefilled between two decode steps (at least one
+    request is always admitted), so a burst of arrivals does not stall running streams for long.
+    """
+
+    def __init__(self, engine: Any, max_queue: int = 256, prefill_budget: int = 512) -> None:
+        self.engine = engine
+        self.max_queue = int(max_queue)
+        self.prefill_budget = int(prefill_budget)
+        self._cv = threading.Condition()
+        self._waiting: collections.deque[GenRequest] = collections.deque()
+        self._cancels: set[str] = set()
+        self._running: dict[int, _Running] = {}          # slot -> running request
+        self._free: list[int] = list(range(engine.slots))          # min-heap: lowest slot first
+        self._stop = False
+        self._thread: Optional[threading.Thread] = None
+        self._seed_counter = 0
+        # totals reported by stats(); every key exists from the start so stats() can copy safely
+        self._counters: dict[str, int] = dict.fromkeys(
+            ("prefill_tokens_total", "generated_tokens_total", "decode_steps_total",
+             "decode_slot_steps_total", "finished_stop", "finished_length", "finished_abort"), 0)
+        self.error: Optional[BaseException] = None        # set if the loop died
+
+    # ---- public, thread-safe API -------------------------------------------------------------
+    @property
+    def slots(self) -> int:
+        return int(self.engine.slots)
+
+    @property
+    def max_model_len(self) -> int:
+        return int(self.engine.max_model_len)
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._loop, name="jax-engine", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Abort everything pending or running and join the thread."""
+        with self._cv:
+            self._stop = True
+            self._cv.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def submit(self, req: GenRequest) -> None:
+        """Queue ``req``; raises QueueFull (queue at max_queue) or RequestTooLong; never blocks."""
+        if len(req.prompt_ids) == 0:
+            raise RequestTooLong("prompt_ids is empty")
+        if len(req.prompt_ids) >= self.max_model_len:
+            raise RequestTooLong(f"prompt has {len(req.prompt_ids)} tokens; max_model_len is "
+                                 f"{self.max_model_len} (prompt + at least 1 generated token)")
+        if req.params.max_tokens < 1:
+            raise ValueError("max_tokens must be >= 1")
+        with self._cv:
+            if self._stop:
+                raise RuntimeError("orchestrator is stopped")
+            if len(self._waiting) >= self.max_queue:
+                raise QueueFull(f"waiting queue is full ({self.max_queue} requests)")
+            if req.params.seed is None:
+                self._seed_counter += 1
+                req.params.seed = (time.perf_counter_ns() ^ (self._seed_counter << 20)) & 0x7FFFFFFF
+            self._waiting.append(req)
+            self._cv.notify_all()
+
+    def cancel(self, request_id: str) -> None:
+        """Abort a waiting or running request at the next step (on_token(None, "abort"))."""
+        with self._cv:
+            self._cancels.add(request_id)
+            self._cv.notify_all()
+
+    def stats(self) -> dict:
+        with self._cv:
+            running = len(self._running)
+            waiting = len(self._waiting)
+        used = self.engine.cache_tokens_used()
+        out = {"running": running, "waiting": waiting, "slots": self.slots,
+               "kv_cache_usage": used / float(self.slots * self.max_model_len)}
+        out.update(self._counters)
+        return out
+
+    # ---- engine thread -----------------------------------------------------------------------
+    def _deliver(self, run: _Running, tok: Optional[int], reason: Optional[str]) -> bool:
+        """Call the callback; False if it raised (treated as a disconnect)."""
+        try:
+            run.req.on_token(tok, reason)
+            if tok is not None:
+                self._counters["generated_tokens_total"] += 1
+            return True
+        except Exception:  # noqa: BLE001 - a broken client must not kill the engine thread
+            log.exception("on_token of %s raised; aborting it", run.req.request_id)
+            return False
+
+    def _finish(self, run: _Running, tok: Optional[int], reason: str) -> None:
+        self._deliver(run, tok, reason)
+        self._counters[f"finished_{reason}"] += 1
+        if run.slot >= 0 and self._running.get(run.slot) is run:
+            del self._running[run.slot]
+            self.engine.free(run.slot)
+            heapq.heappush(self._free, run.slot)
+
+    def _check(self, run: _Running, tok: int) -> Optional[tuple[Optional[int], str]]:
+        """After ``tok`` was produced: None to go on, else (token to send with the finish, reason)."""
+        p = run.req.params
+        if not p.ignore_eos and self.engine.is_eos(tok):
+            return None, "stop"
+        run.n_generated += 1
+        if run.n_generated >= p.max_tokens:
+            return tok, "length"
+        if len(run.req.prompt_ids) + run.n_generated >= self.max_model_len:
+            return tok, "length"
+        return None
+
+    def _take_work(self) -> tuple[list[GenRequest], set[str]]:
+        """Block until there is work; return (requests to admit, request ids to cancel)."""
+        with self._cv:
+            while not self._stop and not self._waiting and not self._running and not self._cancels:
+                self._cv.wait()
+            cancels, self._cancels = self._cancels, set()
+            dropped: list[GenRequest] = []
+            if cancels:
+                kept = collections.deque()
+                for r in self._waiting:
+                    (dropped if r.request_id in cancels else kept).append(r)
+                self._waiting = kept
+            admit, budget = [], self.prefill_budget
+            while self._waiting and len(admit) < len(self._free) and (not admit or budget > 0):
+                r = self._waiting.popleft()
+                admit.append(r)
+                budget -= len(r.prompt_ids)
+        for r in dropped:                                   # callbacks outside the lock
+            self._finish(_Running(r, -1), None, "abort")
+        return admit, cancels
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                admit, cancels = self._take_work()
+                if self._stop:
+                    break
+                for slot, run in list(self._running.items()):
+                    if run.req.request_id in cancels:
+                        self._finish(run, None, "abort")
+                for req in admit:
+                    if req.request_id in cancels:
+                        self._finish(_Running(req, -1), None, "abort")
+                    else:
+                        self._admit(req)
+                if self._running:
+                    self._step()
+        except BaseException as e:  # noqa: BLE001 - record, abort everyone, let stats show it
+            log.exception("engine loop died")
+            self.error = e
+        finally:
+            with self._cv:
+                self._stop = True
+                waiting, self._waiting = list(self._waiting), collections.deque()
+            for r in waiting:
+                self._finish(_Running(r, -1), None, "abort")
+            for run in list(self._running.values()):
+                self._finish(run, None, "abort")
+
+    def _admit(self, req: GenRequest) -> None:
+        slot = heapq.heappop(self._free)       # lowest free slot keeps the decode batch small
+        run = _Running(req, slot)
+        self._running[slot] = run
+        prefix = self.engine.prefill(req.prompt_ids, req.params)
+        self._counters["prefill_tokens_total"] += len(req.prompt_ids)
+        tok = int(prefix.first_token)
+        done = self._check(run, tok)
+        if done is not None:
+            self._finish(run, *done)
+            return
+        if not self._deliver(run, tok, None):
+            self._finish(run, None, "abort")
+            return
+        self.engine.insert(prefix, slot)
+
+    def _step(self) -> None:
+        toks = self.engine.generate()                      # [slots] numpy int, one D2H copy
+        self._counters["decode_steps_total"] += 1
+        self._counters["decode_slot_steps_total"] += len(self._running)
+        for slot, run in list(self._running.items()):
+            tok = int(toks[slot])
+            done = self._check(run, tok)
+            if done is not None:
+                self._finish(run, *done)
+            elif not self._deliver(run, tok, None):
+                self._finish(run, None, "abort")

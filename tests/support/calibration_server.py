@@ -1,0 +1,377 @@
+"""A calibration server: an OpenAI-compatible endpoint whose timing and faults are known.
+
+    client ──POST /v1/completions | /v1/chat/completions──► handler
+        handler: arrival_ns ─► role chunk (chat) at arrival + role_ms
+                            ─► content chunk j at arrival + ttft_ms + j*itl_ms  (ABSOLUTE deadlines)
+                            ─► usage chunk ─► [DONE]
+                 every data event written is logged as [write_ns, n_tokens] (perf_counter_ns,
+                 the client's clock on this host) ─► GET /calib/log
+
+Defaults come from the command line; a request overrides them with a ``calib`` object in its body
+(``{"calib": {"ttft_ms": 50, "itl_ms": 10, "fault": "drop", "fault_at": 3}}``). Keys:
+  ttft_ms, itl_ms, role_ms   timing (role_ms: when the chat role-only chunk goes out)
+  tokens                     output length (default: max_tokens, else 16)
+  tokens_per_chunk           words per chunk; usage counts every word as a token
+  usage                      false: never send usage, even when asked for
+  usage_tokens               report this completion_tokens in usage instead of the truth
+  role_first                 chat: send a role-only chunk first (default true)
+  reasoning_tokens           chat: the first N chunks carry ``reasoning_content``
+  fault                      http500 | http429 | drop | malformed | bad_json | stall | error_event | no_done
+  fault_at                   content chunks written before the fault (default 2)
+  stall_s                    how long ``stall`` stalls (default 30)
+With ttft_ms = itl_ms = 0 and no fault the whole answer is written at once from cached bytes,
+so the server is cheap enough for client capacity benchmarks.
+
+Run: ``python -m tests.support.calibration_server --port 0 [--ttft-ms 50 --itl-ms 10 --cpu 0]``
+prints ``PORT <n>`` when listening. ``CalibrationServer`` runs that in a subprocess (its own
+interpreter, so it never shares a GIL with the client being measured) as a context manager.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Optional
+
+from aiohttp import web
+
+now_ns = time.perf_counter_ns
+MODEL = "calib-model"
+DEFAULTS: dict[str, Any] = dict(ttft_ms=0.0, itl_ms=0.0, role_ms=0.0, tokens=None, tokens_per_chunk=1,
+                                usage=True, usage_tokens=None, role_first=True, reasoning_tokens=0,
+                                fault=None, fault_at=2, stall_s=30.0)
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _event(obj: dict) -> bytes:
+    return b"data: " + _dumps(obj).encode() + b"\n\n"
+
+
+class Builder:
+    """Chunk bytes for one request shape; identical chunks are built once and cached."""
+
+    _cache: dict = {}
+
+    def __init__(self, chat: bool, k: int, prompt_tokens: int):
+        self.chat, self.k, self.pt = chat, k, prompt_tokens
+        self.text = " tok" * k
+
+    def _base(self) -> dict:
+        if self.chat:
+            return {"id": "chatcmpl-calib", "object": "chat.completion.chunk", "created": 1700000000,
+                    "model": MODEL, "choices": []}
+        return {"id": "cmpl-calib", "object": "text_completion", "created": 1700000000,
+                "model": MODEL, "choices": []}
+
+    def _usage(self, completion: int) -> dict:
+        return {"prompt_tokens": self.pt, "completion_tokens": completion,
+                "total_tokens": self.pt + completion}
+
+    def content(self, finish: Optional[str], reasoning: bool = False, cum: Optional[int] = None) -> bytes:
+        key = (self.chat, self.k, finish, reasoning)
+        if cum is None and key in self._cache:
+            return self._cache[key]
+        o = self._base()
+        if self.chat:
+            delta = {"reasoning_content": self.text} if reasoning else {"content": self.text}
+            o["choices"] = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+        else:
+            o["choices"] = [{"index": 0, "text": self.text, "logprobs": None, "finish_reason": finish,
+                             "stop_reason": None}]
+        if cum is not None:
+            o["usage"] = self._usage(cum)
+            return _event(o)
+        b = self._cache[key] = _event(o)
+        return b
+
+    def role(self, cum: Optional[int] = None) -> bytes:
+        o = self._base()
+        o["choices"] = [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                         "finish_reason": None}]
+        if cum is not None:
+            o["usage"] = self._usage(cum)
+        return _event(o)
+
+    def usage(self, completion: int) -> bytes:
+        o = self._base()
+        o["usage"] = self._usage(completion)
+        return _event(o)
+
+    def full(self, n_chunks: int, finish: str, usage_tokens: Optional[int]) -> dict:
+        o = self._base()
+        o["object"] = "chat.completion" if self.chat else "text_completion"
+        text = self.text * n_chunks
+        if self.chat:
+            o["choices"] = [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": finish}]
+        else:
+            o["choices"] = [{"index": 0, "text": text, "finish_reason": finish}]
+        if usage_tokens is not None:
+            o["usage"] = self._usage(usage_tokens)
+        return o
+
+
+def _prompt_tag_and_tokens(body: dict, chat: bool) -> tuple[str, int]:
+    if chat:
+        msgs = body.get("messages") or []
+        text = " ".join(str(m.get("content", "")) for m in msgs if isinstance(m, dict))
+        last = str(msgs[-1].get("content", "")) if msgs and isinstance(msgs[-1], dict) else ""
+        return last[:120], len(text.split())
+    p = body.get("prompt", "")
+    if isinstance(p, list):
+        return str(p[:16])[:120], len(p)
+    return str(p)[:120], len(str(p).split())
+
+
+async def _sleep_until(deadline_ns: int) -> None:
+    d = deadline_ns - now_ns()
+    if d > 0:
+        await asyncio.sleep(d / 1e9)
+
+
+class Calibration:
+    def __init__(self, defaults: dict, log: bool, log_max: int = 200_000):
+        self.defaults = defaults
+        self.log_on = log
+        self.log: collections.deque = collections.deque(maxlen=log_max)
+        self.seq = 0
+        self._bodies: dict = {}
+
+    async def generate(self, request: web.Request) -> web.StreamResponse:
+        arrival = now_ns()
+        chat = request.path.endswith("/chat/completions")
+        try:
+            body = json.loads(await request.read())
+            if not isinstance(body, dict):
+                raise ValueError("body is not an object")
+        except ValueError as e:
+            return web.json_response({"error": {"message": f"bad body: {e}", "code": 400}}, status=400)
+        c = dict(self.defaults)
+        c.update(body.get("calib") or {})
+        self.seq += 1
+        tag, pt = _prompt_tag_and_tokens(body, chat)
+        k = int(c["tokens_per_chunk"])
+        n_tok = c["tokens"] if c["tokens"] is not None else int(body.get("max_tokens") or 16)
+        n_chunks = max(1, -(-int(n_tok) // k))
+        opts = body.get("stream_options") or {}
+        want_usage = bool(c["usage"]) and (not body.get("stream") or bool(opts.get("include_usage")))
+        continuous = bool(c["usage"]) and bool(opts.get("continuous_usage_stats"))
+        usage_tokens = c["usage_tokens"] if c["usage_tokens"] is not None else n_chunks * k
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        entry = {"seq": self.seq, "path": request.path, "prompt": tag, "arrival_ns": arrival,
+                 "peer_port": peer[1] if peer else None,
+                 "authorization": request.headers.get("Authorization"),
+                 "chunks": [], "fault": c["fault"], "body": {kk: v for kk, v in body.items()
+                                                             if kk not in ("prompt", "messages")}}
+        if self.log_on:
+            self.log.append(entry)
+        fault = c["fault"]
+        if fault in ("http500", "http429"):
+            status = 500 if fault == "http500" else 429
+            return web.json_response({"error": {"message": f"calibration {fault}", "code": status}},
+                                     status=status, headers={"Retry-After": "1"} if status == 429 else None)
+        b = Builder(chat, k, pt)
+        ttft, itl = c["ttft_ms"] * 1e6, c["itl_ms"] * 1e6
+        if not body.get("stream"):
+            await _sleep_until(arrival + int(ttft + (n_chunks - 1) * itl))
+            entry["chunks"].append([now_ns(), n_chunks * k])
+            return web.json_response(b.full(n_chunks, "length", usage_tokens if c["usage"] else None))
+        if ttft == 0 and itl == 0 and fault is None and not continuous and not c["reasoning_tokens"]:
+            return self._at_once(b, chat and c["role_first"], n_chunks, want_usage, usage_tokens, entry)
+        resp = web.StreamResponse(headers=SSE_HEADERS)
+        await resp.prepare(request)
+        log = entry["chunks"]
+        try:
+            if chat and c["role_first"]:
+                await _sleep_until(arrival + int(c["role_ms"] * 1e6))
+                data = b.role(0 if continuous else None)
+                log.append([now_ns(), 0])
+                await resp.write(data)
+            fault_at = int(c["fault_at"])
+            for j in range(n_chunks):
+                if fault is not None and j == fault_at:
+                    if await self._fault(fault, c, request, resp, log):
+                        return resp
+                last = j == n_chunks - 1
+                fr = "length" if last and fault != "no_done" else None
+                data = b.content(fr, j < c["reasoning_tokens"], (j + 1) * k if continuous else None)
+                await _sleep_until(arrival + int(ttft + j * itl))
+                log.append([now_ns(), k])
+                await resp.write(data)
+            if fault == "no_done":
+                await resp.write_eof()
+                return resp
+            if want_usage:
+                log.append([now_ns(), 0])
+                await resp.write(b.usage(usage_tokens))
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+        except (ConnectionError, RuntimeError):
+            entry["client_gone"] = True
+        return resp
+
+    async def _fault(self, fault, c, request, resp, log) -> bool:
+        """Inject a mid-stream fault; True when the response must end here."""
+        if fault == "drop":
+            request.transport.abort() if request.transport else None
+            return True
+        if fault == "malformed":
+            log.append([now_ns(), 0])
+            await resp.write(b"this line is not server-sent events\n\n")
+        elif fault == "bad_json":
+            log.append([now_ns(), 0])
+            await resp.write(b'data: {"choices": [ not json\n\n')
+        elif fault == "error_event":
+            log.append([now_ns(), 0])
+            await resp.write(_event({"error": {"object": "error", "message": "calibration error event",
+                                               "type": "InternalServerError", "code": 500}}))
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+            return True
+        elif fault == "stall":
+            await asyncio.sleep(float(c["stall_s"]))
+        return False
+
+    def _at_once(self, b: Builder, role: bool, n_chunks: int, want_usage: bool, usage_tokens: int,
+                 entry: dict) -> web.Response:
+        key = (b.chat, b.k, b.pt, role, n_chunks, want_usage, usage_tokens)
+        body = self._bodies.get(key)
+        if body is None:
+            parts = [b.role()] if role else []
+            parts += [b.content(None)] * (n_chunks - 1) + [b.content("length")]
+            if want_usage:
+                parts.append(b.usage(usage_tokens))
+            parts.append(b"data: [DONE]\n\n")
+            body = self._bodies[key] = b"".join(parts)
+        if self.log_on:
+            t = now_ns()
+            entry["chunks"] = [[t, 0]] * role + [[t, b.k]] * n_chunks + [[t, 0]] * want_usage
+        return web.Response(body=body, headers=SSE_HEADERS)
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": MODEL, "object": "model", "created": 1700000000, "owned_by": "calibration",
+             "max_model_len": 4096}]}, headers={"Server": "calibration-server/1"})
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def get_log(self, request: web.Request) -> web.Response:
+        out = list(self.log)
+        if request.query.get("clear"):
+            self.log.clear()
+        return web.json_response(out)
+
+
+def make_app(defaults: Optional[dict] = None, log: bool = True) -> web.Application:
+    cal = Calibration({**DEFAULTS, **(defaults or {})}, log)
+    app = web.Application(client_max_size=64 * 2**20)
+    app.router.add_post("/v1/completions", cal.generate)
+    app.router.add_post("/v1/chat/completions", cal.generate)
+    app.router.add_get("/v1/models", cal.models)
+    app.router.add_get("/health", cal.health)
+    app.router.add_get("/calib/log", cal.get_log)
+    app["calibration"] = cal
+    return app
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    defaults = {"ttft_ms": args.ttft_ms, "itl_ms": args.itl_ms, "tokens_per_chunk": args.tokens_per_chunk}
+    runner = web.AppRunner(make_app(defaults, log=not args.no_log), access_log=None,
+                           handle_signals=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", args.port, backlog=4096)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    print(f"PORT {port}", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description="OpenAI-compatible calibration server (127.0.0.1 only)")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--ttft-ms", type=float, default=0.0)
+    ap.add_argument("--itl-ms", type=float, default=0.0)
+    ap.add_argument("--tokens-per-chunk", type=int, default=1)
+    ap.add_argument("--no-log", action="store_true", help="keep no per-request log (capacity runs)")
+    ap.add_argument("--cpu", type=int, default=None, help="pin the server to this CPU")
+    args = ap.parse_args(argv)
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
+    try:
+        asyncio.run(_serve(args))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+class CalibrationServer:
+    """``with CalibrationServer(ttft_ms=50) as s: s.url, s.log()`` — a subprocess on 127.0.0.1."""
+
+    def __init__(self, ttft_ms: float = 0.0, itl_ms: float = 0.0, log: bool = True,
+                 cpu: Optional[int] = None, startup_timeout_s: float = 20.0):
+        self.argv = [sys.executable, "-m", "tests.support.calibration_server", "--port", "0",
+                     "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
+        if not log:
+            self.argv.append("--no-log")
+        if cpu is not None:
+            self.argv += ["--cpu", str(cpu)]
+        self.startup_timeout_s = startup_timeout_s
+        self.proc: Optional[subprocess.Popen] = None
+        self.port: Optional[int] = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "CalibrationServer":
+        root = Path(__file__).resolve().parents[2]
+        env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen(self.argv, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + self.startup_timeout_s
+        line = self.proc.stdout.readline()  # blocks until the server prints its port or exits
+        if not line.startswith("PORT ") or time.monotonic() > deadline:
+            self.stop()
+            raise RuntimeError(f"calibration server did not start: {line!r}")
+        self.port = int(line.split()[1])
+        return self
+
+    def log(self, clear: bool = False) -> list[dict]:
+        q = "?clear=1" if clear else ""
+        with urllib.request.urlopen(f"{self.url}/calib/log{q}", timeout=30) as r:
+            return json.loads(r.read())
+
+    def clear(self) -> None:
+        self.log(clear=True)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc is not None and self.proc.stdout:
+            self.proc.stdout.close()
+
+    def __enter__(self) -> "CalibrationServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
