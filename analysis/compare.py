@@ -71,7 +71,7 @@ def conditions(run_dir: str | Path, summary: Optional[dict] = None) -> dict:
                           **{k: v for k, v in info.items() if str(k).endswith("version")}},
              "client host": (m["hardware"]["client_host"] or {}).get("hostname"),
              "power sources": m["hardware"]["power_sources"],
-             "scenario sha256": m["scenario"]["sha256"]}
+             "scenario sha256": (m["scenario"]["sha256"] or "")[:16] or None}
     return {"must": {"scenario type": {"mode": mode} if mode else None, "workload": wl,
                      "slo": {k: slo.get(k) for k in SLO_KEYS} if slo else None},
             "other": flatten(other)}

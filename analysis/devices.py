@@ -147,10 +147,11 @@ def get(key: str) -> DeviceSpec:
 
 
 def find(device_name: str) -> Optional[DeviceSpec]:
-    """The catalogue entry whose run-time names match ``device_name`` (case-insensitive)."""
-    low = device_name.lower()
+    """The catalogue entry one of whose run-time names equals ``device_name`` (case-insensitive,
+    exact: "NVIDIA H200 NVL" is another part with other rates, so it matches nothing)."""
+    low = device_name.strip().lower()
     for spec in CATALOGUE.values():
-        if any(m.lower() == low or m.lower() in low for m in spec.match):
+        if any(m.lower() == low for m in spec.match):
             return spec
     return None
 

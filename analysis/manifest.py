@@ -70,9 +70,20 @@ def _identity(path: Optional[str], base: Path) -> dict:
             c = c / "tokenizer.json"
         digest = file_sha256(c)
         if digest:
-            return {"path": str(path), "sha256": digest, "status": "hashed now (from " + str(c) + ")"}
+            return {"path": str(path), "sha256": digest, "status": f"hashed now (from {c})"}
     return {"path": str(path), "sha256": None,
             "status": "not hashed: the file is not reachable from here"}
+
+
+def _schedule_seed(meta: dict, sc: dict, wl_seed: Optional[int]) -> dict:
+    """The arrival schedule's seed: meta.schedule_seed, else load.seed, else workload seed + 1
+    (the runner's default)."""
+    if meta.get("schedule_seed") is not None:
+        return {"schedule": meta["schedule_seed"], "schedule_rule": "recorded (meta.json)"}
+    if (sc.get("load") or {}).get("seed") is not None:
+        return {"schedule": sc["load"]["seed"], "schedule_rule": "load.seed"}
+    return {"schedule": None if wl_seed is None else wl_seed + 1,
+            "schedule_rule": "workload seed + 1 (the runner's default)"}
 
 
 def manifest(run_dir: str | Path) -> dict:
@@ -109,8 +120,7 @@ def manifest(run_dir: str | Path) -> dict:
                                         else {"sha256": None, "status": f"built-in ({tok})"
                                               if tok else "not recorded"}),
                       "server": info.get("tokenizer")},
-        "seeds": {"workload": seed, "schedule": None if seed is None else seed + 1,
-                  "schedule_rule": "workload seed + 1 (loadgen.runner)",
+        "seeds": {"workload": seed, **_schedule_seed(meta, sc, seed),
                   "server": (info.get("server") or {}).get("seed")},
         "server": {"kind": managed.get("kind") or ("external" if sut else None),
                    "argv": managed.get("argv"), "settings": info.get("server"),

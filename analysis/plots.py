@@ -52,6 +52,18 @@ def _cdf(ax, vals: list[float], color: str, label: str) -> None:
         ax.axvline(m.percentile(vals, q), color=color, ls=ls, lw=0.8, alpha=0.8)
 
 
+def _slo_line(ax, limit: Optional[float], data_max: float) -> None:
+    """A red vertical at the SLO limit, or (when it lies far right of the data) a note, so a
+    generous limit does not squash the distribution into one pixel."""
+    if limit is None:
+        return
+    if limit <= 1.5 * data_max or data_max <= 0:
+        ax.axvline(limit, color="#c0392b", lw=1.5, label=f"SLO {limit:g} ms")
+    else:
+        ax.text(0.98, 0.5, f"SLO {limit:g} ms →", color="#c0392b", ha="right",
+                transform=ax.transAxes, fontsize=8)
+
+
 def cdf_png(records: list[dict], from_scheduled: bool,
             slo: Optional[dict] = None) -> tuple[Optional[str], str]:
     """CDFs of TTFT (from scheduled too in server mode), TPOT and token-weighted ITL; dotted and
@@ -78,8 +90,7 @@ def cdf_png(records: list[dict], from_scheduled: bool,
             if vals:
                 _cdf(ax, vals, COLORS[i], label)
                 drawn = True
-        if slo.get(key) is not None:
-            ax.axvline(slo[key], color="#c0392b", lw=1.5, label=f"SLO {slo[key]:g} ms")
+        _slo_line(ax, slo.get(key), max((max(v) for _, v in curves if v), default=0.0))
         if not drawn:
             ax.text(0.5, 0.5, "no data", ha="center", transform=ax.transAxes)
         ax.set_title(f"{key.removesuffix('_ms').upper()} CDF [measured]")
@@ -133,7 +144,7 @@ def timeseries_png(series: dict) -> tuple[Optional[str], str]:
     fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(12, 6.6), sharex=True)
     a1.plot(t, series["output_tokens_per_s"], color=COLORS[0], marker=".")
     a1.set_ylabel("output tokens/s")
-    a1.set_title(f"throughput per {series['bin_s']:g} s [measured]")
+    a1.set_title(f"throughput per {series['bin_s']:.3g} s [measured]")
     a2.plot(t, series["in_flight"], color=COLORS[2], marker=".")
     a2.set_ylabel("in flight")
     a2.set_title("requests in flight, time-weighted mean per bin [measured]")
@@ -152,5 +163,8 @@ def timeseries_png(series: dict) -> tuple[Optional[str], str]:
     a3.set_xlabel("s since first send")
     for ax in (a1, a2, a3):
         ax.grid(alpha=0.3)
-    return encode(fig, plt), (f"time series in {series['bin_s']:g} s bins: throughput, in-flight "
+        ax.ticklabel_format(axis="y", useOffset=False)
+        hi = ax.get_ylim()[1]
+        ax.set_ylim(0, hi * 1.1 if hi > 0 else 1)
+    return encode(fig, plt), (f"time series in {series['bin_s']:.3g} s bins: throughput, in-flight "
                               "requests, power")

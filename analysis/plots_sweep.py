@@ -21,6 +21,29 @@ LABELS = {"load.concurrency": "concurrency (requests in flight, client cap)",
           "load.rate": "request rate (req/s, scheduled)"}
 
 
+def _xscale(ax, xs: list[float]) -> None:
+    """Log-2 x axis when the swept values span 8x or more (1, 2, 4, 8, ...); whole-number
+    ticks for whole-number values (concurrency, batch)."""
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+    pos = [x for x in xs if x and x > 0]
+    if pos and max(pos) / min(pos) >= 8:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+    elif pos and all(float(x).is_integer() for x in pos):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _slo_hline(ax, limit: Optional[float], data_max: float, pct: float) -> None:
+    """A red horizontal at the SLO limit, or a note when it lies far above the data."""
+    if limit is None:
+        return
+    if data_max <= 0 or limit <= 1.5 * data_max:
+        ax.axhline(limit, color="#c0392b", lw=1.5, label=f"SLO {limit:g} ms (p{pct:g})")
+    else:
+        ax.text(0.02, 0.96, f"SLO {limit:g} ms (p{pct:g}) ↑ above the plot", color="#c0392b",
+                transform=ax.transAxes, fontsize=8, va="top")
+
+
 def _q(s: dict, key: str, q: str) -> float:
     v = (s.get(key) or {}).get(q)
     return float("nan") if v is None else float(v)
@@ -41,13 +64,14 @@ def latency_vs_load_png(points: list[dict], param: str,
     for ax, k, name, lim in ((axes[0], key, "TTFT" + (" from scheduled" if "sched" in key
                                                        else ""), slo.get("ttft_ms")),
                              (axes[1], "tpot_ms", "TPOT", slo.get("tpot_ms"))):
+        top = 0.0
         for q, ls, c in (("p50", "-", COLORS[0]), ("p99", "--", COLORS[1])):
-            ax.plot(x, [_q(p["summary"], k, q) for p in points], ls, marker="o", color=c,
-                    label=f"{name} {q}")
-        if lim is not None:
-            ax.axhline(lim, color="#c0392b", lw=1.5,
-                       label=f"SLO {lim:g} ms (p{slo.get('percentile', 99):g})")
+            ys = [_q(p["summary"], k, q) for p in points]
+            ax.plot(x, ys, ls, marker="o", color=c, label=f"{name} {q}")
+            top = max([top] + [y for y in ys if y == y])
+        _slo_hline(ax, lim, top, slo.get("percentile") or 99)
         ax.set_xlabel(LABELS.get(param, param))
+        _xscale(ax, x)
         ax.set_ylabel("ms")
         ax.set_title(f"{name} vs load [measured]")
         ax.grid(alpha=0.3)
@@ -100,6 +124,7 @@ def energy_png(points: list[dict], param: str) -> tuple[Optional[str], str]:
         if xs:
             ax.plot(*zip(*xs), marker="o", color=c, label=status)
     ax.set_xlabel(LABELS.get(param, param))
+    _xscale(ax, [v for v, _, _ in have])
     ax.set_ylabel("J / output token")
     ax.set_title("energy per output token vs load")
     ax.grid(alpha=0.3)
@@ -137,11 +162,14 @@ def roofline_png(points: list[dict], curve: Optional[list[dict]]) -> tuple[Optio
         a1.annotate(f"{p['value']:g}", (x, y), fontsize=8, textcoords="offset points",
                     xytext=(3, 3))
     a1.set_yscale("log")
+    from matplotlib.ticker import LogFormatter
+    a1.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+    a1.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
     a1.set_xlabel("decode batch (mean requests in flight, capped at the server's slots)")
     a1.set_ylabel("ms per decode step")
     a1.set_title("TPOT vs the roofline of a decode step")
     a1.grid(alpha=0.3, which="both")
-    a1.legend(fontsize=7)
+    a1.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     a2.plot(b, b / floor * 1e3, color=COLORS[0], label="upper bound: batch / floor [calculated]")
     a2.plot(xb, [x / y * 1e3 for x, y in zip(xb, tp)], "o-", color=COLORS[4],
             label="batch / measured TPOT p50 [measured]")
@@ -149,7 +177,9 @@ def roofline_png(points: list[dict], curve: Optional[list[dict]]) -> tuple[Optio
     a2.set_ylabel("decode tokens/s")
     a2.set_title("decode throughput vs its bound")
     a2.grid(alpha=0.3)
-    a2.legend(fontsize=7)
+    a2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
+    for ax in (a1, a2):
+        _xscale(ax, list(b))
     return encode(fig, plt), ("measured TPOT against the decode-step floors: flat bandwidth "
                               "floor (every weight read once per step, so batch-1 decode is a "
                               "bandwidth-bound GEMV), compute floor rising with the batch")

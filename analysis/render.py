@@ -1,7 +1,7 @@
 """Report blocks ─► Markdown and self-contained HTML (inline CSS, inline PNG figures).
 
     [("title", text) | ("h", text) | ("p", text) | ("warn", text) | ("table", headers, rows)
-     | ("img", base64_png, caption)]  ─► render_md / render_html
+     | ("img", base64_png, caption) | ("raw", markdown, html)]  ─► render_md / render_html
 
 Shared by the run report (report.py), the sweep report (report_sweep.py) and compare.py. No
 external resource is referenced: the HTML opens offline, from a file or a mail attachment.
@@ -51,6 +51,8 @@ def render_md(blocks: list[Block]) -> str:
             out.append(("**Warning:** " if b[0] == "warn" else "") + f"{b[1]}\n")
         elif b[0] == "img":
             out.append(f"_{b[2]}: see report.html (figures are inline there)._\n")
+        elif b[0] == "raw":
+            out.append(b[1].rstrip("\n") + "\n")
         elif b[0] == "table":
             out.append("| " + " | ".join(map(_md_cell, b[1])) + " |")
             out.append("|" + "---|" * len(b[1]))
@@ -73,6 +75,8 @@ def render_html(blocks: list[Block], title: Optional[str] = None) -> str:
             body.append(f"<p class='{cls}'>{e(b[1])}</p>" if cls else f"<p>{e(str(b[1]))}</p>")
         elif b[0] == "warn":
             body.append(f"<p class='warn'>Warning: {e(b[1])}</p>")
+        elif b[0] == "raw":
+            body.append(b[2])
         elif b[0] == "img":
             body.append(f"<figure><img alt='{e(b[2])}' src='data:image/png;base64,{b[1]}'>"
                         f"<figcaption>{e(b[2])}</figcaption></figure>")

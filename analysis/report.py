@@ -105,9 +105,42 @@ def _tokens(s: dict) -> list[Block]:
 
 
 def _energy(s: dict) -> list[Block]:
+    """Headline energy figures with their evidence, per scope and per source; why when missing."""
     e = s.get("energy") or {}
-    rows = [[k, fmt(v, 4) if not isinstance(v, (dict, list)) else str(v)] for k, v in e.items()]
-    return [("h", "Energy"), ("table", ["field", "value"], rows)]
+    st = e.get("status", "unmeasured")
+    out: list[Block] = [("h", f"Energy ({st})")]
+    if e.get("reason"):
+        out.append(("p", f"reason: {e['reason']}"))
+    out += [("warn", w) for w in e.get("warnings") or []]
+    if e.get("energy_j") is None:
+        return out
+    win = e.get("window") or {}
+    rows = [["energy in the window (J)", fmt(e["energy_j"], 3), st],
+            ["window (s)", fmt(win.get("duration_s"), 3), "measured"],
+            ["average power (W)", fmt(e.get("avg_power_w"), 2), st],
+            ["J / output token", fmt(e.get("j_per_output_token"), 4), st],
+            ["output tokens / J", fmt(e.get("output_tokens_per_j"), 4), st],
+            ["J / request (J/token x mean output)", fmt(e.get("j_per_request"), 4), st]]
+    idle = e.get("above_idle") or {}
+    rows.append(["above idle J / output token",
+                 fmt(idle.get("j_per_output_token"), 4) if idle.get("status") == "measured"
+                 else f"n/a: {idle.get('reason')}", idle.get("status", "unmeasured")])
+    pr = e.get("per_request") or {}
+    if pr.get("mean_j") is not None:
+        rows.append(["per request J mean / p50 / p99 (prefill + decode)",
+                     f"{fmt(pr['mean_j'], 3)} / {fmt(pr.get('p50_j'), 3)} / "
+                     f"{fmt(pr.get('p99_j'), 3)} ({fmt(pr.get('mean_prefill_j'), 3)} + "
+                     f"{fmt(pr.get('mean_decode_j'), 3)})", "calculated (split)"])
+    out.append(("table", ["figure", "value", "evidence"], rows))
+    srcs = [[f"{x.get('source')}/{x.get('device')}", x.get("scope"), x.get("method"),
+             fmt(x.get("energy_j"), 3), fmt(x.get("avg_power_w"), 2), x.get("samples"),
+             "yes" if x.get("included_in_total") else "no", x.get("evidence")]
+            for x in e.get("series") or []]
+    if srcs:
+        out.append(("table", ["source/device", "scope", "method", "J", "W", "samples",
+                              "in total", "evidence"], srcs))
+    out += [("p", f"not measured: {u}") for u in e.get("unmeasured_parts") or []]
+    return out + [("p", f"Method: {e.get('method')}.")]
 
 
 def _roofline(r: dict) -> list[Block]:
@@ -144,7 +177,7 @@ def build_sections(run_dir: str | Path, with_plots: bool = True) -> tuple[list[B
                                  f"({s['requests_warmup']} warm-up excluded)")]
     blocks += _headline(s) + _verdict(s) + _client(s) + _latencies(s)
     blocks += _plots(records, s, run_dir, with_plots)
-    blocks += _failures(s) + _tokens(s) + _energy(s)
+    blocks += _failures(s) + _tokens(s) + _energy(s) + _server_metrics(run_dir)
     blocks += _roofline(conditions.roofline_section(s, meta, sut, records))
     rows = [[c["item"], c["value"], c["evidence"]]
             for c in conditions.conditions_table(s, meta, sut, records)]
@@ -153,6 +186,20 @@ def build_sections(run_dir: str | Path, with_plots: bool = True) -> tuple[list[B
                ("table", ["item", "value", "evidence"], manifest.manifest_rows(
                    manifest.manifest(run_dir)))]
     return blocks, s
+
+
+def _server_metrics(run_dir) -> list[Block]:
+    """The server's own Prometheus figures (analysis.server_metrics), when that module is here;
+    its failure must not take the rest of the report down."""
+    try:
+        from analysis.server_metrics import server_metrics_section
+        md, page = server_metrics_section(run_dir)
+    except ImportError as e:
+        return [("h", "Server metrics"), ("p", f"Not shown: analysis.server_metrics "
+                                                f"unavailable ({e}).")]
+    except Exception as e:  # noqa: BLE001 (a bug there is reported here, not raised)
+        return [("h", "Server metrics"), ("p", f"Not shown: {type(e).__name__}: {e}.")]
+    return [("raw", md, page)]
 
 
 def _plots(records: list[dict], s: dict, run_dir, with_plots: bool) -> list[Block]:

@@ -95,7 +95,8 @@ def power_series(rows: list[dict], edges: np.ndarray,
 
 def run_series(records: list[dict], power_rows: Optional[list[dict]] = None,
                bin_s: Optional[float] = None, estimated_names=frozenset({"estimate"})) -> dict:
-    """{"status", "bin_s", "t_s" (bin starts, s since window start), "output_tokens_per_s",
+    """{"status", "bin_s", "t_s" (bin starts, s since window start), "widths_s" (the last bin
+    ends at the window end), "output_tokens_per_s",
     "requests_per_s", "in_flight", "power": [...]} or {"status": "unavailable", "reason"}."""
     win = m.window(records)
     if win is None:
@@ -113,6 +114,7 @@ def run_series(records: list[dict], power_rows: Optional[list[dict]] = None,
     done = [r["end_at_ns"] for r in m.completed(recs) if r.get("end_at_ns") is not None]
     return {"status": "measured", "bin_s": bin_s,
             "t_s": [float((e - win[0]) / 1e9) for e in edges[:-1]],
+            "widths_s": [float(w) / 1e9 for w in np.diff(edges)],
             "output_tokens_per_s": _rates(tok_t, tok_n, edges),
             "requests_per_s": _rates(done, [1.0] * len(done), edges),
             "in_flight": _in_flight_mean(m.in_flight(recs), edges),

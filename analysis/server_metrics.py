@@ -18,7 +18,6 @@ figure carries its evidence; a missing one is ``None`` with the reason, never 0.
 from __future__ import annotations
 
 import bisect
-import html
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -26,18 +25,21 @@ from typing import Any, Optional
 
 FILE = "server_metrics.jsonl"
 SCRAPE, MARK = "loadgen:scrape", "loadgen:mark"
-HISTOGRAMS = {  # figure ─► vLLM histogram (seconds)
-    "server_ttft": "vllm:time_to_first_token_seconds",
-    "server_queue": "vllm:request_queue_time_seconds",
-    "server_prefill": "vllm:request_prefill_time_seconds",
-    "server_decode": "vllm:request_decode_time_seconds",
-    "server_e2e": "vllm:e2e_request_latency_seconds",
+HISTOGRAMS = {  # figure ─► vLLM histogram (seconds); alternatives: older names
+    "server_ttft": ("vllm:time_to_first_token_seconds",),
+    "server_queue": ("vllm:request_queue_time_seconds",),
+    "server_prefill": ("vllm:request_prefill_time_seconds",),
+    "server_decode": ("vllm:request_decode_time_seconds",),
+    "server_e2e": ("vllm:e2e_request_latency_seconds",),
+    "server_itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
 }
-RUNNING, WAITING = "vllm:num_requests_running", "vllm:num_requests_waiting"
+QUANTILES = {"server_ttft_p50": ("server_ttft", 0.50), "server_ttft_p99": ("server_ttft", 0.99),
+             "server_queue_p99": ("server_queue", 0.99)}
+RUNNING, WAITING = ("vllm:num_requests_running",), ("vllm:num_requests_waiting",)
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # new name, pre-0.9 name
 PREFIX_HITS = ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")
 PREFIX_QUERIES = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")
-PROMPT_TOKENS, GEN_TOKENS = "vllm:prompt_tokens_total", "vllm:generation_tokens_total"
+PROMPT_TOKENS, GEN_TOKENS = ("vllm:prompt_tokens_total",), ("vllm:generation_tokens_total",)
 
 
 def _read_jsonl(path: str | Path) -> list[dict]:
@@ -75,15 +77,16 @@ class Series:
                     self.scrapes.append(int(r["t_ns"]))
             elif name == MARK:
                 self.marks.setdefault(labels.get("mark"), int(r["t_ns"]))
-            elif "le" not in labels:
+            else:                                   # histogram buckets keep their "le"
                 key = tuple(sorted(labels.items()))
                 self.by_name[name].setdefault(key, []).append((int(r["t_ns"]), float(r["value"])))
 
-    def first(self, names: tuple[str, ...] | str) -> Optional[str]:
-        for n in (names,) if isinstance(names, str) else names:
-            if n in self.by_name:
-                return n
-        return None
+    def pick(self, names: tuple[str, ...], suffix: str = "") -> tuple[str, bool]:
+        """(the first of ``names`` whose ``name + suffix`` has rows, True) or (names[0], False)."""
+        for n in names:
+            if n + suffix in self.by_name:
+                return n, True
+        return names[0], False
 
     def at(self, name: str, t_ns: int) -> Optional[float]:
         """Sum over label sets of each one's last value at or before t_ns (None: no such row)."""
@@ -101,6 +104,17 @@ class Series:
             return None
         d = vb - (va or 0.0)
         return d if d >= 0 else None          # a counter reset (server restarted): no delta
+
+    def bucket_deltas(self, base: str, a: int, b: int) -> list[tuple[float, float]]:
+        """[(upper bound s, Δ cumulative count)] of ``base``_bucket, summed over label sets."""
+        by_le: dict[float, float] = defaultdict(float)
+        for key, pts in self.by_name.get(base + "_bucket", {}).items():
+            le = float(dict(key)["le"])
+            ia = bisect.bisect_right(pts, (a, float("inf"))) - 1
+            ib = bisect.bisect_right(pts, (b, float("inf"))) - 1
+            if ib >= 0:
+                by_le[le] += pts[ib][1] - (pts[ia][1] if ia >= 0 else 0.0)
+        return sorted(by_le.items())
 
     def gauge(self, name: str, a: int, b: int) -> list[float]:
         """The gauge (summed over label sets) at each good scrape in [a, b]."""
@@ -147,6 +161,28 @@ def _hist_mean(s: Series, base: str, a: int, b: int) -> dict:
     return _fig(dsum / dcount * 1e3, "ms", "measured", base, count=int(dcount))
 
 
+def _hist_quantile(s: Series, base: str, a: int, b: int, q: float) -> dict:
+    """Prometheus-style histogram_quantile over the window: linear inside the bucket."""
+    bd = s.bucket_deltas(base, a, b)
+    if not bd or bd[-1][1] <= 0:
+        return _missing("ms", base, f"no {base} bucket observations in the window")
+    total, rank = bd[-1][1], q * bd[-1][1]
+    lo, lo_c = 0.0, 0.0
+    for le, c in bd:
+        if c >= rank:
+            if le == float("inf"):
+                if len(bd) == 1:
+                    return _missing("ms", base, f"{base} has no finite buckets")
+                return _fig(lo * 1e3, "ms", "calculated", base, count=int(total),
+                            bucket_ms=[lo * 1e3, None],
+                            note="above the highest finite bucket: a lower bound")
+            v = lo + (le - lo) * (rank - lo_c) / (c - lo_c) if c > lo_c else le
+            return _fig(v * 1e3, "ms", "calculated", base, count=int(total),
+                        bucket_ms=[lo * 1e3, le * 1e3], note="interpolated inside its bucket")
+        lo, lo_c = le, c
+    return _missing("ms", base, "inconsistent buckets")
+
+
 def client_ttft_mean_ms(records: list[dict]) -> tuple[Optional[float], int]:
     vals = [(r["first_token_at_ns"] - r["sent_at_ns"]) / 1e6 for r in records
             if r.get("phase") != "warmup" and r.get("status") == "ok"
@@ -185,7 +221,7 @@ def summarize_server_metrics(rows: list[dict], window: Optional[tuple[int, int]]
                              records: list[dict], scraper: Optional[dict] = None) -> dict:
     """The summary's "server_metrics" object from rows, the measured window and the records."""
     scraper = scraper or {}
-    if not rows:
+    if scraper.get("status") == "unavailable" or not rows:
         why = scraper.get("reason") or scraper.get("first_error") or (
             "scraping was off" if scraper.get("status") == "off" else f"no {FILE}")
         return {"status": "unmeasured", "reason": why, "source": scraper.get("url")}
@@ -198,24 +234,25 @@ def summarize_server_metrics(rows: list[dict], window: Optional[tuple[int, int]]
     a, b, notes = window_edges(s, window)
     if a is None:
         return {"status": "unmeasured", "reason": "; ".join(notes), "source": scraper.get("url")}
-    figs: dict[str, dict] = {k: _hist_mean(s, v, a, b) for k, v in HISTOGRAMS.items()}
+    bases = {k: s.pick(v, "_count")[0] for k, v in HISTOGRAMS.items()}
+    figs: dict[str, dict] = {k: _hist_mean(s, v, a, b) for k, v in bases.items()}
+    for k, (h, q) in QUANTILES.items():
+        figs[k] = _hist_quantile(s, bases[h], a, b, q)
     for key, names, unit, how in (("max_running", RUNNING, "count", "max"),
                                   ("max_waiting", WAITING, "count", "max"),
                                   ("kv_usage_mean", KV_USAGE, "fraction", "mean"),
                                   ("kv_usage_max", KV_USAGE, "fraction", "max")):
-        name = s.first(names)
-        vals = s.gauge(name, a, b) if name else []
+        name, present = s.pick(names)
+        vals = s.gauge(name, a, b) if present else []
         if not vals:
-            figs[key] = _missing(unit, name or (names if isinstance(names, str) else names[0]),
-                                 "not exposed by the server")
+            figs[key] = _missing(unit, name, "not exposed by the server")
         else:
             v = max(vals) if how == "max" else sum(vals) / len(vals)
             figs[key] = _fig(v, unit, "measured", name, samples=len(vals))
-    hits, queries = s.first(PREFIX_HITS), s.first(PREFIX_QUERIES)
-    dq = s.delta(queries, a, b) if queries else None
-    dh = s.delta(hits, a, b) if hits else None
-    if queries is None or hits is None:
-        figs["prefix_cache_hit_rate"] = _missing("fraction", PREFIX_QUERIES[0],
+    (hits, has_h), (queries, has_q) = s.pick(PREFIX_HITS), s.pick(PREFIX_QUERIES)
+    dq, dh = s.delta(queries, a, b), s.delta(hits, a, b)
+    if not (has_h and has_q):
+        figs["prefix_cache_hit_rate"] = _missing("fraction", queries,
                                                  "the server exposes no prefix-cache counters")
     elif not dq or dh is None:
         figs["prefix_cache_hit_rate"] = _missing("fraction", queries,
@@ -226,6 +263,7 @@ def summarize_server_metrics(rows: list[dict], window: Optional[tuple[int, int]]
     span_s = (b - a) / 1e9
     for key, name in (("server_prompt_tokens", PROMPT_TOKENS), ("server_generation_tokens",
                                                                 GEN_TOKENS)):
+        name = s.pick(name)[0]
         d = s.delta(name, a, b)
         figs[key] = (_fig(int(d), "tokens", "measured", name, per_s=d / span_s)
                      if d is not None else _missing("tokens", name, "not exposed"))
@@ -255,70 +293,7 @@ def server_metrics_summary(run_dir: str | Path) -> dict:
                                     meta.get("server_metrics"))
 
 
-LABELS = {"server_ttft": "Server TTFT (mean)", "server_queue": "Queue time (mean)",
-          "server_prefill": "Prefill time (mean)", "server_decode": "Decode time (mean)",
-          "server_e2e": "Server E2E latency (mean)", "max_running": "Running requests (max)",
-          "max_waiting": "Waiting requests (max)", "kv_usage_mean": "KV-cache usage (mean)",
-          "kv_usage_max": "KV-cache usage (max)", "prefix_cache_hit_rate": "Prefix-cache hit rate",
-          "server_prompt_tokens": "Prompt tokens (server count)",
-          "server_generation_tokens": "Generated tokens (server count)"}
-
-
-def _fmt(f: dict) -> str:
-    v = f.get("value")
-    if v is None:
-        return "—"
-    if f["unit"] == "ms":
-        return f"{v:.2f} ms (n={f.get('count')})"
-    if f["unit"] == "fraction":
-        return f"{v * 100:.1f} %"
-    return f"{v:g}"
-
-
-def _table_rows(summary: dict) -> list[tuple[str, str, str, str]]:
-    rows = []
-    for key, f in summary.get("figures", {}).items():
-        rows.append((LABELS.get(key, key), _fmt(f), f["evidence"],
-                     f.get("reason") or f.get("metric") or ""))
-    return rows
-
-
-def _decomp_text(dec: dict) -> str:
-    if dec.get("status") != "calculated":
-        return f"TTFT decomposition unmeasured: {dec.get('reason')}"
-
-    def ms(v):
-        return "unmeasured" if v is None else f"{v:.2f} ms"
-    text = (f"Client TTFT {ms(dec['client_ttft_mean_ms'])} (mean, n={dec['client_requests']}) = "
-            f"network/client {ms(dec['network_client_ms'])} + server queue "
-            f"{ms(dec['server_queue_ms'])} + server prefill {ms(dec['server_prefill_ms'])} + "
-            f"server other {ms(dec['server_other_ms'])}; residual (client − queue − prefill) "
-            f"{ms(dec['residual_ms'])}")
-    if dec.get("queue_share") is not None:
-        text += f"; queueing is {dec['queue_share'] * 100:.1f} % of client TTFT"
-    if dec.get("reason"):
-        text += f" ({dec['reason']})"
-    return text + ". Evidence: calculated from measured client and server means."
-
-
 def server_metrics_section(run_dir: str | Path) -> tuple[str, str]:
-    """(markdown, html) of the report's "Server metrics" section."""
-    sm = server_metrics_summary(run_dir)
-    if sm["status"] != "measured":
-        md = f"## Server metrics\n\nUnmeasured: {sm['reason']}.\n"
-        return md, f"<h2>Server metrics</h2><p>Unmeasured: {html.escape(str(sm['reason']))}.</p>"
-    rows = _table_rows(sm)
-    w = sm["window"]
-    head = (f"Scraped from {sm['source']} ({sm['scrapes']} scrapes); window edges "
-            f"{w['start_lead_ms']:.0f} ms before t0 and {w['end_lag_ms']:.0f} ms after the end.")
-    dec = _decomp_text(sm["ttft_decomposition"])
-    md = ["## Server metrics", "", head, "", "| Figure | Value | Evidence | Source / reason |",
-          "|---|---|---|---|"]
-    md += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
-    md += ["", dec, ""]
-    cells = "".join(f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td><td>{c}</td>"
-                    f"<td>{html.escape(d)}</td></tr>" for a, b, c, d in rows)
-    ht = (f"<h2>Server metrics</h2><p>{html.escape(head)}</p><table><tr><th>Figure</th>"
-          f"<th>Value</th><th>Evidence</th><th>Source / reason</th></tr>{cells}</table>"
-          f"<p>{html.escape(dec)}</p>")
-    return "\n".join(md), ht
+    """(markdown, html) of the report's "Server metrics" section for a run directory."""
+    from analysis.server_metrics_render import render_section
+    return render_section(server_metrics_summary(run_dir))

@@ -21,7 +21,7 @@ from typing import Optional
 from loadgen import __version__
 from loadgen.scenario import ScenarioError
 
-COMMANDS = ("run", "sweep", "report", "serve", "kernel", "calibrate")
+COMMANDS = ("run", "sweep", "report", "compare", "serve", "kernel", "calibrate")
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:

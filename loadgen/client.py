@@ -3,7 +3,7 @@
     RequestSpec ─► body (model, prompt|messages, max_tokens, stream, stream_options, ignore_eos,
                          extra_body) ─► one pooled aiohttp session (limit = max_connections)
         sent_at_ns ─► response ─► each socket read stamped once (perf_counter_ns)
-                   ─► SSEParser ─► json.loads ─► StreamTally ─► Record.chunks [[t, n], ...]
+                   ─► SSEParser ─► JSON (every chunk) ─► StreamTally ─► Record.chunks [[t, n], ...]
         end ─► usage vs chunk counts, finish_reason, status / error_kind
 
 Cancellation: ``execute(spec, rec)`` fills the caller's ``rec`` in place. When the task is
@@ -15,22 +15,31 @@ nothing itself.
 
 Non-streaming requests have no chunks and no first-token time: only ``end_at_ns`` (E2E) and the
 usage counts; a TTFT for them would be made up.
+
+``sent_at_ns`` is stamped before aiohttp takes a pooled connection: size the pool to the in-flight
+cap so no request waits for one. ``timeout_s`` is aiohttp's total timeout (send to last byte).
+While any Client is open the cyclic GC runs rarely (``clientload.gc_hold``).
 """
 from __future__ import annotations
 
 import asyncio
 import json
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Optional, Union
 
 import aiohttp
+from yarl import URL
 
+from loadgen.clientload import gc_hold, gc_release
 from loadgen.record import Record, now_ns
-from loadgen.sse import DONE, NamedEvent, SSEParser, StreamTally, error_message, loads as _loads
+from loadgen.sse import DONE, NamedEvent, SSEParser, StreamTally, _scan, error_message, loads as _loads
 
 READ_BUFSIZE = 4 * 2**20      # aiohttp's default 64 KiB throttles long-context bodies (vllm #39963)
 KEEPALIVE_S = 4.0             # below uvicorn's 5 s keep-alive: never reuse a socket the server closes
 SNIPPET = 300                 # characters of an error body kept in Record.error
+_json_loads = json.loads
+_second = itemgetter(1)
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -109,13 +118,11 @@ def _finish(rec: Record, tally: StreamTally, spec: RequestSpec) -> None:
     chunks = rec.chunks
     if chunks:
         rec.first_chunk_at_ns = chunks[0][0]
-        total = 0
         for t, n in chunks:
             if n:
-                if rec.first_token_at_ns is None:
-                    rec.first_token_at_ns = t
-                total += n
-        rec.chunk_output_tokens = total
+                rec.first_token_at_ns = t
+                break
+        rec.chunk_output_tokens = sum(map(_second, chunks))
     usage = tally.completion_tokens
     rec.usage_output_tokens = usage
     if usage is not None:
@@ -146,6 +153,7 @@ class Client:
         self.max_connections = max_connections or 0
         path = "/v1/chat/completions" if cfg.endpoint == "chat" else "/v1/completions"
         self.url = cfg.base_url.rstrip("/") + path
+        self._url = URL(self.url)               # parsed once, not per request
         self._chat = cfg.endpoint == "chat"
         self._base = build_base_body(cfg)
         self._headers = _headers(cfg)
@@ -159,12 +167,14 @@ class Client:
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
                                               read_bufsize=READ_BUFSIZE, max_field_size=65536,
                                               trust_env=False, raise_for_status=False)
+        gc_hold()
         return self
 
     async def __aexit__(self, *exc) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+            gc_release()
 
     @staticmethod
     def new_record(spec: RequestSpec) -> Record:
@@ -201,7 +211,7 @@ class Client:
                 _fail(rec, "client", "Client used outside 'async with'")
                 return rec
             rec.sent_at_ns = now_ns()
-            async with self._session.post(self.url, data=data, headers=self._headers) as resp:
+            async with self._session.post(self._url, data=data, headers=self._headers) as resp:
                 if self.first_response_headers is None:
                     self.first_response_headers = dict(resp.headers)
                 rec.http_status = resp.status
@@ -239,6 +249,7 @@ class Client:
         append = rec.chunks.append
         readany = resp.content.readany
         clock = now_ns
+        scan = _scan
         done = eof = False
         ev: Any = None
         try:
@@ -252,10 +263,20 @@ class Client:
                     eof = True
                 for ev in events:
                     if ev.__class__ is bytes:
-                        n = add(_loads(ev))
-                        append([t, n])
-                        if tally.error is not None:
+                        try:                    # sse.loads, inlined: the C scanner, else json.loads
+                            s = ev.decode()
+                            obj, end = scan(s, 0)
+                            if end != len(s):
+                                obj = _json_loads(ev)
+                        except (StopIteration, ValueError):
+                            if not ev:              # "data:" with nothing: not a chunk, skip it
+                                continue
+                            obj = _json_loads(ev)   # exact: raises ValueError if really bad
+                        n = add(obj)
+                        if n < 0:               # an error object inside the 200 stream
+                            append([t, 0])
                             return _fail(rec, "server_error", error_message(tally.error), t)
+                        append([t, n])
                     elif ev is DONE:
                         if not done:
                             done = True
@@ -265,7 +286,7 @@ class Client:
                         if ev.event == "error":
                             append([t, 0])
                             return _fail(rec, "server_error", ev.data.decode("utf-8", "replace"), t)
-                        append([t, add(_loads(ev.data))])
+                        append([t, max(add(_loads(ev.data)), 0)])
                     else:
                         return _fail(rec, "malformed", f"not server-sent events: {ev.line!r}", t)
         except ValueError as e:  # json.loads / a chunk that is not an object
@@ -300,26 +321,3 @@ class Client:
             if ch.get("finish_reason") is not None:
                 tally.finish_reason = ch["finish_reason"]
         rec.status = "ok"
-
-
-class ServerUnavailable(RuntimeError):
-    """The server did not answer a pre-flight request; ``str()`` is one line."""
-
-
-async def fetch_models(base_url: str, api_key: Optional[str] = None, timeout: float = 30.0,
-                       capture_headers: Optional[dict] = None) -> dict:
-    """GET {base_url}/v1/models as JSON; the response headers go into ``capture_headers``."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    url = base_url.rstrip("/") + "/v1/models"
-    try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout),
-                                         trust_env=False) as s:
-            async with s.get(url, headers=headers) as r:
-                if capture_headers is not None:
-                    capture_headers.update(r.headers)
-                if r.status != 200:
-                    text = (await r.text())[:200]
-                    raise ServerUnavailable(f"GET {url}: HTTP {r.status}: {' '.join(text.split())}")
-                return await r.json(content_type=None)
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as e:
-        raise ServerUnavailable(f"GET {url}: {type(e).__name__}: {e}") from None

@@ -94,6 +94,7 @@ class Dispatcher:
         if self.on_send is not None:
             self.on_send(spec)
         rec = self.client.new_record(spec)   # filled in place, even when cancelled mid-way
+        self.last_issue_ns = now_ns()          # the drain timeout counts from the last send
         try:
             await self.client.execute(spec, rec)
         except asyncio.CancelledError:
@@ -117,12 +118,12 @@ class Dispatcher:
 
     # -- ending --------------------------------------------------------------------------------
     async def drain(self) -> None:
-        """Wait for in-flight tasks until done, stop, or drain_timeout_s after the last issue;
-        then cancel the rest (each writes a cancelled record)."""
-        start = self.last_issue_ns or now_ns()
-        deadline = start + int(self.drain_timeout_s * 1e9)
+        """Wait for in-flight tasks until done, stop, or drain_timeout_s after the last send
+        (a capped run keeps sending while it drains); then cancel the rest (each writes a
+        cancelled record)."""
         while self.tasks and not self.stop.is_set():
-            left = (deadline - now_ns()) / 1e9
+            start = self.last_issue_ns or now_ns()
+            left = (start + int(self.drain_timeout_s * 1e9) - now_ns()) / 1e9
             if left <= 0:
                 self.cancel_reason = (f"not finished {self.drain_timeout_s:g} s after the last "
                                       "send (load.drain_timeout_s)")
@@ -184,7 +185,6 @@ class Dispatcher:
                 state["issued"] += 1
                 spec = make_spec()
                 spec.scheduled_at_ns = t
-                self.last_issue_ns = t
                 await self._one(spec, None)
 
         users_t = [self._spawn(user()) for _ in range(users)]

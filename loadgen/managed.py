@@ -1,10 +1,11 @@
 """Managed servers: start the system under test, wait until healthy, always stop it.
 
-    target.server (ScenarioSpec) ─► argv (jax | vllm | command, "{port}" substituted)
+    target.server (ServerSpec) ─► argv (jax | vllm via loadgen.vllm | command; "{port}" filled)
         ─► Popen (own session, stdout+stderr ─► run_dir/server.log)
         ─► poll GET health_path until 200 (bounded by startup_timeout_s; exit or timeout
            ─► ServerStartError with the exit code and the log's tail)
         ─► GET /info (JSON describe of the SUT, if the server has one)
+        ─► loadgen.vllm.describe_server (flags, GPUs, vLLM version) ─► describe()["sut"]
         ─► stop: SIGINT, then SIGTERM, then SIGKILL, each with a timeout — on normal exit,
            exception and Ctrl-C alike (``with ManagedServer(...) as srv:``)
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from loadgen.scenario import ScenarioError, ServerSpec
+from loadgen.vllm import build_vllm_argv, describe_server, extra_args
 
 
 class ServerStartError(RuntimeError):
@@ -37,24 +38,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
-
-
-def _flag(key: str) -> str:
-    return key if key.startswith("-") else "--" + key.replace("_", "-")
-
-
-def _extra_args(args: dict) -> list[str]:
-    out: list[str] = []
-    for k, v in args.items():
-        if v is None or v is False:
-            continue
-        if v is True:
-            out.append(_flag(k))
-        elif isinstance(v, (list, tuple)):
-            out += [_flag(k), *map(str, v)]
-        else:
-            out += [_flag(k), str(v)]
-    return out
 
 
 def build_argv(spec: ServerSpec, port: int) -> list[str]:
@@ -73,24 +56,8 @@ def build_argv(spec: ServerSpec, port: int) -> list[str]:
                           ("--max-queue", spec.max_queue), ("--model", spec.model)):
             if val is not None:
                 argv += [flag, str(val)]
-        return argv + _extra_args(spec.args)
-    # vllm
-    exe = shutil.which("vllm")
-    if exe is None:
-        raise ScenarioError("target.server.kind: vllm is not on PATH; install it "
-                            "(pip install vllm, on a machine with a supported GPU) or start it "
-                            "yourself and use target.url")
-    if not spec.model:
-        raise ScenarioError("target.server.model: kind vllm needs a model path or name")
-    argv = [exe, "serve", spec.model, "--host", "127.0.0.1", "--port", str(port)]
-    for flag, val in (("--dtype", spec.dtype), ("--max-num-seqs", spec.slots),
-                      ("--max-model-len", spec.max_model_len),
-                      ("--tensor-parallel-size", spec.tensor_parallel_size),
-                      ("--gpu-memory-utilization", spec.gpu_memory_utilization),
-                      ("--load-format", spec.load_format)):
-        if val is not None:
-            argv += [flag, str(val)]
-    return argv + _extra_args(spec.args)
+        return argv + extra_args(spec.args)
+    return build_vllm_argv(spec, port)  # ScenarioError with the install hint if absent
 
 
 def log_tail(path: Path, lines: int = 20) -> str:
@@ -125,6 +92,7 @@ class ManagedServer:
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.proc: Optional[subprocess.Popen] = None
         self.info: Optional[dict] = None
+        self.sut: Optional[dict] = None
         self.startup_s: Optional[float] = None
         self.returncode: Optional[int] = None
         self.stopped_with: Optional[str] = None
@@ -135,10 +103,12 @@ class ManagedServer:
         log = open(self.log_path, "ab")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.spec.env}
         t = time.monotonic()
+        cpus = self.spec.cpus
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
         try:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=env,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=pin)
         except OSError as e:
             raise ServerStartError(f"target.server: cannot start {self.argv[0]}: {e}") from None
         finally:
@@ -150,6 +120,10 @@ class ManagedServer:
             raise
         self.startup_s = time.monotonic() - t
         self.info = self._fetch_info()
+        try:  # flags, GPUs, vLLM version: every probe bounded, "unavailable" when it cannot say
+            self.sut = describe_server(self.spec, self.argv, self.base_url)
+        except Exception as e:
+            self.sut = {"status": "unavailable", "reason": f"{type(e).__name__}: {e}"}
         return self
 
     def _wait_healthy(self, t_start: float) -> None:
@@ -210,9 +184,14 @@ class ManagedServer:
         return self.proc is not None and self.proc.poll() is None
 
     def describe(self) -> dict:
-        return {"kind": self.spec.kind, "argv": self.argv, "base_url": self.base_url,
+        argv = list(self.argv)
+        for i in range(1, len(argv)):  # never store a key given on the command line
+            if argv[i - 1].startswith("--") and any(w in argv[i - 1].lower() for w in
+                                                    ("key", "token", "secret", "password")):
+                argv[i] = "<redacted>"
+        return {"kind": self.spec.kind, "argv": argv, "cpus": self.spec.cpus, "base_url": self.base_url,
                 "pid": self.proc.pid if self.proc else None, "startup_s": self.startup_s,
-                "log": str(self.log_path), "info": self.info}
+                "log": str(self.log_path), "info": self.info, "sut": self.sut}
 
     def __enter__(self) -> "ManagedServer":
         return self.start()

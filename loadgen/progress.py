@@ -8,7 +8,6 @@ The live display is off when stderr is not a terminal or with ``--json``; counti
 """
 from __future__ import annotations
 
-import sys
 import time
 from typing import Optional
 

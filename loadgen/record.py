@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -62,7 +62,8 @@ class Record:
     worker: Optional[str] = None
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        # __dict__, not dataclasses.asdict: asdict deep-copies every [t, n] pair (10x slower)
+        return json.dumps(self.__dict__, separators=(",", ":"))
 
 
 class RecordWriter:

@@ -5,6 +5,7 @@
         ─► managed.py (start + health-check target.server; server.log)    or target.url
         ─► sut.py (GET /v1/models, headers, /info, client host ─► sut.json)
         ─► power (loadgen.power sampler ─► power.jsonl, when power.sources != ["none"])
+        ─► server_metrics.py (GET /metrics every target.metrics_interval_s ─► server_metrics.jsonl)
         ─► warm-up (phase "warmup", closed loop) ─► t0 ─► dispatch.py (offline|server|closed)
             ─► Client.execute ─► Record ─► records.jsonl (flushed per request)
         ─► meta.json (mode, t0, rates, client CPU, interruption) ─► analysis.summary ─► summary.json
@@ -16,15 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
-
-import yaml
 
 import loadgen
 from loadgen import sut as sut_mod
@@ -33,13 +31,14 @@ from loadgen.clientload import ClientLoad
 from loadgen.dispatch import Dispatcher, Ledger, spec_factory
 from loadgen.managed import ManagedServer, ServerStartError
 from loadgen.progress import RunProgress
-from loadgen.record import RecordWriter, now_ns, read_records
+from loadgen.record import RecordWriter, now_ns
+from loadgen.rundir import api_key, resolved_yaml, run_dir_for, summarize_dir, write_json
 from loadgen.scenario import Scenario, ScenarioError
 from loadgen.schedule import Schedule, build_schedule
+from loadgen.server_metrics import ServerMetricsScraper
 from loadgen.workload import WorkloadPlan, build_workload
 
 T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
-SECRET_HEADER_WORDS = ("auth", "key", "token", "secret", "cookie")
 
 
 @dataclass
@@ -48,52 +47,6 @@ class RunResult:
     meta: dict
     summary: Optional[dict]
     interrupted: bool
-
-
-def run_dir_for(sc: Scenario) -> Path:
-    name = sc.output.run_name or f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}"
-    d = Path(sc.output.dir) / name
-    if (d / "records.jsonl").exists():
-        raise ScenarioError(f"output.run_name: {d} already holds a run (records.jsonl); "
-                            "choose another name or remove it")
-    return d
-
-
-def resolved_yaml(sc: Scenario) -> str:
-    tree = sc.model_dump(mode="json")
-    hdrs = tree.get("api", {}).get("headers") or {}
-    for k in hdrs:
-        if any(w in k.lower() for w in SECRET_HEADER_WORDS):
-            hdrs[k] = "<redacted>"
-    return yaml.safe_dump(tree, sort_keys=False)
-
-
-def api_key(sc: Scenario) -> Optional[str]:
-    name = sc.api.api_key_env
-    if not name:
-        return None
-    val = os.environ.get(name)
-    if not val:
-        raise ScenarioError(f"api.api_key_env: environment variable {name} is not set")
-    return val
-
-
-def _write_json(path: Path, obj: dict) -> None:
-    path.write_text(json.dumps(obj, indent=2, default=str) + "\n", encoding="utf-8")
-
-
-def summarize_dir(run_dir: Path, meta: dict, report: str = "full") -> dict:
-    """summary.json from the records on disk and ``meta`` (analysis.summary); then the report."""
-    from analysis.summary import load_power, summarize
-    summary = summarize(read_records(run_dir / "records.jsonl"), meta, load_power(run_dir))
-    _write_json(run_dir / "summary.json", summary)
-    if report != "none":
-        try:  # the report is a convenience; summary.json is the data
-            from analysis.report import write_report
-            write_report(run_dir, with_plots=report == "full")
-        except Exception as e:
-            (run_dir / "report.error.txt").write_text(f"{type(e).__name__}: {e}\n")
-    return summary
 
 
 class PowerHook:
@@ -136,7 +89,8 @@ class Run:
         self.sc = sc
         self.shared_server = server          # already running (a sweep's); not stopped here
         self.plan: WorkloadPlan = build_workload(sc.workload)
-        self.schedule: Schedule = build_schedule(sc.load, sc.workload.seed + 1)
+        seed = sc.load.seed if sc.load.seed is not None else sc.workload.seed + 1
+        self.schedule: Schedule = build_schedule(sc.load, seed)
         self.key = api_key(sc)
         self.run_dir = run_dir_for(sc)
         self.progress = progress or RunProgress(None, enabled=False)
@@ -154,6 +108,10 @@ class Run:
         self.end: Optional[int] = None
         self.crashed: Optional[str] = None
         self.summary: Optional[dict] = None
+        self.server_alive_at_end: Optional[bool] = None
+        self.client_cpus: Optional[list[int]] = None
+        self.scraper: Optional[ServerMetricsScraper] = None
+        self.server_metrics: Optional[dict] = None
 
     # -- sync shell: run dir, managed server ----------------------------------------------
     def execute(self) -> RunResult:
@@ -174,14 +132,36 @@ class Run:
                     self.server = stack.enter_context(ManagedServer(self.sc.target.server,
                                                                     self.run_dir))
                     base_url = self.server.base_url
+                stack.enter_context(self._client_affinity())
                 asyncio.run(self._main(base_url.rstrip("/")))
         finally:
             if self.writer is not None:  # the load phase began: its files are always finished
                 meta = self.meta()
-                _write_json(self.run_dir / "meta.json", meta)
-                with contextlib.suppress(Exception) if self.crashed else contextlib.nullcontext():
+                write_json(self.run_dir / "meta.json", meta)
+                try:
                     self.summary = summarize_dir(self.run_dir, meta, self.sc.output.report)
+                except Exception:
+                    if not self.crashed:  # after a crash, the crash is the error to show
+                        raise
         return RunResult(self.run_dir, meta, self.summary, bool(self.interrupted))
+
+    @contextlib.contextmanager
+    def _client_affinity(self):
+        """With target.server.cpus, run loadgen on the remaining CPUs for the run's length."""
+        cpus = self.server.spec.cpus if self.server is not None else None
+        try:
+            before = os.sched_getaffinity(0)
+        except (AttributeError, OSError):
+            before = None
+        rest = sorted(before - set(cpus)) if cpus and before else []
+        if rest:
+            os.sched_setaffinity(0, rest)
+            self.client_cpus = rest
+        try:
+            yield
+        finally:
+            if rest:
+                os.sched_setaffinity(0, before)
 
     # -- signals ----------------------------------------------------------------------------
     def _on_signal(self, signame: str) -> None:
@@ -200,13 +180,6 @@ class Run:
                 loop.add_signal_handler(s, self._on_signal, s.name)
 
     # -- async body -------------------------------------------------------------------------
-    def _client_config(self, base_url: str, model: str) -> ClientConfig:
-        a = self.sc.api
-        return ClientConfig(base_url=base_url, endpoint=a.endpoint, model=model, stream=a.stream,
-                            ignore_eos=a.ignore_eos, include_usage=a.include_usage,
-                            continuous_usage=a.continuous_usage, extra_body=dict(a.extra_body),
-                            headers=dict(a.headers), api_key=self.key, timeout_s=a.timeout_s)
-
     async def _main(self, base_url: str) -> None:
         self.stop = asyncio.Event()
         self._install_signals()
@@ -220,7 +193,7 @@ class Run:
         sut = sut_mod.describe_sut(base_url, models,
                                    self.server.describe() if self.server else None, model,
                                    a.endpoint)
-        _write_json(self.run_dir / "sut.json", sut)
+        write_json(self.run_dir / "sut.json", sut)
         cap = self.cap = ld.in_flight_cap
         n = self.schedule.count if self.schedule.count is not None else ld.num_requests
         stream = iter(self.plan)
@@ -234,6 +207,10 @@ class Run:
         planned: list = []
         try:
             self.power = PowerHook(self.sc.power, self.run_dir).start()
+            tg = self.sc.target
+            self.scraper = await ServerMetricsScraper(
+                base_url, self.run_dir, tg.metrics_interval_s, headers=a.headers,
+                path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics).start()
             cfg = ClientConfig.from_api(a, base_url, model, self.key)
             async with Client(cfg, cap or max(1, n or 1)) as client:
                 w = ld.warmup_requests
@@ -254,6 +231,7 @@ class Run:
                 if ld.mode != "concurrency":
                     planned = [make(p, w + i) for i, p in zip(range(n), stream)]
                 self.power.mark("measure_start")
+                await self.scraper.mark("measure_start")
                 self.cpu.start()
                 self.t0 = now_ns() + (T0_LEAD_NS if ld.mode == "server" else 0)
                 if ld.mode == "offline":
@@ -265,9 +243,12 @@ class Run:
                                    ld.num_requests, ld.duration_s)
                 self.end = now_ns()
                 self.power.mark("measure_end")
+                await self.scraper.mark("measure_end")
+                if self.server is not None:
+                    self.server_alive_at_end = self.server.alive
                 sut["completion_response_headers"] = sut_mod.keep_headers(
                     client.first_response_headers)
-                _write_json(self.run_dir / "sut.json", sut)
+                write_json(self.run_dir / "sut.json", sut)
         except BaseException as e:
             # a crash: nothing may stay unrecorded. Cancel what runs, then the never-sent.
             self.crashed = self.crashed or f"{type(e).__name__}: {e}"
@@ -284,6 +265,8 @@ class Run:
                 self.cpu.stop()
             if self.power is not None:
                 self.power.stop()
+            if self.scraper is not None:
+                self.server_metrics = await self.scraper.stop()
             self.writer.close()
             self.progress.stop()
 
@@ -300,6 +283,7 @@ class Run:
             "t0_ns": self.t0, "end_ns": self.end, "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)",
             "rate": ld.rate if ld.mode == "server" else None,
             "scheduled_rate": sched["scheduled_rate"], "schedule": sched,
+            "schedule_seed": sc.load.seed if sc.load.seed is not None else sc.workload.seed + 1,
             "in_flight_cap": ld.in_flight_cap, "num_requests": ld.num_requests,
             "duration_s": ld.duration_s, "warmup_requests": ld.warmup_requests,
             "records_written": self.writer.count if self.writer else 0,
@@ -312,6 +296,9 @@ class Run:
             "power": power_info,
             "interrupted": bool(self.interrupted or self.crashed),
             "interrupt_signal": self.interrupted, "crashed": self.crashed,
+            "managed_server_alive_at_end": self.server_alive_at_end,
+            "client_cpus": self.client_cpus,
+            "server_metrics": self.server_metrics,
         }
 
 

@@ -43,6 +43,9 @@ class ServerSpec(Strict):
     health_path: str = "/health"
     startup_timeout_s: float = Field(900.0, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
+    # pin the server to these CPUs (os.sched_setaffinity); loadgen then runs on the others,
+    # so client and server do not share cores (recorded in meta.json)
+    cpus: Optional[list[int]] = None
 
     @model_validator(mode="after")
     def _kind_fields(self) -> "ServerSpec":
@@ -52,6 +55,17 @@ class ServerSpec(Strict):
                     raise ValueError(f"'{name}' applies to kind vllm only")
         if self.kind == "command" and not self.command:
             raise ValueError("kind command needs 'command' (an argv list; \"{port}\" is substituted)")
+        if self.cpus is not None:
+            if not self.cpus or any(c < 0 for c in self.cpus):
+                raise ValueError("cpus must be a non-empty list of CPU numbers")
+            try:
+                import os
+                have = os.sched_getaffinity(0)
+            except (AttributeError, OSError):
+                have = None
+            if have is not None and not set(self.cpus) <= have:
+                raise ValueError(f"cpus {self.cpus} not all available here "
+                                 f"(this process may use {sorted(have)})")
         if self.kind == "vllm" and not self.model:
             raise ValueError("kind vllm needs 'model' (a local path or model name)")
         return self
@@ -60,6 +74,10 @@ class ServerSpec(Strict):
 class Target(Strict):
     url: Optional[str] = None             # base URL of a running server, e.g. http://127.0.0.1:8000
     server: Optional[ServerSpec] = None
+    # the server's Prometheus endpoint, scraped during the run into server_metrics.jsonl
+    scrape_metrics: bool = True
+    metrics_path: str = "/metrics"
+    metrics_interval_s: float = Field(1.0, gt=0)
 
     @model_validator(mode="after")
     def _one_of(self) -> "Target":
@@ -138,6 +156,7 @@ class Load(Strict):
     min_duration_s: float = Field(0.0, ge=0)  # MLPerf-style minimums for a VALID verdict
     min_queries: int = Field(0, ge=0)
     drain_timeout_s: float = Field(600.0, gt=0)  # after the last send, wait this long at most
+    seed: Optional[int] = None  # arrival-schedule seed; None: workload.seed + 1
 
     @model_validator(mode="after")
     def _mode(self) -> "Load":

@@ -1,6 +1,7 @@
 """Scrape the target's Prometheus /metrics during a run into server_metrics.jsonl (client clock).
 
-    runner ─► ServerMetricsScraper(base_url, run_dir, interval_s, headers).start()
+    runner ─► ServerMetricsScraper(base_url, run_dir, interval_s, headers, path, api_key=,
+                                   enabled=target.scrape_metrics).start()    (off: status "off")
                  first scrape: 404 / not Prometheus text ─► status "unavailable" (reason), no more GETs
                  loop: GET base_url + path every interval_s (absolute deadlines, timeout per GET)
                        ─► body parsed and written in a worker thread (the event loop only does I/O)
@@ -59,11 +60,15 @@ class ServerMetricsScraper:
 
     def __init__(self, base_url: str, run_dir: str | Path, interval_s: float = 1.0,
                  headers: Optional[dict] = None, path: str = "/metrics", timeout_s: float = 5.0,
-                 max_bytes: int = 512 * 2**20):
+                 max_bytes: int = 512 * 2**20, api_key: Optional[str] = None,
+                 enabled: bool = True):
         self.url = base_url.rstrip("/") + path
         self.path = Path(run_dir) / FILE
         self.interval_s = interval_s
         self.headers = dict(headers or {})
+        if api_key:
+            self.headers["Authorization"] = f"Bearer {api_key}"
+        self.enabled = enabled
         self.timeout_s = min(timeout_s, max(interval_s * 5, 1.0))
         self.max_bytes = max_bytes
         self.status = "off"
@@ -81,6 +86,9 @@ class ServerMetricsScraper:
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> "ServerMetricsScraper":
+        if not self.enabled:
+            self.reason = "target.scrape_metrics is false"
+            return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._f = open(self.path, "a", encoding="utf-8")
         self._session = aiohttp.ClientSession(

@@ -1,9 +1,11 @@
 """Server-sent events, parsed incrementally, and OpenAI streaming chunks, counted.
 
-    socket reads (bytes, any split) ─► SSEParser.feed() ─► events ─► json.loads ─► StreamTally.add()
-                                                                              └─► tokens in this chunk
+    socket reads (bytes, any split) ─► SSEParser.feed() ─► events ─► loads() ─► StreamTally.add()
+                                                                          └─► tokens in this chunk
 
-Nothing here does I/O, so every rule is unit-testable byte by byte.
+Nothing here does I/O, so every rule is unit-testable byte by byte. ``loads`` parses every event
+fully (the stdlib C scanner without ``json.loads``' wrapper; ``json.loads`` itself whenever the fast
+call does not consume the whole payload), so a malformed chunk is always caught.
 
 ``SSEParser.feed(data)`` returns a list whose items are one of:
   * ``bytes``        the data of one event (several ``data:`` lines joined by ``b"\\n"``),
@@ -19,7 +21,7 @@ content (completions ``text``, chat ``delta.content``, ``delta.reasoning_content
 ``delta.tool_calls``) is 1 token, unless the chunk carries vLLM continuous usage stats
 (``usage.completion_tokens`` cumulative, asked for with ``StreamTally(continuous=True)``), then the
 increase since the previous chunk (at least 1).
-Role-only, empty and usage-only chunks are 0. It also keeps the last usage, finish_reason,
+Role-only, empty and usage-only chunks are 0, an error chunk -1. It also keeps the last usage, finish_reason,
 output characters and an error object (``{"error": ...}`` or ``{"object": "error"}``).
 """
 from __future__ import annotations
@@ -94,18 +96,22 @@ class SSEParser:
             buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         else:
             hold = False
+        # Fast path, the usual stream: nothing but "data: <one line>" blocks. Then the newlines
+        # are exactly two per block end, and splitting on the separators yields the payloads.
+        end = buf.rfind(b"\n\n")
+        if end >= 0 and buf.startswith(b"data: "):
+            payloads = buf[6:end].split(b"\n\ndata: ")
+            if buf.count(b"\n", 0, end) == 2 * len(payloads) - 2:
+                tail = buf[end + 2:]
+                self._tail = tail + b"\r" if hold else tail
+                if b"[DONE]" in payloads:
+                    return [DONE if e == b"[DONE]" else e for e in payloads]
+                return payloads
+        # General path. The state is clean at every block start (each block ends in a dispatch
+        # and a tail is re-split whole).
         blocks = buf.split(b"\n\n")         # every block but the last ends with a blank line
         tail = blocks.pop()
         self._tail = tail + b"\r" if hold else tail
-        # The state is clean at every block start (each block ends in a dispatch and a tail is
-        # re-split whole), so a block of one "data: " line is one event. Fast path: no other
-        # newline anywhere (two per separator) and every block such a line.
-        if buf.count(b"\n") - tail.count(b"\n") == 2 * len(blocks):
-            out = [blk[6:] for blk in blocks if blk[:6] == b"data: "]
-            if len(out) == len(blocks):
-                if b"[DONE]" in out:
-                    out = [DONE if e == b"[DONE]" else e for e in out]
-                return out
         out = []
         line = self._line
         for blk in blocks:
@@ -196,7 +202,7 @@ class StreamTally:
     """Counts the tokens of one stream's chunks and keeps what the last chunks said."""
 
     __slots__ = ("continuous", "cum", "prompt_tokens", "completion_tokens", "finish_reason",
-                 "chars", "error", "content_chunks")
+                 "chars", "error")
 
     def __init__(self, continuous: bool = False) -> None:
         # continuous: the request asked for continuous usage stats; it is dropped (1 token per
@@ -208,16 +214,16 @@ class StreamTally:
         self.finish_reason: Optional[str] = None
         self.chars = 0
         self.error: Optional[Any] = None              # the error object of an error chunk
-        self.content_chunks = 0
 
     def add(self, obj: Any) -> int:
-        """Tokens carried by one parsed chunk; raises ValueError if it is not a JSON object."""
+        """Tokens carried by one parsed chunk, -1 for an error object (kept in ``error``);
+        raises ValueError if the chunk is not a JSON object."""
         if obj.__class__ is not dict:
             raise ValueError("chunk is not a JSON object")
         choices = obj.get("choices")
         if "error" in obj or (choices is None and obj.get("object") == "error"):
             self.error = obj.get("error", obj)
-            return 0
+            return -1
         usage = obj.get("usage")
         cum = None
         if usage:
@@ -234,16 +240,21 @@ class StreamTally:
                 if text:
                     n += 1
                     self.chars += len(text)
-                elif "delta" in choice:
-                    found, chars = _has_content(choice)
-                    if found:
-                        n += 1
-                        self.chars += chars
+                else:
+                    delta = choice.get("delta")
+                    if delta:
+                        content = delta.get("content")
+                        if content:                          # the usual chat chunk
+                            n += 1
+                            self.chars += len(content)
+                        else:
+                            found, chars = _has_content(choice)
+                            if found:
+                                n += 1
+                                self.chars += chars
                 fr = choice.get("finish_reason")
                 if fr is not None:
                     self.finish_reason = fr
-            if n:
-                self.content_chunks += 1
         if self.continuous and choices:
             if cum is None:
                 if n:

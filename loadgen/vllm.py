@@ -3,9 +3,10 @@
     ServerSpec(kind vllm) ─► launcher(): `vllm` on PATH, else `python -m vllm.entrypoints.cli.main`
                               (the console script's module), else ScenarioError with the install hint
                          ─► build_vllm_argv(): serve MODEL --host 127.0.0.1 --port P + the spec's flags
-    after /health is 200 ─► describe_server(): version (package metadata, `vllm --version`,
-                              GET /version), the flags as a dict, GPUs and driver (nvidia-smi, else
-                              NVML), CUDA_VISIBLE_DEVICES ─► ManagedServer.describe()["sut"] ─► sut.json
+    after /health is 200 ─► describe_server(): version (GET /version, the package metadata of
+                              loadgen's interpreter, else `vllm --version`), the flags as a dict,
+                              GPUs and driver (nvidia-smi, else NVML), CUDA_VISIBLE_DEVICES
+                              ─► ManagedServer.describe()["sut"] ─► sut.json
 
 Every probe is bounded by a timeout and, where it cannot answer, says so:
 ``{"status": "unavailable", "reason": "..."}`` — never a guessed value.
@@ -30,6 +31,7 @@ INSTALL_HINT = ("install it (pip install vllm, on a machine with a supported GPU
                 "yourself and use target.url")
 CLI_MODULE = "vllm.entrypoints.cli.main"   # what the `vllm` console script runs
 GPU_QUERY = "index,name,driver_version,memory.total,uuid"
+SECRET_WORDS = ("key", "token", "secret", "password")    # flags whose values are never stored
 
 
 def unavailable(reason: str) -> dict:
@@ -150,6 +152,7 @@ def vllm_version(prefix: Optional[list[str]], base_url: Optional[str],
         body, why = http_json(base_url.rstrip("/") + "/version")
         ver = body.get("version") if isinstance(body, dict) else None
         out["server"] = ver or unavailable(why or f"GET /version answered {body!r:.80}")
+    out["package_python"] = sys.executable     # a `vllm` on PATH may live in another env
     try:
         out["package"] = md.version("vllm")
     except md.PackageNotFoundError:
@@ -227,7 +230,9 @@ def gpu_inventory(timeout_s: float = 15.0) -> dict:
 
 def describe_server(spec: ServerSpec, argv: list[str], base_url: Optional[str]) -> dict:
     """What sut.json records about a managed server: flags, GPUs, and for vLLM its version."""
-    out: dict[str, Any] = {"kind": spec.kind, "flags": parse_flags(argv),
+    flags = {k: ("<redacted>" if any(w in k.lower() for w in SECRET_WORDS) else v)
+             for k, v in parse_flags(argv).items()}
+    out: dict[str, Any] = {"kind": spec.kind, "flags": flags,
                            "cuda_visible_devices": {**os.environ, **spec.env}.get(
                                "CUDA_VISIBLE_DEVICES"),
                            "gpus": gpu_inventory()}

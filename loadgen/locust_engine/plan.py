@@ -38,6 +38,12 @@ class Spec:
     offset_ns: Optional[int]     # from t0 (server/offline); None: closed loop (now)
 
 
+def schedule_seed(sc: Scenario) -> int:
+    """The arrival-schedule seed, by the native runner's rule (load.seed, else workload.seed+1)."""
+    seed = getattr(sc.load, "seed", None)
+    return seed if seed is not None else sc.workload.seed + 1
+
+
 def digest(sc: Scenario) -> str:
     """Hash of what decides the requests and their times (workload + load)."""
     blob = json.dumps({"workload": sc.workload.model_dump(mode="json"),
@@ -76,7 +82,7 @@ class Plan:
             raise ValueError(f"worker index {index} outside 0..{n_workers - 1}")
         self.sc, self.index, self.n = sc, index, n_workers
         self.workload: WorkloadPlan = build_workload(sc.workload)
-        self.schedule: Schedule = build_schedule(sc.load, sc.workload.seed + 1)
+        self.schedule: Schedule = build_schedule(sc.load, schedule_seed(sc))
         self.warmup = sc.load.warmup_requests
         self.count = measured_count(sc, self.schedule)
 

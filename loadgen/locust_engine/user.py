@@ -14,6 +14,7 @@ No asyncio and no aiohttp here (this runs in a gevent-patched process).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from typing import Any, Optional
@@ -25,6 +26,7 @@ from loadgen.record import Record, now_ns
 from loadgen.sse import DONE, NamedEvent, SSEParser, StreamTally, error_message, loads
 
 SNIPPET = 300
+KEEPALIVE_NS = 4_000_000_000  # idle longer: reconnect (uvicorn drops idle sockets after 5 s)
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 # the process-wide source of requests (loadgen.locust_engine.node.WorkerNode), set before spawn
@@ -128,8 +130,12 @@ def read_stream(raw, rec: Record, tally: StreamTally) -> None:
                     raise ConnectionError("connection closed mid-stream")
                 data = sock.recv(raw.block_size)
                 t = now_ns()                 # one stamp per socket read, shared by its events
-                if not data:
-                    raise ConnectionError("server closed the connection mid-stream")
+                if not data:                 # EOF: the end of a close-delimited body, or a drop
+                    with contextlib.suppress(Exception):
+                        raw.feed(b"")
+                    if not raw.message_complete:
+                        raise ConnectionError("server closed the connection mid-stream")
+                    continue
                 raw.feed(data)
                 continue
             for ev in events:
@@ -154,10 +160,6 @@ def read_stream(raw, rec: Record, tally: StreamTally) -> None:
     except (ConnectionError, OSError) as e:
         if rec.status == "ok":           # [DONE] arrived: a later drop does not undo it
             return
-        for ev in parser.finish():       # count what was complete before the drop
-            if ev.__class__ is bytes:
-                with _quiet():
-                    rec.chunks.append([t, tally.add(loads(ev))])
         return fail(rec, "connection", f"{type(e).__name__}: {e}", now_ns())
     finally:
         if not raw.message_complete:
@@ -168,14 +170,6 @@ def read_stream(raw, rec: Record, tally: StreamTally) -> None:
             rec.end_at_ns = t
     else:
         fail(rec, "incomplete", "stream ended without [DONE] or finish_reason", t)
-
-
-class _quiet:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb):
-        return kind is not None and issubclass(kind, ValueError)
 
 
 def read_body(raw, rec: Record, tally: StreamTally) -> None:
@@ -220,8 +214,10 @@ def execute(agent, url: str, headers: dict, data: bytes, stream: bool, rec: Reco
             rec.http_status = resp.status_code
             raw = resp._response
             if resp.status_code >= 300:
-                body = bytes(raw._body_buffer[:SNIPPET]).decode("utf-8", "replace")
-                return fail(rec, "http", f"HTTP {resp.status_code}: {' '.join(body.split())}")
+                snippet = raw.read(SNIPPET)[:SNIPPET].decode("utf-8", "replace")
+                if not raw.message_complete:
+                    _discard(raw)
+                return fail(rec, "http", f"HTTP {resp.status_code}: {' '.join(snippet.split())}")
             ctype = (resp.headers.get("content-type") or "").split(";")[0].strip()
             if stream and ctype != "application/json":
                 read_stream(raw, rec, tally)
@@ -256,6 +252,13 @@ class LLMUser(FastHttpUser):
     concurrency = 1                      # one request at a time per user: one connection
     max_retries = 0
 
+    def __init__(self, environment) -> None:
+        super().__init__(environment)
+        # every status comes back as a response: an error body is read (and its socket closed
+        # if unfinished) here, never handed back to the pool half-read
+        self.client.client.valid_response_codes = frozenset(range(100, 600))
+        self._last_used_ns = now_ns()
+
     @task
     def next_request(self) -> None:
         node = NODE
@@ -267,7 +270,11 @@ class LLMUser(FastHttpUser):
     def send(self, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
              continuous: bool, timeout_s: float) -> None:
         tally = StreamTally(continuous)
-        execute(self.client.client, url, headers, data, stream, rec, tally, timeout_s)
+        agent = self.client.client
+        if now_ns() - self._last_used_ns > KEEPALIVE_NS:
+            agent.clientpool.close()     # never reuse a socket the server may be closing now
+        execute(agent, url, headers, data, stream, rec, tally, timeout_s)
+        self._last_used_ns = now_ns()
         e2e = ((rec.end_at_ns or now_ns()) - (rec.sent_at_ns or now_ns())) / 1e6
         exc = None if rec.status == "ok" else RuntimeError(f"{rec.error_kind}: {rec.error}")
         self.environment.events.request.fire(

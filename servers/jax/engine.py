@@ -17,15 +17,15 @@ slot (batch 1 on a 64-slot engine costs batch 1, not 64), and its attention read
 sequence. One compiled step per (B, attn_len). ``warmup()`` compiles every prefill bucket, insert
 and decode bucket before serving; ``compile_s`` says how long it took.
 
-CPU dtype (measured 2026-12-02 on this 2-core AMD EPYC VM, jax 0.10.2, ``small`` preset, batch-1
-decode step): fp32 is the CPU default; see bench/decode_roofline.py and the helper report for
-the numbers (bf16 through XLA's CPU backend was slower).
+CPU dtype (measured 2026-12-02 on this shared 2-core AMD EPYC VM, jax 0.10.2, ``small`` preset,
+one slot, context 128, batch-1 decode step): fp32 13.9 ms/step (72 tok/s, weights read at
+~29 GB/s); bf16 581.5 ms/step (2 tok/s), ~40x slower: XLA:CPU has no fast bf16 dot here. So fp32
+is the CPU default (servers.jax.default_dtype); bf16 is the default on GPU/TPU.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Optional
 
 import jax
@@ -47,8 +47,19 @@ def buckets(lo: int, hi: int) -> list[int]:
 
 
 @dataclass
+class PrefillJob:
+    tokens: np.ndarray            # [bucket] int32, the prompt then padding
+    length: int
+    temperature: float
+    top_p: float
+    key: np.ndarray
+    offsets: list[int]            # chunk starts still to run; [] = one-shot prefill
+    kv: Any = None
+
+
+@dataclass
 class Prefix:
-    kv: Any                       # tuple over layers of (k, v) [Hkv, bucket, Dh] device arrays
+    kv: Any                       # per layer (k [Hkv, Dh, bucket], v [Hkv, bucket, Dh]) on device
     length: int                   # prompt tokens
     first_token: int
     temperature: float
@@ -59,15 +70,24 @@ class Prefix:
 class Engine:
     def __init__(self, args: ModelArgs, params: M.Params, *, dtype: str = "fp32", slots: int = 8,
                  max_model_len: int = 1024, eos_ids: Optional[set[int]] = None,
-                 min_prefill_bucket: int = 16, min_attn_bucket: int = 64) -> None:
+                 min_prefill_bucket: int = 16, min_attn_bucket: int = 64,
+                 prefill_chunk: int = 256) -> None:
         if max_model_len < 2:
             raise ValueError("max_model_len must be >= 2")
         self.args, self.params, self.dtype = args, params, dtype
         self.slots, self.max_model_len = int(slots), int(max_model_len)
         self.eos_ids = set(eos_ids or ())
         self.prefill_buckets = buckets(min(min_prefill_bucket, max_model_len), max_model_len)
+        # prompts longer than prefill_chunk are prefilled in chunks of that many tokens (0: never)
+        self.prefill_chunk = int(prefill_chunk) if 0 < prefill_chunk < max_model_len else 0
+        if self.prefill_chunk and self.prefill_chunk not in self.prefill_buckets:
+            raise ValueError(f"prefill_chunk {prefill_chunk} must be one of the prefill buckets "
+                             f"{self.prefill_buckets}")
         self.attn_buckets = buckets(min(min_attn_bucket, max_model_len), max_model_len)
-        self.batch_buckets = buckets(1, self.slots)
+        # no batch-1 bucket: XLA:CPU lowers a 1-row scatter into the transposed K cache as a
+        # dynamic-update-slice and then copies the whole cache every step (seen in the HLO);
+        # 2 rows cost about the same as 1 (the step is weight-bandwidth-bound there)
+        self.batch_buckets = buckets(min(2, self.slots), self.slots)
         self.cache = M.init_cache(args, self.slots, self.max_model_len, dtype)
         s = self.slots
         self.tokens = np.zeros(s, np.int32)
@@ -79,6 +99,8 @@ class Engine:
         self.active = np.zeros(s, bool)
         self.compile_s: Optional[float] = None
         self._prefill = jax.jit(self._prefill_fn)
+        self._chunk = jax.jit(self._chunk_fn, donate_argnums=(1,))
+        self._last_logits = jax.jit(self._last_logits_fn)
         self._insert = jax.jit(self._insert_fn, donate_argnums=(0,))
         self._decode = jax.jit(self._decode_fn, static_argnums=(4,), donate_argnums=(1,))
         # sampling is its own jitted function (compiled for batch 1 and batch `slots`), so the
@@ -91,13 +113,15 @@ class Engine:
         last = jax.lax.dynamic_slice_in_dim(x, length - 1, 1, axis=0)   # [1, D]
         return M.logits_of(params, self.args, last), tuple(zip(ks, vs))  # [1, V], kv
 
+    def _chunk_fn(self, params, kv, tokens, offset):
+        return M.prefill_chunk(params, self.args, kv, tokens, offset)   # hidden [C, D], kv
+
+    def _last_logits_fn(self, params, x, i):
+        return M.logits_of(params, self.args, jax.lax.dynamic_slice_in_dim(x, i, 1, axis=0))
+
     @staticmethod
     def _insert_fn(cache, kv, slot):
-        out = []
-        for (kc, vc), (k, v) in zip(cache, kv):                    # kc [S, Hkv, T, Dh]; k [Hkv, Tb, Dh]
-            out.append((jax.lax.dynamic_update_slice(kc, k[None], (slot, 0, 0, 0)),
-                        jax.lax.dynamic_update_slice(vc, v[None], (slot, 0, 0, 0))))
-        return tuple(out)
+        return M.insert_prefix(cache, kv, slot)
 
     def _decode_fn(self, params, cache, tokens, pos, attn_len):
         return M.decode(params, self.args, cache, tokens, pos, attn_len)  # logits [S, V], cache
@@ -109,7 +133,7 @@ class Engine:
                 return b
         raise ValueError(f"prompt of {n} tokens exceeds max_model_len {self.max_model_len}")
 
-    def prefill(self, prompt_ids: list[int], params: Any = None) -> Prefix:
+    def start_prefill(self, prompt_ids: list[int], params: Any = None) -> PrefillJob:
         """params: anything with temperature / top_p / seed (orchestrator.SamplingParams)."""
         n = len(prompt_ids)
         if n == 0 or n >= self.max_model_len:
@@ -118,13 +142,42 @@ class Engine:
         toks = np.zeros(b, np.int32)
         toks[:n] = prompt_ids
         temp = float(getattr(params, "temperature", 0.0) or 0.0)
-        top_p = float(getattr(params, "top_p", 1.0) if getattr(params, "top_p", None) is not None else 1.0)
+        top_p = getattr(params, "top_p", None)
+        top_p = 1.0 if top_p is None else float(top_p)
         seed = getattr(params, "seed", None)
-        key = request_key(0 if seed is None else seed)
-        logits, kv = self._prefill(self.params, toks, np.int32(n))
-        tok = self._sample(logits, np.full(1, temp, np.float32), np.full(1, top_p, np.float32),
-                           key[None], np.zeros(1, np.int32))
-        return Prefix(kv, n, int(tok[0]), temp, top_p, key)
+        c = self.prefill_chunk
+        offsets = M.chunk_offsets(n, c, b) if c and n > c else []
+        return PrefillJob(toks, n, temp, top_p, request_key(0 if seed is None else seed), offsets)
+
+    def prefill_step(self, job: PrefillJob) -> Optional[Prefix]:
+        """Run the next chunk of job (or the whole prompt); the Prefix once the prompt is done."""
+        if not job.offsets:                                        # one shot
+            logits, kv = self._prefill(self.params, job.tokens, np.int32(job.length))
+        else:
+            if job.kv is None:
+                job.kv = self._empty_kv(job.tokens.shape[0])
+            off = job.offsets.pop(0)
+            x, job.kv = self._chunk(self.params, job.kv, job.tokens[off:off + self.prefill_chunk],
+                                    np.int32(off))
+            if job.offsets:
+                return None
+            logits, kv = self._last_logits(self.params, x, np.int32(job.length - 1 - off)), job.kv
+        tok = self._sample(logits, np.full(1, job.temperature, np.float32),
+                           np.full(1, job.top_p, np.float32), job.key[None], np.zeros(1, np.int32))
+        return Prefix(kv, job.length, int(tok[0]), job.temperature, job.top_p, job.key)
+
+    def prefill(self, prompt_ids: list[int], params: Any = None) -> Prefix:
+        """The whole prompt at once (chunk after chunk when it is longer than prefill_chunk)."""
+        job = self.start_prefill(prompt_ids, params)
+        while True:
+            pre = self.prefill_step(job)
+            if pre is not None:
+                return pre
+
+    def _empty_kv(self, tb: int):
+        a, dt = self.args, M.DTYPES[self.dtype]
+        return tuple((jnp.zeros((a.n_kv_heads, a.head_dim, tb), dt), jnp.zeros((a.n_kv_heads, tb, a.head_dim), dt))
+                     for _ in range(a.n_layers))
 
     def insert(self, prefix: Prefix, slot: int) -> None:
         self.cache = self._insert(self.cache, prefix.kv, np.int32(slot))

@@ -8,12 +8,17 @@ Parameters are a plain pytree (one dict per layer, so a jitted step reads each w
 
 with Q = n_heads·head_dim, K = n_kv_heads·head_dim, F = ffn_dim. q/k/v and gate/up are fused so
 that a decode step does one GEMV per fused matrix. The KV cache is a tuple over layers of
-(k, v), each [slots, n_kv_heads, max_len, head_dim] (slot-major, so one slot's row per KV head is
-contiguous for the batched attention dots).
+(k [slots, n_kv_heads, head_dim, max_len], v [slots, n_kv_heads, max_len, head_dim]): K is stored
+transposed so that decode's q·K is a fused multiply + reduce over head_dim, vectorised along the
+positions. On XLA:CPU (measured here, 32 slots, 4 KV heads, 1024 positions, one layer) that took
+~4.5 ms against ~23-38 ms for the batched einsum over the [.., max_len, head_dim] layout.
 
 Three entry points, all pure functions to be jitted by the engine:
   * ``forward_reference(params, args, tokens[T]) -> logits[T, V]``  full causal attention, no cache;
   * ``prefill(params, args, tokens[Tb]) -> (hidden[Tb, D], ks, vs)``  one prompt, padded to a bucket;
+  * ``prefill_chunk(params, args, kv, tokens[C], offset) -> (hidden[C, D], kv)``  a long prompt
+    in chunks (interleaved with decode steps by the orchestrator);
+  * ``insert_prefix(cache, kv, slot) -> cache``  writes a prefill's K/V into one slot's rows;
   * ``decode(params, args, cache, tokens[S], pos[S], attn_len) -> (logits[S, V], cache)``  one token
     per slot; attention reads only the first ``attn_len`` cache positions (a static bucket).
 
@@ -132,7 +137,7 @@ def _causal_attention(args: ModelArgs, q: jax.Array, k: jax.Array, v: jax.Array)
 def prefill(params: Params, args: ModelArgs, tokens: jax.Array
             ) -> tuple[jax.Array, list[jax.Array], list[jax.Array]]:
     """tokens [T] (padding after the prompt is harmless: attention is causal) →
-    hidden [T, D], ks/vs per layer [Hkv, T, Dh] (the layout of one cache slot)."""
+    hidden [T, D], ks per layer [Hkv, Dh, T], vs per layer [Hkv, T, Dh] (one cache slot's layout)."""
     inv = rope_inv_freq(args)
     t = tokens.shape[0]
     pos = jnp.arange(t)
@@ -144,9 +149,44 @@ def prefill(params: Params, args: ModelArgs, tokens: jax.Array
         q, k = apply_rope(q, pos, inv), apply_rope(k, pos, inv)
         x = x + _causal_attention(args, q, k, v) @ lp["wo"]
         x = _mlp(lp, args, x)
-        ks.append(k.transpose(1, 0, 2))                            # [Hkv, T, Dh]
+        ks.append(k.transpose(1, 2, 0))                            # [Hkv, Dh, T]
         vs.append(v.transpose(1, 0, 2))
     return x, ks, vs
+
+
+def prefill_chunk(params: Params, args: ModelArgs, kv, tokens: jax.Array, offset: jax.Array):
+    """Chunked prefill of one prompt. kv: per layer (k [Hkv, Dh, Tb], v [Hkv, Tb, Dh]) holding
+    positions [0, offset); tokens [C] go to positions [offset, offset + C) (offset + C <= Tb).
+    Returns hidden [C, D] and kv with the chunk written. Attention reads all Tb positions,
+    masked to <= each query's position (so later garbage is inert)."""
+    inv = rope_inv_freq(args)
+    c, g = tokens.shape[0], args.n_heads // args.n_kv_heads
+    tb = kv[0][0].shape[-1]
+    pos = offset + jnp.arange(c)                                   # [C]
+    mask = jnp.arange(tb)[None, :] <= pos[:, None]                 # [C, Tb]
+    x = params["embed"][tokens]                                    # [C, D]
+    out = []
+    for lp, (kk, vv) in zip(params["layers"], kv):
+        h = rms_norm(x, lp["attn_norm"], args.norm_eps)
+        q, k, v = _qkv(lp, args, h)
+        q, k = apply_rope(q, pos, inv), apply_rope(k, pos, inv)
+        kk = jax.lax.dynamic_update_slice(kk, k.transpose(1, 2, 0), (0, 0, offset))  # [Hkv, Dh, Tb]
+        vv = jax.lax.dynamic_update_slice(vv, v.transpose(1, 0, 2), (0, offset, 0))  # [Hkv, Tb, Dh]
+        out.append((kk, vv))
+        qg = q.reshape(c, args.n_kv_heads, g, args.head_dim)       # [C, Hkv, G, Dh]
+        sc = jnp.einsum("ckgd,kdt->kgct", qg, kk, preferred_element_type=jnp.float32)
+        sc = jnp.where(mask, sc / math.sqrt(args.head_dim), -jnp.inf)   # [Hkv, G, C, Tb]
+        p = jax.nn.softmax(sc, axis=-1).astype(vv.dtype)
+        o = jnp.einsum("kgct,ktd->ckgd", p, vv).reshape(c, args.q_dim)
+        x = x + o @ lp["wo"]
+        x = _mlp(lp, args, x)
+    return x, tuple(out)
+
+
+def chunk_offsets(n: int, chunk: int, tb: int) -> list[int]:
+    """Chunk starts covering [0, n) inside a bucket of tb; the last may overlap the one before
+    (re-writing identical K/V) so that no chunk runs past tb."""
+    return [min(o, tb - chunk) for o in range(0, n, chunk)]
 
 
 def forward_reference(params: Params, args: ModelArgs, tokens: jax.Array) -> jax.Array:
@@ -156,9 +196,17 @@ def forward_reference(params: Params, args: ModelArgs, tokens: jax.Array) -> jax
 
 
 def init_cache(args: ModelArgs, slots: int, max_len: int, dtype: str) -> Cache:
-    shape = (slots, args.n_kv_heads, max_len, args.head_dim)
-    return tuple((jnp.zeros(shape, DTYPES[dtype]), jnp.zeros(shape, DTYPES[dtype]))
+    kshape = (slots, args.n_kv_heads, args.head_dim, max_len)      # K transposed
+    vshape = (slots, args.n_kv_heads, max_len, args.head_dim)
+    return tuple((jnp.zeros(kshape, DTYPES[dtype]), jnp.zeros(vshape, DTYPES[dtype]))
                  for _ in range(args.n_layers))
+
+
+def insert_prefix(cache: Cache, kv, slot) -> Cache:
+    """kv: per layer (k [Hkv, Dh, Tb], v [Hkv, Tb, Dh]) → written at positions [0, Tb) of slot."""
+    return tuple((jax.lax.dynamic_update_slice(kc, k[None], (slot, 0, 0, 0)),
+                  jax.lax.dynamic_update_slice(vc, v[None], (slot, 0, 0, 0)))
+                 for (kc, vc), (k, v) in zip(cache, kv))
 
 
 def cache_bytes(args: ModelArgs, slots: int, max_len: int, dtype: str) -> int:
@@ -182,13 +230,14 @@ def decode(params: Params, args: ModelArgs, cache: Cache, tokens: jax.Array, pos
         h = rms_norm(x, lp["attn_norm"], args.norm_eps)
         q, k, v = _qkv(lp, args, h)                                # [B, H|Hkv, Dh]
         q, k = apply_rope(q, pos, inv), apply_rope(k, pos, inv)
-        kc = kc.at[rows, :, pos, :].set(k)                         # [S, Hkv, T, Dh] row b, pos[b]
-        vc = vc.at[rows, :, pos, :].set(v)
+        kc = kc.at[rows, :, :, pos].set(k)                         # [S, Hkv, Dh, T] at (b, pos[b])
+        vc = vc.at[rows, :, pos, :].set(v)                         # [S, Hkv, T, Dh]
         new_cache.append((kc, vc))
-        ka, va = kc[:s_, :, :attn_len, :], vc[:s_, :, :attn_len, :]  # [B, Hkv, A, Dh]
+        ka, va = kc[:s_, :, :, :attn_len], vc[:s_, :, :attn_len, :]  # [B, Hkv, Dh, A], [B, Hkv, A, Dh]
         qg = q.reshape(s_, args.n_kv_heads, g, args.head_dim)      # [B, Hkv, G, Dh]
-        sc = jnp.einsum("skgd,skad->skga", qg, ka, preferred_element_type=jnp.float32)
-        sc = jnp.where(valid[:, None, None, :], sc / math.sqrt(args.head_dim), -jnp.inf)
+        # fused multiply + reduce over Dh (middle axis), vectorised along A
+        sc = jnp.sum(qg[..., None].astype(jnp.float32) * ka[:, :, None].astype(jnp.float32), axis=-2)
+        sc = jnp.where(valid[:, None, None, :], sc / math.sqrt(args.head_dim), -jnp.inf)  # [B, Hkv, G, A]
         p = jax.nn.softmax(sc, axis=-1).astype(va.dtype)           # [B, Hkv, G, A]
         o = jnp.einsum("skga,skad->skgd", p, va).reshape(s_, args.q_dim)
         x = x + o @ lp["wo"]

@@ -8,7 +8,8 @@ runs on the engine thread (hand results back to the event loop with
 Loop, one iteration (the thread sleeps on a condition variable while there is nothing to do)::
 
     cancels ──► free those slots, on_token(None, "abort")
-    waiting queue ──(free slot, prefill token budget)──► engine.prefill ─► first token ─► engine.insert
+    waiting queue ──(free slot)──► engine.start_prefill ──(prefill token budget per iteration:
+        whole short prompts, or one chunk of a long one)──► first token ─► engine.insert
     active slots ──► engine.generate()  (ONE batched decode step, one device→host copy)
                  ──► on_token(tok, None) per slot ──► finished? on_token(last|None, reason); engine.free
 
@@ -66,6 +67,7 @@ class _Running:
     req: GenRequest
     slot: int
     n_generated: int = 0
+    job: Any = None                   # engine PrefillJob while the prompt is being prefilled
 
 
 class Orchestrator:
@@ -82,7 +84,8 @@ class Orchestrator:
         self._cv = threading.Condition()
         self._waiting: collections.deque[GenRequest] = collections.deque()
         self._cancels: set[str] = set()
-        self._running: dict[int, _Running] = {}          # slot -> running request
+        self._running: dict[int, _Running] = {}          # slot -> request (prefilling or decoding)
+        self._prefilling: list[_Running] = []            # FIFO of those still prefilling
         self._free: list[int] = list(range(engine.slots))          # min-heap: lowest slot first
         self._stop = False
         self._thread: Optional[threading.Thread] = None
@@ -168,6 +171,9 @@ class Orchestrator:
     def _finish(self, run: _Running, tok: Optional[int], reason: str) -> None:
         self._deliver(run, tok, reason)
         self._counters[f"finished_{reason}"] += 1
+        if run.job is not None and run in self._prefilling:
+            self._prefilling.remove(run)
+            run.job = None
         if run.slot >= 0 and self._running.get(run.slot) is run:
             del self._running[run.slot]
             self.engine.free(run.slot)
@@ -197,11 +203,9 @@ class Orchestrator:
                 for r in self._waiting:
                     (dropped if r.request_id in cancels else kept).append(r)
                 self._waiting = kept
-            admit, budget = [], self.prefill_budget
-            while self._waiting and len(admit) < len(self._free) and (not admit or budget > 0):
-                r = self._waiting.popleft()
-                admit.append(r)
-                budget -= len(r.prompt_ids)
+            admit = []                     # reserving a slot is cheap; prefill work is budgeted
+            while self._waiting and len(admit) < len(self._free):
+                admit.append(self._waiting.popleft())
         for r in dropped:                                   # callbacks outside the lock
             self._finish(_Running(r, -1), None, "abort")
         return admit, cancels
@@ -220,7 +224,8 @@ class Orchestrator:
                         self._finish(_Running(req, -1), None, "abort")
                     else:
                         self._admit(req)
-                if self._running:
+                self._prefill_some()
+                if len(self._running) > len(self._prefilling):
                     self._step()
         except BaseException as e:  # noqa: BLE001 - record, abort everyone, let stats show it
             log.exception("engine loop died")
@@ -236,10 +241,27 @@ class Orchestrator:
 
     def _admit(self, req: GenRequest) -> None:
         slot = heapq.heappop(self._free)       # lowest free slot keeps the decode batch small
-        run = _Running(req, slot)
+        run = _Running(req, slot, job=self.engine.start_prefill(req.prompt_ids, req.params))
         self._running[slot] = run
-        prefix = self.engine.prefill(req.prompt_ids, req.params)
-        self._counters["prefill_tokens_total"] += len(req.prompt_ids)
+        self._prefilling.append(run)
+
+    def _prefill_some(self) -> None:
+        """Prefill work worth about prefill_budget tokens (at least one piece), oldest first: a
+        whole short prompt or one chunk of a long one, so decoding streams keep moving."""
+        budget = self.prefill_budget
+        while self._prefilling and budget > 0:
+            run = self._prefilling[0]
+            chunked = bool(run.job.offsets)
+            prefix = self.engine.prefill_step(run.job)
+            budget -= self.engine.prefill_chunk if chunked else run.job.length
+            if prefix is None:
+                continue
+            self._prefilling.pop(0)
+            run.job = None
+            self._counters["prefill_tokens_total"] += prefix.length
+            self._start_decoding(run, prefix)
+
+    def _start_decoding(self, run: _Running, prefix: Any) -> None:
         tok = int(prefix.first_token)
         done = self._check(run, tok)
         if done is not None:
@@ -248,13 +270,15 @@ class Orchestrator:
         if not self._deliver(run, tok, None):
             self._finish(run, None, "abort")
             return
-        self.engine.insert(prefix, slot)
+        self.engine.insert(prefix, run.slot)
 
     def _step(self) -> None:
         toks = self.engine.generate()                      # [slots] numpy int, one D2H copy
         self._counters["decode_steps_total"] += 1
-        self._counters["decode_slot_steps_total"] += len(self._running)
+        self._counters["decode_slot_steps_total"] += len(self._running) - len(self._prefilling)
         for slot, run in list(self._running.items()):
+            if run.job is not None:                        # still prefilling
+                continue
             tok = int(toks[slot])
             done = self._check(run, tok)
             if done is not None:

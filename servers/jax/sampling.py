@@ -1,18 +1,26 @@
-"""Token sampling inside the jitted step: greedy, temperature, top-p, per-request seeds.
+"""Token sampling inside a jitted function: greedy, temperature, top-p, per-request seeds.
 
-``sample(logits[S, V], temperature[S], top_p[S], keys[S, 2], step[S]) -> tokens[S]``
+``sample(logits[B, V], temperature[B], top_p[B], keys[B, 2], step[B]) -> tokens[B]``
 
-* temperature 0 → argmax (greedy); a whole batch of greedy slots skips the random work (lax.cond);
-* top-p < 1 → keep the smallest set of most likely tokens whose probability reaches top_p (the
-  sort over V only runs when some slot asks for it);
-* randomness: the Gumbel-max trick with key = fold_in(request key, step), where step counts the
-  request's generated tokens, so a seed gives the same tokens whatever else is in the batch.
+* temperature 0 → greedy; a batch of only greedy slots skips the random work (lax.cond);
+* top-p < 1 → keep the most likely tokens whose probability reaches top_p (the nucleus);
+* randomness: one uniform number per token from key = fold_in(request key, step), step counting
+  the request's generated tokens, so a seed gives the same tokens whatever else is in the batch.
+
+Written for XLA:CPU, where (measured here, [32, 32000] fp32) ``jnp.argmax`` took 2.4 ms, ``cumsum``
+3.4 ms, ``sort`` ~200 ms and Gumbel noise ~20 ms, while a max or masked sum takes ~0.15 ms. So:
+argmax = max, then the lowest index equal to it; the nucleus threshold and the inverse-CDF draw are
+bisections made of masked sums (24 steps on the probability value, ceil(log2 V) on the index).
 """
 from __future__ import annotations
+
+import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+_THRESH_STEPS = 24
 
 
 def request_key(seed: int) -> np.ndarray:
@@ -21,29 +29,64 @@ def request_key(seed: int) -> np.ndarray:
     return np.array([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32)
 
 
-def _top_p_filter(scaled: jax.Array, top_p: jax.Array) -> jax.Array:
-    """scaled [S, V], top_p [S] → scaled with tokens outside each slot's nucleus set to -inf."""
-    desc = -jnp.sort(-scaled, axis=-1)                             # [S, V] largest first
-    probs = jax.nn.softmax(desc, axis=-1)
-    before = jnp.cumsum(probs, axis=-1) - probs                    # mass strictly above each token
-    keep = before < top_p[:, None]                                 # the first token is always kept
-    thresh = jnp.min(jnp.where(keep, desc, jnp.inf), axis=-1, keepdims=True)   # [S, 1]
-    return jnp.where(scaled >= thresh, scaled, -jnp.inf)
+def greedy(logits: jax.Array) -> jax.Array:
+    """[B, V] → [B] int32, the lowest index of the maximum (== jnp.argmax, faster on XLA:CPU)."""
+    v = logits.shape[-1]
+    m = jnp.max(logits, axis=-1, keepdims=True)
+    idx = jnp.arange(v, dtype=jnp.int32)
+    return jnp.min(jnp.where(logits == m, idx, v), axis=-1).astype(jnp.int32)
+
+
+def _nucleus_threshold(p: jax.Array, top_p: jax.Array) -> jax.Array:
+    """p [B, V] unnormalised (max 1) → tau [B, 1]: the largest tau with mass(p >= tau) >= top_p·Z."""
+    target = (top_p * jnp.sum(p, axis=-1))[:, None]                # [B, 1]
+
+    def body(_, lohi):
+        lo, hi = lohi
+        mid = 0.5 * (lo + hi)
+        ok = jnp.sum(jnp.where(p >= mid, p, 0.0), axis=-1, keepdims=True) >= target
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
+
+    b = p.shape[0]
+    lo, _ = jax.lax.fori_loop(0, _THRESH_STEPS, body, (jnp.zeros((b, 1)), jnp.ones((b, 1))))
+    return lo
+
+
+def _inverse_cdf(p: jax.Array, u: jax.Array) -> jax.Array:
+    """p [B, V] >= 0, u [B] in (0, 1] → the smallest index i with sum(p[:i+1]) >= u·sum(p)."""
+    b, v = p.shape
+    target = (u * jnp.sum(p, axis=-1))[:, None]                    # [B, 1]
+    idx = jnp.arange(v, dtype=jnp.int32)[None, :]
+
+    def body(_, lohi):
+        lo, hi = lohi                                              # prefix(lo) < target <= prefix(hi)
+        mid = (lo + hi) // 2
+        ok = jnp.sum(jnp.where(idx <= mid, p, 0.0), axis=-1, keepdims=True) >= target
+        return jnp.where(ok, lo, mid), jnp.where(ok, mid, hi)
+
+    steps = max(1, math.ceil(math.log2(v + 1)))
+    init = (jnp.full((b, 1), -1, jnp.int32), jnp.full((b, 1), v - 1, jnp.int32))
+    _, hi = jax.lax.fori_loop(0, steps, body, init)
+    return hi[:, 0]
 
 
 def sample(logits: jax.Array, temperature: jax.Array, top_p: jax.Array, keys: jax.Array,
            step: jax.Array) -> jax.Array:
-    """logits [S, V] fp32; temperature, top_p [S] f32; keys [S, 2] uint32; step [S] int32 → [S] int32."""
-    greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+    """logits [B, V] fp32; temperature, top_p [B] f32; keys [B, 2] uint32; step [B] int32 → [B] int32."""
+    best = greedy(logits)
 
     def random_branch(_):
         t = jnp.maximum(temperature, 1e-6)[:, None]
         scaled = logits / t
-        scaled = jax.lax.cond(jnp.any(top_p < 1.0), lambda s: _top_p_filter(s, top_p),
-                              lambda s: s, scaled)
+        p = jnp.exp(scaled - jnp.max(scaled, axis=-1, keepdims=True))   # [B, V], max 1
+        p = jax.lax.cond(jnp.any(top_p < 1.0),
+                         lambda q: jnp.where((top_p[:, None] >= 1.0) | (q >= _nucleus_threshold(q, top_p)),
+                                             q, 0.0),
+                         lambda q: q, p)
         sub = jax.vmap(jax.random.fold_in)(keys, step.astype(jnp.uint32))
-        gumbel = jax.vmap(lambda k: jax.random.gumbel(k, (logits.shape[-1],), jnp.float32))(sub)
-        drawn = jnp.argmax(scaled + gumbel, axis=-1).astype(jnp.int32)
-        return jnp.where(temperature > 0, drawn, greedy)
+        u = 1.0 - jax.vmap(lambda k: jax.random.uniform(k, (), jnp.float32))(sub)   # (0, 1]
+        drawn = _inverse_cdf(p, u)
+        drawn = jnp.where(jnp.take_along_axis(p, drawn[:, None], axis=-1)[:, 0] > 0, drawn, best)
+        return jnp.where(temperature > 0, drawn, best)
 
-    return jax.lax.cond(jnp.any(temperature > 0), random_branch, lambda _: greedy, None)
+    return jax.lax.cond(jnp.any(temperature > 0), random_branch, lambda _: best, None)

@@ -119,17 +119,23 @@ target: {url: "http://127.0.0.1:8123"}
 api: {endpoint: completions, stream: true, ignore_eos: true, include_usage: true}
 workload: {source: synthetic, prompt_tokens: {dist: fixed, value: 10},
            output_tokens: {dist: fixed, value: 8}, tokenizer: bytes, seed: 0}
-load: {mode: concurrency, concurrency: CONC, num_requests: N}
+load: {mode: concurrency, concurrency: @CONC@, num_requests: @N@}
 slo: {ttft_ms: 100.0, tpot_ms: 30.0, percentile: 99.0}
-output: {dir: runs, run_name: RUN}
+output: {dir: runs, run_name: @RUN@}
 """
+
+
+def scenario_yaml(conc: int, n: int, run_name: str) -> str:
+    return (SCENARIO_YAML.replace("@CONC@", str(conc)).replace("@N@", str(n))
+            .replace("@RUN@", run_name))
 
 
 def write_sweep(root: Path, values=(1, 2, 4), per_lane: int = 6, spec_path=None,
                 watts=lambda c: 100 + 20 * c) -> Path:
     """A concurrency sweep laid out as loadgen/sweep.py writes it: root/concurrency-C/ run
     directories (records, meta, sut, scenario.yaml, power.jsonl, summary.json) + sweep.json.
-    TPOT grows with the batch: itl = 10 + 2 * C ms."""
+    TPOT grows with the batch: itl = 10 + 2 * C ms; ``watts(C)`` W of GPU power (None: no
+    power source)."""
     from analysis.summary import write_summary
     root.mkdir(parents=True, exist_ok=True)
     points = []
@@ -141,7 +147,7 @@ def write_sweep(root: Path, values=(1, 2, 4), per_lane: int = 6, spec_path=None,
                            slo={"ttft_ms": 100.0, "tpot_ms": 30.0, "percentile": 99.0},
                            min_queries=0, min_duration_s=0,
                            power_sources=[{"name": "nvml", "status": "ok",
-                                           "evidence": "measured"}],
+                                           "evidence": "measured"}] if watts else ["none"],
                            workload={"source": "synthetic", "path": None, "tokenizer": "bytes",
                                      "token_count": "exact", "seed": 0,
                                      "shared_prefix_tokens": 0, "file_prompts": None},
@@ -149,10 +155,10 @@ def write_sweep(root: Path, values=(1, 2, 4), per_lane: int = 6, spec_path=None,
         if spec_path is not None:
             meta["device_spec"] = str(spec_path)
         d = write_run(root / name, recs, meta, jax_sut())
-        (d / "power.jsonl").write_text("".join(json.dumps(r) + "\n"
-                                               for r in power_rows(0, end, watts(c))))
-        (d / "scenario.yaml").write_text(SCENARIO_YAML.replace("CONC", str(c)).replace(
-            "N", str(c * per_lane)).replace("RUN", name))
+        if watts:
+            (d / "power.jsonl").write_text("".join(json.dumps(r) + "\n"
+                                                   for r in power_rows(0, end, watts(c))))
+        (d / "scenario.yaml").write_text(scenario_yaml(c, c * per_lane, name))
         write_summary(d)
         points.append({"value": c, "run_dir": name, "reused": False})
     (root / "sweep.json").write_text(json.dumps({

@@ -59,6 +59,7 @@ def test_find_by_runtime_name():
     assert devices.find("NVIDIA A100-SXM4-40GB").name == "NVIDIA A100-SXM4-40GB"
     assert devices.find("TPU v5 lite").name == "Google Cloud TPU v5e"
     assert devices.find("Some Other GPU") is None
+    assert devices.find("NVIDIA H200 NVL") is None          # another part, other rates
     with pytest.raises(KeyError, match="known"):
         devices.get("nope")
 

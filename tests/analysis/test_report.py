@@ -34,6 +34,7 @@ def test_report_with_plots_and_conditions(tmp_path):
     assert "kv_cache_bytes 131072" in text and "server compile (1.5 s)" in text
     assert "TTFT from scheduled p50 / p99 (ms) | 21.00 / 21.00" in text
     assert "unmeasured: loadgen measures performance only" in text
+    assert "## Server metrics" in text and "<h2>Server metrics</h2>" in h
 
 
 def test_report_without_matplotlib(tmp_path, monkeypatch):

@@ -24,9 +24,11 @@ def scrape(t, ok=True):
             "value": 0.001}
 
 
-def hist(t, base, s, c):
+def hist(t, base, s, c, buckets=None):
+    """_sum, _count and cumulative buckets {le: count} (default: only +Inf = count)."""
+    buckets = buckets or {"+Inf": c}
     return [row(t, base + "_sum", s), row(t, base + "_count", c),
-            row(t, base + "_bucket", c * 100, le="+Inf")]  # buckets never enter the sums
+            *(row(t, base + "_bucket", n, le=le) for le, n in buckets.items())]
 
 
 def rows():
@@ -37,7 +39,8 @@ def rows():
     # measure_start: a full snapshot at 9k (warm-up finished: 4 requests in TTFT)
     out += [{"t_ns": 8_900, "name": "loadgen:mark", "labels": {"mark": "measure_start"},
              "value": 1}, scrape(9_000),
-            *hist(9_000, "vllm:time_to_first_token_seconds", 1.0, 4),
+            *hist(9_000, "vllm:time_to_first_token_seconds", 1.0, 4,
+                  {"0.1": 2, "0.25": 4, "+Inf": 4}),
             *hist(9_000, "vllm:request_queue_time_seconds", 0.0, 0),
             *hist(9_000, "vllm:request_prefill_time_seconds", 0.2, 4),
             *hist(9_000, "vllm:request_decode_time_seconds", 0.0, 0),
@@ -56,7 +59,8 @@ def rows():
             row(15_000, "vllm:kv_cache_usage_perc", 0.5)]
     # measure_end: full snapshot at 21k; generation tokens not rewritten (forward fill: 80 at 17k)
     out += [row(17_000, "vllm:generation_tokens_total", 80), scrape(21_000),
-            *hist(21_000, "vllm:time_to_first_token_seconds", 1.6, 7),
+            *hist(21_000, "vllm:time_to_first_token_seconds", 1.6, 7,
+                  {"0.1": 2, "0.25": 6, "+Inf": 7}),
             *hist(21_000, "vllm:request_queue_time_seconds", 0.15, 3),
             *hist(21_000, "vllm:request_prefill_time_seconds", 0.5, 7),
             *hist(21_000, "vllm:request_decode_time_seconds", 0.0, 0),
@@ -94,6 +98,15 @@ def test_figures_are_the_deltas_over_the_window():
     assert f["server_decode"]["value"] is None and "did not grow" in f["server_decode"]["reason"]
     assert f["server_decode"]["evidence"] == "unmeasured"
     assert f["server_e2e"]["value"] is None and "exposes no" in f["server_e2e"]["reason"]
+    # buckets over the window: (0.1, 0.25] gained 2, +Inf 1 more. p50: rank 1.5 of 3
+    assert f["server_ttft_p50"]["value"] == pytest.approx((0.1 + 0.15 * 1.5 / 2) * 1e3)
+    assert f["server_ttft_p50"]["bucket_ms"] == [100.0, 250.0]
+    assert f["server_ttft_p50"]["evidence"] == "calculated"
+    p99 = f["server_ttft_p99"]                      # in the +Inf bucket: only a lower bound
+    assert p99["value"] == pytest.approx(250.0) and "lower bound" in p99["note"]
+    assert f["server_queue_p99"]["value"] is None   # queue histogram has no finite buckets
+    assert "no finite buckets" in f["server_queue_p99"]["reason"]
+    assert f["server_itl"]["value"] is None and f["server_itl"]["evidence"] == "unmeasured"
     # running summed over engines at 9k, 15k, 21k: 1, 3, 2 (the 5k value 9 is outside)
     assert f["max_running"]["value"] == 3 and f["max_running"]["samples"] == 3
     assert f["max_waiting"]["value"] == 5

@@ -70,6 +70,8 @@ def test_bad_override(tmp_path):
     assert "load.num_requests" in one_line_error(cli("run", p, "--set", "load.num_requests=lots"))
     assert "--set load.rate: expected key.path=value" in one_line_error(
         cli("run", p, "--set", "load.rate"))
+    assert one_line_error(cli("run", p, "--workers", "2")).endswith(
+        "--workers needs --engine locust")
 
 
 def test_unreachable_target_is_a_user_error(tmp_path):

@@ -5,9 +5,12 @@ import statistics
 
 import pytest
 
-from loadgen.client import Client, ClientConfig, RequestSpec, ServerUnavailable, fetch_models
+from loadgen.client import Client, ClientConfig, RequestSpec
 
-TOL_MS = 15.0          # loaded 2-core box; the server log comparison is the tighter check
+# Generous for a loaded 2-core box where either process can be descheduled for tens of ms;
+# the causality and median checks against the server's own log are the tight ones.
+LAG_MEDIAN_MS = 5.0    # client read time minus server write time, median over a stream
+LAG_MAX_MS = 40.0
 _ids = iter(range(10**6))
 
 
@@ -43,27 +46,40 @@ async def test_stream_timing_matches_injected_truth_and_server_log(calib_server,
     assert rec.output_tokens == 12 and rec.output_tokens_source == "usage"
     assert rec.chunk_output_tokens == 12 and rec.token_count_mismatch is False
     assert rec.finish_reason == "length" and rec.prompt_tokens_source == "usage"
-    ttft_ms = (rec.first_token_at_ns - rec.sent_at_ns) / 1e6
-    assert abs(ttft_ms - 60) < TOL_MS
-    tok = [t for t, n in rec.chunks if n > 0]
-    itl = [(b - a) / 1e6 for a, b in zip(tok, tok[1:])]
-    assert abs(statistics.mean(itl) - 15) < 3.0
     entry = server_entry(calib_server, s.prompt)
-    server_times = [t for t, _ in entry["chunks"]]
-    assert len(server_times) == len(rec.chunks)     # one client chunk per server data event
+    assert len(entry["chunks"]) == len(rec.chunks)  # one client chunk per server data event
+    lags = []
     for (tc, nc), (ts, ns) in zip(rec.chunks, entry["chunks"]):
         assert nc == ns
-        assert 0 <= (tc - ts) / 1e6 < TOL_MS         # read after it was written, shortly after
+        lags.append((tc - ts) / 1e6)
+    assert min(lags) >= 0                           # never read before the server wrote it
+    assert statistics.median(lags) < LAG_MEDIAN_MS and max(lags) < LAG_MAX_MS
+    server_ttft = (entry["chunks"][1 if endpoint == "chat" else 0][0] - entry["arrival_ns"]) / 1e6
+    assert server_ttft >= 60                        # the injected truth is a floor for the server
+    ttft_ms = (rec.first_token_at_ns - rec.sent_at_ns) / 1e6
+    assert 60 <= ttft_ms < server_ttft + LAG_MAX_MS
+    tok_c = [t for t, n in rec.chunks if n > 0]
+    tok_s = [t for t, n in entry["chunks"] if n > 0]
+    assert (tok_s[-1] - entry["arrival_ns"]) / 1e6 >= 60 + 11 * 15  # absolute deadlines
+    gaps_c = [(b - a) / 1e6 for a, b in zip(tok_c, tok_c[1:])]
+    gaps_s = [(b - a) / 1e6 for a, b in zip(tok_s, tok_s[1:])]
+    assert abs(statistics.median(gaps_c) - 15) < 3.0
+    assert statistics.median([abs(c - s) for c, s in zip(gaps_c, gaps_s)]) < 2.0
     body = entry["body"]
     assert body["stream"] is True and body["ignore_eos"] is True and body["max_tokens"] == 12
     assert body["stream_options"] == {"include_usage": True}
     assert body["model"] == "calib-model"
 
 
+async def test_non_ascii_text_is_counted_in_characters(calib_server):
+    rec = await one(cfg(calib_server, {"text": " ü中"}, endpoint="chat"), max_tokens=4)
+    assert rec.status == "ok" and rec.chunk_output_tokens == 4 and rec.output_chars == 3 * 4
+
+
 async def test_chat_role_only_first_chunk_is_not_the_first_token(calib_server):
     rec = await one(cfg(calib_server, {"ttft_ms": 80, "role_ms": 0}, endpoint="chat"), max_tokens=3)
     assert rec.status == "ok" and rec.chunks[0][1] == 0
-    assert (rec.first_token_at_ns - rec.first_chunk_at_ns) / 1e6 > 80 - TOL_MS
+    assert (rec.first_token_at_ns - rec.first_chunk_at_ns) / 1e6 > 80 - LAG_MAX_MS
     assert rec.first_token_at_ns == rec.chunks[1][0]
 
 
@@ -81,6 +97,12 @@ async def test_every_fault_is_one_error_record(calib_server, fault, kind, http):
         assert rec.chunk_output_tokens == 2        # what arrived before the fault is kept
     if fault == "http500":
         assert "calibration http500" in rec.error
+
+
+async def test_unusual_but_valid_sse_is_read_fine(calib_server):
+    rec = await one(cfg(calib_server, {"fault": "noise", "fault_at": 1, "itl_ms": 5}), max_tokens=4)
+    assert rec.status == "ok", rec.error
+    assert (rec.chunk_output_tokens, rec.output_tokens, rec.token_count_mismatch) == (4, 4, False)
 
 
 async def test_faults_and_successes_under_concurrency_give_one_record_each(calib_server):
@@ -131,7 +153,7 @@ async def test_non_streaming_has_e2e_and_usage_but_no_ttft(calib_server):
     rec = await one(cfg(calib_server, {"ttft_ms": 30, "itl_ms": 5}, stream=False), max_tokens=5)
     assert rec.status == "ok" and rec.chunks == [] and rec.first_token_at_ns is None
     assert (rec.output_tokens, rec.output_tokens_source) == (5, "usage")
-    assert abs((rec.end_at_ns - rec.sent_at_ns) / 1e6 - 50) < TOL_MS
+    assert 50 <= (rec.end_at_ns - rec.sent_at_ns) / 1e6 < 50 + LAG_MAX_MS
     assert rec.output_chars == len(" tok") * 5
 
 
@@ -171,7 +193,7 @@ async def test_cancellation_fills_the_callers_record_and_reraises(calib_server):
         with pytest.raises(asyncio.CancelledError):
             await task
     assert (rec.status, rec.error_kind) == ("cancelled", "cancelled")
-    assert rec.first_token_at_ns is not None and 2 <= rec.chunk_output_tokens < 50
+    assert rec.first_token_at_ns is not None and 1 <= rec.chunk_output_tokens < 50
     assert rec.end_at_ns >= rec.chunks[-1][0]
 
 
@@ -182,15 +204,6 @@ async def test_connection_refused_is_a_record():
     c = ClientConfig(base_url=f"http://127.0.0.1:{port}", model="m", timeout_s=5)
     rec = await one(c)
     assert (rec.status, rec.error_kind, rec.http_status) == ("error", "connection", None)
-    with pytest.raises(ServerUnavailable):
-        await fetch_models(f"http://127.0.0.1:{port}", None, 5)
-
-
-async def test_fetch_models_and_headers(calib_server):
-    hdrs = {}
-    models = await fetch_models(calib_server.url, "k", 5, capture_headers=hdrs)
-    assert models["data"][0]["id"] == "calib-model"
-    assert hdrs["Server"] == "calibration-server/1"
 
 
 async def test_bad_prompt_for_chat_is_a_client_record(calib_server):

@@ -1,8 +1,9 @@
 """ClientLoad: CPU share and loop lag of this process over a window."""
 import asyncio
+import gc
 import time
 
-from loadgen.clientload import ClientLoad
+from loadgen.clientload import GC_GEN0, ClientLoad, gc_hold, gc_release
 
 
 async def test_a_blocked_loop_is_reported_saturated():
@@ -22,3 +23,14 @@ async def test_an_idle_loop_uses_little_cpu():
     await asyncio.sleep(0.3)
     res = load.stop()
     assert res["cpu_util"] < 0.5 and res["samples"] >= 5 and res["evidence"] == "measured"
+
+
+def test_gc_hold_nests_and_restores_the_thresholds():
+    before = gc.get_threshold()
+    gc_hold()
+    gc_hold()
+    assert gc.get_threshold()[0] >= GC_GEN0
+    gc_release()
+    assert gc.get_threshold()[0] >= GC_GEN0      # one holder left
+    gc_release()
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

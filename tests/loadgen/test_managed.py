@@ -147,3 +147,12 @@ def test_vllm_argv(tmp_path, monkeypatch):
                  "--max-num-batched-tokens 8192"):
         assert part in joined
     assert "prefix" not in joined       # False flags are left out
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_cpus_pin_the_server(script, tmp_path):
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    with ManagedServer(spec(script, "ok", cpus=[cpu]), tmp_path) as srv:
+        assert os.sched_getaffinity(srv.proc.pid) == {cpu}
+    with pytest.raises(ValueError, match="not all available"):
+        spec(script, "ok", cpus=[10_000])

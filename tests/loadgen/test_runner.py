@@ -189,6 +189,15 @@ def test_managed_command_server(tmp_path):
     sut = json.loads((res.run_dir / "sut.json").read_text())
     assert sut["managed_server"]["argv"][-1] == sut["target_url"].rsplit(":", 1)[1]
     assert (res.run_dir / "server.log").is_file()
+    if len(os.sched_getaffinity(0)) >= 2:    # server pinned: the client ran on the other CPUs
+        before = os.sched_getaffinity(0)
+        first = sorted(before)[0]
+        sc["target"]["server"]["cpus"] = [first]
+        sc["output"]["run_name"] = "pinned"
+        pinned = run_scenario(scenario_from_dict(sc))
+        assert pinned.meta["client_cpus"] == sorted(before - {first})
+        assert os.sched_getaffinity(0) == before          # restored after the run
+        assert len(read_records(pinned.run_dir / "records.jsonl")) == 4
 
 
 def test_sigint_keeps_finished_and_cancels_the_rest(calib_server, tmp_path):
@@ -271,3 +280,23 @@ def test_power_sampling_is_wired(calib_server, tmp_path):
     assert any(r["kind"] == "power_w" and r["value"] == 100 for r in rows)
     assert res.meta["power_sources"][0]["name"] == "estimate"
     assert res.summary["energy"]["status"] == "estimated"   # a hand-given figure, labelled so
+
+
+def test_drain_timeout_counts_from_the_last_send(calib_server, tmp_path):
+    # cap 1 and 250 ms requests: the last one is sent ~750 ms after t0, well past the 0.5 s drain
+    res, recs = run(calib_server, tmp_path, {"mode": "offline", "num_requests": 4,
+                                             "concurrency": 1, "drain_timeout_s": 0.5},
+                    calib={"ttft_ms": 250})
+    one_each(recs, 4)
+    assert [r["status"] for r in recs] == ["ok"] * 4
+
+
+def test_schedule_seed(calib_server, tmp_path):
+    from loadgen.runner import Run
+    load = {"mode": "server", "rate": 5, "num_requests": 20}
+
+    def offsets(**extra):
+        return Run(scenario_from_dict(tree(calib_server, tmp_path, {**load, **extra}))) \
+            .schedule.offsets_ns.tolist()
+    assert offsets() == offsets(seed=1)            # default: workload.seed + 1
+    assert offsets(seed=5) == offsets(seed=5) != offsets(seed=6)

@@ -42,7 +42,7 @@ class Endpoint:
         if self.mode == "flaky" and self.hits in (2, 3):
             return web.Response(status=500, text="busy")
         if self.mode == "hang" and self.hits == 2:
-            await asyncio.sleep(30)
+            await asyncio.sleep(2)
         if self.mode == "garbage":
             return web.Response(text="<html>not metrics {{{</html>")
         return web.Response(text=exposition(self.hits), content_type="text/plain")
@@ -54,7 +54,7 @@ class Endpoint:
         await self.runner.setup()
         site = web.TCPSite(self.runner, HOST, 0)
         await site.start()
-        self.url = f"http://{HOST}:{site._server.sockets[0].getsockname()[1]}"
+        self.url = f"http://{HOST}:{self.runner.addresses[0][1]}"
         return self
 
     async def __aexit__(self, *exc):
@@ -86,11 +86,12 @@ async def test_rows_gauges_every_scrape_counters_when_changed(tmp_path):
     running = [r for r in rows if r["name"] == "vllm:num_requests_running"]
     assert [r["value"] for r in running] == list(range(1, ep.hits + 1))   # every scrape
     assert [r["t_ns"] for r in running] == [r["t_ns"] for r in ok]
-    # the counter (10 * (n // 2)) is written at the first scrape, on change, and at full scrapes
+    # the counter (10 * (n // 2) at scrape n) is written when it changed and at full scrapes
+    # (first, mark, last) only: fewer rows than scrapes, yet every value it took is there
     gen = [r["value"] for r in rows if r["name"] == "vllm:generation_tokens_total"]
     n = ep.hits
-    changed = [10 * (k // 2) for k in range(2, n - 1) if k // 2 != (k - 1) // 2]
-    assert gen == [0.0, *changed, 10.0 * ((n - 1) // 2), 10.0 * (n // 2)]
+    assert len(gen) < n and gen == sorted(gen)
+    assert set(gen) == {10.0 * (k // 2) for k in range(1, n + 1)} and gen[-1] == 10.0 * (n // 2)
     marks = [r for r in rows if r["name"] == "loadgen:mark"]
     assert marks[0]["labels"] == {"mark": "measure_start"}
     assert not any(r["name"].startswith("process_") or r["name"].endswith("_created") for r in rows)
@@ -153,10 +154,10 @@ def test_loadgen_run_scrapes_the_jax_server(jax_url, tmp_path):
     from loadgen.runner import run_scenario
     from loadgen.scenario import scenario_from_dict
     sc = scenario_from_dict({
-        "name": "scrape", "target": {"url": jax_url, "metrics_interval_s": 0.2},
+        "name": "scrape", "target": {"url": jax_url, "metrics_interval_s": 0.05},
         "api": {"continuous_usage": True},
         "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 24},
-                     "output_tokens": {"dist": "fixed", "value": 8}},
+                     "output_tokens": {"dist": "fixed", "value": 64}},
         "load": {"mode": "concurrency", "concurrency": 4, "num_requests": 6,
                  "warmup_requests": 2},
         "output": {"dir": str(tmp_path), "run_name": "run", "report": "none"}})
@@ -175,11 +176,13 @@ def test_loadgen_run_scrapes_the_jax_server(jax_url, tmp_path):
     assert marks[0]["t_ns"] <= meta["t0_ns"] and marks[1]["t_ns"] >= meta["end_ns"]
     sm = server_metrics_summary(d)
     f = sm["figures"]
-    # the server saw exactly the 6 measured requests of 8 output tokens (warm-up before t0)
+    # the server saw exactly the 6 measured requests of 64 output tokens (warm-up before t0)
     assert f["server_ttft"]["count"] == 6 and f["server_e2e"]["count"] == 6
-    assert f["server_generation_tokens"]["value"] == 6 * 8
+    assert f["server_generation_tokens"]["value"] == 6 * 64
     assert f["server_prompt_tokens"]["value"] == 6 * 24
-    assert 1 <= f["max_running"]["value"] <= 2
+    # 4 in flight on 2 slots for most of the window: both slots busy at some scrape
+    assert f["max_running"]["value"] == 2 and f["max_waiting"]["value"] <= 2
+    assert f["max_running"]["samples"] >= 3
     dec = sm["ttft_decomposition"]
     assert dec["status"] == "calculated" and dec["client_requests"] == 6
     # client TTFT includes the server's: network/client part cannot be much below 0

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from loadgen.sse import DONE, Malformed, NamedEvent, SSEParser, StreamTally, error_message
+from loadgen.sse import DONE, Malformed, NamedEvent, SSEParser, StreamTally, error_message, loads
 
 
 def cmpl(text, finish=None, usage=None):
@@ -130,7 +130,7 @@ def test_tally_continuous_falls_back_when_server_omits_usage():
 
 def test_tally_error_objects_and_non_objects():
     t = StreamTally()
-    assert t.add({"error": {"message": "overloaded", "code": 503}}) == 0
+    assert t.add({"error": {"message": "overloaded", "code": 503}}) == -1
     assert error_message(t.error) == "503: overloaded"
     t2 = StreamTally()
     t2.add({"object": "error", "message": "bad", "type": "BadRequestError"})
@@ -145,3 +145,23 @@ def test_multi_token_chunks_from_a_parsed_stream():
     t = StreamTally()
     counts = [t.add(json.loads(e)) for e in parse_all([data]) if e is not DONE]
     assert counts == [1, 1, 0] and t.completion_tokens == 4   # chunks 2 vs usage 4
+
+
+@pytest.mark.parametrize("raw", [b'{"a": "\xc3\xbc\xe4\xb8\xad"}', b'  {"a": 1}  ', b'{"a": NaN}',
+                                 b'[1, 2]', b'"text"', '{"b": "\u00fc"}'.encode("utf-16")])
+def test_loads_agrees_with_json_loads(raw):
+    try:
+        want = json.loads(raw)
+    except ValueError:
+        with pytest.raises(ValueError):
+            loads(raw)
+        return
+    assert repr(loads(raw)) == repr(want)     # repr: NaN != NaN
+
+
+@pytest.mark.parametrize("raw", [b'{"a": 1', b'{"a": 1} {"b": 2}', b"", b"not json", b'{"a": "\xff"}'])
+def test_loads_rejects_what_json_loads_rejects(raw):
+    with pytest.raises(ValueError):
+        json.loads(raw)
+    with pytest.raises(ValueError):
+        loads(raw)

@@ -23,7 +23,8 @@ PARAMS = M.init_params(ARGS, "fp32", seed=3, std=0.2)      # std 0.2: varied gre
 
 @pytest.fixture(scope="module")
 def engine() -> Engine:
-    e = Engine(ARGS, PARAMS, dtype="fp32", slots=SLOTS, max_model_len=MAX_LEN, eos_ids=set())
+    e = Engine(ARGS, PARAMS, dtype="fp32", slots=SLOTS, max_model_len=MAX_LEN, eos_ids=set(),
+               prefill_chunk=16)              # prompts > 16 tokens are prefilled in chunks
     e.warmup()
     return e
 
@@ -208,3 +209,54 @@ def test_queue_full_too_long_and_stop_aborts_waiting(engine):
     orch.stop()
     assert all(c.finish in ("abort", "length") for c in cols)
     assert all(c.done.is_set() for c in cols)
+
+
+def test_sample_distribution_and_nucleus():
+    from servers.jax.sampling import greedy, request_key, sample
+
+    n = 4000
+    logits = np.tile(np.log(np.array([0.5, 0.3, 0.2, 1e-9], np.float32)), (n, 1))   # [n, 4]
+    keys = np.stack([request_key(i) for i in range(n)])
+    step = np.zeros(n, np.int32)
+    one = np.ones(n, np.float32)
+    f = jax.jit(sample)
+    freq = np.bincount(np.asarray(f(logits, one, one, keys, step)), minlength=4) / n
+    np.testing.assert_allclose(freq[:3], [0.5, 0.3, 0.2], atol=0.04)
+    nucleus = np.bincount(np.asarray(f(logits, one, one * 0.6, keys, step)), minlength=4) / n
+    np.testing.assert_allclose(nucleus, [0.625, 0.375, 0.0, 0.0], atol=0.04)   # 0.5 + 0.3 >= 0.6
+    assert (np.asarray(f(logits, one * 0, one, keys, step)) == 0).all()
+    rnd = np.random.default_rng(0).standard_normal((8, 1000)).astype(np.float32)
+    rnd[3, 17] = rnd[3, 900] = 50.0                                 # a tie: the lowest index wins
+    assert (np.asarray(greedy(rnd)) == np.argmax(rnd, axis=-1)).all()
+
+
+def test_long_prompt_is_prefilled_in_chunks_between_decode_steps(engine):
+    log: list[tuple[str, int | None]] = []
+    orch = Orchestrator(engine, max_queue=4, prefill_budget=16)   # one 16-token chunk per step
+    long_prompt = prompt_of(60, 13)                                # 4 chunks of 16
+    done = {k: threading.Event() for k in "ab"}
+    toks: dict[str, list[int]] = {"a": [], "b": []}
+
+    def cb(name):
+        def on_token(tok, reason):
+            if tok is not None:
+                toks[name].append(tok)
+                log.append((name, tok))
+            if name == "a" and len(toks["a"]) == 2 and reason is None:
+                log.append(("submit-b", None))
+                orch.submit(GenRequest("b", long_prompt, SamplingParams(max_tokens=3), cb("b")))
+            if reason is not None:
+                done[name].set()
+        return on_token
+
+    orch.start()
+    try:
+        orch.submit(GenRequest("a", prompt_of(4, 1), SamplingParams(max_tokens=12), cb("a")))
+        assert done["a"].wait(30) and done["b"].wait(30)
+    finally:
+        orch.stop()
+    names = [n for n, _ in log]
+    between = names[names.index("submit-b"):names.index("b")]
+    assert between.count("a") >= 2            # a kept decoding while b's chunks ran
+    assert toks["b"] == reference_greedy(long_prompt, 3)
+    assert toks["a"] == reference_greedy(prompt_of(4, 1), 12)

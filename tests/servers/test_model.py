@@ -55,8 +55,7 @@ def test_prefill_then_decode_equals_reference_logits():
     def run(p):
         _, ks, vs = M.prefill(p, TINY, jnp.asarray(toks[:n]))     # cache positions [0, n)
         cache = M.init_cache(TINY, slots, max_len, "fp32")
-        cache = tuple((kc.at[1, :, :n].set(k), vc.at[1, :, :n].set(v))
-                      for (kc, vc), k, v in zip(cache, ks, vs))
+        cache = M.insert_prefix(cache, tuple(zip(ks, vs)), 1)
         l5, cache = M.decode(p, TINY, cache, jnp.array([0, toks[5]]), jnp.array([0, 5]), 8)
         l6, _ = M.decode(p, TINY, cache, jnp.array([0, toks[6]]), jnp.array([0, 6]), 8)
         return l5[1], l6[1]
@@ -66,3 +65,20 @@ def test_prefill_then_decode_equals_reference_logits():
     np.testing.assert_allclose(np.asarray(l6), np.asarray(ref[6]), rtol=1e-4, atol=1e-4)
     assert M.cache_bytes(TINY, slots, max_len, "fp32") == sum(
         x.nbytes for x in jax.tree_util.tree_leaves(M.init_cache(TINY, slots, max_len, "fp32")))
+
+
+def test_chunked_prefill_equals_reference_including_overlapping_last_chunk():
+    p = M.init_params(TINY, "fp32", seed=2, std=0.2)
+    n, chunk, tb = 19, 8, 20                                      # offsets 0, 8, 12 (clamped)
+    toks = np.random.default_rng(0).integers(0, TINY.vocab_size, tb).astype(np.int32)
+    assert M.chunk_offsets(n, chunk, tb) == [0, 8, 12]
+    ref = jax.jit(lambda p, t: M.forward_reference(p, TINY, t))(p, toks[:n])   # [n, V]
+    step = jax.jit(lambda p, kv, t, o: M.prefill_chunk(p, TINY, kv, t, o))
+    kv = tuple((jnp.zeros((TINY.n_kv_heads, TINY.head_dim, tb)), jnp.zeros((TINY.n_kv_heads, tb, TINY.head_dim)))
+               for _ in range(TINY.n_layers))
+    for off in M.chunk_offsets(n, chunk, tb):
+        x, kv = step(p, kv, toks[off:off + chunk], off)
+    last = M.logits_of(p, TINY, x[n - 1 - 12][None])[0]
+    np.testing.assert_allclose(np.asarray(last), np.asarray(ref[n - 1]), rtol=1e-4, atol=1e-4)
+    _, ks, _ = M.prefill(p, TINY, jnp.asarray(toks[:n]))
+    np.testing.assert_allclose(np.asarray(kv[1][0][:, :, :n]), np.asarray(ks[1]), rtol=1e-4, atol=1e-4)

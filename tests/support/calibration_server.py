@@ -12,11 +12,13 @@ Defaults come from the command line; a request overrides them with a ``calib`` o
   ttft_ms, itl_ms, role_ms   timing (role_ms: when the chat role-only chunk goes out)
   tokens                     output length (default: max_tokens, else 16)
   tokens_per_chunk           words per chunk; usage counts every word as a token
+  text                       the text of one token (default " tok"; e.g. non-ASCII " ü")
   usage                      false: never send usage, even when asked for
   usage_tokens               report this completion_tokens in usage instead of the truth
   role_first                 chat: send a role-only chunk first (default true)
   reasoning_tokens           chat: the first N chunks carry ``reasoning_content``
   fault                      http500 | http429 | drop | malformed | bad_json | stall | error_event | no_done
+                             | noise (valid but unusual SSE: comment, id, retry, empty data, CRLF)
   fault_at                   content chunks written before the fault (default 2)
   stall_s                    how long ``stall`` stalls (default 30)
 With ttft_ms = itl_ms = 0 and no fault the whole answer is written at once from cached bytes,
@@ -33,6 +35,7 @@ import asyncio
 import collections
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -45,10 +48,10 @@ from aiohttp import web
 now_ns = time.perf_counter_ns
 MODEL = "calib-model"
 DEFAULTS: dict[str, Any] = dict(ttft_ms=0.0, itl_ms=0.0, role_ms=0.0, tokens=None, tokens_per_chunk=1,
-                                usage=True, usage_tokens=None, role_first=True, reasoning_tokens=0,
+                                usage=True, usage_tokens=None, role_first=True, reasoning_tokens=0, text=" tok",
                                 fault=None, fault_at=2, stall_s=30.0)
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-_dumps = json.JSONEncoder(separators=(",", ":")).encode
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode   # raw UTF-8, like vLLM
 
 
 def _event(obj: dict) -> bytes:
@@ -60,9 +63,9 @@ class Builder:
 
     _cache: dict = {}
 
-    def __init__(self, chat: bool, k: int, prompt_tokens: int):
+    def __init__(self, chat: bool, k: int, prompt_tokens: int, text: str = " tok"):
         self.chat, self.k, self.pt = chat, k, prompt_tokens
-        self.text = " tok" * k
+        self.text = text * k
 
     def _base(self) -> dict:
         if self.chat:
@@ -76,7 +79,7 @@ class Builder:
                 "total_tokens": self.pt + completion}
 
     def content(self, finish: Optional[str], reasoning: bool = False, cum: Optional[int] = None) -> bytes:
-        key = (self.chat, self.k, finish, reasoning)
+        key = (self.chat, self.text, finish, reasoning)
         if cum is None and key in self._cache:
             return self._cache[key]
         o = self._base()
@@ -178,7 +181,7 @@ class Calibration:
             status = 500 if fault == "http500" else 429
             return web.json_response({"error": {"message": f"calibration {fault}", "code": status}},
                                      status=status, headers={"Retry-After": "1"} if status == 429 else None)
-        b = Builder(chat, k, pt)
+        b = Builder(chat, k, pt, str(c["text"]))
         ttft, itl = c["ttft_ms"] * 1e6, c["itl_ms"] * 1e6
         if not body.get("stream"):
             await _sleep_until(arrival + int(ttft + (n_chunks - 1) * itl))
@@ -236,13 +239,15 @@ class Calibration:
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
             return True
+        elif fault == "noise":
+            await resp.write(b": keep-alive\r\n\r\nid: 1\r\nretry: 50\r\ndata:\r\n\r\n")
         elif fault == "stall":
             await asyncio.sleep(float(c["stall_s"]))
         return False
 
     def _at_once(self, b: Builder, role: bool, n_chunks: int, want_usage: bool, usage_tokens: int,
                  entry: dict) -> web.Response:
-        key = (b.chat, b.k, b.pt, role, n_chunks, want_usage, usage_tokens)
+        key = (b.chat, b.text, b.pt, role, n_chunks, want_usage, usage_tokens)
         body = self._bodies.get(key)
         if body is None:
             parts = [b.role()] if role else []
@@ -339,11 +344,12 @@ class CalibrationServer:
         root = Path(__file__).resolve().parents[2]
         env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.proc = subprocess.Popen(self.argv, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + self.startup_timeout_s
-        line = self.proc.stdout.readline()  # blocks until the server prints its port or exits
-        if not line.startswith("PORT ") or time.monotonic() > deadline:
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.startup_timeout_s)
+        line = self.proc.stdout.readline() if ready else ""  # "PORT n", or "" if it died
+        if not line.startswith("PORT "):
             self.stop()
-            raise RuntimeError(f"calibration server did not start: {line!r}")
+            raise RuntimeError(f"calibration server did not start within {self.startup_timeout_s:g} s: "
+                               f"{line!r}")
         self.port = int(line.split()[1])
         return self
 

@@ -1,0 +1,186 @@
+"""Decode/prefill roofline of the built-in JAX engine on this machine (in-process, no HTTP).
+
+    measure bandwidth (large array copy: bytes read + written)  ──┐
+    measure matmul rate (fp32 GEMM, a few shapes; the best is the peak) ──┤
+    engine (preset, fp32) ─► decode step at batch 1, 2, 4, … 64  ─────────┼─► bound = max(FLOPs/peak,
+                          ─► prefill of 128 and 512 prompt tokens ────────┘   bytes/bandwidth)
+                                                                             MBU (decode), MFU (prefill)
+
+bytes per decode step = weights read (every matrix; one embedding row per sequence unless the
+head is tied) + KV cache read at the context length (the engine actually reads its attention
+bucket, printed as attn_len). Times are medians over the steps (min also printed): this machine
+is shared, so the numbers are noisy. Everything printed is "measured" on this host except the
+bounds, which are "calculated" from the measured peaks.
+
+    .venv/bin/python bench/decode_roofline.py [--preset small] [--ctx 128] [--steps 20] [--out DIR]
+
+Ends with ONE JSON line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _best(f, n: int) -> tuple[float, float]:
+    """(median, min) seconds of f() over n runs after one warm-up run."""
+    f()
+    ts = []
+    for _ in range(n):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts)), float(np.min(ts))
+
+
+def measure_bandwidth(mib: int = 256, n: int = 8) -> dict:
+    """Copy a mib-MiB fp32 array (numpy copyto and an XLA elementwise op); bytes = read + write."""
+    a = np.ones(mib * 2**20 // 4, np.float32)
+    b = np.empty_like(a)
+    med_np, min_np = _best(lambda: np.copyto(b, a), n)
+    # donated, so XLA reuses the buffer (a fresh 256 MiB output would measure page faults)
+    f = jax.jit(lambda v: v * 1.0001, donate_argnums=0)
+    box = [jnp.asarray(a)]
+
+    def xla_copy() -> None:
+        box[0] = f(box[0])
+        box[0].block_until_ready()
+    med_x, min_x = _best(xla_copy, n)
+    nbytes = 2 * a.nbytes
+    out = {"numpy_copy_GBps": nbytes / med_np / 1e9, "xla_copy_GBps": nbytes / med_x / 1e9,
+           "array_MiB": mib}
+    out["peak_GBps"] = max(out["numpy_copy_GBps"], out["xla_copy_GBps"])
+    return out
+
+
+def measure_matmul(n: int = 5) -> dict:
+    rates = {}
+    for m, k, nn in ((32, 768, 2048), (512, 768, 2048), (2048, 2048, 2048)):
+        x = jnp.asarray(np.random.default_rng(0).standard_normal((m, k), np.float32))
+        w = jnp.asarray(np.random.default_rng(1).standard_normal((k, nn), np.float32))
+        f = jax.jit(lambda a, b: a @ b)
+        med, _ = _best(lambda: f(x, w).block_until_ready(), n)
+        rates[f"{m}x{k}x{nn}"] = 2 * m * k * nn / med / 1e9
+    return {"GFLOPs": rates, "peak_GFLOPs": max(rates.values())}
+
+
+def decode_cost(a, batch: int, ctx: int, bpe: int) -> tuple[float, float]:
+    """(FLOPs, bytes) of one decode step: matmuls + attention; weights + KV at ctx."""
+    d, q, kv, f, v, L = a.dim, a.q_dim, a.kv_dim, a.ffn_dim, a.vocab_size, a.n_layers
+    mat = L * (d * (q + 2 * kv) + q * d + 3 * d * f) + d * v          # every matmul weight
+    flops = 2 * mat * batch + 4 * batch * ctx * L * a.n_heads * a.head_dim
+    weights = mat + L * 2 * d + d + (0 if a.tied_embeddings else batch * d)
+    kv_bytes = 2 * L * kv * ctx * batch
+    return flops, (weights + kv_bytes) * bpe
+
+
+def prefill_cost(a, n: int, bpe: int) -> tuple[float, float]:
+    d, q, kv, f, L = a.dim, a.q_dim, a.kv_dim, a.ffn_dim, a.n_layers
+    mat = L * (d * (q + 2 * kv) + q * d + 3 * d * f)
+    flops = 2 * mat * n + 2 * d * a.vocab_size + 2 * n * n * L * a.n_heads * a.head_dim  # causal
+    return flops, (mat + d * a.vocab_size + 2 * L * kv * n) * bpe
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="small")
+    ap.add_argument("--ctx", type=int, default=128, help="context length of every decoding slot")
+    ap.add_argument("--batches", default="1,2,4,8,16,32,64")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--max-model-len", type=int, default=1024)
+    ap.add_argument("--out", default=None, help="directory for a JSON result file (e.g. bench/results)")
+    opt = ap.parse_args()
+    batches = [int(x) for x in opt.batches.split(",")]
+
+    from servers.jax import build
+
+    bw = measure_bandwidth()
+    mm = measure_matmul()
+    peak_bw, peak_fl = bw["peak_GBps"] * 1e9, mm["peak_GFLOPs"] * 1e9
+    t0 = time.perf_counter()
+    engine, _, info = build(opt.preset, dtype="fp32", slots=max(batches),
+                            max_model_len=opt.max_model_len, warmup=False)
+    a, bpe = engine.args, 4
+    print(f"# {opt.preset}: {a.n_params() / 1e6:.1f}M params fp32, jax {jax.__version__} "
+          f"{jax.default_backend()} ({jax.devices()[0].device_kind}), {os.cpu_count()} CPUs")
+    print(f"# bandwidth: numpy copy {bw['numpy_copy_GBps']:.1f} GB/s, XLA copy {bw['xla_copy_GBps']:.1f} GB/s"
+          f" (read+write, {bw['array_MiB']} MiB) -> peak {bw['peak_GBps']:.1f} GB/s   [measured]")
+    print("# matmul fp32: " + ", ".join(f"{k} {v:.0f}" for k, v in mm["GFLOPs"].items())
+          + f" GFLOP/s -> peak {mm['peak_GFLOPs']:.0f}   [measured]")
+
+    rows = []
+    print(f"\n{'phase':8} {'batch/n':>7} {'attn':>5} {'median ms':>10} {'min ms':>8} {'bound ms':>9} "
+          f"{'tok/s':>8} {'GB/s':>6} {'GFLOP/s':>8} {'MBU':>5} {'MFU':>5}")
+    for b in batches:
+        engine.active[:] = False
+        engine.active[:b] = True
+        engine.pos[:b] = opt.ctx
+        attn = engine.attn_bucket()
+        eb = engine.batch_bucket()
+
+        def step():
+            engine.pos[:b] = opt.ctx
+            engine.generate()
+        step()                                                     # compile this (B, attn) step
+        med, mn = _best(step, opt.steps)
+        flops, nbytes = decode_cost(a, b, opt.ctx, bpe)
+        bound = max(flops / peak_fl, nbytes / peak_bw)
+        r = {"phase": "decode", "batch": b, "engine_batch": eb, "attn_len": attn, "ctx": opt.ctx,
+             "median_ms": med * 1e3, "min_ms": mn * 1e3, "bound_ms": bound * 1e3,
+             "tok_s": b / med, "GBps": nbytes / med / 1e9, "GFLOPs": flops / med / 1e9,
+             "mbu": nbytes / med / peak_bw, "mfu": flops / med / peak_fl}
+        rows.append(r)
+        print(f"{'decode':8} {b:7d} {attn:5d} {r['median_ms']:10.2f} {r['min_ms']:8.2f} {r['bound_ms']:9.2f} "
+              f"{r['tok_s']:8.1f} {r['GBps']:6.1f} {r['GFLOPs']:8.1f} {r['mbu']:5.2f} {r['mfu']:5.2f}")
+    engine.active[:] = False
+    engine.pos[:] = 0
+    for n in (128, 512):
+        if n >= engine.max_model_len:
+            continue
+        ids = list(np.random.default_rng(n).integers(0, a.vocab_size, n))
+
+        def pre():
+            p = engine.prefill(ids, None)                          # int(first_token) syncs
+            engine.insert(p, 0)
+        med, mn = _best(pre, max(3, opt.steps // 4))
+        flops, nbytes = prefill_cost(a, n, bpe)
+        bound = max(flops / peak_fl, nbytes / peak_bw)
+        r = {"phase": "prefill", "tokens": n, "median_ms": med * 1e3, "min_ms": mn * 1e3,
+             "bound_ms": bound * 1e3, "tok_s": n / med, "GBps": nbytes / med / 1e9,
+             "GFLOPs": flops / med / 1e9, "mbu": nbytes / med / peak_bw, "mfu": flops / med / peak_fl}
+        rows.append(r)
+        print(f"{'prefill':8} {n:7d} {'':5} {r['median_ms']:10.2f} {r['min_ms']:8.2f} {r['bound_ms']:9.2f} "
+              f"{r['tok_s']:8.1f} {r['GBps']:6.1f} {r['GFLOPs']:8.1f} {r['mbu']:5.2f} {r['mfu']:5.2f}")
+    dec = {r["batch"]: r for r in rows if r["phase"] == "decode"}
+    ratio = (dec[32]["tok_s"] / dec[1]["tok_s"]) if 1 in dec and 32 in dec else None
+    print(f"\n# batch-1 MBU {dec[1]['mbu']:.2f} (goal >= 0.70)" if 1 in dec else "# no batch-1 row")
+    if ratio is not None:
+        print(f"# throughput batch 32 / batch 1 = {ratio:.1f}x (goal >= 8x)")
+    result = {"bench": "decode_roofline", "preset": opt.preset, "dtype": "fp32", "ctx": opt.ctx,
+              "host": platform.node(), "cpus": os.cpu_count(), "jax": jax.__version__,
+              "backend": jax.default_backend(), "bandwidth": bw, "matmul": mm,
+              "evidence": "measured (bounds calculated from measured peaks)",
+              "batch1_mbu": dec[1]["mbu"] if 1 in dec else None, "b32_over_b1": ratio,
+              "build_s": time.perf_counter() - t0, "rows": rows,
+              "unix_time": int(time.time())}
+    if opt.out:
+        d = Path(opt.out)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"decode_roofline-{opt.preset}-{result['unix_time']}.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

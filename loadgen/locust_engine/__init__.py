@@ -1,0 +1,26 @@
+"""The Locust engine: the same scenario, records and run directory, sent by Locust (gevent).
+
+    loadgen CLI process (asyncio world; never imports gevent)          run.py
+      Run(sc): run_dir, scenario.yaml, sut.json (GET /v1/models), power ─┐
+      subprocesses, own sessions ───────────────────────────────────────┤
+        python -m loadgen.locust_engine.worker --role local             │ worker.py
+          | --role master (+ N x --role worker, or remote --worker)     │ (gevent-patched)
+             Coordinator (coordinator.py): plan ─► ready ─► users ─► warm ─► go(t0) ─► done
+             WorkerNode (node.py) per worker i of n: Plan(sc, i, n) (plan.py; pure)
+               LLMUser (user.py, FastHttpUser): body ─► POST ─► raw socket recv, stamped
+                 ─► sse.SSEParser/StreamTally ─► Record ─► locust/records.worker-i.jsonl
+                 (+ locust/sent.worker-i.jsonl journal; remote workers also forward both
+                  through Locust messages into the master's run directory)
+             ─► locust/master.json (t0, end, worker status done|dead, CPU, hub lag)
+      merge.py: worker files ∪ journal ∪ plan ─► records.jsonl, one record per owed request
+        (a dead worker's finished records kept; its unfinished ones "cancelled": "worker i died")
+      Run.meta() + {"engine": "locust", "locust": {...}} ─► meta.json ─► summary.json
+
+    locustfile.py: the same user and protocol for ``locust -f`` (web UI), LOADGEN_SCENARIO=path.
+
+Schedule slices interleave (request k of a phase belongs to worker k mod n), so each worker's
+share of a Poisson schedule is itself Poisson and t0 is one instant for all (CLOCK_MONOTONIC on
+one host; workers on other hosts shift their stamps onto the master's clock via the wall clock).
+Locust's own statistics (rounded) only feed its UI: one request event per request, E2E; no
+per-token pseudo-requests. Metrics come from the records, like the native engine's.
+"""

@@ -1,0 +1,76 @@
+"""The flags of ``loadgen run --engine locust`` and what loadgen/commands/run.py calls.
+
+    check_flags(engine, workers, master, worker, master_host)  ─► one-line error or None (exit 2)
+    run_from_cli(sc, args, progress)                           ─► RunResult | exit code
+        --worker --master-host H   run_worker: one Locust worker joined to H; its records are
+                                   forwarded to the master's run directory (a copy stays here)
+        otherwise                  run.run_locust (local, --workers N, or --master)
+A master error (workers never connected, ...) prints one line; meta.crashed holds it.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+from loadgen.locust_engine.run import LocustOptions, _argv, _spawn, _stop, run_locust
+
+
+def check_flags(engine: str, workers, master: bool, worker: bool, master_host) -> Optional[str]:
+    """A one-line error for a flag combination that cannot work, else None."""
+    if engine != "locust":
+        for name, v in (("--workers", workers), ("--master", master), ("--worker", worker),
+                        ("--master-host", master_host)):
+            if v:
+                return f"{name} needs --engine locust"
+        return None
+    if master and worker:
+        return "--master and --worker exclude each other"
+    if worker and not master_host:
+        return "--worker needs --master-host H (the machine running --master)"
+    if master_host and not worker:
+        return "--master-host applies to --worker only"
+    if worker and workers is not None:
+        return "--workers applies to the master side, not to --worker"
+    if master and not workers:
+        return "--master needs --workers N (how many workers will connect)"
+    if workers is not None and workers < 1:
+        return "--workers must be >= 1"
+    return None
+
+
+def run_worker(opts: LocustOptions, master_host: str, records_dir: Optional[str] = None) -> int:
+    """``--worker``: one Locust worker joined to ``master_host``; its records travel to the
+    master (and stay in ``records_dir`` here as a copy). Returns its exit code."""
+    d = Path(records_dir or f"loadgen-locust-worker-{os.getpid()}")
+    d.mkdir(parents=True, exist_ok=True)
+    argv = _argv("worker", opts, "--records-dir", str(d), "--master-host", master_host,
+                 "--master-port", str(opts.master_port), "--forward")
+    p = _spawn(argv, d / "worker.log")
+    print(f"loadgen: locust worker joining {master_host}:{opts.master_port}; its records and "
+          f"log: {d}", file=sys.stderr)
+    try:
+        return p.wait()
+    except KeyboardInterrupt:
+        _stop(p)
+        return 130
+
+
+def run_from_cli(sc, args, progress):
+    """``loadgen run --engine locust ...``: a RunResult, or an exit code for ``--worker``."""
+    if importlib.util.find_spec("locust") is None:
+        print("loadgen: error: --engine locust needs the locust package "
+              "(pip install 'loadgen[locust]')", file=sys.stderr)
+        return 2
+    opts = LocustOptions(workers=args.workers, master=args.master, master_port=args.master_port,
+                         scenario_path=args.scenario, overrides=list(args.overrides))
+    if args.worker:
+        return run_worker(opts, args.master_host)
+    result = run_locust(sc, opts, progress)
+    err = result.meta.get("crashed")
+    if err:
+        print(f"loadgen: error: locust engine: {err} (logs: {result.run_dir / 'locust'})",
+              file=sys.stderr)
+    return result

@@ -1,0 +1,232 @@
+"""The run's conductor inside the Locust master (or the one local Locust process).
+
+    connect (N workers) ─► plan ─► ready ─► runner.start(users) ─► warm ─► warm_done
+        ─► go {t0 = now + lead} ─► done (or dead: no heartbeat) ─► master.json ─► quit
+
+Every wait is bounded; a worker that stops heart-beating is marked "dead" and not waited for.
+Records that remote workers forward are appended to the run directory as they arrive.
+``master.json`` (in ``state_dir``) is what the loadgen CLI reads: t0, end, users, and each
+worker's status (done | dead | never_ready) with its report (CPU, loop lag, counts).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable, Optional
+
+import gevent
+from gevent.event import Event
+
+from loadgen.locust_engine.clock import clock_pair
+from loadgen.locust_engine.node import WorkerNode
+from loadgen.locust_engine.plan import Plan, digest, users_for
+from loadgen.record import now_ns
+
+T0_LEAD_NS = 300_000_000          # go message to t0: time for every worker to get it
+STOP_WAIT_NS = 15_000_000_000    # after an interrupt, wait this long for workers' last records
+MSG_TYPES = ("loadgen_ready", "loadgen_error", "loadgen_warm_done", "loadgen_done",
+             "loadgen_records")
+
+
+class Interrupted(Exception):
+    """The run was stopped before the measured phase began."""
+
+
+def write_json_atomic(path: Path, obj: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class Coordinator:
+    def __init__(self, env, sc, n_workers: int, setup: dict, run_dir: Path,
+                 connect_timeout_s: float = 60.0, api_key: Optional[str] = None,
+                 local: bool = False, start_users: bool = True):
+        # n_workers None: the workers connected when the run starts (locust -f, web UI);
+        # start_users False: Locust's own UI/command line spawns the users
+        self.env, self.sc, self.n, self.run_dir = env, sc, n_workers, Path(run_dir)
+        self.start_users = start_users
+        self.setup = dict(setup, digest=digest(sc), n_workers=n_workers)
+        self.connect_timeout_s = connect_timeout_s
+        self.local = local
+        self.api_key = api_key
+        self.node: Optional[WorkerNode] = None
+        self.got: dict[str, dict[int, dict]] = {t: {} for t in MSG_TYPES}
+        self.finished = Event()
+        self.stopping = False
+        self.stop_ns = 0
+        plan = Plan(sc)
+        self.users = users_for(sc, plan.schedule)
+        self.state: dict = {"n_workers": n_workers, "users": self.users, "t0_ns": None,
+                            "end_ns": None, "error": None, "interrupted": False,
+                            "digest": self.setup["digest"], "workers": {},
+                            "role": "local" if local else "master"}
+        self._files: dict = {}
+
+    # -- transport ------------------------------------------------------------------------
+    def register(self) -> None:
+        if self.local:
+            return
+        runner = self.env.runner
+        for t in MSG_TYPES:
+            runner.register_message(t, self._listener(t))
+
+    def _listener(self, t: str) -> Callable:
+        def on(environment, msg, **kw):
+            self.on_message(t, self.env.runner.get_worker_index(msg.node_id), msg.data)
+        return on
+
+    def on_message(self, t: str, index: int, data) -> None:
+        if t == "loadgen_records":
+            self._append(index, data)
+        else:
+            self.got[t][index] = data or {}
+
+    def broadcast(self, t: str, data: dict) -> None:
+        if not self.local:
+            self.env.runner.send_message(t, data)
+            return
+        if t == "loadgen_plan":
+            try:
+                self.node = WorkerNode(self.sc, 0, 1, data, self.run_dir,
+                                       lambda tt, d: self.on_message(tt, 0, d), False,
+                                       self.api_key)
+                self.on_message("loadgen_ready", 0, {"index": 0, "pid": os.getpid()})
+            except Exception as e:
+                self.on_message("loadgen_error", 0, {"error": f"{type(e).__name__}: {e}"})
+        elif t == "loadgen_warm":
+            self.node.start_warm()
+        elif t == "loadgen_go":
+            self.node.go(data["t0_ns"])
+        elif t == "loadgen_stop" and self.node is not None:
+            self.node.interrupt(data.get("why") or "run interrupted")
+
+    def _append(self, index: int, data: dict) -> None:
+        for kind in ("records", "sent"):
+            lines = data.get(kind) or []
+            if not lines:
+                continue
+            key = (kind, index)
+            f = self._files.get(key)
+            if f is None:
+                name = f"{'records' if kind == 'records' else 'sent'}.worker-{index}.jsonl"
+                f = self._files[key] = open(self.run_dir / name, "a", buffering=1,
+                                            encoding="utf-8")
+            f.write("".join(line + "\n" for line in lines))
+            f.flush()
+
+    def alive(self, index: int) -> bool:
+        if self.local:
+            return True
+        from locust.runners import STATE_MISSING
+        runner = self.env.runner
+        for cid, idx in list(runner.worker_indexes.items()):
+            if idx == index:
+                c = runner.clients.get(cid)
+                if c is not None and c.state != STATE_MISSING:
+                    return True
+        return False
+
+    # -- the protocol -----------------------------------------------------------------------
+    def _wait(self, t: str, indices, timeout_s: float) -> None:
+        deadline = now_ns() + int(timeout_s * 1e9)
+        while now_ns() < deadline:
+            if self.stopping:
+                if t != "loadgen_done":
+                    raise Interrupted()
+                deadline = min(deadline, self.stop_ns + STOP_WAIT_NS)
+            if self.got["loadgen_error"]:
+                i, e = next(iter(self.got["loadgen_error"].items()))
+                raise RuntimeError(f"worker {i}: {e.get('error')}")
+            if all(i in self.got[t] or not self.alive(i) for i in indices):
+                return
+            gevent.sleep(0.05)
+        if self.stopping:
+            return                            # interrupted: merge marks what never came back
+        missing = [i for i in indices if i not in self.got[t]]
+        raise RuntimeError(f"workers {missing} did not answer '{t}' within {timeout_s:g} s")
+
+    def _connect(self) -> list[int]:
+        if self.local:
+            return [0]
+        runner = self.env.runner
+        if self.n is None:
+            active = runner.clients.ready + runner.clients.spawning + runner.clients.running
+            if not active:
+                raise RuntimeError("no Locust worker is connected")
+            self.n = self.state["n_workers"] = self.setup["n_workers"] = len(active)
+            return sorted(runner.get_worker_index(c.id) for c in active)
+        deadline = now_ns() + int(self.connect_timeout_s * 1e9)
+        while len(runner.clients.ready) < self.n:
+            if now_ns() > deadline:
+                raise RuntimeError(f"{len(runner.clients.ready)} of {self.n} workers connected "
+                                   f"within {self.connect_timeout_s:g} s")
+            gevent.sleep(0.05)
+        idx = sorted(runner.get_worker_index(c.id) for c in runner.clients.ready)
+        if idx != list(range(self.n)):
+            raise RuntimeError(f"worker indices {idx}: expected 0..{self.n - 1} (a worker "
+                               "reconnected: start the run again)")
+        return idx
+
+    def run(self) -> None:
+        try:
+            try:
+                self._run()
+            except Interrupted:               # before go: let the workers write what they hold
+                self._wait("loadgen_done", list(range(self.n or 0)), STOP_WAIT_NS / 1e9)
+        except Exception as e:
+            self.state["error"] = f"{type(e).__name__}: {e}"
+        finally:
+            self.state["end_ns"] = self.state["end_ns"] or now_ns()
+            self._final_state()
+            for f in self._files.values():
+                f.close()
+            self.finished.set()
+
+    def _run(self) -> None:
+        ld, api = self.sc.load, self.sc.api
+        indices = self._connect()
+        self.broadcast("loadgen_plan", dict(self.setup, clock=clock_pair()))
+        self._wait("loadgen_ready", indices, 120.0)
+        if self.start_users:
+            spawned = Event()
+            self.env.events.spawning_complete.add_listener(lambda user_count, **kw: spawned.set())
+            self.env.runner.start(self.users, spawn_rate=max(self.users * 20, 1))
+            spawned.wait(30.0)
+        self.broadcast("loadgen_warm", {})
+        self._wait("loadgen_warm_done", indices, 60.0 + ld.warmup_requests * api.timeout_s)
+        if not self.start_users:          # Locust's UI / -u chose the user count
+            self.state["users"] = getattr(self.env.runner, "target_user_count", None)
+        t0 = now_ns() + T0_LEAD_NS
+        self.state["t0_ns"] = t0
+        self.broadcast("loadgen_go", {"t0_ns": t0})
+        write_json_atomic(self.run_dir / "master.json", self.state)
+        plan = Plan(self.sc)
+        span = (int(plan.schedule.offsets_ns[-1]) / 1e9 if plan.schedule.count else 0.0)
+        bound = (ld.duration_s or span) + ld.drain_timeout_s + api.timeout_s + 60.0
+        if plan.schedule.offsets_ns is None and ld.num_requests and not ld.duration_s:
+            bound += ld.num_requests * api.timeout_s
+        self._wait("loadgen_done", indices, bound)
+        self.state["end_ns"] = now_ns()
+
+    def interrupt(self, why: str = "run interrupted before the request ended") -> None:
+        if self.stopping:
+            return
+        self.stopping = True
+        self.stop_ns = now_ns()
+        self.state["interrupted"] = True
+        self.broadcast("loadgen_stop", {"why": why})
+
+    def _final_state(self) -> None:
+        for i in range(self.n or 0):
+            done = self.got["loadgen_done"].get(i)
+            if done is not None:
+                status = "done"
+            elif i not in self.got["loadgen_ready"]:
+                status = "never_ready"
+            else:
+                status = "dead" if not self.alive(i) else "unfinished"
+            self.state["workers"][str(i)] = {"status": status, "report": done,
+                                             "ready": self.got["loadgen_ready"].get(i)}
+        write_json_atomic(self.run_dir / "master.json", self.state)

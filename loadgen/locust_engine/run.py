@@ -1,0 +1,273 @@
+"""``loadgen run --engine locust``: the CLI side (no gevent here; Locust runs in subprocesses).
+
+    run_locust(sc, opts) ─► runner.Run(sc)   same run_dir, scenario.yaml, api key check
+        ─► managed server / target.url ─► GET /v1/models ─► sut.json      (as the native engine)
+        ─► python -m loadgen.locust_engine.worker --role local          (no --workers)
+                                                 --role master  + N x --role worker  (--workers N)
+                                                 --role master, remote workers     (--master)
+           (own sessions: a terminal Ctrl-C reaches only this process, which tells the master)
+        ─► locust/master.json (t0, end, worker status) + locust/records.worker-i.jsonl
+        ─► merge.merge ─► records.jsonl ─► Run.meta() + {"engine": "locust", ...} ─► meta.json
+        ─► rundir.summarize_dir ─► summary.json (+ report)
+A master error (workers never connected, ...) is meta.crashed (see cli.py).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+DEFAULT_PORT = 5557
+KILL_GRACE_S = 10.0
+
+
+@dataclass
+class LocustOptions:
+    workers: Optional[int] = None        # local workers (or, with master, how many to expect)
+    master: bool = False                 # this host runs only the master
+    master_port: int = DEFAULT_PORT
+    bind_host: str = "127.0.0.1"
+    connect_timeout_s: float = 60.0
+    scenario_path: str = ""
+    overrides: list = field(default_factory=list)
+
+
+def _argv(role: str, opts: LocustOptions, *extra: str) -> list[str]:
+    out = [sys.executable, "-m", "loadgen.locust_engine.worker", "--role", role,
+           "--scenario", opts.scenario_path]
+    for o in opts.overrides:
+        out += ["--set", o]
+    return out + list(extra)
+
+
+def _spawn(argv: list[str], log: Path) -> subprocess.Popen:
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    with open(log, "ab") as f:
+        return subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+
+
+def _stop(p: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
+    if p.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            p.terminate()
+        try:
+            p.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def _worker_pids(locust_dir: Path) -> dict[int, int]:
+    out = {}
+    for f in locust_dir.glob("worker-*.json"):
+        with contextlib.suppress(ValueError, OSError, KeyError):
+            d = json.loads(f.read_text())
+            out[int(d["pid"])] = int(d["index"])
+    return out
+
+
+class LocustRun:
+    def __init__(self, sc, opts: LocustOptions, progress=None):
+        from loadgen.locust_engine.plan import users_for
+        from loadgen.runner import Run
+        from loadgen.scenario import ScenarioError
+        self.sc, self.opts, self.progress = sc, opts, progress
+        self.run = Run(sc)              # run_dir, plan, schedule, api key: as the native engine
+        users = self.users = users_for(sc, self.run.schedule)
+        if opts.workers and users < opts.workers:
+            field = "load.concurrency" if sc.load.mode == "concurrency" else "load.max_concurrency"
+            raise ScenarioError(f"{field}: {users} user(s) cannot keep --workers {opts.workers} "
+                                "busy (each worker needs at least one Locust user)")
+        ld = sc.load
+        if (opts.workers and ld.mode == "concurrency" and ld.num_requests and not ld.duration_s
+                and users % opts.workers):
+            raise ScenarioError(f"load.concurrency: {users} is not a multiple of --workers "
+                                f"{opts.workers} (each worker owns an equal share of "
+                                "num_requests; uneven users would end the run at lower "
+                                "concurrency)")
+        self.dir = self.run.run_dir / "locust"
+        self.interrupted: Optional[str] = None
+        self.procs: list[subprocess.Popen] = []
+        self.master: Optional[subprocess.Popen] = None
+        self.exits: dict[int, int] = {}   # worker pid -> exit code (seen before the master ended)
+        self.early: Optional[str] = None  # a worker process that died before it joined
+
+    def _on_signal(self, signum, frame) -> None:
+        if self.interrupted is None:
+            self.interrupted = signal.Signals(signum).name
+            if self.master is not None and self.master.poll() is None:
+                self.master.send_signal(signal.SIGTERM)
+        else:
+            for p in self.procs:
+                with contextlib.suppress(ProcessLookupError):
+                    p.kill()
+
+    def execute(self):
+        from loadgen.managed import ManagedServer
+        from loadgen.rundir import resolved_yaml
+        r = self.run
+        r.run_dir.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(exist_ok=True)
+        (r.run_dir / "scenario.yaml").write_text(resolved_yaml(self.sc), encoding="utf-8")
+        old = {}
+        if threading.current_thread() is threading.main_thread():  # signals: main thread only
+            old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            with contextlib.ExitStack() as stack:
+                base_url = self.sc.target.url
+                if self.sc.target.server is not None:
+                    r.server = stack.enter_context(ManagedServer(self.sc.target.server, r.run_dir))
+                    base_url = r.server.base_url
+                stack.enter_context(r._client_affinity())   # target.server.cpus: the rest
+                self._sut(base_url.rstrip("/"))
+                self._processes()
+                r.server_alive_at_end = r.server.alive if r.server is not None else None
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+            for p in self.procs:
+                _stop(p, 2.0)
+        return self._finish()
+
+    def _sut(self, base_url: str) -> None:
+        from loadgen import sut as sut_mod
+        from loadgen.rundir import write_json
+        from loadgen.scenario import ScenarioError
+        r, a = self.run, self.sc.api
+        models = asyncio.run(sut_mod.fetch_models(base_url, r.key, a.connect_timeout_s))
+        model = a.model or sut_mod.first_model_id(models.get("models"))
+        if model is None:
+            raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
+                                f"({models.get('error') or 'status ' + str(models.get('status'))})")
+        r.base_url, r.model = base_url, model
+        desc = sut_mod.describe_sut(base_url, models, r.server.describe() if r.server else None,
+                                    model, a.endpoint)
+        write_json(r.run_dir / "sut.json", desc)
+
+    def _processes(self) -> None:
+        from loadgen.managed import free_port
+        from loadgen.runner import PowerHook
+        o, r = self.opts, self.run
+        common = ["--run-dir", str(self.dir), "--base-url", r.base_url, "--model", r.model,
+                  "--connect-timeout", str(o.connect_timeout_s)]
+        r.power = PowerHook(self.sc.power, r.run_dir).start()
+        if not o.workers:
+            self.master = _spawn(_argv("local", o, *common), self.dir / "local.log")
+            self.procs.append(self.master)
+        else:
+            port = o.master_port if o.master else free_port()
+            bind = o.bind_host if not o.master else "*"
+            self.master = _spawn(_argv("master", o, *common, "--workers", str(o.workers),
+                                       "--master-port", str(port), "--bind-host", bind),
+                                 self.dir / "master.log")
+            self.procs.append(self.master)
+            if not o.master:
+                for i in range(o.workers):
+                    self.procs.append(_spawn(_argv(
+                        "worker", o, "--records-dir", str(self.dir), "--master-host",
+                        "127.0.0.1", "--master-port", str(port)), self.dir / f"worker.{i}.log"))
+        from loadgen.locust_engine.merge import Follower
+        from loadgen.locust_engine.plan import Plan
+        follow = Follower(self.dir)
+        if self.progress is not None:
+            self.progress.start("locust", len(Plan(self.sc).expected_ids()) or None)
+        marked = False
+        while self.master.poll() is None:
+            time.sleep(0.05)
+            if self.progress is not None:
+                follow.poll(self.progress)
+            for i, p in enumerate(self.procs[1:]):
+                if p.pid not in self.exits and p.poll() is not None:
+                    self.exits[p.pid] = p.returncode
+                    if p.returncode and p.pid not in _worker_pids(self.dir):
+                        self.early = (f"worker process {i} exited with {p.returncode} before "
+                                      f"joining (see locust/worker.{i}.log)")
+                        self.master.send_signal(signal.SIGTERM)
+            if not marked and (self.dir / "master.json").exists():
+                r.power.mark("measure_start")
+                marked = True
+        r.power.mark("measure_end")
+        r.power.stop()
+        if self.progress is not None:
+            follow.poll(self.progress)
+            self.progress.stop()
+        for p in self.procs[1:]:                 # the master told them to quit
+            try:
+                p.wait(KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _stop(p, 2.0)
+
+    def _state(self) -> dict:
+        try:
+            return json.loads((self.dir / "master.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _finish(self):
+        from loadgen.locust_engine.merge import merge
+        from loadgen.locust_engine.plan import Plan
+        from loadgen.record import RecordWriter
+        from loadgen.rundir import summarize_dir, write_json
+        from loadgen.runner import RunResult
+        r, st = self.run, self._state()
+        n = int(st.get("n_workers") or self.opts.workers or 1)
+        status = {int(k): v.get("status") for k, v in (st.get("workers") or {}).items()}
+        pids = _worker_pids(self.dir)
+        died = {pids[pid]: code for pid, code in self.exits.items() if pid in pids and code}
+        for i in died:
+            if status.get(i) != "done":
+                status[i] = "dead"
+        master_rc = self.master.returncode if self.master is not None else None
+        r.t0, r.end = st.get("t0_ns"), st.get("end_ns")
+        counts = merge(self.dir, r.run_dir / "records.jsonl", Plan(self.sc), n, status,
+                       r.t0, bool(self.interrupted or st.get("interrupted")), r.end)
+        r.writer = RecordWriter(r.run_dir / "records.jsonl")
+        r.writer.count = counts["records"]
+        r.writer.close()
+        reports = [w.get("report") or {} for w in (st.get("workers") or {}).values()]
+        cpus = [x["cpu_util"] for x in reports if x.get("cpu_util") is not None]
+        lags = [x["loop_lag_ms_p99"] for x in reports if x.get("loop_lag_ms_p99") is not None]
+        r.cpu.result = {"cpu_util": max(cpus) if cpus else None,
+                        "loop_lag_ms_p99": max(lags) if lags else None,
+                        "scope": "the busiest Locust process (gevent hub lag)"}
+        stopped = st.get("interrupted") and not self.early   # the master was told to stop
+        r.interrupted = self.interrupted or ("SIGTERM" if stopped else None)
+        if self.early or st.get("error") or (master_rc not in (0, None) and not r.interrupted):
+            r.crashed = self.early or st.get("error") or f"locust master exited with {master_rc}"
+        meta = r.meta()
+        meta["engine"] = "locust"
+        meta["in_flight_cap"] = st.get("users") or self.users   # the Locust users bound it
+        meta["locust"] = {"workers": n, "users": st.get("users"), "role": st.get("role"),
+                          "worker_status": {str(k): v for k, v in sorted(status.items())},
+                          "worker_exit_codes": {str(pids.get(p, p)): c
+                                                for p, c in self.exits.items()},
+                          "worker_reports": reports, "merge": counts, "error": st.get("error"),
+                          "locust_version": _locust_version()}
+        write_json(r.run_dir / "meta.json", meta)
+        summary = summarize_dir(r.run_dir, meta, self.sc.output.report)
+        return RunResult(r.run_dir, meta, summary, bool(r.interrupted))
+
+
+def _locust_version() -> Optional[str]:
+    import importlib.metadata as md
+    with contextlib.suppress(md.PackageNotFoundError):
+        return md.version("locust")
+    return None
+
+
+def run_locust(sc, opts: LocustOptions, progress=None):
+    """Run ``sc`` through Locust; returns runner.RunResult (same run directory files).
+    ``progress``: a loadgen.progress.RunProgress fed from the workers' files as they grow."""
+    return LocustRun(sc, opts, progress).execute()

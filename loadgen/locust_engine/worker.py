@@ -1,0 +1,161 @@
+"""``python -m loadgen.locust_engine.worker --role local|master|worker``: one Locust process.
+
+    local   LocalRunner + Coordinator + one WorkerNode (index 0 of 1), in this process
+    master  MasterRunner + Coordinator; waits for --workers N, writes master.json
+    worker  WorkerRunner + WorkerNode for its Locust index; writes records.worker-i.jsonl
+            (+ forwards them to the master with --forward, for a master on another host)
+
+gevent monkey-patches this process first thing; nothing asyncio or aiohttp is imported here.
+The loadgen CLI starts these (loadgen.locust_engine.run); ``--role worker`` is also how
+``loadgen run --worker --master-host H`` joins a master on another machine.
+Exit: 0 done, 1 run error (master.json says why), 2 bad scenario.
+"""
+from gevent import monkey
+
+monkey.patch_all()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Optional  # noqa: E402
+from urllib.parse import urlparse  # noqa: E402
+
+import gevent  # noqa: E402
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def parse(argv: Optional[list[str]]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m loadgen.locust_engine.worker")
+    ap.add_argument("--role", choices=["local", "master", "worker"], required=True)
+    ap.add_argument("--scenario", required=True)
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
+    ap.add_argument("--run-dir", help="local/master: master.json and records go here")
+    ap.add_argument("--records-dir", help="worker: its records files go here")
+    ap.add_argument("--base-url")
+    ap.add_argument("--model")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--master-host", default="127.0.0.1")
+    ap.add_argument("--master-port", type=int, default=5557)
+    ap.add_argument("--bind-host", default="127.0.0.1")
+    ap.add_argument("--forward", action="store_true",
+                    help="worker: also send records to the master (no shared run directory)")
+    ap.add_argument("--connect-timeout", type=float, default=60.0)
+    return ap.parse_args(argv)
+
+
+class WorkerHandler:
+    """The worker role's side of the protocol (messages from the Coordinator)."""
+
+    def __init__(self, env, sc, args, api_key):
+        self.env, self.sc, self.args, self.key = env, sc, args, api_key
+        self.node = None
+        r = env.runner
+        for t, fn in (("loadgen_plan", self.on_plan), ("loadgen_warm", self.on_warm),
+                      ("loadgen_go", self.on_go), ("loadgen_stop", self.on_stop)):
+            r.register_message(t, fn)
+
+    def send(self, t: str, data: dict) -> None:
+        self.env.runner.send_message(t, data)
+
+    def on_plan(self, environment, msg, **kw) -> None:
+        gevent.spawn(self._plan, msg.data)
+
+    def _plan(self, data: dict) -> None:
+        from loadgen.locust_engine.clock import boot_id
+        from loadgen.locust_engine.node import WorkerNode
+        from loadgen.locust_engine.plan import digest
+        index, n = self.env.runner.worker_index, data["n_workers"]
+        try:
+            if data["digest"] != digest(self.sc):
+                raise ValueError("this worker's scenario (workload/load) differs from the "
+                                 "master's: give both the same file and --set overrides")
+            if not 0 <= index < n:
+                raise ValueError(f"worker index {index} outside 0..{n - 1}")
+            host = urlparse(data["base_url"]).hostname
+            if host in LOOPBACK and data["clock"].get("boot_id") != boot_id():
+                raise ValueError(f"the target {data['base_url']} is a loopback address on the "
+                                 "master's machine: give target.url an address workers reach")
+            d = Path(self.args.records_dir or self.args.run_dir or "loadgen-locust-worker")
+            if data.get("run_seq", 1) > 1:       # locust -f: a later test start in one process
+                d = d / f"run-{data['run_seq']}"
+            self.node = WorkerNode(self.sc, index, n, data, d, self.send, self.args.forward,
+                                   self.key)
+            (d / f"worker-{index}.json").write_text(json.dumps(
+                {"index": index, "pid": os.getpid(), "host": socket.gethostname()}))
+            self.send("loadgen_ready", {"index": index, "pid": os.getpid(),
+                                        "host": socket.gethostname()})
+        except Exception as e:
+            self.send("loadgen_error", {"error": f"{type(e).__name__}: {e}"})
+
+    def on_warm(self, environment, msg, **kw) -> None:
+        if self.node is not None:
+            self.node.start_warm()
+
+    def on_go(self, environment, msg, **kw) -> None:
+        if self.node is not None:
+            self.node.go(msg.data["t0_ns"])
+
+    def on_stop(self, environment, msg, **kw) -> None:
+        if self.node is not None:
+            self.node.interrupt((msg.data or {}).get("why") or "run interrupted")
+
+    def terminate(self) -> None:
+        if self.node is not None:
+            self.node.interrupt("worker stopped (SIGTERM) before the request ended")
+        gevent.spawn_later(0.5, self.env.runner.quit)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # users are spawned at once on purpose (they wait for t0): not a ramp-up to warn about
+    logging.getLogger("locust.runners").addFilter(
+        lambda r: "spawn rate is very high" not in r.getMessage())
+    from locust.env import Environment
+
+    from loadgen.locust_engine import user as user_mod
+    from loadgen.locust_engine.coordinator import Coordinator
+    from loadgen.scenario import ScenarioError, load_scenario
+    try:
+        sc = load_scenario(args.scenario, args.overrides)
+    except ScenarioError as e:
+        print(f"loadgen: error: {e}", file=sys.stderr)
+        return 2
+    key = os.environ.get(sc.api.api_key_env) if sc.api.api_key_env else None
+    env = Environment(user_classes=[user_mod.LLMUser], host=args.base_url or "http://127.0.0.1")
+    if args.role == "worker":
+        env.create_worker_runner(args.master_host, args.master_port)
+        handler = WorkerHandler(env, sc, args, key)
+        gevent.signal_handler(signal.SIGTERM, handler.terminate)
+        gevent.signal_handler(signal.SIGINT, handler.terminate)
+        env.runner.greenlet.join()
+        return 0
+    local = args.role == "local"
+    if local:
+        env.create_local_runner()
+    else:
+        env.create_master_runner(args.bind_host, args.master_port)
+    run_dir = Path(args.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    coord = Coordinator(env, sc, 1 if local else args.workers,
+                        {"base_url": args.base_url, "model": args.model}, run_dir,
+                        args.connect_timeout, key, local=local)
+    coord.register()
+    gevent.signal_handler(signal.SIGTERM, coord.interrupt)
+    gevent.signal_handler(signal.SIGINT, coord.interrupt)
+    gevent.spawn(coord.run)
+    coord.finished.wait()
+    env.runner.quit()
+    return 1 if coord.state["error"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
