@@ -1,4 +1,4 @@
-"""``loadgen report RUN_DIR``: recompute summary.json and write report.md / report.html.
+"""``loadgen report RUN_OR_SWEEP_DIR``: recompute summary.json and write report.md / report.html.
 
     RUN_DIR/{records.jsonl, meta.json, power.jsonl} ─► analysis.summary.write_summary
                                                     ─► analysis.report.write_report
@@ -17,7 +17,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("report", help="regenerate summary.json and the report of a run",
                               description="Recompute RUN_DIR/summary.json from its records and "
                                           "meta, then write report.md and report.html.")
-    p.add_argument("run_dir", help="a run directory written by 'loadgen run'")
+    p.add_argument("run_dir", help="a run directory (loadgen run) or a sweep directory (loadgen sweep)")
     p.add_argument("--no-plots", action="store_true", help="skip the HTML plots (faster)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     p.set_defaults(func=main)
@@ -25,8 +25,14 @@ def register(subparsers) -> None:
 
 def main(args: argparse.Namespace) -> int:
     d = Path(args.run_dir)
+    if (d / "sweep.json").is_file():
+        from analysis.report_sweep import write_sweep_report
+        for p in write_sweep_report(d, with_plots=not args.no_plots):
+            print(f"wrote {p}")
+        return 0
     if not (d / "records.jsonl").is_file():
-        raise ScenarioError(f"RUN_DIR: {d}: not a run directory (no records.jsonl)")
+        raise ScenarioError(f"RUN_DIR: {d}: not a run or sweep directory (no records.jsonl, "
+                            "no sweep.json)")
     from analysis.summary import write_summary
     path = write_summary(d)
     outputs = [str(path)]

@@ -84,10 +84,7 @@ class Engine:
             raise ValueError(f"prefill_chunk {prefill_chunk} must be one of the prefill buckets "
                              f"{self.prefill_buckets}")
         self.attn_buckets = buckets(min(min_attn_bucket, max_model_len), max_model_len)
-        # no batch-1 bucket: XLA:CPU lowers a 1-row scatter into the transposed K cache as a
-        # dynamic-update-slice and then copies the whole cache every step (seen in the HLO);
-        # 2 rows cost about the same as 1 (the step is weight-bandwidth-bound there)
-        self.batch_buckets = buckets(min(2, self.slots), self.slots)
+        self.batch_buckets = buckets(1, self.slots)
         self.cache = M.init_cache(args, self.slots, self.max_model_len, dtype)
         s = self.slots
         self.tokens = np.zeros(s, np.int32)

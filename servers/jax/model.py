@@ -213,6 +213,15 @@ def cache_bytes(args: ModelArgs, slots: int, max_len: int, dtype: str) -> int:
     return 2 * args.n_layers * slots * args.n_kv_heads * max_len * args.head_dim * (4 if dtype == "fp32" else 2)
 
 
+def _write_k(kc: jax.Array, k: jax.Array, rows: jax.Array, pos: jax.Array) -> jax.Array:
+    """kc [S, Hkv, Dh, T] ← k [B, Hkv, Dh] at (rows[b], pos[b]). For B == 1 the index is given
+    twice: XLA:CPU turns a one-row scatter into a dynamic-update-slice and then copies the whole
+    cache every step (seen in the optimised HLO); a two-row scatter stays in place."""
+    if k.shape[0] == 1:
+        rows, pos, k = jnp.concatenate([rows, rows]), jnp.concatenate([pos, pos]), jnp.concatenate([k, k])
+    return kc.at[rows, :, :, pos].set(k)
+
+
 def decode(params: Params, args: ModelArgs, cache: Cache, tokens: jax.Array, pos: jax.Array,
            attn_len: int) -> tuple[jax.Array, Cache]:
     """One token for each of the first B slots. tokens/pos [B], B <= cache slots (pos = where this
@@ -230,7 +239,7 @@ def decode(params: Params, args: ModelArgs, cache: Cache, tokens: jax.Array, pos
         h = rms_norm(x, lp["attn_norm"], args.norm_eps)
         q, k, v = _qkv(lp, args, h)                                # [B, H|Hkv, Dh]
         q, k = apply_rope(q, pos, inv), apply_rope(k, pos, inv)
-        kc = kc.at[rows, :, :, pos].set(k)                         # [S, Hkv, Dh, T] at (b, pos[b])
+        kc = _write_k(kc, k, rows, pos)                            # [S, Hkv, Dh, T] at (b, pos[b])
         vc = vc.at[rows, :, pos, :].set(v)                         # [S, Hkv, T, Dh]
         new_cache.append((kc, vc))
         ka, va = kc[:s_, :, :, :attn_len], vc[:s_, :, :attn_len, :]  # [B, Hkv, Dh, A], [B, Hkv, A, Dh]
