@@ -179,7 +179,10 @@ def summarize_run(run_dir: str | Path) -> dict:
     src = Path(run_dir) / "power_sources.json"
     if not meta.get("power_sources") and src.is_file():  # the sampler's own description
         meta = {**meta, "power_sources": _read_json(src).get("sources") or []}
-    return summarize(records, meta, load_power(run_dir))
+    from analysis.server_metrics import server_metrics_summary
+    summary = summarize(records, meta, load_power(run_dir))
+    summary["server_metrics"] = server_metrics_summary(run_dir)
+    return summary
 
 
 def write_summary(run_dir: str | Path) -> Path:

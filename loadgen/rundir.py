@@ -60,7 +60,9 @@ def write_json(path: Path, obj: dict) -> None:
 def summarize_dir(run_dir: Path, meta: dict, report: str = "full") -> dict:
     """summary.json from the records on disk and ``meta`` (analysis.summary); then the report."""
     from analysis.summary import load_power, summarize
+    from analysis.server_metrics import server_metrics_summary
     summary = summarize(read_records(run_dir / "records.jsonl"), meta, load_power(run_dir))
+    summary["server_metrics"] = server_metrics_summary(run_dir)
     write_json(run_dir / "summary.json", summary)
     if report != "none":
         try:  # the report is a convenience; summary.json is the data

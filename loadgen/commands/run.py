@@ -6,7 +6,7 @@
 
 ``--engine locust`` hands the same scenario to loadgen/locust_engine (same run directory).
 Exit: 0 after a run that finished (valid or not: the verdict says which), 130 if interrupted,
-2 for a bad scenario or override.
+2 for a bad scenario, override or flag combination, 1 when the Locust engine failed (one line).
 """
 from __future__ import annotations
 
@@ -81,4 +81,6 @@ def main(args: argparse.Namespace) -> int:
         if result.interrupted:
             print("loadgen: run interrupted; finished records kept, the rest marked cancelled",
                   file=sys.stderr)
-    return 130 if result.interrupted else 0
+    if result.interrupted:
+        return 130
+    return 1 if result.meta.get("crashed") else 0   # locust: the master reported an error

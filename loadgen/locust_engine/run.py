@@ -35,7 +35,7 @@ class LocustOptions:
     workers: Optional[int] = None        # local workers (or, with master, how many to expect)
     master: bool = False                 # this host runs only the master
     master_port: int = DEFAULT_PORT
-    bind_host: str = "127.0.0.1"
+    bind_host: Optional[str] = None      # None: 127.0.0.1 for local workers, "*" for --master
     connect_timeout_s: float = 60.0
     scenario_path: str = ""
     overrides: list = field(default_factory=list)
@@ -168,7 +168,7 @@ class LocustRun:
             self.procs.append(self.master)
         else:
             port = o.master_port if o.master else free_port()
-            bind = o.bind_host if not o.master else "*"
+            bind = o.bind_host or ("*" if o.master else "127.0.0.1")
             self.master = _spawn(_argv("master", o, *common, "--workers", str(o.workers),
                                        "--master-port", str(port), "--bind-host", bind),
                                  self.dir / "master.log")

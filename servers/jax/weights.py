@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
-import numpy as np
 
 from .model import DTYPES, Params
 from .presets import ModelArgs

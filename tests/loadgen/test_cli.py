@@ -118,4 +118,4 @@ def test_run_json_and_report(calib_server, tmp_path):
     assert json.loads((d / "summary.json").read_text())["requests_completed"] == 5
     assert (d / "report.md").is_file()
     line = one_line_error(cli("report", tmp_path))
-    assert "not a run directory" in line
+    assert "not a run or sweep directory" in line

@@ -435,3 +435,76 @@ def test_packaged_locustfile_run_time_stop_keeps_one_record_each(tmp_path, calib
     ok = [r for r in recs if r["status"] == "ok"]
     assert 5 <= len(ok) < 80
     assert all(r["status"] == "cancelled" for r in recs if r["status"] != "ok")
+
+
+def _cli(*argv, timeout=120, **kw):
+    return subprocess.run([sys.executable, "-m", "loadgen", *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                          **kw)
+
+
+@pytest.mark.parametrize("flags,msg", [
+    (["--workers", "2"], "--workers needs --engine locust"),
+    (["--engine", "locust", "--worker"], "--worker needs --master-host"),
+    (["--engine", "locust", "--master"], "--master needs --workers N"),
+    (["--engine", "locust", "--workers", "0"], "--workers must be >= 1"),
+])
+def test_cli_bad_flag_combinations(tmp_path, flags, msg):
+    p = _scenario(tmp_path, "http://127.0.0.1:1", {"mode": "server", "rate": 1,
+                                                   "num_requests": 1})
+    out = _cli("run", str(p), *flags)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"loadgen: error: {msg}"), lines
+
+
+def test_cli_runs_on_locust_with_two_workers(tmp_path, calib_server):
+    p = _scenario(tmp_path, calib_server.url, {"mode": "server", "rate": 40, "num_requests": 12})
+    out = _cli("run", str(p), "--engine", "locust", "--workers", "2", "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["summary"]["requests_completed"] == 12 and not res["interrupted"]
+    meta = json.loads((Path(res["run_dir"]) / "meta.json").read_text())
+    assert meta["engine"] == "locust" and meta["locust"]["workers"] == 2
+
+
+def test_cli_interrupt_marks_the_rest_cancelled(tmp_path, timed_server):
+    p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 10, "num_requests": 60,
+                                               "arrival": "constant"})
+    run_dir = tmp_path / "runs" / "lc"
+    proc = subprocess.Popen([sys.executable, "-m", "loadgen", "run", str(p), "--engine", "locust",
+                             "--workers", "2", "--json"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (run_dir / "locust" / "master.json").exists():
+            time.sleep(0.05)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err[-2000:]
+    recs = read_records(run_dir / "records.jsonl")
+    _check_exactly_once(recs, 60)
+    ok = [r for r in recs if r["status"] == "ok"]
+    never = [r for r in recs if r["status"] == "cancelled" and r["sent_at_ns"] is None]
+    assert ok and never and len(ok) + len([r for r in recs if r["status"] == "cancelled"]) == 60
+    assert all("interrupted" in r["error"] for r in never)
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["interrupted"] and (run_dir / "summary.json").is_file()
+
+
+def test_master_without_workers_is_a_reported_error(tmp_path, calib_server):
+    from loadgen.managed import free_port
+    p = _scenario(tmp_path, calib_server.url, {"mode": "server", "rate": 5, "num_requests": 6})
+    res = run_locust(load_scenario(p), LocustOptions(
+        workers=1, master=True, master_port=free_port(), bind_host="127.0.0.1",
+        connect_timeout_s=1.5, scenario_path=str(p)))
+    assert "0 of 1 workers connected" in res.meta["crashed"]
+    recs = read_records(res.run_dir / "records.jsonl")
+    _check_exactly_once(recs, 6)
+    assert all(r["status"] == "cancelled" and "never became ready" in r["error"] for r in recs)

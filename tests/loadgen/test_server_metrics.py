@@ -2,7 +2,6 @@
 against the real JAX server's /metrics (vLLM's names), alone and inside a `loadgen run`."""
 import asyncio
 import json
-import sys
 import time
 
 import pytest
@@ -180,8 +179,9 @@ def test_loadgen_run_scrapes_the_jax_server(jax_url, tmp_path):
     assert f["server_ttft"]["count"] == 6 and f["server_e2e"]["count"] == 6
     assert f["server_generation_tokens"]["value"] == 6 * 64
     assert f["server_prompt_tokens"]["value"] == 6 * 24
-    # 4 in flight on 2 slots for most of the window: both slots busy at some scrape
-    assert f["max_running"]["value"] == 2 and f["max_waiting"]["value"] <= 2
+    # 4 in flight on 2 slots for most of the window: both slots busy at some scrape; never more
+    # waiting than the client has in flight (a finished request may hold its slot a moment)
+    assert f["max_running"]["value"] == 2 and f["max_waiting"]["value"] <= 4
     assert f["max_running"]["samples"] >= 3
     dec = sm["ttft_decomposition"]
     assert dec["status"] == "calculated" and dec["client_requests"] == 6

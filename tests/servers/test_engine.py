@@ -113,7 +113,8 @@ def test_decode_logits_match_reference(engine):
     pre = engine.prefill(prompt, None)
     engine.insert(pre, 1)
     step = jax.jit(lambda p, c, t, pos: M.decode(p, ARGS, c, t, pos, MAX_LEN)[0])
-    cache_logits = step(PARAMS, engine.cache, engine.tokens, engine.pos)   # no donation here
+    # copies: JAX:CPU may read a numpy argument in place, after free() has changed it
+    cache_logits = np.asarray(step(PARAMS, engine.cache, engine.tokens.copy(), engine.pos.copy()))
     engine.free(1)
     seq = np.zeros(MAX_LEN, np.int32)
     seq[:len(prompt) + 1] = prompt + [pre.first_token]
