@@ -190,9 +190,10 @@ class Run:
             raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
                                 f"({models.get('error') or 'status ' + str(models.get('status'))})")
         self.base_url, self.model = base_url, model
+        own = await sut_mod.fetch_self_description(base_url, self.key, a.connect_timeout_s)
         sut = sut_mod.describe_sut(base_url, models,
                                    self.server.describe() if self.server else None, model,
-                                   a.endpoint)
+                                   a.endpoint, own)
         write_json(self.run_dir / "sut.json", sut)
         cap = self.cap = ld.in_flight_cap
         n = self.schedule.count if self.schedule.count is not None else ld.num_requests

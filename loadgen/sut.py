@@ -70,6 +70,25 @@ async def fetch_models(base_url: str, api_key: Optional[str], timeout_s: float) 
                 "error": f"{type(e).__name__}: {e}"}
 
 
+async def fetch_self_description(base_url: str, api_key: Optional[str], timeout_s: float) -> dict:
+    """What an external server says about itself: GET /info (loadgen's JAX server: preset, shape,
+    dtype, device) and GET /version (vLLM). Each key is the JSON, or None where not offered."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    out: dict = {"info": None, "version": None}
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as s:
+            for key, path in (("info", "/info"), ("version", "/version")):
+                try:
+                    async with s.get(base_url.rstrip("/") + path, headers=headers) as r:
+                        if r.status == 200:
+                            out[key] = await r.json(content_type=None)
+                except (aiohttp.ClientError, OSError, ValueError, TimeoutError):
+                    continue
+    except (aiohttp.ClientError, OSError, TimeoutError):
+        pass
+    return out
+
+
 def first_model_id(models: Optional[dict]) -> Optional[str]:
     try:
         return models["data"][0]["id"]
@@ -78,9 +97,12 @@ def first_model_id(models: Optional[dict]) -> Optional[str]:
 
 
 def describe_sut(base_url: str, models: dict, managed: Optional[dict], model: Optional[str],
-                 endpoint: str) -> dict:
+                 endpoint: str, self_described: Optional[dict] = None) -> dict:
+    own = self_described or {}
     return {"target_url": base_url, "endpoint": endpoint, "model": model,
             "models": models.get("models"), "models_status": models.get("status"),
             "models_error": models.get("error"), "response_headers": models.get("headers"),
-            "managed_server": managed, "server_info": (managed or {}).get("info"),
+            "managed_server": managed,
+            "server_info": (managed or {}).get("info") or own.get("info"),
+            "server_version": own.get("version"),
             "client_host": client_host()}
