@@ -31,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from loadgen import eventloop  # noqa: E402  (uvloop where installed)
 
 SERVER_CPU, CLIENT_CPU = 0, 1
 NICE = 0      # --nice: priority of the server and client processes (negative: ahead of other load)
@@ -99,9 +100,9 @@ def _worker_main(args: argparse.Namespace) -> None:
     if args.worker == "capacity" or args.pin_timing:
         _pin(CLIENT_CPU)
     if args.worker == "capacity":
-        res = asyncio.run(_ours_capacity(args.url, args.concurrency, args.warm_s, args.duration_s, args.tokens))
+        res = eventloop.run(_ours_capacity(args.url, args.concurrency, args.warm_s, args.duration_s, args.tokens))
     else:
-        res = asyncio.run(_ours_timing(args.url, args.concurrency, args.rounds, args.tokens, args.req_s))
+        res = eventloop.run(_ours_timing(args.url, args.concurrency, args.rounds, args.tokens, args.req_s))
     Path(args.out).write_text(json.dumps(res))
 
 

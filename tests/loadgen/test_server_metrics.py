@@ -142,7 +142,9 @@ async def test_disk_bound(tmp_path):
 @pytest.fixture(scope="module")
 def jax_url(tmp_path_factory, request):
     from tests.servers.conftest import start_server
-    cache = request.config.cache.mkdir("jax-compilation-cache")
+    store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
+    cache = (store.mkdir("jax-compilation-cache") if store is not None
+             else tmp_path_factory.mktemp("jax-compilation-cache"))
     srv = start_server(tmp_path_factory.mktemp("jax-metrics"), ["--slots", "2", "--seed", "0"],
                        cache)
     yield srv.base_url
