@@ -60,6 +60,7 @@ class GenRequest:
     params: SamplingParams
     on_token: OnToken
     submitted_ns: int = field(default_factory=time.perf_counter_ns)
+    admitted_ns: Optional[int] = None   # left the waiting queue for a slot (queue time ends here)
 
 
 @dataclass
@@ -241,6 +242,7 @@ class Orchestrator:
 
     def _admit(self, req: GenRequest) -> None:
         slot = heapq.heappop(self._free)       # lowest free slot keeps the decode batch small
+        req.admitted_ns = time.perf_counter_ns()
         run = _Running(req, slot, job=self.engine.start_prefill(req.prompt_ids, req.params))
         self._running[slot] = run
         self._prefilling.append(run)
