@@ -2,6 +2,7 @@
 
     records (dicts) ─► metrics.py (TTFT, TPOT, ITL, E2E, lag, throughput, goodput; None if missing)
                     ─► slo.py (SLO presets, MLPerf-style verdict)
+                    ─► steady.py (steady-state window: ramp-up and drain cut by a rule)
                     ─► summary.py (summary.json, the stable contract)   ─► report.py (md / html)
                     ─► series.py (per-second series) ─► plots.py        ─┘  render.py
     run dirs + scenario.yaml ─► manifest.py (reproducibility), compare.py (side by side)

@@ -37,6 +37,7 @@ def _headline(s: dict) -> list[Block]:
          "measured"],
         ["output throughput (tokens/s)", fmt(s["output_throughput"]), "measured"],
         ["request throughput (req/s)", fmt(s["request_throughput"], 3), "measured"],
+        *_steady_rows(s.get("steady_state")),
         ["goodput (req/s meeting the SLOs)",
          fmt(s["goodput"], 3) if s["goodput"] is not None else "n/a (no SLO configured)",
          "measured"],
@@ -46,8 +47,29 @@ def _headline(s: dict) -> list[Block]:
         ["duration (s)", fmt(s["duration_s"], 3), "measured"],
         ["verdict", "VALID" if v["valid"] else "INVALID", "calculated"],
     ]
-    return [("h", "Headline"), ("table", ["figure", "value", "evidence"], rows),
-            ("p", f"Window: {s['window']['rule']}.")]
+    out: list[Block] = [("h", "Headline"), ("table", ["figure", "value", "evidence"], rows),
+                        ("p", f"Window: {s['window']['rule']}.")]
+    st = s.get("steady_state")
+    if st:
+        out.append(("p", f"Steady-state window ({st['status']}): {st['rule']}"
+                         + (f"; unavailable: {st['reason']}" if st.get("reason") else "")
+                         + ". The figures above without \"steady-state\" use the full window."))
+    return out
+
+
+def _steady_rows(st) -> list[list]:
+    """Headline rows of the steady-state window (analysis.steady), next to the full-window ones."""
+    if not st:
+        return []
+    if st.get("status") != "ok":
+        return [["steady-state window", f"unavailable: {st.get('reason')}", "calculated"]]
+    return [["steady-state output throughput (tokens/s)", fmt(st["output_throughput"]),
+             "measured"],
+            ["steady-state request throughput (req/s)", fmt(st["request_throughput"], 3),
+             "measured"],
+            ["steady-state window (s) / level / mean in flight",
+             f"{fmt(st['duration_s'], 3)} / {fmt(st.get('level'))} / "
+             f"{fmt(st['mean_in_flight'], 2)}", "measured"]]
 
 
 def _verdict(s: dict) -> list[Block]:
@@ -140,6 +162,7 @@ def _energy(s: dict) -> list[Block]:
         out.append(("table", ["source/device", "scope", "method", "J", "W", "samples",
                               "in total", "evidence"], srcs))
     out += [("p", f"not measured: {u}") for u in e.get("unmeasured_parts") or []]
+    out += [("p", f"Energy window: {e['window_rule']}.")] if e.get("window_rule") else []
     return out + [("p", f"Method: {e.get('method')}.")]
 
 

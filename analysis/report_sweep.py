@@ -73,14 +73,28 @@ def _points_table(points: list[dict], param: str) -> Block:
         v = s.get("verdict") or {}
         rows.append([f"{p['value']:g}", s.get("requests_completed"), s.get("requests_failed"),
                      fmt(s.get("request_throughput"), 3), fmt(s.get("output_throughput"), 1),
+                     fmt((s.get("steady_state") or {}).get("output_throughput"), 1),
                      fmt(s.get("goodput"), 3), fmt((s.get(key) or {}).get("p50")),
                      fmt((s.get(key) or {}).get("p99")), fmt((s.get("tpot_ms") or {}).get("p50")),
                      fmt((s.get("tpot_ms") or {}).get("p99")),
                      f"{fmt(e.get('j_per_output_token'), 4)} ({e.get('status', 'unmeasured')})",
                      "VALID" if v.get("valid") else "INVALID", p["dir"].name])
-    return ("table", [param.split(".")[-1], "ok", "failed", "req/s", "out tok/s", "goodput",
+    return ("table", [param.split(".")[-1], "ok", "failed", "req/s", "out tok/s",
+                      "steady out tok/s", "goodput",
                       "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "J/token", "verdict",
                       "run"], rows)
+
+
+def _steady_note(points: list[dict]) -> str:
+    """The steady-state rule under the points table; n/a cells say why in each run's report."""
+    st = next((p["summary"].get("steady_state") for p in points
+               if p["summary"].get("steady_state")), None)
+    if not st:
+        return "steady out tok/s: n/a (summaries written before the steady-state window existed)"
+    bad = [f"{p['value']:g}: {p['summary']['steady_state'].get('reason')}" for p in points
+           if (p["summary"].get("steady_state") or {}).get("status") not in (None, "ok")]
+    return (f"steady out tok/s: output tokens/s over the steady-state window ({st['rule']})"
+            + (f"; unavailable at {'; '.join(bad)}" if bad else "") + ".")
 
 
 def _roofline_table(points: list[dict]) -> list[Block]:
@@ -126,7 +140,8 @@ def build_sweep_sections(sweep_dir: str | Path, with_plots: bool = True) -> list
     if not pts:
         return out + [("p", "No point has a run directory with records: nothing to report.")]
     slo = pts[0]["summary"].get("slo") or {}
-    out += [("h", "Points (measured)"), _points_table(pts, param)] + _search(sw)
+    out += [("h", "Points (measured)"), _points_table(pts, param), ("p", _steady_note(pts))]
+    out += _search(sw)
     out.append(("h", "Curves"))
     if with_plots:
         curve = roofline_curve(pts)

@@ -15,6 +15,7 @@ from typing import Optional
 
 from analysis import metrics as m
 from analysis import slo as slo_mod
+from analysis.steady import steady_window
 
 SUMMARY_VERSION = 1
 LATENCY_KEYS = ("ttft_ms", "ttft_from_scheduled_ms", "tpot_ms", "itl_ms", "e2el_ms",
@@ -37,11 +38,31 @@ def _no_power(sources) -> bool:
 
 
 def energy_block(records: list[dict], meta: dict, power_rows: Optional[list[dict]],
-                 win: Optional[tuple[int, int]]) -> dict:
+                 win: Optional[tuple[int, int]], steady: Optional[dict] = None) -> dict:
     """The "energy" object. "unmeasured" with the reason when no power source was configured, the
     energy module is missing, or sources were only named (no sampling session described them) and
-    no samples exist; otherwise analysis.energy.energy_summary(rows, measured records, window,
-    sources), which explains per source why a figure is missing."""
+    no samples exist; otherwise analysis.energy.energy_summary(rows, records, window, sources),
+    which explains per source why a figure is missing.
+
+    Window: the steady-state window when ``steady`` (analysis.steady) is "ok" (ML.ENERGY's
+    steady-state method; records of every phase, as that window is a time slice and warm-up
+    requests still running in it drew power and produced tokens in it), else ``win`` with the
+    measured records. ``window_rule`` says which (present when a window was used)."""
+    if steady and steady.get("status") == "ok":
+        win, recs = (steady["start_ns"], steady["end_ns"]), list(records)
+        rule = f"steady-state window: {steady['rule']}"
+    else:
+        recs = m.measured(records)
+        rule = "full window: " + m.WINDOW_RULE + (
+            f" (steady-state window unavailable: {steady.get('reason')})" if steady else "")
+    out = _energy_block(recs, meta, power_rows, win)
+    if out.get("window") is not None:  # a window was used (the no-source object stays as it is)
+        out["window_rule"] = rule
+    return out
+
+
+def _energy_block(recs: list[dict], meta: dict, power_rows: Optional[list[dict]],
+                  win: Optional[tuple[int, int]]) -> dict:
     sources = meta.get("power_sources")
     if _no_power(sources):
         return {"status": "unmeasured", "reason": "no power source configured"}
@@ -54,7 +75,7 @@ def energy_block(records: list[dict], meta: dict, power_rows: Optional[list[dict
                 "but no sampling session ran and power.jsonl holds no samples"}
     srcs = [s if isinstance(s, dict) else {"name": s} for s in sources]
     try:
-        return energy_summary(power_rows or [], m.measured(records), win, srcs)
+        return energy_summary(power_rows or [], recs, win, srcs)
     except Exception as e:  # an energy bug must not hide the latency figures
         return {"status": "unmeasured", "reason": f"energy_summary failed: {type(e).__name__}: {e}"}
 
@@ -135,7 +156,8 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["client"] = client_block(records, meta, slo)
     out["slo"] = slo
     out["verdict"] = slo_mod.verdict(records, meta)
-    out["energy"] = energy_block(records, meta, power_rows, win)
+    out["steady_state"] = steady_window(records, meta)
+    out["energy"] = energy_block(records, meta, power_rows, win, out["steady_state"])
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",
                        "throughput": "measured", "energy": out["energy"].get("status")}
     return out

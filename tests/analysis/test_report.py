@@ -33,6 +33,11 @@ def test_report_with_plots_and_conditions(tmp_path):
             "python 3.11.9, aiohttp 3.14.0 |") in text
     assert "kv_cache_bytes 131072" in text and "server compile (1.5 s)" in text
     assert "TTFT from scheduled p50 / p99 (ms) | 21.00 / 21.00" in text
+    # steady-state window (server): first to last measured send, 0.101 .. 1.451 s, 8 tokens per
+    # 50 ms gap -> 160 tokens/s; its rule is printed under the headline
+    assert "| steady-state output throughput (tokens/s) | 160.00 | measured |" in text
+    assert "Steady-state window (ok): open loop (server): from the first measured send" in text
+    assert "Steady-state window (ok): open loop (server)" in h
     assert "unmeasured: loadgen measures performance only" in text
     assert "## Server metrics" in text and "<h2>Server metrics</h2>" in h
 

@@ -24,8 +24,11 @@ def test_sweep_report_tables_and_figures(sweep):
         assert h.count("data:image/png;base64,") == 4   # latency, throughput, J/token, roofline
     # closed loop, itl = 10 + 2C ms, 8 tokens, TTFT 20 ms: C=1 -> 6 requests of 104 ms;
     # C=2 -> lanes 0.5 ms apart, 6 requests of 118 ms each -> 12 / 0.7085 s = 16.937 req/s
-    assert "| 1 | 6 | 0 | 9.615 | 76.9 | 9.615 | 20.00 | 20.00 | 12.00 | 12.00 |" in text
-    assert "| 2 | 12 | 0 | 16.937 | 135.5 |" in text
+    # steady out tok/s: n/a, each run lasts < 1 s (the steady window's minimum)
+    assert "| 1 | 6 | 0 | 9.615 | 76.9 | n/a | 9.615 | 20.00 | 20.00 | 12.00 | 12.00 |" in text
+    assert "| 2 | 12 | 0 | 16.937 | 135.5 | n/a |" in text
+    assert "steady out tok/s: output tokens/s over the steady-state window (closed loop:" in text
+    assert "unavailable at 1: " in text and "< the minimum 1 s" in text
     # 120 W over 0.624 s for 48 tokens; 140 W over 0.7085 s for 96 tokens
     assert "| 1.5600 (measured) | VALID | concurrency-1 |" in text
     assert "| 1.0332 (measured) | VALID | concurrency-2 |" in text
