@@ -63,6 +63,11 @@ class Protocol:
     device: str = "auto"                       # auto | cpu
     rotate: int = 1                            # distinct W copies cycled per call (defeats caches)
 
+    @property
+    def transfer_runs(self) -> int:
+        """Timed with-transfer calls: transfer_repeats, else repeats."""
+        return self.transfer_repeats if self.transfer_repeats is not None else self.repeats
+
 
 @dataclass
 class KernelRow:

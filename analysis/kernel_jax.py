@@ -61,8 +61,7 @@ def run(jax, path: str, x: np.ndarray, w: np.ndarray, b: np.ndarray, dtype: str,
         device_s.append((time.perf_counter_ns() - t0) / 1e9)
 
     transfer_s = []
-    n_xfer = proto.transfer_repeats if proto.transfer_repeats is not None else proto.repeats
-    for i in range(n_xfer):
+    for i in range(proto.transfer_runs):
         w_i = ws[i % nw]
         t0 = time.perf_counter_ns()
         xt = jax.device_put(xh, dev)                 # X host → device

@@ -6,6 +6,9 @@
                    ─► SSEParser ─► JSON (every chunk) ─► StreamTally ─► Record.chunks [[t, n], ...]
         end ─► usage vs chunk counts, finish_reason, status / error_kind
 
+The body, the headers and the record bookkeeping (``fail``, ``finish``, ...) are
+``loadgen.request``'s, shared with the Locust engine; only the I/O is here.
+
 Cancellation: ``execute(spec, rec)`` fills the caller's ``rec`` in place. When the task is
 cancelled (run interrupted) the record gets ``status="cancelled"``, ``error_kind="cancelled"``,
 ``end_at_ns`` and everything measured so far, and the ``CancelledError`` is RE-RAISED (so
@@ -25,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any, Optional, Union
 
 import aiohttp
@@ -33,14 +35,14 @@ from yarl import URL
 
 from loadgen.clientload import gc_hold, gc_release
 from loadgen.record import Record, now_ns
+from loadgen.request import (SNIPPET, apply_body, base_body, end_stream, endpoint_path, finish,
+                             request_body, request_headers)
+from loadgen.request import fail as _fail
 from loadgen.sse import DONE, NamedEvent, SSEParser, StreamTally, _scan, error_message, loads as _loads
 
 READ_BUFSIZE = 4 * 2**20      # aiohttp's default 64 KiB throttles long-context bodies (vllm #39963)
 KEEPALIVE_S = 4.0             # below uvicorn's 5 s keep-alive: never reuse a socket the server closes
-SNIPPET = 300                 # characters of an error body kept in Record.error
 _json_loads = json.loads
-_second = itemgetter(1)
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 @dataclass
@@ -78,65 +80,9 @@ class ClientConfig:
                    connect_timeout_s=api.connect_timeout_s)
 
 
-def _headers(cfg: ClientConfig) -> dict:
-    h = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
-    if cfg.stream:
-        h["Accept"] = "text/event-stream"
-    if cfg.api_key:
-        h["Authorization"] = f"Bearer {cfg.api_key}"
-    h.update(cfg.headers)
-    return h
-
-
 def build_base_body(cfg: ClientConfig) -> dict:
-    """Everything but the prompt and max_tokens; extra_body is merged last (stream_options deep)."""
-    body: dict = {"model": cfg.model, "stream": cfg.stream}
-    if cfg.stream and cfg.include_usage:
-        opts = {"include_usage": True}
-        if cfg.continuous_usage:
-            opts["continuous_usage_stats"] = True
-        body["stream_options"] = opts
-    if cfg.ignore_eos:
-        body["ignore_eos"] = True
-    extra = dict(cfg.extra_body)
-    if isinstance(extra.get("stream_options"), dict) and "stream_options" in body:
-        extra["stream_options"] = {**body["stream_options"], **extra["stream_options"]}
-    body.update(extra)
-    return body
-
-
-def _fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:
-    rec.status = "error"
-    rec.error_kind = kind
-    rec.error = msg[:SNIPPET + 100]
-    if rec.end_at_ns is None:
-        rec.end_at_ns = t if t is not None else now_ns()
-
-
-def _finish(rec: Record, tally: StreamTally, spec: RequestSpec) -> None:
-    """Derive first-chunk/first-token times and the token counts from what arrived."""
-    chunks = rec.chunks
-    if chunks:
-        rec.first_chunk_at_ns = chunks[0][0]
-        for t, n in chunks:
-            if n:
-                rec.first_token_at_ns = t
-                break
-        rec.chunk_output_tokens = sum(map(_second, chunks))
-    usage = tally.completion_tokens
-    rec.usage_output_tokens = usage
-    if usage is not None:
-        rec.output_tokens, rec.output_tokens_source = usage, "usage"
-    elif rec.chunk_output_tokens is not None:
-        rec.output_tokens, rec.output_tokens_source = rec.chunk_output_tokens, "chunks"
-    if usage is not None and rec.chunk_output_tokens is not None:
-        rec.token_count_mismatch = usage != rec.chunk_output_tokens
-    if tally.prompt_tokens is not None:
-        rec.prompt_tokens, rec.prompt_tokens_source = tally.prompt_tokens, "usage"
-    elif spec.prompt_tokens is not None:
-        rec.prompt_tokens, rec.prompt_tokens_source = spec.prompt_tokens, "workload"
-    rec.finish_reason = tally.finish_reason
-    rec.output_chars = tally.chars
+    """Everything but the prompt and max_tokens (``loadgen.request.base_body``)."""
+    return base_body(cfg, cfg.model)
 
 
 class Client:
@@ -151,12 +97,11 @@ class Client:
             raise ValueError(f"api.endpoint: expected 'chat' or 'completions', got {cfg.endpoint!r}")
         self.cfg = cfg
         self.max_connections = max_connections or 0
-        path = "/v1/chat/completions" if cfg.endpoint == "chat" else "/v1/completions"
-        self.url = cfg.base_url.rstrip("/") + path
+        self.url = cfg.base_url.rstrip("/") + endpoint_path(cfg.endpoint)
         self._url = URL(self.url)               # parsed once, not per request
         self._chat = cfg.endpoint == "chat"
         self._base = build_base_body(cfg)
-        self._headers = _headers(cfg)
+        self._headers = request_headers(cfg, cfg.api_key)
         self._session: Optional[aiohttp.ClientSession] = None
         self.first_response_headers: Optional[dict] = None  # of the first answer (for sut.json)
 
@@ -182,19 +127,7 @@ class Client:
                       requested_output_tokens=spec.max_tokens, workload_prompt_tokens=spec.prompt_tokens)
 
     def body(self, spec: RequestSpec) -> bytes:
-        b = dict(self._base)
-        p = spec.prompt
-        if self._chat:
-            if isinstance(p, str):
-                b["messages"] = [{"role": "user", "content": p}]
-            elif p and all(isinstance(m, dict) for m in p):
-                b["messages"] = p
-            else:
-                raise ValueError("the chat endpoint needs a text prompt or a list of messages")
-        else:
-            b["prompt"] = p
-        b["max_tokens"] = spec.max_tokens
-        return _dumps(b).encode()
+        return request_body(self._base, self._chat, spec.prompt, spec.max_tokens)
 
     async def execute(self, spec: RequestSpec, rec: Optional[Record] = None) -> Record:
         """Send one request; fill and return ``rec`` (created if not given). See module doc."""
@@ -228,7 +161,7 @@ class Client:
                 rec.error = "the run was interrupted before the request ended"
             if rec.end_at_ns is None:
                 rec.end_at_ns = now_ns()
-            _finish(rec, tally, spec)
+            finish(rec, tally, spec.prompt_tokens)
             raise
         except asyncio.TimeoutError:
             if rec.status == "pending":
@@ -239,7 +172,7 @@ class Client:
         except Exception as e:  # a failed request is a record, whatever raised
             if rec.status == "pending":
                 _fail(rec, "client", f"{type(e).__name__}: {e}")
-        _finish(rec, tally, spec)
+        finish(rec, tally, spec.prompt_tokens)
         return rec
 
     async def _read_stream(self, resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally) -> None:
@@ -292,32 +225,9 @@ class Client:
         except ValueError as e:  # json.loads / a chunk that is not an object
             what = ev[:120] if isinstance(ev, bytes) else ev
             return _fail(rec, "malformed", f"bad JSON in stream ({e}): {what!r}", clock())
-        if done or tally.finish_reason is not None:
-            rec.status = "ok"
-            if rec.end_at_ns is None:
-                rec.end_at_ns = t
-        else:
-            _fail(rec, "incomplete", "stream ended without [DONE] or finish_reason", t)
+        end_stream(rec, tally, done, t)
 
     async def _read_body(self, resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally) -> None:
         raw = await resp.read()
         t = rec.end_at_ns = now_ns()
-        try:
-            obj = _loads(raw)
-        except ValueError:
-            return _fail(rec, "malformed", f"response is not JSON: {raw[:120]!r}", t)
-        if not isinstance(obj, dict):
-            return _fail(rec, "malformed", f"response is not a JSON object: {raw[:120]!r}", t)
-        if "error" in obj or obj.get("object") == "error":
-            return _fail(rec, "server_error", error_message(obj.get("error", obj)), t)
-        usage = obj.get("usage") or {}
-        tally.prompt_tokens = usage.get("prompt_tokens")
-        tally.completion_tokens = usage.get("completion_tokens")
-        for ch in obj.get("choices") or []:
-            text = ch.get("text")
-            if text is None:
-                text = (ch.get("message") or {}).get("content") or ""
-            tally.chars += len(text)
-            if ch.get("finish_reason") is not None:
-                tally.finish_reason = ch["finish_reason"]
-        rec.status = "ok"
+        apply_body(rec, tally, raw, t)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Optional
 
 import loadgen
+from loadgen import eventloop
 from loadgen import sut as sut_mod
 from loadgen.client import Client, ClientConfig, RequestSpec
 from loadgen.clientload import ClientLoad
@@ -34,7 +35,7 @@ from loadgen.progress import RunProgress
 from loadgen.record import RecordWriter, now_ns
 from loadgen.rundir import api_key, resolved_yaml, run_dir_for, summarize_dir, write_json
 from loadgen.scenario import Scenario, ScenarioError
-from loadgen.schedule import Schedule, build_schedule
+from loadgen.schedule import Schedule, build_schedule, seed_for
 from loadgen.server_metrics import ServerMetricsScraper
 from loadgen.workload import WorkloadPlan, build_workload
 
@@ -89,8 +90,7 @@ class Run:
         self.sc = sc
         self.shared_server = server          # already running (a sweep's); not stopped here
         self.plan: WorkloadPlan = build_workload(sc.workload)
-        seed = sc.load.seed if sc.load.seed is not None else sc.workload.seed + 1
-        self.schedule: Schedule = build_schedule(sc.load, seed)
+        self.schedule: Schedule = build_schedule(sc.load, seed_for(sc))
         self.key = api_key(sc)
         self.run_dir = run_dir_for(sc)
         self.progress = progress or RunProgress(None, enabled=False)
@@ -132,8 +132,8 @@ class Run:
                     self.server = stack.enter_context(ManagedServer(self.sc.target.server,
                                                                     self.run_dir))
                     base_url = self.server.base_url
-                stack.enter_context(self._client_affinity())
-                asyncio.run(self._main(base_url.rstrip("/")))
+                stack.enter_context(self.client_affinity())
+                eventloop.run(self._main(base_url.rstrip("/")))
         finally:
             if self.writer is not None:  # the load phase began: its files are always finished
                 meta = self.meta()
@@ -146,7 +146,7 @@ class Run:
         return RunResult(self.run_dir, meta, self.summary, bool(self.interrupted))
 
     @contextlib.contextmanager
-    def _client_affinity(self):
+    def client_affinity(self):
         """With target.server.cpus, run loadgen on the remaining CPUs for the run's length."""
         cpus = self.server.spec.cpus if self.server is not None else None
         try:
@@ -279,12 +279,13 @@ class Run:
         return {
             "loadgen_version": loadgen.__version__, "scenario": sc.name,
             "run_dir": str(self.run_dir), "started_at_unix": time.time(),
-            "engine": "native", "mode": ld.mode, "target_url": self.base_url, "model": self.model,
+            "engine": "native", "event_loop": eventloop.loop_name(), "mode": ld.mode,
+            "target_url": self.base_url, "model": self.model,
             "endpoint": sc.api.endpoint, "stream": sc.api.stream,
             "t0_ns": self.t0, "end_ns": self.end, "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)",
             "rate": ld.rate if ld.mode == "server" else None,
             "scheduled_rate": sched["scheduled_rate"], "schedule": sched,
-            "schedule_seed": sc.load.seed if sc.load.seed is not None else sc.workload.seed + 1,
+            "schedule_seed": seed_for(sc),
             "in_flight_cap": ld.in_flight_cap, "num_requests": ld.num_requests,
             "duration_s": ld.duration_s, "warmup_requests": ld.warmup_requests,
             "records_written": self.writer.count if self.writer else 0,

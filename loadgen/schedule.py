@@ -11,6 +11,7 @@ the same seed gives the same schedule, so a run can be repeated exactly.
     concurrency  no schedule: a closed loop sends when a virtual user becomes free
 
 The first request is at offset 0; request i is at the sum of the first i gaps.
+The seed of a scenario's schedule is ``seed_for(scenario)`` (load.seed, else workload.seed + 1).
 """
 from __future__ import annotations
 
@@ -120,6 +121,13 @@ class Schedule:
             if len(self.offsets_ns):
                 out["scheduled_span_s"] = int(self.offsets_ns[-1]) / NS
         return out
+
+
+def seed_for(sc) -> int:
+    """The arrival-schedule seed of a ``scenario.Scenario``: load.seed, else workload.seed + 1.
+    The one rule for every engine (native runner, Locust plan) and for meta.json."""
+    seed = getattr(sc.load, "seed", None)
+    return seed if seed is not None else sc.workload.seed + 1
 
 
 def build_schedule(load, seed: int) -> Schedule:

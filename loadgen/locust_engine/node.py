@@ -30,6 +30,7 @@ from typing import Callable, Optional
 import gevent
 from gevent.event import Event
 
+from loadgen import request
 from loadgen.locust_engine import user as user_mod
 from loadgen.locust_engine.clock import LagSampler, clock_shift, rebase, sleep_until
 from loadgen.locust_engine.plan import Plan
@@ -46,17 +47,11 @@ class WorkerNode:
         self.sc, self.index, self.n, self.send_msg, self.forward = sc, index, n, send, forward
         self.plan = Plan(sc, index, n)
         a = sc.api
-        path = "/v1/chat/completions" if a.endpoint == "chat" else "/v1/completions"
         self.base_url = setup["base_url"].rstrip("/")
-        self.url = self.base_url + path
+        self.url = self.base_url + request.endpoint_path(a.endpoint)
         self.chat = a.endpoint == "chat"
-        self.base = user_mod.base_body(a, setup["model"])
-        self.headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
-        if a.stream:
-            self.headers["Accept"] = "text/event-stream"
-        if api_key:
-            self.headers["Authorization"] = f"Bearer {api_key}"
-        self.headers.update(a.headers)
+        self.base = request.base_body(a, setup["model"])
+        self.headers = request.request_headers(a, api_key)
         user_mod.LLMUser.host = self.base_url   # users spawned from now on (Locust's UI label)
         user_mod.LLMUser.connection_timeout = a.connect_timeout_s
         user_mod.LLMUser.network_timeout = a.timeout_s
@@ -140,9 +135,9 @@ class WorkerNode:
             if sched > now_ns() and sleep_until(sched, lambda: self.stopped):
                 return                   # interrupt() wrote it as cancelled
             try:
-                data = user_mod.request_body(self.base, self.chat, spec.prompt, spec.max_tokens)
+                data = request.request_body(self.base, self.chat, spec.prompt, spec.max_tokens)
             except (TypeError, ValueError) as e:
-                user_mod.fail(rec, "client", f"cannot build the request body: {e}")
+                request.fail(rec, "client", f"cannot build the request body: {e}")
             else:
                 self._journal(rec)
                 a = self.sc.api
@@ -185,7 +180,7 @@ class WorkerNode:
             snap.status, snap.error_kind, snap.error = "cancelled", "cancelled", why
         if snap.end_at_ns is None:
             snap.end_at_ns = now_ns()
-        user_mod.finish(snap, _Tally(snap))
+        request.finish(snap, _Tally(snap), snap.workload_prompt_tokens)
         self._write(snap)
 
     def _maybe_finish(self) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from loadgen.scenario import Scenario
-from loadgen.schedule import Schedule, build_schedule
+from loadgen.schedule import Schedule, build_schedule, seed_for
 from loadgen.workload import PromptSpec, WorkloadPlan, build_workload
 
 DEFAULT_OPEN_USERS = 256     # users (in-flight bound) for a server/offline run without a cap
@@ -36,12 +36,6 @@ class Spec:
     prompt_tokens: Optional[int]
     max_tokens: int
     offset_ns: Optional[int]     # from t0 (server/offline); None: closed loop (now)
-
-
-def schedule_seed(sc: Scenario) -> int:
-    """The arrival-schedule seed, by the native runner's rule (load.seed, else workload.seed+1)."""
-    seed = getattr(sc.load, "seed", None)
-    return seed if seed is not None else sc.workload.seed + 1
 
 
 def digest(sc: Scenario) -> str:
@@ -82,7 +76,7 @@ class Plan:
             raise ValueError(f"worker index {index} outside 0..{n_workers - 1}")
         self.sc, self.index, self.n = sc, index, n_workers
         self.workload: WorkloadPlan = build_workload(sc.workload)
-        self.schedule: Schedule = build_schedule(sc.load, schedule_seed(sc))
+        self.schedule: Schedule = build_schedule(sc.load, seed_for(sc))
         self.warmup = sc.load.warmup_requests
         self.count = measured_count(sc, self.schedule)
 

@@ -130,7 +130,7 @@ class LocustRun:
                 if self.sc.target.server is not None:
                     r.server = stack.enter_context(ManagedServer(self.sc.target.server, r.run_dir))
                     base_url = r.server.base_url
-                stack.enter_context(r._client_affinity())   # target.server.cpus: the rest
+                stack.enter_context(r.client_affinity())   # target.server.cpus: the rest
                 self._sut(base_url.rstrip("/"))
                 self._processes()
                 r.server_alive_at_end = r.server.alive if r.server is not None else None

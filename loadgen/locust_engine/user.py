@@ -1,6 +1,6 @@
 """The gevent side of one request: a Locust user that streams from the OpenAI API.
 
-    Spec ─► body (same fields as loadgen.client) ─► FastHttpUser's pooled geventhttpclient
+    Spec ─► body (loadgen.request, as loadgen.client) ─► FastHttpUser's pooled geventhttpclient
         sent_at_ns ─► headers ─► each socket recv stamped once (perf_counter_ns)
                   ─► SSEParser ─► json ─► StreamTally ─► Record.chunks [[t, n], ...]
         end ─► usage vs chunk counts, status / error_kind (the same rules as the native client)
@@ -10,12 +10,13 @@
 The stream is read straight from the response's socket, not through ``iter_content`` /
 ``iter_lines`` (they wait for 1024 bytes, so a 50 ms first token shows at ~95 ms): every
 ``recv`` is stamped when it returns and whatever it completed is parsed at once.
-No asyncio and no aiohttp here (this runs in a gevent-patched process).
+Body, headers and the record bookkeeping (``fail``, ``finish``, ...) come from
+``loadgen.request``, the native client's own rules. No asyncio and no aiohttp here (this runs
+in a gevent-patched process).
 """
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 from typing import Any, Optional
 
@@ -23,78 +24,13 @@ import gevent
 from locust import FastHttpUser, constant, task
 
 from loadgen.record import Record, now_ns
+from loadgen.request import SNIPPET, apply_body, end_stream, fail, finish
 from loadgen.sse import DONE, NamedEvent, SSEParser, StreamTally, error_message, loads
 
-SNIPPET = 300
 KEEPALIVE_NS = 4_000_000_000  # idle longer: reconnect (uvicorn drops idle sockets after 5 s)
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 # the process-wide source of requests (loadgen.locust_engine.node.WorkerNode), set before spawn
 NODE: Optional[Any] = None
-
-
-def base_body(api, model: str) -> dict:
-    """Every body field but prompt and max_tokens (the native client's rules; extra_body last)."""
-    body: dict = {"model": model, "stream": api.stream}
-    if api.stream and api.include_usage:
-        opts = {"include_usage": True}
-        if api.continuous_usage:
-            opts["continuous_usage_stats"] = True
-        body["stream_options"] = opts
-    if api.ignore_eos:
-        body["ignore_eos"] = True
-    extra = dict(api.extra_body)
-    if isinstance(extra.get("stream_options"), dict) and "stream_options" in body:
-        extra["stream_options"] = {**body["stream_options"], **extra["stream_options"]}
-    body.update(extra)
-    return body
-
-
-def request_body(base: dict, chat: bool, prompt, max_tokens: int) -> bytes:
-    b = dict(base)
-    if chat:
-        if isinstance(prompt, str):
-            b["messages"] = [{"role": "user", "content": prompt}]
-        elif prompt and all(isinstance(m, dict) for m in prompt):
-            b["messages"] = prompt
-        else:
-            raise ValueError("the chat endpoint needs a text prompt or a list of messages")
-    else:
-        b["prompt"] = prompt
-    b["max_tokens"] = max_tokens
-    return _dumps(b).encode()
-
-
-def fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:
-    rec.status, rec.error_kind, rec.error = "error", kind, msg[:SNIPPET + 100]
-    if rec.end_at_ns is None:
-        rec.end_at_ns = t if t is not None else now_ns()
-
-
-def finish(rec: Record, tally: StreamTally) -> None:
-    """First-chunk/first-token times and token counts from what arrived (native rules)."""
-    if rec.chunks:
-        rec.first_chunk_at_ns = rec.chunks[0][0]
-        total = 0
-        for t, n in rec.chunks:
-            if n:
-                if rec.first_token_at_ns is None:
-                    rec.first_token_at_ns = t
-                total += n
-        rec.chunk_output_tokens = total
-    usage = rec.usage_output_tokens = tally.completion_tokens
-    if usage is not None:
-        rec.output_tokens, rec.output_tokens_source = usage, "usage"
-    elif rec.chunk_output_tokens is not None:
-        rec.output_tokens, rec.output_tokens_source = rec.chunk_output_tokens, "chunks"
-    if usage is not None and rec.chunk_output_tokens is not None:
-        rec.token_count_mismatch = usage != rec.chunk_output_tokens
-    if tally.prompt_tokens is not None:
-        rec.prompt_tokens, rec.prompt_tokens_source = tally.prompt_tokens, "usage"
-    elif rec.workload_prompt_tokens is not None:
-        rec.prompt_tokens, rec.prompt_tokens_source = rec.workload_prompt_tokens, "workload"
-    rec.finish_reason = tally.finish_reason
-    rec.output_chars = tally.chars
 
 
 def _discard(raw) -> None:
@@ -164,36 +100,13 @@ def read_stream(raw, rec: Record, tally: StreamTally) -> None:
     finally:
         if not raw.message_complete:
             _discard(raw)
-    if done or tally.finish_reason is not None:
-        rec.status = "ok"
-        if rec.end_at_ns is None:
-            rec.end_at_ns = t
-    else:
-        fail(rec, "incomplete", "stream ended without [DONE] or finish_reason", t)
+    end_stream(rec, tally, done, t)
 
 
 def read_body(raw, rec: Record, tally: StreamTally) -> None:
     data = raw.read()
     t = rec.end_at_ns = now_ns()
-    try:
-        obj = loads(data)
-    except ValueError:
-        return fail(rec, "malformed", f"response is not JSON: {data[:120]!r}", t)
-    if not isinstance(obj, dict):
-        return fail(rec, "malformed", f"response is not a JSON object: {data[:120]!r}", t)
-    if "error" in obj or obj.get("object") == "error":
-        return fail(rec, "server_error", error_message(obj.get("error", obj)), t)
-    usage = obj.get("usage") or {}
-    tally.prompt_tokens = usage.get("prompt_tokens")
-    tally.completion_tokens = usage.get("completion_tokens")
-    for ch in obj.get("choices") or []:
-        text = ch.get("text")
-        if text is None:
-            text = (ch.get("message") or {}).get("content") or ""
-        tally.chars += len(text)
-        if ch.get("finish_reason") is not None:
-            tally.finish_reason = ch["finish_reason"]
-    rec.status = "ok"
+    apply_body(rec, tally, data, t)
 
 
 def execute(agent, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
@@ -238,7 +151,7 @@ def execute(agent, url: str, headers: dict, data: bytes, stream: bool, rec: Reco
         if rec.status == "pending":
             fail(rec, "client", f"{type(e).__name__}: {e}")
     finally:
-        finish(rec, tally)
+        finish(rec, tally, rec.workload_prompt_tokens)
 
 
 class LLMUser(FastHttpUser):

@@ -314,17 +314,22 @@ def test_clock_shift_onto_the_masters_clock():
     assert boot_id() is None or len(boot_id()) > 8
 
 
+def _locustfile(tmp_path: Path, scenario: Path, users: int, run_time: str):
+    """``locust -f <packaged locustfile> --headless`` on ``scenario``; run dir tmp_path/lf."""
+    import loadgen.locust_engine as pkg
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LOADGEN_SCENARIO=str(scenario),
+               LOADGEN_RUN_DIR=str(tmp_path / "lf"))
+    return subprocess.run([sys.executable, "-m", "locust", "-f",
+                           str(Path(pkg.__file__).parent / "locustfile.py"), "--headless",
+                           "-u", str(users), "-r", "10", "--run-time", run_time, "--only-summary"],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
 def test_packaged_locustfile_headless(tmp_path, calib_server):
     """``locust -f <packaged locustfile>`` driven by LOADGEN_SCENARIO writes the same records."""
-    import loadgen.locust_engine as pkg
     p = _scenario(tmp_path, calib_server.url, {"mode": "concurrency", "concurrency": 2,
                                                "num_requests": 9, "warmup_requests": 1})
-    env = dict(os.environ, PYTHONPATH=str(ROOT), LOADGEN_SCENARIO=str(p),
-               LOADGEN_RUN_DIR=str(tmp_path / "lf"))
-    out = subprocess.run([sys.executable, "-m", "locust", "-f",
-                          str(Path(pkg.__file__).parent / "locustfile.py"), "--headless",
-                          "-u", "2", "-r", "10", "--run-time", "60s", "--only-summary"],
-                         env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    out = _locustfile(tmp_path, p, users=2, run_time="60s")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "loadgen: 10 records" in out.stdout
     recs = read_records(tmp_path / "lf" / "records.jsonl")
@@ -420,15 +425,9 @@ def test_scenarios_the_workers_cannot_share_are_refused(tmp_path):
 
 
 def test_packaged_locustfile_run_time_stop_keeps_one_record_each(tmp_path, calib_server):
-    import loadgen.locust_engine as pkg
     p = _scenario(tmp_path, calib_server.url, {"mode": "server", "rate": 10, "num_requests": 80,
                                                "arrival": "constant"})
-    env = dict(os.environ, PYTHONPATH=str(ROOT), LOADGEN_SCENARIO=str(p),
-               LOADGEN_RUN_DIR=str(tmp_path / "lf"))
-    out = subprocess.run([sys.executable, "-m", "locust", "-f",
-                          str(Path(pkg.__file__).parent / "locustfile.py"), "--headless",
-                          "-u", "4", "-r", "10", "--run-time", "3s", "--only-summary"],
-                         env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    out = _locustfile(tmp_path, p, users=4, run_time="3s")
     assert "loadgen: 80 records" in out.stdout, out.stderr[-2000:]
     recs = read_records(tmp_path / "lf" / "records.jsonl")
     _check_exactly_once(recs, 80)

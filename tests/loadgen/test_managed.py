@@ -10,6 +10,7 @@ import pytest
 
 from loadgen.managed import ManagedServer, ServerStartError, build_argv
 from loadgen.scenario import ScenarioError, ServerSpec
+from tests.support.procs import alive
 
 SERVER = textwrap.dedent('''
     import json, signal, sys, time
@@ -51,16 +52,6 @@ def script(tmp_path):
 
 def spec(script, mode, **kw):
     return ServerSpec(kind="command", command=[sys.executable, str(script), "{port}", mode], **kw)
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers kill(0); its state says so
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split()[2] != "Z"
 
 
 def test_start_health_info_log_and_stop(script, tmp_path):

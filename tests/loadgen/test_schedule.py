@@ -1,14 +1,25 @@
 """Arrival schedules: rates within statistical tolerance, seeded, exact where they should be."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from loadgen.scenario import Load
 from loadgen.schedule import (NS, build_schedule, gap_cv, offline_offsets_ns, scheduled_rate,
-                              server_offsets_ns)
+                              seed_for, server_offsets_ns)
 
 
 def rng(seed=0):
     return np.random.default_rng(seed)
+
+
+def test_seed_for_load_seed_else_workload_seed_plus_one():
+    def sc(load_seed, wl_seed=3):
+        return SimpleNamespace(load=SimpleNamespace(seed=load_seed),
+                               workload=SimpleNamespace(seed=wl_seed))
+    assert seed_for(sc(None)) == 4
+    assert seed_for(sc(11)) == 11
+    assert seed_for(sc(0)) == 0                  # 0 is a seed, not "unset"
 
 
 def test_poisson_rate_within_tolerance():

@@ -19,6 +19,7 @@ from loadgen.runner import run_scenario
 from loadgen.scenario import ScenarioError, ServerSpec, scenario_from_dict
 from loadgen.vllm import (build_vllm_argv, describe_server, extra_args, gpu_inventory, launcher,
                           parse_flags, parse_gpu_csv, vllm_version)
+from tests.support.procs import alive
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_VLLM = textwrap.dedent(f'''\
@@ -183,15 +184,6 @@ def _tree(tmp_path, server, **api):
             "output": {"dir": str(tmp_path), "run_name": "run", "report": "none"}}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split()[2] != "Z"
-
-
 def test_managed_vllm_run_with_a_fake_vllm(bin_dir, tmp_path, monkeypatch):
     _exe(bin_dir, "vllm", FAKE_VLLM)
     monkeypatch.setenv("FAKE_VLLM_ARGV", str(tmp_path / "argv.json"))
@@ -215,7 +207,7 @@ def test_managed_vllm_run_with_a_fake_vllm(bin_dir, tmp_path, monkeypatch):
         assert desc["version"]["cli"] == "0.0.0-fake"
     assert "gpus" in desc
     assert "PORT" in (d / "server.log").read_text()                  # the server's log is kept
-    assert not _alive(ms["pid"])
+    assert not alive(ms["pid"])
     meta = json.loads((d / "meta.json").read_text())
     assert meta["server_metrics"]["status"] == "unavailable"         # no /metrics: said why
     assert "HTTP 404" in meta["server_metrics"]["reason"]
@@ -233,6 +225,6 @@ def test_kind_command_run_against_the_calibration_server(tmp_path):
     sut = json.loads((d / "sut.json").read_text())
     assert sut["managed_server"]["kind"] == "command" and sut["model"] == "calib-model"
     assert sut["managed_server"]["sut"]["flags"]["port"] == str(sut["managed_server"]["argv"][-1])
-    assert not _alive(sut["managed_server"]["pid"])
+    assert not alive(sut["managed_server"]["pid"])
     summary = json.loads((d / "summary.json").read_text())
     assert summary["requests_completed"] == 4
