@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytest.importorskip("locust", reason="the locust extra is not installed (pip install 'loadgen[locust]')")
+
 from loadgen.locust_engine.plan import Plan, owner
 from loadgen.locust_engine.cli import check_flags
 from loadgen.locust_engine.run import LocustOptions, run_locust
