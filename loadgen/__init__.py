@@ -4,7 +4,7 @@
       runner.py ─► workload.py (prompts, lengths; seeded)  ─► schedule.py (arrival offsets; seeded)
                 ─► managed.py / vllm.py (start, health-check, stop a server; its log; sut.json)
                 ─► dispatch.py (offline | server open loop | closed loop; one record per request)
-                      └► client.py (aiohttp, uvloop via eventloop.py) + sse.py + request.py
+                      └► client.py (aiohttp; asyncio or uvloop via eventloop.py) + sse.py + request.py
                 ─► record.py (Record ─► records.jsonl, flushed as each request ends)
                 ─► clientload.py (is the client itself the bottleneck?)
                 ─► power/ (samplers ─► power.jsonl)  ─► server_metrics.py (/metrics ─► jsonl)
