@@ -333,7 +333,7 @@ def test_run_with_a_live_rapl_tree_reports_energy(calib_server, tmp_path):
             "api": {"extra_body": {"calib": {"ttft_ms": 20, "itl_ms": 10}}},
             "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 8},
                          "output_tokens": {"dist": "fixed", "value": 8}},
-            "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 12},
+            "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 24},  # >1 s window
             "power": {"sources": ["rapl", "estimate"], "rapl_root": str(tmp_path / "powercap"),
                       "sample_hz": 50, "estimate_watts": 300},
             "output": {"dir": str(tmp_path), "run_name": "run"}})
