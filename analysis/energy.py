@@ -188,7 +188,7 @@ def energy_summary(power_rows: list[dict], records: list[dict],
 
     tokens = float(sum(n for r in records for t, n in token_events(r) if start < t <= end))
     outs = [r["output_tokens"] for r in records if r.get("phase", "measured") == "measured"
-            and r.get("status") == "ok" and r.get("output_tokens")]
+            and r.get("status") == "ok" and r.get("output_tokens") is not None]
     mean_out = float(np.mean(outs)) if outs else None
     if any(f["method"] == "counter" for f in meas) and dur < MIN_WINDOW_S:
         warnings.append(f"window {dur:.1f} s < {MIN_WINDOW_S:.0f} s: counters update about every"

@@ -95,6 +95,15 @@ def preset_table() -> list[dict]:
     return [{"name": k, **asdict(v)} for k, v in PRESETS.items()]
 
 
+def client_cpu(meta: dict) -> Optional[float]:
+    """The client's CPU share of one core (``meta.client_cpu``: a number, or a dict with
+    ``fraction`` / ``mean``), or None when it was not recorded."""
+    cpu = meta.get("client_cpu")
+    if isinstance(cpu, dict):
+        cpu = cpu.get("fraction", cpu.get("mean"))
+    return float(cpu) if isinstance(cpu, (int, float)) else None
+
+
 def _check(checks: list, reasons: list, name: str, ok: bool, value, limit, why: str) -> None:
     checks.append({"name": name, "ok": ok, "value": value, "limit": limit})
     if not ok:
@@ -175,7 +184,7 @@ def verdict(records: list[dict], meta: dict) -> dict:
         lim = float(slo["max_schedule_lag_ms"])
         _check(checks, reasons, "p99_schedule_lag_ms", lag is not None and lag <= lim, lag, lim,
                f"p99 schedule lag {_fmt(lag)} ms > {lim} ms (the client did not keep its schedule)")
-        cpu = meta.get("client_cpu")
+        cpu = client_cpu(meta)
         if cpu is None:
             notes.append("client CPU not recorded: saturation not checked")
         else:

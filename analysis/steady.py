@@ -89,7 +89,10 @@ def steady_window(records: list[dict], meta: Optional[dict] = None, *, min_s: fl
         cap = _cap(meta)
         level = min(cap, len(sends)) if cap else len(sends)
         out["level"] = level
-        start = next((t for t, n in steps if t >= sends[0] and n >= level), None)
+        # the count after every event at an instant (the last step at that time), so that an
+        # intermediate count at a busy instant (ends applied, sends not yet) is not taken
+        start = next((t for i, (t, n) in enumerate(steps) if t >= sends[0] and n >= level
+                      and (i + 1 == len(steps) or steps[i + 1][0] != t)), None)
         if start is None or _count_at(steps, start) < level:
             out["reason"] = f"in flight never reached the level L = {level}"
             return out

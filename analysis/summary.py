@@ -23,11 +23,7 @@ LATENCY_KEYS = ("ttft_ms", "ttft_from_scheduled_ms", "tpot_ms", "itl_ms", "e2el_
 STAT_FIELDS = ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max")
 
 
-def _client_cpu(meta: dict) -> Optional[float]:
-    cpu = meta.get("client_cpu")
-    if isinstance(cpu, dict):
-        cpu = cpu.get("fraction", cpu.get("mean"))
-    return float(cpu) if isinstance(cpu, (int, float)) else None
+_client_cpu = slo_mod.client_cpu  # the same CPU figure as the verdict's
 
 
 def _no_power(sources) -> bool:

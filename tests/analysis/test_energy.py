@@ -251,3 +251,15 @@ def test_partial_measurement_names_what_is_missing():
     assert e["status"] == "measured" and e["energy_j"] == pytest.approx(200.0)
     parts = " | ".join(e["unmeasured_parts"])
     assert "rapl: unavailable: no /sys/class/powercap" in parts and "nvml/gpu1" in parts
+
+
+def test_mean_output_length_counts_zero_token_answers():
+    # docs/energy.md: J/request = J/token x mean output length of the measured successful
+    # requests; a successful answer of 0 tokens has length 0 (not missing), so it is averaged in
+    rows = counter_rows("nvml", "gpu0", "gpu", 100.0, -1.0, 11.0)
+    recs = steady_records(10, 10, out_tokens=10)
+    empty = {"id": 999, "phase": "measured", "status": "ok", "sent_at_ns": 5 * S,
+             "end_at_ns": 5 * S + 1_000_000, "chunks": [], "output_tokens": 0}
+    e = energy_summary(rows, recs + [empty], (0, 10 * S), [src("nvml")])
+    assert e["mean_output_tokens"] == pytest.approx(10 * 100 / 101)
+    assert e["j_per_request"] == pytest.approx(e["j_per_output_token"] * 10 * 100 / 101)

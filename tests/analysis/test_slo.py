@@ -112,3 +112,9 @@ def test_unknown_preset_after_a_run_is_an_invalid_reason_not_a_crash():
     assert not v["valid"]
     assert v["reasons"][0].startswith("slo.preset: unknown preset 'server/typo'")
     assert any(c["name"] == "p99_ttft_ms" and c["ok"] for c in v["checks"])  # explicit limit kept
+
+
+def test_client_cpu_given_as_a_dict_is_read_like_the_summary_does():
+    v = slo.verdict(steady(40), server_meta(client_cpu={"fraction": 0.97}))
+    cpu = next(c for c in v["checks"] if c["name"] == "client_cpu")
+    assert cpu["value"] == 0.97 and not cpu["ok"] and not v["valid"]

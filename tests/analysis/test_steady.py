@@ -152,3 +152,15 @@ def test_report_shows_the_steady_window_and_its_rule(tmp_path):
     assert "Energy window: steady-state window: closed loop" in text
     assert "steady-state output throughput (tokens/s)</td>" in h
     assert "Steady-state window (ok): closed loop" in h
+
+
+def test_level_judged_after_every_event_at_an_instant():
+    # cap 4, 3 measured requests (L = 3). Warm-up W0..W2 end at 1 s, W3 runs to 5 s. At 1 s the
+    # ends pass through 3 in flight before M0's send leaves 2; the level is reached at 2 s (M1).
+    recs = [rec(i, phase="warmup", sched=0, sent=0, end=1000, chunks=[[1000, 1]])
+            for i in range(3)]
+    recs += [rec(3, phase="warmup", sched=0, sent=0, end=5000, chunks=[[5000, 1]])]
+    recs += [req(4 + i, 1000 * (i + 1), dur_ms=4000) for i in range(3)]
+    w = steady.steady_window(recs, {"mode": "concurrency", "in_flight_cap": 4})
+    assert w["level"] == 3 and w["status"] == "ok"
+    assert (w["start_ns"], w["end_ns"]) == (2000 * MS, 3000 * MS)
