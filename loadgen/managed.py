@@ -113,17 +113,17 @@ class ManagedServer:
             raise ServerStartError(f"target.server: cannot start {self.argv[0]}: {e}") from None
         finally:
             log.close()  # the child holds its own descriptor
-        try:
+        try:  # __exit__ never runs when __enter__ raises: stop the child here, whatever raised
             self._wait_healthy(t)
+            self.startup_s = time.monotonic() - t
+            self.info = self._fetch_info()
+            try:  # flags, GPUs, vLLM version: every probe bounded, "unavailable" when it cannot say
+                self.sut = describe_server(self.spec, self.argv, self.base_url)
+            except Exception as e:
+                self.sut = {"status": "unavailable", "reason": f"{type(e).__name__}: {e}"}
         except BaseException:
             self.stop()
             raise
-        self.startup_s = time.monotonic() - t
-        self.info = self._fetch_info()
-        try:  # flags, GPUs, vLLM version: every probe bounded, "unavailable" when it cannot say
-            self.sut = describe_server(self.spec, self.argv, self.base_url)
-        except Exception as e:
-            self.sut = {"status": "unavailable", "reason": f"{type(e).__name__}: {e}"}
         return self
 
     def _wait_healthy(self, t_start: float) -> None:

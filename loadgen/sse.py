@@ -80,38 +80,39 @@ _KNOWN = (b"event", b"id", b"retry")
 class SSEParser:
     """Bytes in, events out. Keeps the unfinished tail line between calls."""
 
-    __slots__ = ("_tail", "_data", "_event")
+    __slots__ = ("_tail", "_data", "_event", "_cr")
 
     def __init__(self) -> None:
         self._tail = b""
+        self._cr = False                     # the last read ended in \r: a leading \n is its LF
         self._data: Optional[list] = None    # data lines of the event being built
         self._event: Optional[bytes] = None  # its event type, when given
 
     def feed(self, chunk: bytes) -> list:
+        if self._cr and chunk:
+            self._cr = False
+            if chunk[:1] == b"\n":            # the second half of a \r\n split across reads
+                chunk = chunk[1:]
         buf = self._tail + chunk if self._tail else chunk
         if b"\r" in buf:
-            hold = buf.endswith(b"\r")       # maybe the first half of a \r\n split across reads
-            if hold:
-                buf = buf[:-1]
+            # a trailing \r ends its line now (the event it completes is returned in this read);
+            # a \n opening the next read is then dropped as its LF
+            self._cr = buf.endswith(b"\r")
             buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        else:
-            hold = False
         # Fast path, the usual stream: nothing but "data: <one line>" blocks. Then the newlines
         # are exactly two per block end, and splitting on the separators yields the payloads.
         end = buf.rfind(b"\n\n")
         if end >= 0 and buf.startswith(b"data: "):
             payloads = buf[6:end].split(b"\n\ndata: ")
             if buf.count(b"\n", 0, end) == 2 * len(payloads) - 2:
-                tail = buf[end + 2:]
-                self._tail = tail + b"\r" if hold else tail
+                self._tail = buf[end + 2:]
                 if b"[DONE]" in payloads:
                     return [DONE if e == b"[DONE]" else e for e in payloads]
                 return payloads
         # General path. The state is clean at every block start (each block ends in a dispatch
         # and a tail is re-split whole).
         blocks = buf.split(b"\n\n")         # every block but the last ends with a blank line
-        tail = blocks.pop()
-        self._tail = tail + b"\r" if hold else tail
+        self._tail = blocks.pop()
         out = []
         line = self._line
         for blk in blocks:
@@ -124,7 +125,7 @@ class SSEParser:
         """End of stream: the pending tail line and a pending event are dispatched."""
         out: list = []
         tail, self._tail = self._tail, b""
-        for ln in tail.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
+        for ln in tail.split(b"\n"):               # feed() left it with \n line ends only
             if ln:
                 self._line(ln, out)
         self._line(b"", out)

@@ -61,6 +61,15 @@ def test_crlf_split_between_cr_and_lf_is_one_line_end():
     assert out == [b'{"x": 1}', DONE]
 
 
+def test_a_trailing_cr_completes_the_event_in_its_own_read():
+    # a \r ends its line whatever follows: the event is due in this read, not the next one
+    p = SSEParser()
+    assert p.feed(b'data: {"x": 1}\r\n\r') == [b'{"x": 1}']
+    assert p.feed(b"\ndata: 2\r\r") == [b"2"]          # the leading \n was the LF of the \r
+    assert p.feed(b"\n") == []
+    assert p.feed(b"data: [DONE]\n\n") == [DONE]
+
+
 def test_events_are_returned_in_the_read_that_completes_them():
     p = SSEParser()
     assert p.feed(b"data: {\"a\"") == []
