@@ -1,16 +1,12 @@
-"""analysis: pure functions of a run directory (records.jsonl, power.jsonl, sut.json).
+"""analysis: pure functions of a run directory (records.jsonl, power.jsonl, sut.json, meta.json).
 
-    records (dicts) ─► metrics.py (TTFT, TPOT, ITL, E2E, lag, throughput, goodput; None if missing)
-                    ─► slo.py (SLO presets, MLPerf-style verdict)
-                    ─► steady.py (steady-state window: ramp-up and drain cut by a rule)
-                    ─► summary.py (summary.json, the stable contract)   ─► report.py (md / html)
-                    ─► series.py (per-second series) ─► plots.py        ─┘  render.py
-    run dirs + scenario.yaml ─► manifest.py (reproducibility), compare.py (side by side)
-    sweep dir (sweep.json + run dirs) ─► report_sweep.py ─► plots_sweep.py
-    HF config.json ─► model_spec.py (shape dict) ─► model_cost.py
-    power.jsonl     ─► energy.py (window energy, J/token, per-request split)
-    devices.py (spec catalogue with evidence) ─► roofline.py ◄─ model cost arithmetic
-    kernel.py (Y = ReLU(XW + b) across frameworks and time boundaries)
+    records ─► metrics/ (TTFT, TPOT, ITL, E2E, throughput, goodput; SLO verdict; steady window;
+               summary.json) ───────────────────────────────────────────────────────────────┐
+    power.jsonl ─► energy/ (window energy, J/token, per-request split) ───────────────────────┤
+    server_metrics.jsonl ─► server/ (server-side figures, TTFT decomposition) ─────────────────┤
+    config.json / sut.json model ─► roofline/ (cost arithmetic, device specs, bounds, MBU/MFU) ─┤
+    kernel/ (Y = ReLU(XW + b) across frameworks and time boundaries; a decode step as GEMVs)    │
+    report/ (run and sweep reports, conditions, manifest, compare) ◄───────────────────────────┘
 
-Imports nothing of ours: it reads files and dicts only.
+Imports nothing of loadgen or servers: it reads files and dicts only (tests/test_layering.py).
 """

@@ -1,7 +1,7 @@
 """Benchmark (not a test): the most streamed tokens/s loadgen sustains, per load engine.
 
     calibration server (subprocess, zero delay, no log; CPU 0) ◄── the real engines, end to end:
-        native            loadgen.runner.run_scenario (asyncio + aiohttp, this process)
+        native            loadgen.run.runner.run_scenario (asyncio + aiohttp, this process)
         locust, 1 worker  loadgen.locust_engine.run_locust, --workers 1 (master + 1 worker)
         locust, 2 workers the same with 2 worker processes
     each: closed loop (mode concurrency) at each concurrency level for --duration s of
@@ -59,13 +59,13 @@ def _rates(run_dir: Path) -> dict:
 
 
 def one(engine: str, workers: int, url: str, conc: int, duration_s: float, tmp: Path) -> dict:
-    from loadgen.scenario import load_scenario
+    from loadgen.scenario.model import load_scenario
     name = f"{engine}-{workers}-{conc}"
     p = _scenario(tmp, url, name, conc, duration_s)
     sc = load_scenario(p)
     t = time.perf_counter()
     if engine == "native":
-        from loadgen.runner import run_scenario
+        from loadgen.run.runner import run_scenario
         res = run_scenario(sc)
     else:
         from loadgen.locust_engine.run import LocustOptions, run_locust

@@ -97,10 +97,10 @@ def main() -> int:
     probe = probe_counter_period(nv, h)
     nv.nvmlShutdown()
 
-    from analysis.energy import energy_summary, load_power
-    from analysis.energy_series import trapezoid_j, window_power_samples
+    from analysis.energy.energy import energy_summary, load_power
+    from analysis.energy.series import trapezoid_j, window_power_samples
     from loadgen import power
-    from loadgen.scenario import Power
+    from loadgen.scenario.model import Power
 
     base = Path(os.environ.get("OUT") or Path(__file__).parent / "results")
     run = base / f"nvml_power_check-{time.strftime('%Y%m%d-%H%M%S')}"

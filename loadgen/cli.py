@@ -19,7 +19,7 @@ import traceback
 from typing import Optional
 
 from loadgen import __version__
-from loadgen.scenario import ScenarioError
+from loadgen.scenario.model import ScenarioError
 
 COMMANDS = ("run", "sweep", "report", "compare", "serve", "kernel", "calibrate")
 
@@ -56,7 +56,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if func is None:
         ap.print_help(sys.stderr)
         return 2
-    from loadgen.managed import ServerStartError
+    from loadgen.targets.managed import ServerStartError
     try:
         return int(func(args) or 0)
     except ScenarioError as e:

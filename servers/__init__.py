@@ -1,4 +1,6 @@
-"""servers: systems under test that loadgen can start. Each is its own process; never imports loadgen.
+"""servers: systems under test that loadgen can start. Each runs as its own process; never imports
+loadgen or analysis (tests/test_layering.py).
 
-    servers/jax/   the built-in JAX engine (continuous batching, KV cache, OpenAI-compatible API)
+    servers/jax/    the built-in JAX engine (continuous batching, KV cache, OpenAI-compatible API)
+    servers/vllm/   vLLM's `vllm serve` command line and its self-description (launch helpers)
 """

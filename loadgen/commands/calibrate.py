@@ -1,6 +1,6 @@
 """`loadgen calibrate`: measure this machine's memory bandwidth and matmul rate, save them as a spec.
 
-    flags ─► analysis.calibrate.calibrate() (copy + matmul, medians) ─► DeviceSpec (evidence: measured)
+    flags ─► analysis.roofline.calibrate.calibrate() (copy + matmul, medians) ─► DeviceSpec (evidence: measured)
           ─► devices.save_spec ─► ~/.cache/loadgen/calibration.json (or --out) ─► `loadgen kernel` roofline
 
 Runnable as `python -m loadgen.commands.calibrate` too.
@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis import calibrate as cal
-from analysis import devices
+from analysis.roofline import calibrate as cal
+from analysis.roofline import devices
 
 
 def register(subparsers) -> None:

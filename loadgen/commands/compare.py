@@ -1,6 +1,6 @@
 """``loadgen compare A B ...``: runs side by side, refused when they must not be compared.
 
-    RUN_DIR ... (a SWEEP_DIR stands for its points) ─► analysis.compare.compare
+    RUN_DIR ... (a SWEEP_DIR stands for its points) ─► analysis.report.compare.compare
         ─► refused: one line naming every must-match condition that differs, exit 2
         ─► else a Markdown table on stdout (figures, change vs the first run, conditions that
            differ); --out FILE.md|FILE.html writes it too; --json prints the result as JSON
@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from loadgen.scenario import ScenarioError
+from loadgen.scenario.model import ScenarioError
 
 
 def register(subparsers) -> None:
@@ -52,8 +52,8 @@ def expand(paths: list[str]) -> list[Path]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from analysis import compare as cmp
-    from analysis.render import render_html, render_md
+    from analysis.report import compare as cmp
+    from analysis.report.render import render_html, render_md
 
     res = cmp.compare(expand(args.runs))
     if args.json:

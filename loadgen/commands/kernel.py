@@ -1,11 +1,11 @@
 """`loadgen kernel`: the common kernel Y = ReLU(XW + b) across frameworks, or one decode step's GEMVs.
 
-    flags ─► analysis.kernel.run_matrix (paths × dtypes × M) ─► rich table / --csv / --json
-          └► --model PRESET ─► analysis.model_cost.decode_gemv_list ─► jax-jit timings per shape
+    flags ─► analysis.kernel.kernel.run_matrix (paths × dtypes × M) ─► rich table / --csv / --json
+          └► --model PRESET ─► analysis.roofline.model_cost.decode_gemv_list ─► jax-jit timings per shape
                ─► sum vs bandwidth bound vs the engine's measured TPOT (--run / --measured-step-ms)
 
 Roofline specs: the `loadgen calibrate` file for the local CPU (or the GPU it measured), else the
-catalogue entry matching the device name (analysis.devices). Runnable as
+catalogue entry matching the device name (analysis.roofline.devices). Runnable as
 `python -m loadgen.commands.kernel` too (no other part of the CLI needed).
 """
 from __future__ import annotations
@@ -18,8 +18,10 @@ import sys
 from collections import OrderedDict
 from pathlib import Path
 
-from analysis import devices, kernel, model_cost
-from analysis.calibrate import DEFAULT_PATH
+from analysis.roofline import devices
+from analysis.kernel import kernel
+from analysis.roofline import model_cost
+from analysis.roofline.calibrate import DEFAULT_PATH
 
 COLUMNS = [("path", "path"), ("dtype", "dtype"), ("M", "M"), ("I FLOP/B", "intensity"),
            ("first ms", "first_ms"), ("device ms", "device_ms"), ("w/ transfer ms", "transfer_ms"),
@@ -228,7 +230,7 @@ def load_shape(model: str, dtype: str) -> dict:
 
 
 def run_model(args, proto, spec_for, spec_note: str) -> int:
-    from analysis import kernel_decode
+    from analysis.kernel import decode as kernel_decode
     try:
         shape = load_shape(args.model, args.dtype)
         model_cost.decode_gemv_list(shape, args.batch)

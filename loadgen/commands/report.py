@@ -1,7 +1,7 @@
 """``loadgen report RUN_OR_SWEEP_DIR``: recompute summary.json and write report.md / report.html.
 
-    RUN_DIR/{records.jsonl, meta.json, power.jsonl} ─► analysis.summary.write_summary
-                                                    ─► analysis.report.write_report
+    RUN_DIR/{records.jsonl, meta.json, power.jsonl} ─► analysis.metrics.summary.write_summary
+                                                    ─► analysis.report.report.write_report
 Useful after changing the analysis code or the SLO in meta.json; the records are never touched.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from loadgen.scenario import ScenarioError
+from loadgen.scenario.model import ScenarioError
 
 
 def register(subparsers) -> None:
@@ -26,20 +26,20 @@ def register(subparsers) -> None:
 def main(args: argparse.Namespace) -> int:
     d = Path(args.run_dir)
     if (d / "sweep.json").is_file():
-        from analysis.report_sweep import write_sweep_report
+        from analysis.report.sweep import write_sweep_report
         for p in write_sweep_report(d, with_plots=not args.no_plots):
             print(f"wrote {p}")
         return 0
     if not (d / "records.jsonl").is_file():
         raise ScenarioError(f"RUN_DIR: {d}: not a run or sweep directory (no records.jsonl, "
                             "no sweep.json)")
-    from analysis.summary import write_summary
+    from analysis.metrics.summary import write_summary
     path = write_summary(d)
     outputs = [str(path)]
     try:
-        from analysis.report import write_report
+        from analysis.report.report import write_report
     except ImportError as e:
-        print(f"loadgen: report not written: analysis.report unavailable ({e})")
+        print(f"loadgen: report not written: analysis.report.report unavailable ({e})")
     else:
         outputs += [str(p) for p in write_report(d, with_plots=not args.no_plots)]
     if args.json:

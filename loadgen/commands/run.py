@@ -15,7 +15,7 @@ import json
 import signal
 import sys
 
-from loadgen.scenario import ScenarioError
+from loadgen.scenario.model import ScenarioError
 
 
 def register(subparsers) -> None:
@@ -50,9 +50,9 @@ def _term_as_interrupt(signum, frame):  # only while no event loop owns the sign
 
 
 def main(args: argparse.Namespace) -> int:
-    from loadgen.progress import RunProgress, print_summary
-    from loadgen.runner import run_scenario
-    from loadgen.scenario import load_scenario
+    from loadgen.run.progress import RunProgress, print_summary
+    from loadgen.run.runner import run_scenario
+    from loadgen.scenario.model import load_scenario
 
     from loadgen.locust_engine.cli import check_flags, run_from_cli
 

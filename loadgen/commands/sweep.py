@@ -1,6 +1,6 @@
 """``loadgen sweep SCENARIO``: a run per load point (or a max-rate-under-SLO search), resumable.
 
-    SCENARIO with a ``sweep:`` block (+ --set) ─► loadgen.sweep.run_sweep
+    SCENARIO with a ``sweep:`` block (+ --set) ─► loadgen.run.sweep.run_sweep
         ─► <output.dir>/<output.run_name or sweep-NAME>/{<param>-<value>/, sweep.json}
         ─► table of the points (rich) or one JSON line with --json
 Rerunning the same command skips every point that already has a summary.json.
@@ -47,8 +47,8 @@ def sweep_table(result: dict) -> Table:
 
 
 def main(args: argparse.Namespace) -> int:
-    from loadgen.scenario import load_scenario
-    from loadgen.sweep import run_sweep
+    from loadgen.scenario.model import load_scenario
+    from loadgen.run.sweep import run_sweep
 
     sc = load_scenario(args.scenario, args.overrides)
     d, result = run_sweep(sc, live=not args.json)

@@ -9,7 +9,7 @@
              WorkerNode (node.py) per worker i of n: Plan(sc, i, n) (plan.py; pure)
                LLMUser (user.py, FastHttpUser): body ─► POST ─► raw socket recv, stamped
                  ─► sse.SSEParser/StreamTally ─► Record ─► locust/records.worker-i.jsonl
-                 (body and record rules: loadgen/request.py, the native client's own)
+                 (body and record rules: loadgen/client/request.py, the native client's own)
                  (+ locust/sent.worker-i.jsonl journal; remote workers also forward both
                   through Locust messages into the master's run directory)
              ─► locust/master.json (t0, end, worker status done|dead, CPU, hub lag)

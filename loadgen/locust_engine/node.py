@@ -30,7 +30,7 @@ from typing import Callable, Optional
 import gevent
 from gevent.event import Event
 
-from loadgen import request
+from loadgen.client import request
 from loadgen.locust_engine import user as user_mod
 from loadgen.locust_engine.clock import LagSampler, clock_shift, rebase, sleep_until
 from loadgen.locust_engine.plan import Plan

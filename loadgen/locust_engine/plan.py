@@ -19,16 +19,16 @@ import json
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from loadgen.scenario import Scenario
-from loadgen.schedule import Schedule, build_schedule, seed_for
-from loadgen.workload import PromptSpec, WorkloadPlan, build_workload
+from loadgen.scenario.model import Scenario
+from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
+from loadgen.scenario.workload import PromptSpec, WorkloadPlan, build_workload
 
 DEFAULT_OPEN_USERS = 256     # users (in-flight bound) for a server/offline run without a cap
 
 
 @dataclass(frozen=True)
 class Spec:
-    """One request to send; the gevent side's RequestSpec (loadgen.client is aiohttp-bound)."""
+    """One request to send; the gevent side's RequestSpec (loadgen.client.client is aiohttp-bound)."""
 
     id: int
     phase: str

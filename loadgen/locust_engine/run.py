@@ -81,8 +81,8 @@ def _worker_pids(locust_dir: Path) -> dict[int, int]:
 class LocustRun:
     def __init__(self, sc, opts: LocustOptions, progress=None):
         from loadgen.locust_engine.plan import users_for
-        from loadgen.runner import Run
-        from loadgen.scenario import ScenarioError
+        from loadgen.run.runner import Run
+        from loadgen.scenario.model import ScenarioError
         self.sc, self.opts, self.progress = sc, opts, progress
         self.run = Run(sc)              # run_dir, plan, schedule, api key: as the native engine
         users = self.users = users_for(sc, self.run.schedule)
@@ -115,8 +115,8 @@ class LocustRun:
                     p.kill()
 
     def execute(self):
-        from loadgen.managed import ManagedServer
-        from loadgen.rundir import resolved_yaml
+        from loadgen.targets.managed import ManagedServer
+        from loadgen.run.rundir import resolved_yaml
         r = self.run
         r.run_dir.mkdir(parents=True, exist_ok=True)
         self.dir.mkdir(exist_ok=True)
@@ -142,9 +142,9 @@ class LocustRun:
         return self._finish()
 
     def _sut(self, base_url: str) -> None:
-        from loadgen import sut as sut_mod
-        from loadgen.rundir import write_json
-        from loadgen.scenario import ScenarioError
+        from loadgen.targets import sut as sut_mod
+        from loadgen.run.rundir import write_json
+        from loadgen.scenario.model import ScenarioError
         r, a = self.run, self.sc.api
         models = asyncio.run(sut_mod.fetch_models(base_url, r.key, a.connect_timeout_s))
         model = a.model or sut_mod.first_model_id(models.get("models"))
@@ -157,8 +157,8 @@ class LocustRun:
         write_json(r.run_dir / "sut.json", desc)
 
     def _processes(self) -> None:
-        from loadgen.managed import free_port
-        from loadgen.runner import PowerHook
+        from loadgen.targets.managed import free_port
+        from loadgen.run.runner import PowerHook
         o, r = self.opts, self.run
         common = ["--run-dir", str(self.dir), "--base-url", r.base_url, "--model", r.model,
                   "--connect-timeout", str(o.connect_timeout_s)]
@@ -219,8 +219,8 @@ class LocustRun:
         from loadgen.locust_engine.merge import merge
         from loadgen.locust_engine.plan import Plan
         from loadgen.record import RecordWriter
-        from loadgen.rundir import summarize_dir, write_json
-        from loadgen.runner import RunResult
+        from loadgen.run.rundir import summarize_dir, write_json
+        from loadgen.run.runner import RunResult
         r, st = self.run, self._state()
         n = int(st.get("n_workers") or self.opts.workers or 1)
         status = {int(k): v.get("status") for k, v in (st.get("workers") or {}).items()}
@@ -269,5 +269,5 @@ def _locust_version() -> Optional[str]:
 
 def run_locust(sc, opts: LocustOptions, progress=None):
     """Run ``sc`` through Locust; returns runner.RunResult (same run directory files).
-    ``progress``: a loadgen.progress.RunProgress fed from the workers' files as they grow."""
+    ``progress``: a loadgen.run.progress.RunProgress fed from the workers' files as they grow."""
     return LocustRun(sc, opts, progress).execute()

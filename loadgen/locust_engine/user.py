@@ -1,6 +1,6 @@
 """The gevent side of one request: a Locust user that streams from the OpenAI API.
 
-    Spec ─► body (loadgen.request, as loadgen.client) ─► FastHttpUser's pooled geventhttpclient
+    Spec ─► body (loadgen.client.request, as loadgen.client.client) ─► FastHttpUser's pooled geventhttpclient
         sent_at_ns ─► headers ─► each socket recv stamped once (perf_counter_ns)
                   ─► SSEParser ─► json ─► StreamTally ─► Record.chunks [[t, n], ...]
         end ─► usage vs chunk counts, status / error_kind (the same rules as the native client)
@@ -11,7 +11,7 @@ The stream is read straight from the response's socket, not through ``iter_conte
 ``iter_lines`` (they wait for 1024 bytes, so a 50 ms first token shows at ~95 ms): every
 ``recv`` is stamped when it returns and whatever it completed is parsed at once.
 Body, headers and the record bookkeeping (``fail``, ``finish``, ...) come from
-``loadgen.request``, the native client's own rules. No asyncio and no aiohttp here (this runs
+``loadgen.client.request``, the native client's own rules. No asyncio and no aiohttp here (this runs
 in a gevent-patched process).
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ import gevent
 from locust import FastHttpUser, constant, task
 
 from loadgen.record import Record, now_ns
-from loadgen.request import SNIPPET, apply_body, end_stream, fail, finish
-from loadgen.sse import DONE, NamedEvent, SSEParser, StreamTally, error_message, loads
+from loadgen.client.request import SNIPPET, apply_body, end_stream, fail, finish
+from loadgen.client.sse import DONE, NamedEvent, SSEParser, StreamTally, error_message, loads
 
 KEEPALIVE_NS = 4_000_000_000  # idle longer: reconnect (uvicorn drops idle sockets after 5 s)
 

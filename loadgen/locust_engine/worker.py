@@ -123,7 +123,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     from loadgen.locust_engine import user as user_mod
     from loadgen.locust_engine.coordinator import Coordinator
-    from loadgen.scenario import ScenarioError, load_scenario
+    from loadgen.scenario.model import ScenarioError, load_scenario
     try:
         sc = load_scenario(args.scenario, args.overrides)
     except ScenarioError as e:

@@ -7,7 +7,7 @@
     runner: session.idle_baseline()  (idle_start .. idle_end marks, when idle_baseline_s > 0)
             session.mark("measure_start") ... load ... session.mark("measure_end")
             session.stop() ─► {"sources": [...], "marks": {...}} also saved as power_sources.json
-    analysis.energy.energy_summary(rows, records, window, sources) ─► summary["energy"]
+    analysis.energy.energy.energy_summary(rows, records, window, sources) ─► summary["energy"]
 
 power.jsonl rows (one JSON object a line; t_ns on time.perf_counter_ns, the records' clock):
     {"t_ns", "source", "device", "scope", "kind": "energy_j", "value": raw cumulative J,
@@ -26,7 +26,7 @@ from typing import Callable
 
 from loadgen.power.base import PowerSource, Reading, SourceUnavailable
 from loadgen.power.session import PowerSession, open_sources
-from loadgen.scenario import Power
+from loadgen.scenario.model import Power
 
 __all__ = ["start", "PowerSession", "PowerSource", "Reading", "SourceUnavailable", "source_classes"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from loadgen.scenario import Power
+from loadgen.scenario.model import Power
 
-# scopes that analysis.energy adds into the total: gpu + cpu_package + dram
+# scopes that analysis.energy.energy adds into the total: gpu + cpu_package + dram
 SCOPES = ("gpu", "cpu_package", "dram", "cpu_core", "cpu_uncore", "platform", "system")
 
 

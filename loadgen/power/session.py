@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from loadgen.power.base import PowerSource, SourceUnavailable
-from loadgen.scenario import Power
+from loadgen.scenario.model import Power
 
 MAX_FAILURES = 10
 JOIN_TIMEOUT_S = 5.0

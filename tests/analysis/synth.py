@@ -74,7 +74,7 @@ def write_run(d: Path, records: list, meta: dict, sut: Optional[dict] = None) ->
 
 
 def jax_sut() -> dict:
-    """sut.json as loadgen/sut.py writes it for a managed JAX server (server_info = GET /info)."""
+    """sut.json as loadgen/targets/sut.py writes it for a managed JAX server (server_info = GET /info)."""
     info = {"preset": "tiny", "n_params": 100_000, "dtype": "fp32", "slots": 4,
             "max_model_len": 512, "kv_cache_bytes": 131072, "weight_bytes": 400_000,
             "jax_version": "0.10.2", "backend": "cpu", "device_kind": "cpu", "device_count": 1,
@@ -132,11 +132,11 @@ def scenario_yaml(conc: int, n: int, run_name: str) -> str:
 
 def write_sweep(root: Path, values=(1, 2, 4), per_lane: int = 6, spec_path=None,
                 watts=lambda c: 100 + 20 * c) -> Path:
-    """A concurrency sweep laid out as loadgen/sweep.py writes it: root/concurrency-C/ run
+    """A concurrency sweep laid out as loadgen/run/sweep.py writes it: root/concurrency-C/ run
     directories (records, meta, sut, scenario.yaml, power.jsonl, summary.json) + sweep.json.
     TPOT grows with the batch: itl = 10 + 2 * C ms; ``watts(C)`` W of GPU power (None: no
     power source)."""
-    from analysis.summary import write_summary
+    from analysis.metrics.summary import write_summary
     root.mkdir(parents=True, exist_ok=True)
     points = []
     for c in values:
@@ -169,7 +169,7 @@ def write_sweep(root: Path, values=(1, 2, 4), per_lane: int = 6, spec_path=None,
 
 
 def spec_file(path: Path, bandwidth: float = 1e10, peak: float = 1e12) -> Path:
-    """A device spec JSON (analysis.devices.load_spec format) with fp32 peak and bandwidth."""
+    """A device spec JSON (analysis.roofline.devices.load_spec format) with fp32 peak and bandwidth."""
     path.write_text(json.dumps({
         "name": "test-device", "scope": "1 chip",
         "peak": {"fp32": {"value": peak, "unit": "FLOP/s", "evidence": "documented",

@@ -1,0 +1,201 @@
+"""SLO presets (MLPerf Inference latency constraints) and the MLPerf-style run verdict.
+
+    slo dict (scenario's Slo, maybe a preset name) ─► resolve_slo ─► limits
+    records + meta ─► verdict ─► {"valid", "reasons", "checks", "notes"}
+
+Presets are the P99 TTFT / TPOT limits (ms) that mlcommons/inference publishes in
+``loadgen/mlperf.conf`` (keys ``<model>.Server.ttft_latency`` / ``tpot_latency``; the
+"interactive" ones are the ``<model>-interactive.Server`` entries). Evidence: documented.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+from analysis.metrics import metrics as m
+
+MLPERF_CONF = "mlcommons/inference loadgen/mlperf.conf"
+# Client CPU (fraction of one core over the run) at or above this counts as saturated.
+CPU_SATURATION = 0.9
+# p99 event-loop lag of the client (meta.client_load.loop_lag_ms_p99) above this: saturated.
+LOOP_LAG_MS = 5.0
+
+
+@dataclass(frozen=True)
+class SloPreset:
+    ttft_ms: float
+    tpot_ms: float
+    percentile: float = 99.0
+    source: str = MLPERF_CONF
+    evidence: str = "documented"
+    note: str = ""
+
+
+_CHECKED = "checked against the stored mlperf.conf (commit 001712e9)"
+PRESETS: dict[str, SloPreset] = {
+    "server/llama2-70b": SloPreset(2000, 200, note=_CHECKED),
+    "server/mixtral-8x7b": SloPreset(2000, 200, note=_CHECKED),
+    "server/llama3_1-8b": SloPreset(2000, 100, note=_CHECKED),
+    "server/llama3_1-405b": SloPreset(6000, 175, note=_CHECKED),
+    "server/deepseek-r1": SloPreset(2000, 80, note=_CHECKED),
+    "server/gpt-oss-120b": SloPreset(
+        3000, 80, note="from the project brief; not present in the stored mlperf.conf copy "
+                       "(commit 001712e9), so not independently checked"),
+    "interactive/llama2-70b": SloPreset(450, 40, note=_CHECKED),
+    "interactive/llama3_1-8b": SloPreset(500, 30, note=_CHECKED),
+    "interactive/llama3_1-405b": SloPreset(4500, 80, note=_CHECKED),
+    "interactive/deepseek-r1": SloPreset(1500, 15, note=_CHECKED),
+}
+LIMIT_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
+
+
+class UnknownPreset(ValueError):
+    """An SLO preset name that is not in ``PRESETS``; ``str()`` is one line naming the field."""
+
+
+def resolve_slo(slo: Optional[dict]) -> dict:
+    """The effective SLO: a preset's limits, overridden by any limit given explicitly.
+
+    Returns the Slo fields (preset, ttft_ms, tpot_ms, itl_ms, e2el_ms, percentile,
+    max_schedule_lag_ms, min_rate_fraction) plus ``source`` for where the limits came from.
+    """
+    s = dict(slo or {})
+    out = {"preset": s.get("preset"), "percentile": s.get("percentile") or 99.0,
+           "max_schedule_lag_ms": s.get("max_schedule_lag_ms") or 10.0,
+           "min_rate_fraction": s.get("min_rate_fraction") or 0.95, "source": "scenario"}
+    for k in LIMIT_KEYS:
+        out[k] = s.get(k)
+    name = s.get("preset")
+    if name:
+        if name not in PRESETS:
+            raise UnknownPreset(f"slo.preset: unknown preset '{name}' "
+                                f"(known: {', '.join(sorted(PRESETS))})")
+        p = PRESETS[name]
+        out["ttft_ms"] = out["ttft_ms"] if out["ttft_ms"] is not None else p.ttft_ms
+        out["tpot_ms"] = out["tpot_ms"] if out["tpot_ms"] is not None else p.tpot_ms
+        if s.get("percentile") is None:
+            out["percentile"] = p.percentile
+        out["source"] = f"preset {name} ({p.source}; {p.evidence})"
+    return out
+
+
+def resolve_slo_lenient(slo: Optional[dict]) -> tuple[dict, Optional[str]]:
+    """resolve_slo, but an unknown preset gives (the explicit limits only, the error message)
+    instead of raising, so a finished run still gets its summary (and an INVALID verdict)."""
+    try:
+        return resolve_slo(slo), None
+    except UnknownPreset as e:
+        out = resolve_slo({k: v for k, v in (slo or {}).items() if k != "preset"})
+        out["preset"], out["error"] = (slo or {}).get("preset"), str(e)
+        return out, str(e)
+
+
+def preset_table() -> list[dict]:
+    """The presets as rows (for docs and reports)."""
+    return [{"name": k, **asdict(v)} for k, v in PRESETS.items()]
+
+
+def client_cpu(meta: dict) -> Optional[float]:
+    """The client's CPU share of one core (``meta.client_cpu``: a number, or a dict with
+    ``fraction`` / ``mean``), or None when it was not recorded."""
+    cpu = meta.get("client_cpu")
+    if isinstance(cpu, dict):
+        cpu = cpu.get("fraction", cpu.get("mean"))
+    return float(cpu) if isinstance(cpu, (int, float)) else None
+
+
+def _check(checks: list, reasons: list, name: str, ok: bool, value, limit, why: str) -> None:
+    checks.append({"name": name, "ok": ok, "value": value, "limit": limit})
+    if not ok:
+        reasons.append(why)
+
+
+def _fmt(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def verdict(records: list[dict], meta: dict) -> dict:
+    """MLPerf-style verdict over the measured phase.
+
+    INVALID (every failing rule listed in ``reasons``) when: no request completed; the run was
+    interrupted; any measured request failed or was cancelled (rule: failures are not allowed);
+    the window is shorter than ``min_duration_s`` or fewer than ``min_queries`` completed; a
+    configured pNN limit (TTFT, TPOT, ITL, E2E; pNN = slo.percentile) is exceeded or has no data.
+    Server mode also: TTFT/E2E are taken from scheduled_at; achieved send rate must be
+    ≥ min_rate_fraction × the schedule's own rate; p99 schedule lag ≤ max_schedule_lag_ms;
+    client CPU < CPU_SATURATION (an unrecorded CPU figure is a note, not a failure). A client
+    event-loop lag p99 above LOOP_LAG_MS is a note (the schedule-lag check covers late sends).
+    """
+    mode = meta.get("mode")
+    server = mode == "server"
+    slo, slo_error = resolve_slo_lenient(meta.get("slo"))
+    q = float(slo["percentile"])
+    recs = m.measured(records)
+    done = m.completed(recs)
+    checks: list[dict] = []
+    reasons: list[str] = []
+    notes: list[str] = []
+
+    if slo_error:
+        _check(checks, reasons, "slo_preset", False, slo.get("preset"), None, slo_error)
+    _check(checks, reasons, "completed", bool(done), len(done), ">0",
+           "no measured request completed")
+    _check(checks, reasons, "not_interrupted", not meta.get("interrupted"),
+           bool(meta.get("interrupted")), False, "the run was interrupted")
+    nf, nc = len(m.failed(recs)), len(m.cancelled(recs))
+    _check(checks, reasons, "no_failures", nf == 0, nf, 0,
+           f"{nf} measured request(s) failed (rule: any failure makes the run INVALID)")
+    _check(checks, reasons, "no_cancelled", nc == 0, nc, 0,
+           f"{nc} measured request(s) were cancelled before they ended")
+
+    dur = m.duration_s(m.window(records))
+    min_dur = float(meta.get("min_duration_s") or 0.0)
+    _check(checks, reasons, "min_duration_s", dur is not None and dur >= min_dur, dur, min_dur,
+           f"duration {_fmt(dur)} s < min_duration_s {min_dur}")
+    min_q = int(meta.get("min_queries") or 0)
+    _check(checks, reasons, "min_queries", len(done) >= min_q, len(done), min_q,
+           f"{len(done)} completed requests < min_queries {min_q}")
+
+    ttft_fn = m.ttft_from_scheduled_ms if server else m.ttft_ms
+    e2el_fn = m.e2el_from_scheduled_ms if server else m.e2el_ms
+    series = {"ttft_ms": [ttft_fn(r) for r in done], "tpot_ms": [m.tpot_ms(r) for r in done],
+              "itl_ms": m.pooled(done, m.itl_ms), "e2el_ms": [e2el_fn(r) for r in done]}
+    label = {"ttft_ms": "TTFT" + (" from scheduled" if server else ""), "tpot_ms": "TPOT",
+             "itl_ms": "ITL", "e2el_ms": "E2E" + (" from scheduled" if server else "")}
+    for key in LIMIT_KEYS:
+        limit = slo.get(key)
+        if limit is None:
+            continue
+        v = m.percentile(series[key], q)
+        ok = v is not None and v <= limit
+        why = (f"p{q:g} {label[key]} {_fmt(v)} ms > {limit} ms" if v is not None else
+               f"p{q:g} {label[key]}: no data (e.g. every output ≤ 1 token for TPOT)")
+        _check(checks, reasons, f"p{q:g}_{key}", ok, v, limit, why)
+
+    if server:
+        sent = m.rate_of(r.get("sent_at_ns") for r in recs)
+        sched = m.rate_of(r.get("scheduled_at_ns") for r in recs) or meta.get("scheduled_rate")
+        frac = float(slo["min_rate_fraction"])
+        ok = sent is not None and sched is not None and sent >= frac * sched
+        _check(checks, reasons, "send_rate", ok, sent,
+               None if sched is None else frac * sched,
+               f"achieved send rate {_fmt(sent)}/s < {frac} × scheduled {_fmt(sched)}/s")
+        lag = m.percentile((m.schedule_lag_ms(r) for r in recs), 99)
+        lim = float(slo["max_schedule_lag_ms"])
+        _check(checks, reasons, "p99_schedule_lag_ms", lag is not None and lag <= lim, lag, lim,
+               f"p99 schedule lag {_fmt(lag)} ms > {lim} ms (the client did not keep its schedule)")
+        cpu = client_cpu(meta)
+        if cpu is None:
+            notes.append("client CPU not recorded: saturation not checked")
+        else:
+            _check(checks, reasons, "client_cpu", cpu < CPU_SATURATION, cpu, CPU_SATURATION,
+                   f"client CPU {cpu:.2f} of a core ≥ {CPU_SATURATION}: the client may be the "
+                   "bottleneck")
+        loop = (meta.get("client_load") or {}).get("loop_lag_ms_p99")
+        if loop is not None and loop > LOOP_LAG_MS:  # a noisy proxy: reported, not a failure
+            notes.append(f"client event-loop lag p99 {loop:.1f} ms > {LOOP_LAG_MS} ms: arrival "
+                         "stamps may be late (see summary.client)")
+    else:
+        notes.append(f"mode {mode}: no schedule checks (they apply to server runs)")
+    return {"valid": not reasons, "reasons": reasons, "checks": checks, "notes": notes,
+            "percentile": q}

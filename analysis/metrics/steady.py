@@ -1,0 +1,118 @@
+"""The steady-state window: the part of a run with ramp-up and drain cut off, by a stated rule.
+
+    records (sent_at / end_at / chunks) + meta (mode, in_flight_cap) ─► steady_window ─► dict
+
+The full window (metrics.window: first measured send to last measured end) stays the headline of
+summary.json; this one is reported beside it ("steady_state") and, when "ok", energy uses it.
+
+Rule (times on perf_counter_ns; in flight = requests sent and not yet ended, warm-up included):
+  offline / concurrency (closed loop): level L = min(in-flight cap, measured requests sent).
+    start = the first instant at or after the first measured send at which L requests are in
+            flight (ramp-up excluded; warm-up requests still running count, so a warm-up that
+            hands over a full pipeline starts the window at once);
+    end   = the last measured send (no slot is refilled after it: the drain begins).
+  server (open loop): start = the first measured send, end = the last measured send (the arrivals
+    are the workload; the drain after the last arrival is excluded).
+  The window is a time slice: every token whose chunk arrives in (start, end] counts, whichever
+  request (and phase) it belongs to; a request without token chunks (not streamed) counts its
+  output_tokens at end_at. request_throughput counts completed (status ok) requests whose end_at
+  lies in (start, end]. mean_in_flight is the time-weighted mean over [start, end].
+  status "unavailable" (figures None, reason given) when the level is never reached, the window
+  is empty, or it lasts < MIN_S seconds or < MIN_FRACTION of the full window.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from analysis.metrics import metrics as m
+from analysis.energy.split import token_events
+
+MIN_S = 1.0
+MIN_FRACTION = 0.1
+CLOSED_RULE = ("closed loop: from the first instant, at or after the first measured send, that "
+               "L = min(in-flight cap, measured requests) requests (warm-up included) are in "
+               "flight, to the last measured send (ramp-up and drain excluded)")
+OPEN_RULE = ("open loop (server): from the first measured send to the last measured send "
+             "(the drain after the last arrival excluded)")
+FIGURES = ("output_tokens", "output_throughput", "request_throughput", "mean_in_flight")
+
+
+def _cap(meta: dict) -> Optional[int]:
+    for v in (meta.get("in_flight_cap"), meta.get("concurrency"),
+              (meta.get("load") or {}).get("concurrency")):
+        if isinstance(v, (int, float)) and v > 0:
+            return int(v)
+    return None
+
+
+def _count_at(steps: list[tuple[int, int]], t: int) -> int:
+    """Requests in flight just after time t (every event at t applied)."""
+    n = 0
+    for ts, c in steps:
+        if ts > t:
+            break
+        n = c
+    return n
+
+
+def _mean_in_flight(steps: list[tuple[int, int]], start: int, end: int) -> float:
+    area, n, prev = 0.0, _count_at(steps, start), start
+    for ts, c in steps:
+        if ts <= start:
+            continue
+        if ts >= end:
+            break
+        area += n * (ts - prev)
+        n, prev = c, ts
+    area += n * (end - prev)
+    return area / (end - start)
+
+
+def steady_window(records: list[dict], meta: Optional[dict] = None, *, min_s: float = MIN_S,
+                  min_fraction: float = MIN_FRACTION) -> dict:
+    """The "steady_state" object of summary.json; see the module docstring for the rule."""
+    meta = meta or {}
+    server = meta.get("mode") == "server"
+    out: dict = {"rule": OPEN_RULE if server else CLOSED_RULE, "status": "unavailable",
+                 "reason": None, "start_ns": None, "end_ns": None, "duration_s": None,
+                 "level": None, **{k: None for k in FIGURES},
+                 "min_duration_s": min_s, "min_fraction_of_full": min_fraction}
+    sends = sorted(r["sent_at_ns"] for r in m.measured(records)
+                   if r.get("sent_at_ns") is not None)
+    full = m.window(records)
+    if not sends or full is None:
+        out["reason"] = "no measured request was sent and ended"
+        return out
+    steps = m.in_flight(records)  # all phases; at equal times ends come before sends
+    start, end = sends[0], sends[-1]
+    if not server:
+        cap = _cap(meta)
+        level = min(cap, len(sends)) if cap else len(sends)
+        out["level"] = level
+        # the count after every event at an instant (the last step at that time), so that an
+        # intermediate count at a busy instant (ends applied, sends not yet) is not taken
+        start = next((t for i, (t, n) in enumerate(steps) if t >= sends[0] and n >= level
+                      and (i + 1 == len(steps) or steps[i + 1][0] != t)), None)
+        if start is None or _count_at(steps, start) < level:
+            out["reason"] = f"in flight never reached the level L = {level}"
+            return out
+    out.update(start_ns=start, end_ns=end, duration_s=max(end - start, 0) / 1e9)
+    full_s = m.duration_s(full)
+    dur = out["duration_s"]
+    if end <= start:
+        out["reason"] = ("empty: the level was reached only at or after the last measured send"
+                         + ("" if server or _cap(meta) else " (no in-flight cap: every request "
+                            "is sent at once, nothing is refilled)"))
+    elif dur < min_s:
+        out["reason"] = f"{dur:.3f} s < the minimum {min_s:g} s"
+    elif dur < min_fraction * full_s:
+        out["reason"] = (f"{dur:.3f} s < {min_fraction:.0%} of the full window ({full_s:.3f} s)")
+    if out["reason"]:
+        return out
+    tokens = sum(n for r in records for t, n in token_events(r) if start < t <= end)
+    done = sum(1 for r in m.completed(records)
+               if r.get("end_at_ns") is not None and start < r["end_at_ns"] <= end)
+    out.update(status="ok", output_tokens=int(tokens), output_throughput=tokens / dur,
+               request_throughput=done / dur,
+               mean_in_flight=_mean_in_flight(steps, start, end))
+    return out

@@ -1,0 +1,10 @@
+"""analysis.report: run and sweep directories ─► report.md / report.html (and comparisons).
+
+    run dir ─► report.py ─► blocks: summary table, verdict, plots.py (CDFs, time series, timeline),
+                            conditions.py (the 11-item conditions table, the roofline relation),
+                            server_metrics.py (server-side section), manifest.py (reproducibility)
+            ─► render.py (blocks ─► markdown, self-contained HTML)
+    sweep dir ─► sweep.py ─► plots_sweep.py        run dirs ─► compare.py (side by side, or refused)
+
+May import: everything in analysis, matplotlib. Never loadgen.
+"""

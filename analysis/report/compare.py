@@ -1,0 +1,166 @@
+"""Runs side by side, refused where a comparison would mislead.
+
+    run dirs ─► conditions(run_dir): must-match (scenario type, workload, SLO) + other conditions
+             ─► compare(dirs) ─► {"comparable", "refusals", "differences", "metrics" rows}
+             ─► blocks() ─► render.render_md / render_html
+
+Must match (else refused, with every differing field named): the scenario type (load.mode:
+offline / server / concurrency, whose numbers mean different things), the workload (source,
+dataset file and its SHA-256, length distributions, tokenizer, shared prefix, seed) and the
+resolved SLO limits (ttft/tpot/itl/e2el and percentile: they define goodput and the verdict).
+A run whose must-match conditions are not recorded cannot be checked and is refused too.
+Everything else that differs (model, server, device, load level, versions, ...) is listed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from analysis.report import manifest as man_mod
+from analysis.metrics import slo as slo_mod
+from analysis.metrics import summary as summary_mod
+from analysis.report.render import Block, fmt
+
+SLO_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "percentile")
+WORKLOAD_META_KEYS = ("source", "path", "tokenizer", "seed", "shared_prefix_tokens")
+
+
+def flatten(tree: Any, prefix: str = "") -> dict:
+    """{"a.b.c": leaf} of nested dicts (lists and scalars are leaves)."""
+    if not isinstance(tree, dict):
+        return {prefix: tree}
+    out: dict = {}
+    for k, v in tree.items():
+        out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def load_summary(run_dir: Path) -> dict:
+    """summary.json, or a fresh summary when the file is missing."""
+    s = man_mod.read_json(run_dir / "summary.json")
+    return s or summary_mod.summarize_run(run_dir)
+
+
+def conditions(run_dir: str | Path, summary: Optional[dict] = None) -> dict:
+    """{"must": {group: {field: value} | None}, "other": {field: value}} of one run."""
+    d = Path(run_dir)
+    meta, sut = man_mod.read_json(d / "meta.json"), man_mod.read_json(d / "sut.json")
+    sc = man_mod.load_scenario_tree(d)
+    s = summary if summary is not None else load_summary(d)
+    m = man_mod.manifest(d)
+    wl = sc.get("workload")
+    if wl is None and meta.get("workload"):
+        wl = {k: meta["workload"].get(k) for k in WORKLOAD_META_KEYS}
+    if wl is not None:
+        wl = {**wl, "dataset_sha256": m["dataset"]["sha256"]}
+    slo = s.get("slo") or (slo_mod.resolve_slo_lenient(meta["slo"])[0] if meta.get("slo")
+                           else None)
+    mode = meta.get("mode") or (sc.get("load") or {}).get("mode")
+    info = sut.get("server_info") or {}
+    load = {k: v for k, v in (sc.get("load") or {}).items() if k != "mode"} or {
+        k: meta.get(k) for k in ("rate", "in_flight_cap", "num_requests", "duration_s")}
+    other = {"model": meta.get("model") or sut.get("model"),
+             "api": {k: (sc.get("api") or {}).get(k) for k in ("endpoint", "stream",
+                                                               "ignore_eos", "include_usage")},
+             "load": load,
+             "server": {"kind": m["server"]["kind"], "argv": m["server"]["argv"],
+                        "preset": info.get("preset"), "dtype": info.get("dtype"),
+                        "slots": info.get("slots"), "max_model_len": info.get("max_model_len")},
+             "device": m["hardware"]["server_device"],
+             "versions": {"loadgen": m["tool"]["loadgen"],
+                          **{k: v for k, v in info.items() if str(k).endswith("version")}},
+             "client host": (m["hardware"]["client_host"] or {}).get("hostname"),
+             "power sources": m["hardware"]["power_sources"],
+             "scenario sha256": (m["scenario"]["sha256"] or "")[:16] or None}
+    return {"must": {"scenario type": {"mode": mode} if mode else None, "workload": wl,
+                     "slo": {k: slo.get(k) for k in SLO_KEYS} if slo else None},
+            "other": flatten(other)}
+
+
+def _diff(values: list[dict]) -> list[str]:
+    """Fields whose values are not all equal, as 'field: v1 vs v2 ...'."""
+    keys = sorted(set().union(*values))
+    return [f"{k}: " + " vs ".join(repr(v.get(k)) for v in values) for k in keys
+            if len({repr(v.get(k)) for v in values}) > 1]
+
+
+def names(dirs: list[Path]) -> list[str]:
+    n = [d.name for d in dirs]
+    return n if len(set(n)) == len(n) else [f"{d.parent.name}/{d.name}" for d in dirs]
+
+
+METRICS = (("completed / failed", None), ("duration (s)", "duration_s"),
+           ("request throughput (req/s)", "request_throughput"),
+           ("output throughput (tok/s)", "output_throughput"), ("goodput (req/s)", "goodput"),
+           ("TTFT p50 (ms)", ("ttft", "p50")), ("TTFT p99 (ms)", ("ttft", "p99")),
+           ("TPOT p50 (ms)", ("tpot_ms", "p50")), ("TPOT p99 (ms)", ("tpot_ms", "p99")),
+           ("ITL p99 (ms)", ("itl_ms", "p99")), ("E2E p99 (ms)", ("e2el_ms", "p99")))
+
+
+def _value(s: dict, key) -> Optional[float]:
+    if isinstance(key, tuple):
+        k = (s.get("headline_ttft") or "ttft_ms") if key[0] == "ttft" else key[0]
+        return (s.get(k) or {}).get(key[1])
+    return s.get(key)
+
+
+def _cell(v: Optional[float], base: Optional[float]) -> str:
+    if v is None:
+        return "n/a"
+    if base in (None, 0) or v == base:
+        return fmt(float(v), 3)
+    return f"{float(v):.3f} ({(v - base) / base * 100:+.1f}%)"
+
+
+def metric_rows(summaries: list[dict]) -> list[list[str]]:
+    """One row per figure, one column per run; later runs show the change vs the first."""
+    rows = []
+    for label, key in METRICS:
+        if key is None:
+            rows.append([label] + [f"{s.get('requests_completed')} / {s.get('requests_failed')}"
+                                   for s in summaries])
+            continue
+        base = _value(summaries[0], key)
+        rows.append([label] + [_cell(_value(s, key), base if i else None)
+                               for i, s in enumerate(summaries)])
+    e = [s.get("energy") or {} for s in summaries]
+    rows.append(["J / output token"] + [
+        f"{fmt(x.get('j_per_output_token'), 4)} ({x.get('status', 'unmeasured')})" for x in e])
+    rows.append(["verdict"] + ["VALID" if (s.get("verdict") or {}).get("valid") else "INVALID"
+                               for s in summaries])
+    return rows
+
+
+def compare(dirs: list[str | Path]) -> dict:
+    """The comparison of two or more run directories (see the module docstring)."""
+    paths = [Path(d) for d in dirs]
+    summaries = [load_summary(p) for p in paths]
+    conds = [conditions(p, s) for p, s in zip(paths, summaries)]
+    label = names(paths)
+    refusals = []
+    for group in ("scenario type", "workload", "slo"):
+        vals = [c["must"][group] for c in conds]
+        missing = [n for n, v in zip(label, vals) if v is None]
+        if missing:
+            refusals.append(f"{group} not recorded for {', '.join(missing)}: cannot check it")
+            continue
+        refusals += [f"{group} differs: {d}" for d in _diff([flatten(v) for v in vals])]
+    return {"runs": label, "dirs": [str(p) for p in paths], "comparable": not refusals,
+            "refusals": refusals, "differences": _diff([c["other"] for c in conds]),
+            "metrics": metric_rows(summaries), "summaries": summaries}
+
+
+def blocks(result: dict) -> list[Block]:
+    out: list[Block] = [("title", "loadgen compare — " + " vs ".join(result["runs"]))]
+    if not result["comparable"]:
+        out += [("p", "INVALID comparison: conditions that must match differ.")]
+        out += [("warn", r) for r in result["refusals"]]
+        return out
+    out += [("p", "Scenario type, workload and SLO match (checked); figures measured "
+                  "client-side. Percentages: change against the first run."),
+            ("table", ["figure", *result["runs"]], result["metrics"]),
+            ("h", "Conditions that differ")]
+    diffs = result["differences"]
+    out += [("table", ["condition: values in run order"], [[d] for d in diffs])] if diffs \
+        else [("p", "No recorded condition differs.")]
+    return out

@@ -1,0 +1,170 @@
+"""Figures of one run, rendered with matplotlib (Agg) to base64 PNG for a self-contained HTML.
+
+    records ─► cdf_png        (TTFT, TPOT, ITL cumulative distributions, SLO limits drawn)
+            ─► timeline_png   (TTFT / E2E of each request vs its send time)
+    series.run_series ─► timeseries_png (output tokens/s, requests in flight, power per bin)
+
+Each function returns ``(base64_png or None, note)``: ``None`` with the reason when matplotlib is
+not installed or there is nothing to draw. Every panel title carries its evidence status.
+"""
+from __future__ import annotations
+
+import base64
+import io
+from typing import Optional
+
+import numpy as np
+
+from analysis.metrics import metrics as m
+
+NO_MPL = "plots omitted: matplotlib is not installed (pip install 'loadgen[plots]')"
+COLORS = ("#3b6ea5", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085")
+
+
+def pyplot():
+    """matplotlib.pyplot with the non-interactive Agg backend, or None if unavailable."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def available() -> bool:
+    return pyplot() is not None
+
+
+def encode(fig, plt) -> str:
+    """The figure as base64 PNG (and closed)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _cdf(ax, vals: list[float], color: str, label: str) -> None:
+    x = np.sort(np.asarray(vals, dtype=float))
+    y = np.arange(1, len(x) + 1) / len(x)
+    ax.step(x, y, where="post", color=color, label=label)
+    for q, ls in ((50, ":"), (99, "--")):
+        ax.axvline(m.percentile(vals, q), color=color, ls=ls, lw=0.8, alpha=0.8)
+
+
+def _slo_line(ax, limit: Optional[float], data_max: float) -> None:
+    """A red vertical at the SLO limit, or (when it lies far right of the data) a note, so a
+    generous limit does not squash the distribution into one pixel."""
+    if limit is None:
+        return
+    if limit <= 1.5 * data_max or data_max <= 0:
+        ax.axvline(limit, color="#c0392b", lw=1.5, label=f"SLO {limit:g} ms")
+    else:
+        ax.text(0.98, 0.5, f"SLO {limit:g} ms →", color="#c0392b", ha="right",
+                transform=ax.transAxes, fontsize=8)
+
+
+def cdf_png(records: list[dict], from_scheduled: bool,
+            slo: Optional[dict] = None) -> tuple[Optional[str], str]:
+    """CDFs of TTFT (from scheduled too in server mode), TPOT and token-weighted ITL; dotted and
+    dashed verticals at p50 and p99, a red line at each configured SLO limit."""
+    plt = pyplot()
+    if plt is None:
+        return None, NO_MPL
+    done = m.completed(m.measured(records))
+    ttft = [v for v in map(m.ttft_ms, done) if v is not None]
+    ttft_s = [v for v in map(m.ttft_from_scheduled_ms, done) if v is not None]
+    tpot = [v for v in map(m.tpot_ms, done) if v is not None]
+    itl = m.pooled(done, m.itl_ms)
+    if not ttft and not itl:
+        return None, "no completed requests with timings to plot"
+    slo = slo or {}
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    panels = ((axes[0], [("TTFT from send", ttft)] + ([("TTFT from scheduled", ttft_s)]
+                                                        if from_scheduled else []), "ttft_ms"),
+              (axes[1], [("TPOT", tpot)], "tpot_ms"),
+              (axes[2], [("ITL (token-weighted)", itl)], "itl_ms"))
+    for ax, curves, key in panels:
+        drawn = False
+        for i, (label, vals) in enumerate(curves):
+            if vals:
+                _cdf(ax, vals, COLORS[i], label)
+                drawn = True
+        _slo_line(ax, slo.get(key), max((max(v) for _, v in curves if v), default=0.0))
+        if not drawn:
+            ax.text(0.5, 0.5, "no data", ha="center", transform=ax.transAxes)
+        ax.set_title(f"{key.removesuffix('_ms').upper()} CDF [measured]")
+        ax.set_xlabel("ms")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    axes[0].set_ylabel("fraction of requests (ITL: of tokens)")
+    return encode(fig, plt), ("TTFT, TPOT and ITL distributions (CDF; dotted p50, dashed p99; "
+                              "measured, client-side)")
+
+
+def timeline_png(records: list[dict], from_scheduled: bool) -> tuple[Optional[str], str]:
+    """Latency of each completed request against its send time; failures marked."""
+    plt = pyplot()
+    if plt is None:
+        return None, NO_MPL
+    recs = m.measured(records)
+    win = m.window(records)
+    if win is None:
+        return None, "no measured window to plot"
+    done = [r for r in m.completed(recs) if r.get("sent_at_ns") is not None]
+    fn = m.ttft_from_scheduled_ms if from_scheduled else m.ttft_ms
+    xs = [(r["sent_at_ns"] - win[0]) / 1e9 for r in done]
+    nan = float("nan")
+    fig, ax = plt.subplots(figsize=(12, 2.8))
+    ax.scatter(xs, [nan if (v := fn(r)) is None else v for r in done], s=6, color=COLORS[0],
+               label="TTFT" + (" from scheduled" if from_scheduled else ""))
+    ax.scatter(xs, [nan if (v := m.e2el_ms(r)) is None else v for r in done], s=6,
+               color=COLORS[1], label="E2E")
+    bad = [r for r in recs if r.get("status") == "error" and r.get("sent_at_ns") is not None]
+    if bad:
+        ax.scatter([(r["sent_at_ns"] - win[0]) / 1e9 for r in bad], [0] * len(bad), marker="x",
+                   color="#c0392b", label="failed")
+    ax.set_ylabel("ms")
+    ax.set_xlabel("s since first send")
+    ax.set_title("latency of each request vs its send time [measured]")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    return encode(fig, plt), "per-request latency vs send time (measured, client-side)"
+
+
+def timeseries_png(series: dict) -> tuple[Optional[str], str]:
+    """Output tokens/s, mean requests in flight and mean power per bin (analysis.metrics.series)."""
+    plt = pyplot()
+    if plt is None:
+        return None, NO_MPL
+    if series.get("status") != "measured":
+        return None, f"time series not shown: {series.get('reason')}"
+    t = np.asarray(series["t_s"]) + series["bin_s"] / 2
+    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(12, 6.6), sharex=True)
+    a1.plot(t, series["output_tokens_per_s"], color=COLORS[0], marker=".")
+    a1.set_ylabel("output tokens/s")
+    a1.set_title(f"throughput per {series['bin_s']:.3g} s [measured]")
+    a2.plot(t, series["in_flight"], color=COLORS[2], marker=".")
+    a2.set_ylabel("in flight")
+    a2.set_title("requests in flight, time-weighted mean per bin [measured]")
+    if series["power"]:
+        for i, p in enumerate(series["power"]):
+            w = [np.nan if v is None else v for v in p["watts"]]
+            a3.plot(t, w, color=COLORS[i % len(COLORS)], marker=".",
+                    label=f"{p['label']} ({p['scope']}) [{p['evidence']}]")
+        a3.legend(fontsize=8, loc="upper left")
+        a3.set_title("power, mean per bin")
+    else:
+        a3.text(0.5, 0.5, "power unmeasured: no power samples in power.jsonl", ha="center",
+                va="center", transform=a3.transAxes)
+        a3.set_title("power [unmeasured]")
+    a3.set_ylabel("W")
+    a3.set_xlabel("s since first send")
+    for ax in (a1, a2, a3):
+        ax.grid(alpha=0.3)
+        ax.ticklabel_format(axis="y", useOffset=False)
+        hi = ax.get_ylim()[1]
+        ax.set_ylim(0, hi * 1.1 if hi > 0 else 1)
+    return encode(fig, plt), (f"time series in {series['bin_s']:.3g} s bins: throughput, in-flight "
+                              "requests, power")

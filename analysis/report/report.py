@@ -1,0 +1,266 @@
+"""The human report of one run: report.md and a self-contained report.html (inline CSS and PNGs).
+
+    run_dir ─► summary.load_run / summarize ─► sections (headings, tables, figures)
+            ─► plots (CDFs; series.run_series per-second throughput, in flight, power)
+            ─► conditions.conditions_table / roofline_section, manifest.manifest
+            ─► render.render_md, render.render_html
+
+Sections: headline, verdict, client health, latency percentiles, plots (HTML only), failures,
+token-count provenance, energy, roofline, the 11 comparison conditions and the reproducibility
+manifest. Every figure carries its
+evidence status; a missing figure says why.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.report import conditions
+from analysis.report import manifest
+from analysis.report import plots
+from analysis.metrics import series
+from analysis.metrics import summary as summary_mod
+from analysis.report.render import Block, fmt, render_html, render_md
+
+__all__ = ["build_sections", "write_report", "write_any", "render_md", "render_html", "fmt"]
+
+PCT_COLS = ("mean", "p50", "p90", "p95", "p99", "p999", "max", "count")
+METRIC_ROWS = (("ttft_ms", "TTFT from send"), ("ttft_from_scheduled_ms", "TTFT from scheduled"),
+               ("tpot_ms", "TPOT"), ("itl_ms", "ITL (token-weighted)"),
+               ("chunk_gap_ms", "chunk gap (raw)"), ("e2el_ms", "E2E from send"),
+               ("e2el_from_scheduled_ms", "E2E from scheduled"), ("schedule_lag_ms", "schedule lag"))
+
+
+def _headline(s: dict) -> list[Block]:
+    key = s["headline_ttft"]
+    label = "TTFT from scheduled" if key == "ttft_from_scheduled_ms" else "TTFT from send"
+    v = s["verdict"]
+    rows = [
+        [f"{label} p50 / p99 (ms)", f"{fmt(s[key]['p50'])} / {fmt(s[key]['p99'])}", "measured"],
+        ["TPOT p50 / p99 (ms)", f"{fmt(s['tpot_ms']['p50'])} / {fmt(s['tpot_ms']['p99'])}",
+         "measured"],
+        ["output throughput (tokens/s)", fmt(s["output_throughput"]), "measured"],
+        ["request throughput (req/s)", fmt(s["request_throughput"], 3), "measured"],
+        *_steady_rows(s.get("steady_state")),
+        ["goodput (req/s meeting the SLOs)",
+         fmt(s["goodput"], 3) if s["goodput"] is not None else "n/a (no SLO configured)",
+         "measured"],
+        ["completed / failed / cancelled",
+         f"{s['requests_completed']} / {s['requests_failed']} / {s['requests_cancelled']}",
+         "measured"],
+        ["duration (s)", fmt(s["duration_s"], 3), "measured"],
+        ["verdict", "VALID" if v["valid"] else "INVALID", "calculated"],
+    ]
+    out: list[Block] = [("h", "Headline"), ("table", ["figure", "value", "evidence"], rows),
+                        ("p", f"Window: {s['window']['rule']}.")]
+    st = s.get("steady_state")
+    if st:
+        out.append(("p", f"Steady-state window ({st['status']}): {st['rule']}"
+                         + (f"; unavailable: {st['reason']}" if st.get("reason") else "")
+                         + ". The figures above without \"steady-state\" use the full window."))
+    return out
+
+
+def _steady_rows(st) -> list[list]:
+    """Headline rows of the steady-state window (analysis.metrics.steady), next to the full-window ones."""
+    if not st:
+        return []
+    if st.get("status") != "ok":
+        return [["steady-state window", f"unavailable: {st.get('reason')}", "calculated"]]
+    return [["steady-state output throughput (tokens/s)", fmt(st["output_throughput"]),
+             "measured"],
+            ["steady-state request throughput (req/s)", fmt(st["request_throughput"], 3),
+             "measured"],
+            ["steady-state window (s) / level / mean in flight",
+             f"{fmt(st['duration_s'], 3)} / {fmt(st.get('level'))} / "
+             f"{fmt(st['mean_in_flight'], 2)}", "measured"]]
+
+
+def _verdict(s: dict) -> list[Block]:
+    v = s["verdict"]
+    out: list[Block] = [("h", "Verdict"),
+                        ("p", ("VALID" if v["valid"] else "INVALID") + f" (SLO: {s['slo']['source']}; "
+                         f"percentile p{v['percentile']:g})")]
+    out += [("p", f"reason: {r}") for r in v["reasons"]]
+    out += [("p", f"note: {n}") for n in v["notes"]]
+    rows = [[c["name"], "pass" if c["ok"] else "FAIL", fmt(c["value"], 3), fmt(c["limit"], 3)]
+            for c in v["checks"]]
+    out.append(("table", ["check", "result", "value", "limit"], rows))
+    return out
+
+
+def _client(s: dict) -> list[Block]:
+    c = s["client"]
+    out: list[Block] = [("h", "Client health")]
+    out += [("warn", w) for w in c["warnings"]]
+    rows = [["client CPU (fraction of one core)", fmt(c["cpu_fraction"]), c["evidence"]],
+            ["client event-loop lag p99 (ms)", fmt(c["loop_lag_ms_p99"], 3),
+             "measured" if c["loop_lag_ms_p99"] is not None else "unmeasured"],
+            ["schedule-lag growth (ms)", fmt(c["lag_growth_ms"], 3), "measured"],
+            ["achieved send rate (req/s)", fmt(c["achieved_send_rate"], 3), "measured"],
+            ["schedule's own rate (req/s)", fmt(c["schedule_rate"], 3), "calculated"],
+            ["target rate (req/s)", fmt(c["target_rate"], 3), "configured"],
+            ["saturated", str(c["saturated"]), "calculated"]]
+    return out + [("table", ["figure", "value", "evidence"], rows)]
+
+
+def _latencies(s: dict) -> list[Block]:
+    rows = [[label] + [fmt(s[k][c], 3) for c in PCT_COLS] for k, label in METRIC_ROWS]
+    return [("h", "Latency percentiles (ms, measured; numpy linear percentiles)"),
+            ("table", ["metric", *PCT_COLS], rows)]
+
+
+def _failures(s: dict) -> list[Block]:
+    f = s["failures_by_kind"]
+    if not f:
+        return [("h", "Failures"), ("p", "No measured request failed.")]
+    return [("h", "Failures"), ("table", ["error_kind", "count"], [[k, v] for k, v in f.items()])]
+
+
+def _tokens(s: dict) -> list[Block]:
+    t = s["token_counts"]
+    rows = [["output_tokens source", ", ".join(f"{k}: {v}" for k, v in t["output_tokens_source"].items())
+             or "n/a"],
+            ["prompt_tokens source", ", ".join(f"{k}: {v}" for k, v in t["prompt_tokens_source"].items())
+             or "n/a"],
+            ["requests with usage and chunk counts", t["with_both_counts"]],
+            ["usage vs chunk count mismatches", t["mismatch_count"]],
+            ["usage / chunk output tokens (those requests)",
+             f"{fmt(t['usage_output_tokens_total'])} / {fmt(t['chunk_output_tokens_total'])}"]]
+    return [("h", "Token-count provenance"), ("table", ["item", "value"], rows)]
+
+
+def _energy(s: dict) -> list[Block]:
+    """Headline energy figures with their evidence, per scope and per source; why when missing."""
+    e = s.get("energy") or {}
+    st = e.get("status", "unmeasured")
+    out: list[Block] = [("h", f"Energy ({st})")]
+    if e.get("reason"):
+        out.append(("p", f"reason: {e['reason']}"))
+    out += [("warn", w) for w in e.get("warnings") or []]
+    if e.get("energy_j") is None:
+        return out
+    win = e.get("window") or {}
+    rows = [["energy in the window (J)", fmt(e["energy_j"], 3), st],
+            ["window (s)", fmt(win.get("duration_s"), 3), "measured"],
+            ["average power (W)", fmt(e.get("avg_power_w"), 2), st],
+            ["J / output token", fmt(e.get("j_per_output_token"), 4), st],
+            ["output tokens / J", fmt(e.get("output_tokens_per_j"), 4), st],
+            ["J / request (J/token x mean output)", fmt(e.get("j_per_request"), 4), st]]
+    idle = e.get("above_idle") or {}
+    rows.append(["above idle J / output token",
+                 fmt(idle.get("j_per_output_token"), 4) if idle.get("status") == "measured"
+                 else f"n/a: {idle.get('reason')}", idle.get("status", "unmeasured")])
+    pr = e.get("per_request") or {}
+    if pr.get("mean_j") is not None:
+        rows.append(["per request J mean / p50 / p99 (prefill + decode)",
+                     f"{fmt(pr['mean_j'], 3)} / {fmt(pr.get('p50_j'), 3)} / "
+                     f"{fmt(pr.get('p99_j'), 3)} ({fmt(pr.get('mean_prefill_j'), 3)} + "
+                     f"{fmt(pr.get('mean_decode_j'), 3)})", "calculated (split)"])
+    out.append(("table", ["figure", "value", "evidence"], rows))
+    srcs = [[f"{x.get('source')}/{x.get('device')}", x.get("scope"), x.get("method"),
+             fmt(x.get("energy_j"), 3), fmt(x.get("avg_power_w"), 2), x.get("samples"),
+             "yes" if x.get("included_in_total") else "no", x.get("evidence")]
+            for x in e.get("series") or []]
+    if srcs:
+        out.append(("table", ["source/device", "scope", "method", "J", "W", "samples",
+                              "in total", "evidence"], srcs))
+    out += [("p", f"not measured: {u}") for u in e.get("unmeasured_parts") or []]
+    out += [("p", f"Energy window: {e['window_rule']}.")] if e.get("window_rule") else []
+    return out + [("p", f"Method: {e.get('method')}.")]
+
+
+def _roofline(r: dict) -> list[Block]:
+    out: list[Block] = [("h", "Roofline (calculated bounds vs measured)")]
+    if r.get("status") != "calculated":
+        return out + [("p", f"Not shown: {r.get('reason')}.")]
+    b = r["bounds"]
+    rows = [["device", f"{r['device']} ({r['spec_from']})", "documented / measured spec"],
+            ["batch, context, prompt used", f"{b['batch']}, {b['context_len']}, {b['prompt_tokens']}",
+             "measured (means)"],
+            ["decode step bytes / FLOPs", f"{b['decode_step']['bytes']:.4g} / "
+                                          f"{b['decode_step']['flops']:.4g}", "calculated"],
+            ["TPOT floor (ms), binding", f"{fmt(b['tpot_lower_bound_ms'], 4)}, {b['tpot_binding']}",
+             "calculated"],
+            ["measured TPOT p50 (ms)", fmt(r["measured_tpot_p50_ms"], 4), "measured"],
+            ["floor / measured TPOT", fmt(r["tpot_fraction_of_bound"], 4), "calculated"],
+            ["achieved decode bandwidth (B/s), MBU",
+             f"{fmt(r['achieved_decode_bandwidth'])}, {fmt(r['mbu'], 4)}", "calculated"],
+            ["TTFT floor (ms), binding", f"{fmt(b['ttft_lower_bound_ms'], 4)}, {b['ttft_binding']}",
+             "calculated"],
+            ["measured TTFT min (ms)", fmt(r["measured_ttft_min_ms"], 4), "measured"],
+            ["floor / measured TTFT", fmt(r["ttft_fraction_of_bound"], 4), "calculated"]]
+    return out + [("warn", w) for w in r["warnings"]] + [
+        ("table", ["figure", "value", "evidence"], rows),
+        ("p", f"Rule: {r['rule']}. Assumptions: {b['assumptions']}.")]
+
+
+def build_sections(run_dir: str | Path, with_plots: bool = True) -> tuple[list[Block], dict]:
+    """All report blocks and the summary they came from."""
+    records, meta, sut = summary_mod.load_run(run_dir)
+    s = summary_mod.summarize_run(run_dir)
+    blocks: list[Block] = [("title", f"loadgen report — {Path(run_dir).name}"),
+                           ("p", f"mode: {s['mode']}; records: {len(records)} "
+                                 f"({s['requests_warmup']} warm-up excluded)")]
+    blocks += _headline(s) + _verdict(s) + _client(s) + _latencies(s)
+    blocks += _plots(records, s, run_dir, with_plots)
+    blocks += _failures(s) + _tokens(s) + _energy(s) + _server_metrics(run_dir)
+    blocks += _roofline(conditions.roofline_section(s, meta, sut, records))
+    rows = [[c["item"], c["value"], c["evidence"]]
+            for c in conditions.conditions_table(s, meta, sut, records)]
+    blocks += [("h", "Comparison conditions"), ("table", ["condition", "value", "evidence"], rows)]
+    blocks += [("h", "Reproducibility manifest"),
+               ("table", ["item", "value", "evidence"], manifest.manifest_rows(
+                   manifest.manifest(run_dir)))]
+    return blocks, s
+
+
+def _server_metrics(run_dir) -> list[Block]:
+    """The server's own Prometheus figures (analysis.server.metrics), when that module is here;
+    its failure must not take the rest of the report down."""
+    try:
+        from analysis.report.server_metrics import server_metrics_section
+        md, page = server_metrics_section(run_dir)
+    except ImportError as e:
+        return [("h", "Server metrics"), ("p", f"Not shown: analysis.server.metrics "
+                                                f"unavailable ({e}).")]
+    except Exception as e:  # noqa: BLE001 (a bug there is reported here, not raised)
+        return [("h", "Server metrics"), ("p", f"Not shown: {type(e).__name__}: {e}.")]
+    return [("raw", md, page)]
+
+
+def _plots(records: list[dict], s: dict, run_dir, with_plots: bool) -> list[Block]:
+    """Distributions (CDF), per-second time series (throughput, in flight, power), timeline."""
+    out: list[Block] = [("h", "Distributions and time series")]
+    if not with_plots:
+        return out + [("p", "plots not requested")]
+    server = s["mode"] == "server"
+    est = {"estimate"} | {x.get("name") for x in (s.get("energy") or {}).get("sources") or []
+                          if isinstance(x, dict) and x.get("evidence") == "estimated"}
+    ts = series.run_series(records, summary_mod.load_power(run_dir), estimated_names=est)
+    for img, note in (plots.cdf_png(records, server, s.get("slo")), plots.timeseries_png(ts),
+                      plots.timeline_png(records, server)):
+        out.append(("img", img, note) if img else ("p", note))
+    return out
+
+
+def write_report(run_dir: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
+    """Write run_dir/report.md and run_dir/report.html; returns their paths."""
+    d = Path(run_dir)
+    blocks, _ = build_sections(d, with_plots)
+    md, page = d / "report.md", d / "report.html"
+    md.write_text(render_md(blocks), encoding="utf-8")
+    page.write_text(render_html(blocks), encoding="utf-8")
+    return md, page
+
+
+def write_any(path: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
+    """write_report for a run directory, report_sweep.write_sweep_report for a sweep directory
+    (one holding sweep.json); ValueError naming the path for anything else."""
+    d = Path(path)
+    if (d / "sweep.json").is_file():
+        from analysis.report.sweep import write_sweep_report  # lazy: it imports this module
+        return write_sweep_report(d, with_plots)
+    if (d / "records.jsonl").is_file():
+        return write_report(d, with_plots)
+    raise ValueError(f"{d}: neither a run directory (records.jsonl) nor a sweep directory "
+                     "(sweep.json)")

@@ -1,0 +1,87 @@
+"""The report's "Server metrics" section: a server_metrics summary dict ─► (markdown, html).
+
+    analysis.server.metrics.server_metrics_summary(run_dir) ─► render_section(sm)
+        ─► a table (figure, value, evidence, metric or reason) + the TTFT decomposition sentence
+"""
+from __future__ import annotations
+
+import html
+
+from analysis.server.metrics import server_metrics_summary
+
+LABELS = {"server_ttft": "Server TTFT (mean)", "server_queue": "Queue time (mean)",
+          "server_prefill": "Prefill time (mean)", "server_decode": "Decode time (mean)",
+          "server_e2e": "Server E2E latency (mean)", "server_itl": "Server ITL (mean)",
+          "server_ttft_p50": "Server TTFT p50", "server_ttft_p99": "Server TTFT p99",
+          "server_queue_p99": "Queue time p99", "max_running": "Running requests (max)",
+          "max_waiting": "Waiting requests (max)", "kv_usage_mean": "KV-cache usage (mean)",
+          "kv_usage_max": "KV-cache usage (max)", "prefix_cache_hit_rate": "Prefix-cache hit rate",
+          "server_prompt_tokens": "Prompt tokens (server count)",
+          "server_generation_tokens": "Generated tokens (server count)"}
+
+
+def _fmt(f: dict) -> str:
+    v = f.get("value")
+    if v is None:
+        return "—"
+    if f["unit"] == "ms":
+        return f"{v:.2f} ms (n={f.get('count')})"
+    if f["unit"] == "fraction":
+        return f"{v * 100:.1f} %"
+    return f"{v:g}"
+
+
+def _table_rows(summary: dict) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for key, f in summary.get("figures", {}).items():
+        rows.append((LABELS.get(key, key), _fmt(f), f["evidence"],
+                     f.get("reason") or f.get("metric") or ""))
+    return rows
+
+
+def _decomp_text(dec: dict) -> str:
+    if dec.get("status") != "calculated":
+        return f"TTFT decomposition unmeasured: {dec.get('reason')}"
+
+    def ms(v):
+        return "unmeasured" if v is None else f"{v:.2f} ms"
+    text = (f"Client TTFT {ms(dec['client_ttft_mean_ms'])} (mean of {dec['client_requests']} "
+            f"requests; the server counted {dec.get('server_requests')}) = "
+            f"network/client {ms(dec['network_client_ms'])} + server queue "
+            f"{ms(dec['server_queue_ms'])} + server prefill {ms(dec['server_prefill_ms'])} + "
+            f"server other {ms(dec['server_other_ms'])}; residual (client − queue − prefill) "
+            f"{ms(dec['residual_ms'])}")
+    if dec.get("queue_share") is not None:
+        text += f"; queueing is {dec['queue_share'] * 100:.1f} % of client TTFT"
+    if dec.get("reason"):
+        text += f" ({dec['reason']})"
+    return text + ". Evidence: calculated from measured client and server means."
+
+
+def render_section(sm: dict) -> tuple[str, str]:
+    """(markdown, html) of the "Server metrics" section from a server_metrics summary dict."""
+    if sm["status"] != "measured":
+        md = f"## Server metrics\n\nUnmeasured: {sm['reason']}.\n"
+        return md, f"<h2>Server metrics</h2><p>Unmeasured: {html.escape(str(sm['reason']))}.</p>"
+    rows = _table_rows(sm)
+    w = sm["window"]
+    head = (f"Scraped from {sm['source']} ({sm['scrapes']} scrapes); window edges "
+            f"{w['start_lead_ms']:.1f} ms before t0 and {w['end_lag_ms']:.1f} ms after the end"
+            + (f"; {sm['scrapes_failed']} failed scrapes" if sm.get("scrapes_failed") else "")
+            + "".join(f"; {n}" for n in w.get("notes") or []) + ".")
+    dec = _decomp_text(sm["ttft_decomposition"])
+    md = ["## Server metrics", "", head, "", "| Figure | Value | Evidence | Source / reason |",
+          "|---|---|---|---|"]
+    md += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    md += ["", dec, ""]
+    cells = "".join(f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td><td>{c}</td>"
+                    f"<td>{html.escape(d)}</td></tr>" for a, b, c, d in rows)
+    ht = (f"<h2>Server metrics</h2><p>{html.escape(head)}</p><table><tr><th>Figure</th>"
+          f"<th>Value</th><th>Evidence</th><th>Source / reason</th></tr>{cells}</table>"
+          f"<p>{html.escape(dec)}</p>")
+    return "\n".join(md), ht
+
+
+def server_metrics_section(run_dir) -> tuple[str, str]:
+    """(markdown, html) of the report's "Server metrics" section for a run directory."""
+    return render_section(server_metrics_summary(run_dir))

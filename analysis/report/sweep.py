@@ -1,0 +1,184 @@
+"""The report of a sweep: one point per run directory, curves across the points.
+
+    SWEEP_DIR/sweep.json {"param", "mode", "points": [{"value", "run_dir"}], "search"}
+    SWEEP_DIR/<run_dir>/ (summary.json, records.jsonl, meta.json, sut.json)   ─► load_sweep
+        ─► table of points; plots_sweep (latency vs load with SLO lines, throughput vs latency,
+           J/token, measured TPOT vs the decode-step roofline); search result
+        ─► conditions (first point) + what differs between points; manifest
+        ─► SWEEP_DIR/report.md, report.html (render.py)
+
+The layout is loadgen/run/sweep.py's. A point without summary.json is summarised from its records;
+one whose directory is gone is listed as missing, never dropped silently.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from analysis.report import compare
+from analysis.report import conditions
+from analysis.report import manifest
+from analysis.report import plots_sweep
+from analysis.metrics import summary as summary_mod
+from analysis.report.render import Block, fmt, render_html, render_md
+
+MAX_CURVE_POINTS = 64
+
+
+def load_sweep(sweep_dir: str | Path) -> dict:
+    """{"sweep": sweep.json, "points": [{"value", "dir", "summary", "meta", "sut", "records",
+    "roofline"}], "missing": [why, ...]} sorted by value."""
+    d = Path(sweep_dir)
+    try:
+        sw = json.loads((d / "sweep.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"{d / 'sweep.json'}: unreadable ({e})") from None
+    points, missing = [], []
+    for p in sorted(sw.get("points") or [], key=lambda p: p.get("value", 0)):
+        rd = d / str(p.get("run_dir", ""))
+        if not (rd / "records.jsonl").is_file():
+            missing.append(f"{p.get('value')}: {rd} holds no records.jsonl")
+            continue
+        records, meta, sut = summary_mod.load_run(rd)
+        s = manifest.read_json(rd / "summary.json") or summary_mod.summarize_run(rd)
+        points.append({"value": p["value"], "dir": rd, "summary": s, "meta": meta, "sut": sut,
+                       "records": records,
+                       "roofline": conditions.roofline_section(s, meta, sut, records)})
+    return {"sweep": sw, "points": points, "missing": missing}
+
+
+def roofline_curve(points: list[dict]) -> Optional[list[dict]]:
+    """serving_bounds for decode batches 1..max(slots, largest measured batch), at the first
+    calculated point's context and prompt length (the sweep keeps the workload fixed)."""
+    ok = [p for p in points if p["roofline"].get("status") == "calculated"]
+    if not ok:
+        return None
+    from analysis.roofline import roofline
+    p = ok[0]
+    shape = conditions.model_shape(p["sut"])
+    spec, _ = conditions.device_spec(p["meta"], p["sut"])
+    b0 = p["roofline"]["bounds"]
+    slots = conditions.server_info(p["sut"]).get("slots") or shape.get("slots") or 1
+    top = max([int(slots)] + [q["roofline"]["bounds"]["batch"] for q in ok])
+    batches = sorted({max(1, round(x)) for x in
+                      (range(1, top + 1) if top <= MAX_CURVE_POINTS else
+                       [top ** (i / (MAX_CURVE_POINTS - 1)) for i in range(MAX_CURVE_POINTS)])})
+    return [roofline.serving_bounds(shape, spec, b, b0["context_len"], b0["prompt_tokens"])
+            for b in batches]
+
+
+def _points_table(points: list[dict], param: str) -> Block:
+    rows = []
+    for p in points:
+        s, e = p["summary"], p["summary"].get("energy") or {}
+        key = s.get("headline_ttft") or "ttft_ms"
+        v = s.get("verdict") or {}
+        rows.append([f"{p['value']:g}", s.get("requests_completed"), s.get("requests_failed"),
+                     fmt(s.get("request_throughput"), 3), fmt(s.get("output_throughput"), 1),
+                     fmt((s.get("steady_state") or {}).get("output_throughput"), 1),
+                     fmt(s.get("goodput"), 3), fmt((s.get(key) or {}).get("p50")),
+                     fmt((s.get(key) or {}).get("p99")), fmt((s.get("tpot_ms") or {}).get("p50")),
+                     fmt((s.get("tpot_ms") or {}).get("p99")),
+                     f"{fmt(e.get('j_per_output_token'), 4)} ({e.get('status', 'unmeasured')})",
+                     "VALID" if v.get("valid") else "INVALID", p["dir"].name])
+    return ("table", [param.split(".")[-1], "ok", "failed", "req/s", "out tok/s",
+                      "steady out tok/s", "goodput",
+                      "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "J/token", "verdict",
+                      "run"], rows)
+
+
+def _steady_note(points: list[dict]) -> str:
+    """The steady-state rule under the points table; n/a cells say why in each run's report."""
+    st = next((p["summary"].get("steady_state") for p in points
+               if p["summary"].get("steady_state")), None)
+    if not st:
+        return "steady out tok/s: n/a (summaries written before the steady-state window existed)"
+    bad = [f"{p['value']:g}: {p['summary']['steady_state'].get('reason')}" for p in points
+           if (p["summary"].get("steady_state") or {}).get("status") not in (None, "ok")]
+    return (f"steady out tok/s: output tokens/s over the steady-state window ({st['rule']})"
+            + (f"; unavailable at {'; '.join(bad)}" if bad else "") + ".")
+
+
+def _roofline_table(points: list[dict]) -> list[Block]:
+    rows = []
+    for p in points:
+        r = p["roofline"]
+        if r.get("status") != "calculated":
+            rows.append([f"{p['value']:g}", "n/a", "n/a", "n/a", "n/a", "n/a", r.get("reason")])
+            continue
+        st = r["bounds"]["decode_step"]
+        ms = lambda x: None if x is None else x * 1e3  # noqa: E731
+        rows.append([f"{p['value']:g}", r["bounds"]["batch"], fmt(ms(st["memory_s"]), 4),
+                     fmt(ms(st["compute_s"]), 4), fmt(r["measured_tpot_p50_ms"], 4),
+                     fmt(r["mbu"], 3), r["bounds"]["tpot_binding"]])
+    first = next((p["roofline"] for p in points if p["roofline"].get("status") == "calculated"),
+                 None)
+    note = (f"Device {first['device']} ({first['spec_from']}). {first['rule']}." if first
+            else "No point has a roofline.")
+    return [("table", ["value", "batch", "bandwidth floor (ms)", "compute floor (ms)",
+                       "measured TPOT p50 (ms)", "MBU", "binding"], rows), ("p", note)]
+
+
+def _search(sw: dict) -> list[Block]:
+    s = sw.get("search")
+    if not s:
+        return []
+    state = "converged" if s.get("converged") else f"stopped: {s.get('stopped')}"
+    return [("h", "Max rate under the SLO (search)"),
+            ("p", f"max passing rate {fmt(s.get('max_passing_rate'), 3)} req/s, first failing "
+                  f"{fmt(s.get('min_failing_rate'), 3)} req/s, {len(s.get('probes') or [])} "
+                  f"probes, {state} (tolerance {s.get('tolerance')}; {sw.get('rule')})")]
+
+
+def build_sweep_sections(sweep_dir: str | Path, with_plots: bool = True) -> list[Block]:
+    d = Path(sweep_dir)
+    data = load_sweep(d)
+    sw, pts = data["sweep"], data["points"]
+    param = sw.get("param", "value")
+    out: list[Block] = [("title", f"loadgen sweep report — {d.name}"),
+                        ("p", f"scenario {sw.get('scenario')}; mode {sw.get('mode')}; swept "
+                              f"{param}; {len(pts)} point(s) with runs")]
+    out += [("warn", f"point {m}") for m in data["missing"]]
+    if not pts:
+        return out + [("p", "No point has a run directory with records: nothing to report.")]
+    slo = pts[0]["summary"].get("slo") or {}
+    out += [("h", "Points (measured)"), _points_table(pts, param), ("p", _steady_note(pts))]
+    out += _search(sw)
+    out.append(("h", "Curves"))
+    if with_plots:
+        curve = roofline_curve(pts)
+        for img, note in (plots_sweep.latency_vs_load_png(pts, param, slo),
+                          plots_sweep.throughput_latency_png(pts, param),
+                          plots_sweep.energy_png(pts, param),
+                          plots_sweep.roofline_png(pts, curve)):
+            out.append(("img", img, note) if img else ("p", note))
+    else:
+        out.append(("p", "plots not requested"))
+    out += [("h", "Decode roofline per point (calculated floors vs measured)")]
+    out += _roofline_table(pts)
+    first = pts[0]
+    rows = [[c["item"], c["value"], c["evidence"]] for c in conditions.conditions_table(
+        first["summary"], first["meta"], first["sut"], first["records"])]
+    out += [("h", f"Comparison conditions (first point, {param.split('.')[-1]} "
+                  f"{first['value']:g})"), ("table", ["condition", "value", "evidence"], rows)]
+    res = compare.compare([p["dir"] for p in pts]) if len(pts) > 1 else None
+    if res is not None:
+        diffs = [x for x in res["refusals"] + res["differences"]
+                 if not x.startswith(("load.", "scenario sha256"))]
+        out += [("h", "Conditions that differ between points (besides the swept load)")]
+        out += [("p", "none")] if not diffs else [("warn", x) for x in diffs]
+    out += [("h", "Reproducibility manifest (first point)"),
+            ("table", ["item", "value", "evidence"],
+             manifest.manifest_rows(manifest.manifest(first["dir"])))]
+    return out
+
+
+def write_sweep_report(sweep_dir: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
+    """Write SWEEP_DIR/report.md and SWEEP_DIR/report.html; returns their paths."""
+    d = Path(sweep_dir)
+    blocks = build_sweep_sections(d, with_plots)
+    md, page = d / "report.md", d / "report.html"
+    md.write_text(render_md(blocks), encoding="utf-8")
+    page.write_text(render_html(blocks), encoding="utf-8")
+    return md, page

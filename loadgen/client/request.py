@@ -1,0 +1,147 @@
+"""The pure half of one request, shared by the native client and the Locust engine.
+
+    api settings ─► request_headers / base_body (once per run) ─► request_body (per request)
+    response ─► [client: aiohttp | locust_engine.user: geventhttpclient] ─► Record, StreamTally
+        ─► apply_body (non-streaming JSON) / end_stream (after the last event) / fail
+        ─► finish: first-chunk/first-token times, usage vs chunk counts, mismatch, sources
+
+No I/O, no asyncio, no aiohttp and no gevent here (only json, loadgen.record and loadgen.client.sse):
+``loadgen.client.client`` (asyncio) and ``loadgen.locust_engine`` (gevent-patched processes) both import
+it, so the two engines build the same bodies and fill the same records by construction.
+``api`` below is anything with the ``scenario.Api`` fields used (``client.ClientConfig`` too).
+"""
+from __future__ import annotations
+
+import json
+from operator import itemgetter
+from typing import Any, Optional
+
+from loadgen.record import Record, now_ns
+from loadgen.client.sse import error_message, loads
+
+SNIPPET = 300                 # characters of an error body kept in Record.error
+_second = itemgetter(1)
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def endpoint_path(endpoint: str) -> str:
+    """The URL path of an ``api.endpoint`` ("chat" | "completions")."""
+    return "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
+
+
+def request_headers(api: Any, api_key: Optional[str]) -> dict:
+    """The headers of every request; ``api.headers`` is merged last."""
+    h = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
+    if api.stream:
+        h["Accept"] = "text/event-stream"
+    if api_key:
+        h["Authorization"] = f"Bearer {api_key}"
+    h.update(api.headers)
+    return h
+
+
+def base_body(api: Any, model: str) -> dict:
+    """Everything but the prompt and max_tokens; extra_body is merged last (stream_options deep)."""
+    body: dict = {"model": model, "stream": api.stream}
+    if api.stream and api.include_usage:
+        opts = {"include_usage": True}
+        if api.continuous_usage:
+            opts["continuous_usage_stats"] = True
+        body["stream_options"] = opts
+    if api.ignore_eos:
+        body["ignore_eos"] = True
+    extra = dict(api.extra_body)
+    if isinstance(extra.get("stream_options"), dict) and "stream_options" in body:
+        extra["stream_options"] = {**body["stream_options"], **extra["stream_options"]}
+    body.update(extra)
+    return body
+
+
+def request_body(base: dict, chat: bool, prompt, max_tokens: int) -> bytes:
+    """One request's JSON bytes: ``base`` plus the prompt (chat: messages) and max_tokens."""
+    b = dict(base)
+    if chat:
+        if isinstance(prompt, str):
+            b["messages"] = [{"role": "user", "content": prompt}]
+        elif prompt and all(isinstance(m, dict) for m in prompt):
+            b["messages"] = prompt
+        else:
+            raise ValueError("the chat endpoint needs a text prompt or a list of messages")
+    else:
+        b["prompt"] = prompt
+    b["max_tokens"] = max_tokens
+    return _dumps(b).encode()
+
+
+def fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:
+    """Mark ``rec`` failed (``kind``: a ``record.ERROR_KINDS`` entry); ends it now unless ended."""
+    rec.status = "error"
+    rec.error_kind = kind
+    rec.error = msg[:SNIPPET + 100]
+    if rec.end_at_ns is None:
+        rec.end_at_ns = t if t is not None else now_ns()
+
+
+def end_stream(rec: Record, tally: Any, done: bool, t: int) -> None:
+    """After a stream's last event: ok if [DONE] or a finish_reason came, else incomplete."""
+    if done or tally.finish_reason is not None:
+        rec.status = "ok"
+        if rec.end_at_ns is None:
+            rec.end_at_ns = t
+    else:
+        fail(rec, "incomplete", "stream ended without [DONE] or finish_reason", t)
+
+
+def apply_body(rec: Record, tally: Any, raw: bytes, t: int) -> None:
+    """A whole (non-streaming) JSON answer read at ``t``: usage, text, finish_reason, or a failure."""
+    try:
+        obj = loads(raw)
+    except ValueError:
+        return fail(rec, "malformed", f"response is not JSON: {raw[:120]!r}", t)
+    if not isinstance(obj, dict):
+        return fail(rec, "malformed", f"response is not a JSON object: {raw[:120]!r}", t)
+    if "error" in obj or obj.get("object") == "error":
+        return fail(rec, "server_error", error_message(obj.get("error", obj)), t)
+    usage = obj.get("usage") or {}
+    tally.prompt_tokens = usage.get("prompt_tokens")
+    tally.completion_tokens = usage.get("completion_tokens")
+    for ch in obj.get("choices") or []:
+        text = ch.get("text")
+        if text is None:
+            text = (ch.get("message") or {}).get("content") or ""
+        tally.chars += len(text)
+        if ch.get("finish_reason") is not None:
+            tally.finish_reason = ch["finish_reason"]
+    rec.status = "ok"
+
+
+def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> None:
+    """Derive first-chunk/first-token times and the token counts from what arrived.
+
+    ``tally``: a ``StreamTally`` (or anything with its completion_tokens, prompt_tokens,
+    finish_reason and chars); ``workload_prompt_tokens``: the workload's own prompt count, used
+    when the server reported none. Output tokens: usage if given, else the chunk count;
+    ``token_count_mismatch`` when both exist and disagree.
+    """
+    chunks = rec.chunks
+    if chunks:
+        rec.first_chunk_at_ns = chunks[0][0]
+        for t, n in chunks:
+            if n:
+                rec.first_token_at_ns = t
+                break
+        rec.chunk_output_tokens = sum(map(_second, chunks))
+    usage = tally.completion_tokens
+    rec.usage_output_tokens = usage
+    if usage is not None:
+        rec.output_tokens, rec.output_tokens_source = usage, "usage"
+    elif rec.chunk_output_tokens is not None:
+        rec.output_tokens, rec.output_tokens_source = rec.chunk_output_tokens, "chunks"
+    if usage is not None and rec.chunk_output_tokens is not None:
+        rec.token_count_mismatch = usage != rec.chunk_output_tokens
+    if tally.prompt_tokens is not None:
+        rec.prompt_tokens, rec.prompt_tokens_source = tally.prompt_tokens, "usage"
+    elif workload_prompt_tokens is not None:
+        rec.prompt_tokens, rec.prompt_tokens_source = workload_prompt_tokens, "workload"
+    rec.finish_reason = tally.finish_reason
+    rec.output_chars = tally.chars

@@ -1,0 +1,331 @@
+"""One run: scenario ─► run directory with records, metadata, summary.
+
+    Scenario ─► workload.py (PromptSpecs) + schedule.py (offsets)      [errors before any I/O]
+        ─► run_dir/scenario.yaml (resolved; API key never written, only api_key_env's name)
+        ─► managed.py (start + health-check target.server; server.log)    or target.url
+        ─► sut.py (GET /v1/models, headers, /info, client host ─► sut.json)
+        ─► power (loadgen.power sampler ─► power.jsonl, when power.sources != ["none"])
+        ─► server_metrics.py (GET /metrics every target.metrics_interval_s ─► server_metrics.jsonl)
+        ─► warm-up (phase "warmup", closed loop) ─► t0 ─► dispatch.py (offline|server|closed)
+            ─► Client.execute ─► Record ─► records.jsonl (flushed per request)
+        ─► meta.json (mode, t0, rates, client CPU, interruption) ─► analysis.metrics.summary ─► summary.json
+
+SIGINT/SIGTERM during the run stop issuing, cancel what is in flight, write every unfinished
+request as "cancelled", and still write meta.json and summary.json (``interrupted: true``).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import loadgen
+from loadgen.client import eventloop
+from loadgen.targets import sut as sut_mod
+from loadgen.client.client import Client, ClientConfig, RequestSpec
+from loadgen.client.clientload import ClientLoad
+from loadgen.run.dispatch import Dispatcher, Ledger, spec_factory
+from loadgen.targets.managed import ManagedServer, ServerStartError
+from loadgen.run.progress import RunProgress
+from loadgen.record import RecordWriter, now_ns
+from loadgen.run.rundir import api_key, resolved_yaml, run_dir_for, summarize_dir, write_json
+from loadgen.scenario.model import Scenario, ScenarioError
+from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
+from loadgen.targets.scrape import ServerMetricsScraper
+from loadgen.scenario.workload import WorkloadPlan, build_workload
+
+T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    meta: dict
+    summary: Optional[dict]
+    interrupted: bool
+
+
+class PowerHook:
+    """loadgen.power around the measured window; does nothing for sources ["none"]."""
+
+    def __init__(self, cfg, run_dir: Path):
+        self.cfg, self.run_dir = cfg, run_dir
+        self.session = None
+        self.result: Optional[dict] = None
+
+    def start(self) -> "PowerHook":
+        if all(s == "none" for s in self.cfg.sources):
+            return self
+        try:
+            from loadgen import power
+        except ImportError as e:
+            self.result = {"sources": [{"name": s, "status": "unavailable",
+                                        "reason": f"loadgen.power not importable: {e}"}
+                                       for s in self.cfg.sources]}
+            return self
+        self.session = power.start(self.cfg, self.run_dir)
+        self.session.idle_baseline()
+        return self
+
+    def mark(self, name: str) -> None:
+        if self.session is not None:
+            self.session.mark(name)
+
+    def stop(self) -> Optional[dict]:
+        if self.session is not None and self.result is None:
+            self.result = self.session.stop()
+        return self.result
+
+
+class Run:
+    """State of one run; ``execute()`` is the whole lifecycle."""
+
+    def __init__(self, sc: Scenario, progress: Optional[RunProgress] = None,
+                 server: Optional[ManagedServer] = None):
+        self.sc = sc
+        self.shared_server = server          # already running (a sweep's); not stopped here
+        self.plan: WorkloadPlan = build_workload(sc.workload)
+        self.schedule: Schedule = build_schedule(sc.load, seed_for(sc))
+        self.key = api_key(sc)
+        self.run_dir = run_dir_for(sc)
+        self.progress = progress or RunProgress(None, enabled=False)
+        self.stop = None                    # asyncio.Event, made inside the loop
+        self.interrupted: Optional[str] = None
+        self.server: Optional[ManagedServer] = None
+        self.base_url: Optional[str] = None
+        self.model: Optional[str] = None
+        self.cap: Optional[int] = None
+        self.writer: Optional[RecordWriter] = None
+        self.dispatcher: Optional[Dispatcher] = None
+        self.power: Optional[PowerHook] = None
+        self.cpu = ClientLoad()
+        self.t0: Optional[int] = None
+        self.end: Optional[int] = None
+        self.crashed: Optional[str] = None
+        self.summary: Optional[dict] = None
+        self.server_alive_at_end: Optional[bool] = None
+        self.client_cpus: Optional[list[int]] = None
+        self.scraper: Optional[ServerMetricsScraper] = None
+        self.server_metrics: Optional[dict] = None
+
+    # -- sync shell: run dir, managed server ----------------------------------------------
+    def execute(self) -> RunResult:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "scenario.yaml").write_text(resolved_yaml(self.sc), encoding="utf-8")
+        meta: dict = {}
+        try:
+            with contextlib.ExitStack() as stack:
+                base_url = self.sc.target.url
+                if self.shared_server is not None:
+                    if not self.shared_server.alive:
+                        raise ServerStartError(
+                            f"target.server: the shared server exited (code "
+                            f"{self.shared_server.proc.poll()}; {self.shared_server.log_path})")
+                    self.server = self.shared_server
+                    base_url = self.server.base_url
+                elif self.sc.target.server is not None:
+                    self.server = stack.enter_context(ManagedServer(self.sc.target.server,
+                                                                    self.run_dir))
+                    base_url = self.server.base_url
+                stack.enter_context(self.client_affinity())
+                eventloop.run(self._main(base_url.rstrip("/")))
+        finally:
+            if self.writer is not None:  # the load phase began: its files are always finished
+                meta = self.meta()
+                write_json(self.run_dir / "meta.json", meta)
+                try:
+                    self.summary = summarize_dir(self.run_dir, meta, self.sc.output.report)
+                except Exception:
+                    if not self.crashed:  # after a crash, the crash is the error to show
+                        raise
+        return RunResult(self.run_dir, meta, self.summary, bool(self.interrupted))
+
+    @contextlib.contextmanager
+    def client_affinity(self):
+        """With target.server.cpus, run loadgen on the remaining CPUs for the run's length."""
+        cpus = self.server.spec.cpus if self.server is not None else None
+        try:
+            before = os.sched_getaffinity(0)
+        except (AttributeError, OSError):
+            before = None
+        rest = sorted(before - set(cpus)) if cpus and before else []
+        if rest:
+            os.sched_setaffinity(0, rest)
+            self.client_cpus = rest
+        try:
+            yield
+        finally:
+            if rest:
+                os.sched_setaffinity(0, before)
+
+    # -- signals ----------------------------------------------------------------------------
+    def _on_signal(self, signame: str) -> None:
+        if self.interrupted is None:
+            self.interrupted = signame
+            self.stop.set()
+        else:  # a second signal: give the default behaviour back (next one kills)
+            loop = asyncio.get_running_loop()
+            for s in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(s)
+
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for s in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(s, self._on_signal, s.name)
+
+    # -- async body -------------------------------------------------------------------------
+    async def _describe_target(self, base_url: str) -> dict:
+        """The model to ask for (api.model, else /v1/models' first id) and sut.json's first form."""
+        a = self.sc.api
+        models = await sut_mod.fetch_models(base_url, self.key, a.connect_timeout_s)
+        model = a.model or sut_mod.first_model_id(models.get("models"))
+        if model is None:
+            raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
+                                f"({models.get('error') or 'status ' + str(models.get('status'))})")
+        self.base_url, self.model = base_url, model
+        own = await sut_mod.fetch_self_description(base_url, self.key, a.connect_timeout_s)
+        sut = sut_mod.describe_sut(base_url, models,
+                                   self.server.describe() if self.server else None, model,
+                                   a.endpoint, own)
+        write_json(self.run_dir / "sut.json", sut)
+        return sut
+
+    async def _main(self, base_url: str) -> None:
+        self.stop = asyncio.Event()
+        self._install_signals()
+        a, ld = self.sc.api, self.sc.load
+        sut = await self._describe_target(base_url)
+        model = self.model
+        cap = self.cap = ld.in_flight_cap
+        n = self.schedule.count if self.schedule.count is not None else ld.num_requests
+        stream = iter(self.plan)
+
+        def make(p, i: int) -> RequestSpec:
+            return RequestSpec(id=i, phase="measured", prompt=p.prompt,
+                               prompt_tokens=p.prompt_tokens, max_tokens=p.max_tokens)
+
+        self.writer = RecordWriter(self.run_dir / "records.jsonl")
+        ledger = Ledger(self.writer, self.progress.on_done)
+        planned: list = []
+        try:
+            self.power = PowerHook(self.sc.power, self.run_dir).start()
+            tg = self.sc.target
+            self.scraper = await ServerMetricsScraper(
+                base_url, self.run_dir, tg.metrics_interval_s, headers=a.headers,
+                path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics).start()
+            cfg = ClientConfig.from_api(a, base_url, model, self.key)
+            async with Client(cfg, cap or max(1, n or 1)) as client:
+                w = ld.warmup_requests
+                await self._warmup(client, ledger, spec_factory(stream, make, 0), w, cap)
+                self.progress.start("measured", n)
+                d = self.dispatcher = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s,
+                                                 self.progress.on_send)
+                if ld.mode != "concurrency":
+                    planned = [make(p, w + i) for i, p in zip(range(n), stream)]
+                await self._measure(d, planned, spec_factory(stream, make, w), cap)
+                if self.server is not None:
+                    self.server_alive_at_end = self.server.alive
+                sut["completion_response_headers"] = sut_mod.keep_headers(
+                    client.first_response_headers)
+                write_json(self.run_dir / "sut.json", sut)
+        except BaseException as e:
+            # a crash: nothing may stay unrecorded. Cancel what runs, then the never-sent.
+            self.crashed = self.crashed or f"{type(e).__name__}: {e}"
+            if self.dispatcher is not None:
+                self.dispatcher.cancel_reason = f"run aborted ({type(e).__name__})"
+                with contextlib.suppress(BaseException):
+                    await self.dispatcher.cancel_all()
+            raise
+        finally:
+            await self._close(ledger, planned)
+
+    async def _measure(self, d: Dispatcher, planned: list, next_spec, cap: Optional[int]) -> None:
+        """The measured phase between the marks that power, /metrics and client load share."""
+        ld = self.sc.load
+        self.power.mark("measure_start")
+        await self.scraper.mark("measure_start")
+        self.cpu.start()
+        self.t0 = now_ns() + (T0_LEAD_NS if ld.mode == "server" else 0)
+        if ld.mode == "offline":
+            await d.offline(planned, self.t0, cap)
+        elif ld.mode == "server":
+            await d.server(planned, self.schedule.offsets_ns, self.t0, cap)
+        else:
+            await d.closed(next_spec, cap or 1, self.t0, ld.num_requests, ld.duration_s)
+        self.end = now_ns()
+        self.power.mark("measure_end")
+        await self.scraper.mark("measure_end")
+
+    async def _close(self, ledger: Ledger, planned: list) -> None:
+        """Whatever happened: every planned request recorded once, samplers stopped, files closed."""
+        for s in planned:
+            if s.id not in ledger.written:
+                ledger.cancel(s, "scheduled but never sent: run ended early")
+        if self.cpu.result is None and self.t0 is not None:
+            self.cpu.stop()
+        if self.power is not None:
+            self.power.stop()
+        if self.scraper is not None:
+            self.server_metrics = await self.scraper.stop()
+        self.writer.close()
+        self.progress.stop()
+
+    async def _warmup(self, client: Client, ledger: Ledger, next_spec, w: int,
+                      cap: Optional[int]) -> None:
+        """``w`` warm-up requests, closed loop, recorded with phase "warmup" (not measured)."""
+        if not w:
+            return
+
+        def warm_spec():
+            s = next_spec()
+            s.phase = "warmup"
+            return s
+        self.progress.start("warm-up", w)
+        self.dispatcher = Dispatcher(client, ledger, self.stop, self.sc.load.drain_timeout_s,
+                                     self.progress.on_send)
+        await self.dispatcher.closed(warm_spec, min(w, cap or w), now_ns(), w, None)
+
+    def meta(self) -> dict:
+        sc, ld = self.sc, self.sc.load
+        sched = self.schedule.describe()
+        cpu_info = self.cpu.result or {}  # ClientLoad: CPU share of one core, loop lag
+        power_info = self.power.result if self.power is not None else None
+        return {
+            "loadgen_version": loadgen.__version__, "scenario": sc.name,
+            "run_dir": str(self.run_dir), "started_at_unix": time.time(),
+            "engine": "native", "event_loop": eventloop.loop_name(), "mode": ld.mode,
+            "target_url": self.base_url, "model": self.model,
+            "endpoint": sc.api.endpoint, "stream": sc.api.stream,
+            "t0_ns": self.t0, "end_ns": self.end, "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)",
+            "rate": ld.rate if ld.mode == "server" else None,
+            "scheduled_rate": sched["scheduled_rate"], "schedule": sched,
+            "schedule_seed": seed_for(sc),
+            "in_flight_cap": ld.in_flight_cap, "num_requests": ld.num_requests,
+            "duration_s": ld.duration_s, "warmup_requests": ld.warmup_requests,
+            "records_written": self.writer.count if self.writer else 0,
+            "min_duration_s": ld.min_duration_s, "min_queries": ld.min_queries,
+            "drain_timeout_s": ld.drain_timeout_s,
+            "slo": sc.slo.model_dump(mode="json"),
+            "workload": self.plan.describe(),
+            "client_cpu": cpu_info.get("cpu_util"), "client_load": cpu_info,
+            "power_sources": (power_info or {}).get("sources") or list(sc.power.sources),
+            "power": power_info,
+            "interrupted": bool(self.interrupted or self.crashed),
+            "interrupt_signal": self.interrupted, "crashed": self.crashed,
+            "managed_server_alive_at_end": self.server_alive_at_end,
+            "client_cpus": self.client_cpus,
+            "server_metrics": self.server_metrics,
+        }
+
+
+def run_scenario(sc: Scenario, progress: Optional[RunProgress] = None,
+                 server: Optional[ManagedServer] = None) -> RunResult:
+    """Run ``sc`` to the end (or to an interrupt) and return where its files are. ``server``:
+    an already running managed server to use instead of starting target.server."""
+    return Run(sc, progress, server).execute()

@@ -1,0 +1,212 @@
+"""Sweeps: one full run per load point under one sweep directory, resumable.
+
+    Scenario + sweep block ─► points: sweep.values (load.concurrency | load.rate)
+                           └► or search max_rate_under_slo: bracket (double up from rate_low,
+                              halve down if it fails), then bisect until (hi - lo) / lo ≤ tolerance
+    each point/probe ─► runner.run_scenario(scenario with param=value, output in the sweep dir;
+                        a target.server is started once, in the sweep dir, and shared)
+                     ─► <sweep dir>/<param>-<value>/ (a normal run directory)
+    ─► <sweep dir>/sweep.json (points, their key figures, the search's bracket) ─► table
+
+A point whose summary.json exists is reused on rerun (same scenario: a fingerprint of the
+resolved scenario is kept in sweep.json and a mismatch is an error, never a silent mix). A point
+left without summary.json, or whose run was interrupted, is moved aside to ``<name>.incomplete`` and run again.
+A probe "passes" when its MLPerf-style verdict is VALID (SLO percentiles, no failures, the
+schedule kept, the client not saturated); the search assumes that is monotone in the rate.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Callable, Optional
+
+from loadgen.scenario.model import Scenario, ScenarioError
+
+RunFn = Callable[[Scenario], dict]   # scenario ─► summary dict (runs it, or raises)
+
+
+def fingerprint(sc: Scenario) -> str:
+    """Hash of the resolved scenario minus the output block (which the sweep itself sets)."""
+    tree = sc.model_dump(mode="json", exclude={"output"})
+    return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def sweep_dir_for(sc: Scenario) -> Path:
+    return Path(sc.output.dir) / (sc.output.run_name or f"sweep-{sc.name}")
+
+
+def point_name(param: str, value: float) -> str:
+    return f"{param.split('.')[-1]}-{value:g}"
+
+
+def point_figures(summary: dict) -> dict:
+    """The row a sweep table shows for one run."""
+    def p(key, q):
+        return (summary.get(key) or {}).get(q)
+    v = summary.get("verdict") or {}
+    return {"requests_completed": summary.get("requests_completed"),
+            "requests_failed": summary.get("requests_failed"),
+            "request_throughput": summary.get("request_throughput"),
+            "output_throughput": summary.get("output_throughput"),
+            "goodput": summary.get("goodput"),
+            "ttft_p50_ms": p(summary.get("headline_ttft") or "ttft_ms", "p50"),
+            "ttft_p99_ms": p(summary.get("headline_ttft") or "ttft_ms", "p99"),
+            "tpot_p50_ms": p("tpot_ms", "p50"), "tpot_p99_ms": p("tpot_ms", "p99"),
+            "e2el_p99_ms": p("e2el_ms", "p99"),
+            "valid": v.get("valid"), "reasons": v.get("reasons") or []}
+
+
+class Sweep:
+    """Runs the points of ``sc.sweep``; ``run_fn`` executes one point (the runner by default)."""
+
+    def __init__(self, sc: Scenario, run_fn: Optional[RunFn] = None, live: bool = False):
+        if sc.sweep is None:
+            raise ScenarioError("sweep: the scenario has no sweep block "
+                                "(add sweep.values or sweep.search)")
+        self.sc = sc
+        self.spec = sc.sweep
+        self.dir = sweep_dir_for(sc)
+        self.run_fn = run_fn or (lambda point_sc: _run_point(point_sc, live, self._server()))
+        self.managed = None                 # one managed server for every point, started lazily
+        self.points: list[dict] = []
+        self.search: Optional[dict] = None
+        self.fp = fingerprint(sc)
+
+    # -- bookkeeping ---------------------------------------------------------------------
+    def _check_dir(self) -> None:
+        meta = self.dir / "sweep.json"
+        if meta.is_file():
+            old = json.loads(meta.read_text()).get("fingerprint")
+            if old != self.fp:
+                raise ScenarioError(
+                    f"output.run_name: {self.dir} holds a sweep of a different scenario "
+                    "(fingerprint mismatch); choose another output.run_name or remove it")
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def _save(self) -> dict:
+        out = {"fingerprint": self.fp, "scenario": self.sc.name, "param": self.spec.param,
+               "mode": self.sc.load.mode, "points": self.points, "search": self.search,
+               "rule": "a point passes when its verdict is VALID"}
+        (self.dir / "sweep.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+        return out
+
+    def point(self, value: float) -> dict:
+        """Run (or reuse) one point; returns its row."""
+        name = point_name(self.spec.param, value)
+        d = self.dir / name
+        summary_path = d / "summary.json"
+        reused = summary_path.is_file() and not _interrupted(d)
+        if reused:
+            summary = json.loads(summary_path.read_text())
+        else:
+            if d.exists():
+                aside = d.with_name(name + ".incomplete")
+                shutil.rmtree(aside, ignore_errors=True)
+                d.rename(aside)
+            val = int(value) if self.spec.param == "load.concurrency" else float(value)
+            tree = self.sc.model_dump(mode="json")
+            tree["sweep"] = None
+            tree["load"][self.spec.param.split(".")[1]] = val
+            tree["output"].update(dir=str(self.dir), run_name=name)
+            summary = self.run_fn(Scenario.model_validate(tree))
+        row = {"value": value, "run_dir": name, "reused": reused, **point_figures(summary)}
+        self.points = [p for p in self.points if p["value"] != value] + [row]
+        self.points.sort(key=lambda p: p["value"])
+        self._save()
+        return row
+
+    def _server(self):
+        """The target.server process shared by all points (started at the first run)."""
+        if self.sc.target.server is None:
+            return None
+        if self.managed is None:
+            from loadgen.targets.managed import ManagedServer
+            self.managed = ManagedServer(self.sc.target.server, self.dir).start()
+        return self.managed
+
+    # -- the two kinds ---------------------------------------------------------------------
+    def run(self) -> dict:
+        self._check_dir()
+        try:
+            if self.spec.search == "max_rate_under_slo":
+                self._search()
+            else:
+                for v in self.spec.values:
+                    self.point(v)
+        finally:
+            if self.managed is not None:
+                self.managed.stop()
+        return self._save()
+
+    def _search(self) -> None:
+        s = self.spec
+        probes: list[dict] = []
+        self.search = {"kind": s.search, "tolerance": s.tolerance, "max_probes": s.max_probes,
+                       "probes": probes, "max_passing_rate": None, "min_failing_rate": None,
+                       "converged": False, "stopped": None}
+
+        def probe(rate: float) -> bool:
+            row = self.point(rate)
+            probes.append({"rate": rate, "valid": bool(row["valid"]), "reused": row["reused"]})
+            self._save()
+            return bool(row["valid"])
+
+        lo: Optional[float] = None
+        hi: Optional[float] = None
+        r = s.rate_low
+        # bracket: find a passing rate at or below rate_low, and a failing one above it
+        while len(probes) < s.max_probes:
+            if probe(r):
+                lo = r
+                break
+            hi = r
+            r /= 2
+        if lo is not None and hi is None:
+            r = s.rate_high or lo * 2
+            while len(probes) < s.max_probes:
+                if probe(r):
+                    lo, r = r, r * 2
+                else:
+                    hi = r
+                    break
+        # bisect
+        while lo is not None and hi is not None and (hi - lo) / lo > s.tolerance \
+                and len(probes) < s.max_probes:
+            mid = (lo + hi) / 2
+            if probe(mid):
+                lo = mid
+            else:
+                hi = mid
+        self.search.update(max_passing_rate=lo, min_failing_rate=hi)
+        if lo is None:
+            self.search["stopped"] = "no probed rate passed (lower sweep.rate_low)"
+        elif hi is None:
+            self.search["stopped"] = "every probed rate passed (raise sweep.rate_high/max_probes)"
+        elif (hi - lo) / lo <= s.tolerance:
+            self.search["converged"] = True
+        else:
+            self.search["stopped"] = f"max_probes {s.max_probes} reached before the tolerance"
+
+
+def _interrupted(run_dir: Path) -> bool:
+    try:
+        return bool(json.loads((run_dir / "meta.json").read_text()).get("interrupted"))
+    except (OSError, ValueError):
+        return True
+
+
+def _run_point(sc: Scenario, live: bool = False, server=None) -> dict:
+    from loadgen.run.progress import RunProgress
+    from loadgen.run.runner import run_scenario
+    res = run_scenario(sc, RunProgress(None, enabled=live), server=server)
+    if res.interrupted:
+        raise KeyboardInterrupt  # stop the sweep; the point stays incomplete for the rerun
+    return res.summary or {}
+
+
+def run_sweep(sc: Scenario, run_fn: Optional[RunFn] = None,
+              live: bool = False) -> tuple[Path, dict]:
+    sw = Sweep(sc, run_fn, live)
+    return sw.dir, sw.run()

@@ -1,0 +1,10 @@
+"""scenario: what to run, decided before anything runs. Pure: no I/O beyond reading the files named.
+
+    scenarios/*.yaml ─► model.py (strict pydantic; defaults → YAML → --set; ScenarioError = one line)
+                    ─► workload.py (prompts and output lengths: synthetic, JSONL, ShareGPT; seeded)
+                    ─► schedule.py (arrival offsets: poisson | constant | gamma; seeded, pure)
+                    ─► run/ (the runner hands specs + schedule to dispatch)
+
+May import: the standard library, pydantic, numpy, tokenizers, and loadgen.record. Never the
+client, the runner or anything that opens a socket.
+"""

@@ -1,0 +1,265 @@
+"""Scenario model: what to measure, against what, under which load and SLOs.
+
+Precedence: model defaults, then the YAML file, then each ``--set key.path=value``.
+Every model is strict (``extra="forbid"``) so a typo is an error, not a silent default.
+``load_scenario`` turns any problem into a ``ScenarioError`` whose message is one line naming
+the field (``load.rate: Input should be greater than 0``); the CLI prints it and exits 2.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from loadgen.scenario.strict import ScenarioError, Strict
+from loadgen.scenario.target import Target
+
+
+class Api(Strict):
+    endpoint: Literal["chat", "completions"] = "completions"
+    model: Optional[str] = None           # None: the first id that /v1/models lists
+    stream: bool = True
+    ignore_eos: bool = True               # ask for exactly max_tokens (server may ignore)
+    include_usage: bool = True            # stream_options.include_usage
+    continuous_usage: bool = False        # stream_options.continuous_usage_stats (vLLM)
+    extra_body: dict[str, Any] = Field(default_factory=dict)  # merged into every request body
+    headers: dict[str, str] = Field(default_factory=dict)
+    api_key_env: Optional[str] = None     # name of the environment variable; never stored
+    timeout_s: float = Field(600.0, gt=0)  # per request, send to last byte
+    connect_timeout_s: float = Field(30.0, gt=0)
+
+
+class Dist(Strict):
+    """A token-length distribution. fixed: value; uniform: [min, max]; normal and lognormal:
+    mean and std of the resulting lengths, clipped to [min, max]."""
+
+    dist: Literal["fixed", "uniform", "normal", "lognormal"] = "fixed"
+    value: Optional[int] = Field(None, gt=0)
+    mean: Optional[float] = Field(None, gt=0)
+    std: Optional[float] = Field(None, ge=0)
+    min: int = Field(1, gt=0)
+    max: Optional[int] = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _params(self) -> "Dist":
+        need = {"fixed": ["value"], "uniform": ["max"], "normal": ["mean", "std"],
+                "lognormal": ["mean", "std"]}[self.dist]
+        for name in need:
+            if getattr(self, name) is None:
+                raise ValueError(f"dist {self.dist} needs '{name}'")
+        if self.max is not None and self.max < self.min:
+            raise ValueError("max must be >= min")
+        return self
+
+
+class Workload(Strict):
+    source: Literal["synthetic", "jsonl", "sharegpt"] = "synthetic"
+    path: Optional[str] = None            # jsonl: {prompt, max_tokens} per line; sharegpt: JSON
+    prompt_tokens: Dist = Field(default_factory=lambda: Dist(dist="fixed", value=128))
+    output_tokens: Dist = Field(default_factory=lambda: Dist(dist="fixed", value=128))
+    output_tokens_from_file: bool = True  # jsonl/sharegpt: use the file's lengths when present
+    shared_prefix_tokens: int = Field(0, ge=0)  # the same prefix in front of every prompt
+    # how prompt lengths are counted and built: "words" (common English words, ~1 BPE token
+    # each: counts approximate), "bytes" (1 token per ASCII byte: the JAX server's synthetic
+    # ByteTokenizer; exact) or a path to a HF tokenizer.json (exact for that tokenizer)
+    tokenizer: str = "words"
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _path(self) -> "Workload":
+        if self.source != "synthetic" and not self.path:
+            raise ValueError(f"source {self.source} needs 'path'")
+        return self
+
+
+class Load(Strict):
+    mode: Literal["offline", "server", "concurrency"] = "server"
+    rate: Optional[float] = Field(None, gt=0)         # requests/s (server)
+    arrival: Literal["poisson", "constant", "gamma"] = "poisson"
+    burstiness: float = Field(1.0, gt=0)   # gamma shape; 1 = Poisson, < 1 burstier
+    concurrency: Optional[int] = Field(None, gt=0)    # in flight (offline, concurrency)
+    max_concurrency: Optional[int] = Field(None, gt=0)  # optional cap in server mode
+    num_requests: Optional[int] = Field(None, gt=0)   # measured requests (warm-up not counted)
+    duration_s: Optional[float] = Field(None, gt=0)   # stop issuing after this long
+    warmup_requests: int = Field(0, ge=0)
+    min_duration_s: float = Field(0.0, ge=0)  # MLPerf-style minimums for a VALID verdict
+    min_queries: int = Field(0, ge=0)
+    drain_timeout_s: float = Field(600.0, gt=0)  # after the last send, wait this long at most
+    seed: Optional[int] = None  # arrival-schedule seed; None: workload.seed + 1
+
+    @model_validator(mode="after")
+    def _mode(self) -> "Load":
+        if self.num_requests is None and self.duration_s is None:
+            raise ValueError("give num_requests and/or duration_s to bound the run")
+        if self.mode == "server" and self.rate is None:
+            raise ValueError("mode server needs 'rate'")
+        if self.mode == "concurrency" and self.concurrency is None:
+            raise ValueError("mode concurrency needs 'concurrency'")
+        if self.mode == "offline" and self.num_requests is None:
+            raise ValueError("mode offline needs 'num_requests' (every request is issued at t0)")
+        return self
+
+    @property
+    def in_flight_cap(self) -> Optional[int]:
+        """The limit on requests in flight: None means unbounded (open-loop server)."""
+        if self.mode == "server":
+            return self.max_concurrency or self.concurrency
+        return self.concurrency or (None if self.mode == "offline" else 1)
+
+
+class Slo(Strict):
+    preset: Optional[str] = None          # e.g. server/llama3_1-8b (analysis.metrics.slo.PRESETS)
+    ttft_ms: Optional[float] = Field(None, gt=0)
+    tpot_ms: Optional[float] = Field(None, gt=0)
+    itl_ms: Optional[float] = Field(None, gt=0)
+    e2el_ms: Optional[float] = Field(None, gt=0)
+    percentile: float = Field(99.0, gt=0, le=100)
+    max_schedule_lag_ms: float = Field(10.0, gt=0)    # p99 schedule lag allowed in server runs
+    min_rate_fraction: float = Field(0.95, gt=0, le=1)  # achieved / scheduled send rate
+
+    @model_validator(mode="after")
+    def _preset(self) -> "Slo":
+        if self.preset is not None:
+            try:
+                from analysis.metrics.slo import PRESETS
+            except ImportError:  # analysis absent: the summary reports the unknown preset
+                return self
+            if self.preset not in PRESETS:
+                raise ValueError(f"unknown preset '{self.preset}' (known: "
+                                 f"{', '.join(sorted(PRESETS))})")
+        return self
+
+
+class Power(Strict):
+    sources: list[Literal["none", "nvml", "amdsmi", "rapl", "dcgm", "estimate"]] = Field(
+        default_factory=lambda: ["none"])
+    gpu_indices: Optional[list[int]] = None   # the GPUs that serve the model; None: all
+    sample_hz: float = Field(10.0, gt=0)
+    idle_baseline_s: float = Field(0.0, ge=0)
+    dcgm_url: Optional[str] = None           # Prometheus endpoint of a DCGM exporter
+    rapl_root: str = "/sys/class/powercap"
+    estimate_watts: Optional[float] = Field(None, gt=0)  # opt-in, labelled 'estimated'
+    estimate_tdp_w: Optional[float] = Field(None, gt=0)  # opt-in: TDP x CPU load, 'estimated'
+    dcgm_labels: dict[str, str] = Field(default_factory=dict)  # exporter labels that must match
+
+
+class Sweep(Strict):
+    param: Literal["load.concurrency", "load.rate"] = "load.concurrency"
+    values: list[float] = Field(default_factory=list)
+    search: Optional[Literal["max_rate_under_slo"]] = None
+    rate_low: Optional[float] = Field(None, gt=0)
+    rate_high: Optional[float] = Field(None, gt=0)
+    tolerance: float = Field(0.05, gt=0)      # relative width of the final bracket
+    max_probes: int = Field(12, gt=0)
+
+    @model_validator(mode="after")
+    def _shape(self) -> "Sweep":
+        if self.search is None and not self.values:
+            raise ValueError("give 'values' (the points to run) or 'search'")
+        if self.search == "max_rate_under_slo":
+            if self.param != "load.rate":
+                raise ValueError("search max_rate_under_slo sweeps param load.rate")
+            if self.rate_low is None:
+                raise ValueError("search max_rate_under_slo needs 'rate_low'")
+            if self.rate_high is not None and self.rate_high <= self.rate_low:
+                raise ValueError("rate_high must be > rate_low")
+        if self.param == "load.concurrency" and any(v != int(v) or v < 1 for v in self.values):
+            raise ValueError("load.concurrency values must be whole numbers >= 1")
+        return self
+
+
+class Output(Strict):
+    dir: str = "runs"
+    run_name: Optional[str] = None        # default: {YYYYmmdd-HHMMSS}-{name}
+    report: Literal["full", "text", "none"] = "full"  # report.md/html after the run; text: no plots
+
+
+class Scenario(Strict):
+    name: str = "scenario"
+    description: str = ""
+    target: Target
+    api: Api = Field(default_factory=Api)
+    workload: Workload = Field(default_factory=Workload)
+    load: Load
+    slo: Slo = Field(default_factory=Slo)
+    power: Power = Field(default_factory=Power)
+    sweep: Optional[Sweep] = None
+    output: Output = Field(default_factory=Output)
+
+    @model_validator(mode="after")
+    def _sweep_mode(self) -> "Scenario":
+        sw = self.sweep
+        if sw is not None:
+            if sw.param == "load.rate" and self.load.mode != "server":
+                raise ValueError("sweep: param load.rate needs load.mode server")
+            if sw.param == "load.concurrency" and self.load.mode == "server":
+                raise ValueError("sweep: param load.concurrency needs load.mode concurrency or "
+                                 "offline (server mode sweeps load.rate)")
+        return self
+
+
+def _set_path(tree: dict, dotted: str, raw: str) -> None:
+    keys = dotted.split(".")
+    if not all(keys):
+        raise ScenarioError(f"--set {dotted}={raw}: empty key in path")
+    node = tree
+    for k in keys[:-1]:
+        nxt = node.get(k)
+        if nxt is None:
+            nxt = node[k] = {}
+        if not isinstance(nxt, dict):
+            raise ScenarioError(f"--set {dotted}: '{k}' is not a mapping")
+        node = nxt
+    try:
+        node[keys[-1]] = yaml.safe_load(raw) if raw != "" else None
+    except yaml.YAMLError:
+        node[keys[-1]] = raw
+
+
+def parse_overrides(items: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        if "=" not in item:
+            raise ScenarioError(f"--set {item}: expected key.path=value")
+        k, v = item.split("=", 1)
+        out.append((k.strip(), v))
+    return out
+
+
+def format_validation_error(err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"  # top-level messages name the field
+
+
+def scenario_from_dict(tree: dict, overrides: list[str] = ()) -> Scenario:
+    tree = copy.deepcopy(tree)  # overrides never leak into the caller's (nested) dicts
+    for k, v in parse_overrides(list(overrides)):
+        _set_path(tree, k, v)
+    try:
+        return Scenario.model_validate(tree)
+    except ValidationError as e:
+        raise ScenarioError(format_validation_error(e)) from None
+
+
+def load_scenario(path: str | Path, overrides: list[str] = ()) -> Scenario:
+    p = Path(path)
+    if not p.is_file():
+        raise ScenarioError(f"{p}: no such scenario file")
+    try:
+        tree = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ScenarioError(f"{p}:{where} not valid YAML ({getattr(e, 'problem', e)})") from None
+    if not isinstance(tree, dict):
+        raise ScenarioError(f"{p}: top level must be a mapping")
+    try:
+        return scenario_from_dict(tree, overrides)
+    except ScenarioError as e:
+        raise ScenarioError(f"{p}: {e}") from None

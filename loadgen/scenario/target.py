@@ -1,0 +1,75 @@
+"""The scenario's ``target``: a running server's URL, or a server that ``loadgen run`` manages.
+
+    target: {url: http://127.0.0.1:8000}                      an external server (any OpenAI API)
+    target: {server: {kind: jax | vllm | command, ...}}       started, health-checked, stopped
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Literal, Optional
+
+from pydantic import Field, model_validator
+
+from loadgen.scenario.strict import Strict
+
+
+class ServerSpec(Strict):
+    """A server that ``loadgen run`` starts, health-checks and stops."""
+
+    kind: Literal["jax", "vllm", "command"] = "jax"
+    preset: str = "small"                 # jax: a name from servers.jax.presets
+    model: Optional[str] = None           # jax: local HF directory; vllm: model path/name
+    dtype: Optional[str] = None           # fp32 | bf16 (jax); vllm's --dtype
+    slots: Optional[int] = Field(None, gt=0)        # jax: decode batch slots
+    max_model_len: Optional[int] = Field(None, gt=0)
+    max_queue: Optional[int] = Field(None, gt=0)    # jax: waiting-queue bound (503 beyond)
+    port: Optional[int] = Field(None, gt=0, lt=65536)  # None: a free port is picked
+    args: dict[str, Any] = Field(default_factory=dict)  # extra CLI flags, key -> value
+    command: Optional[list[str]] = None   # kind=command: argv; "{port}" is substituted
+    # vllm only: --tensor-parallel-size, --gpu-memory-utilization, --load-format
+    tensor_parallel_size: Optional[int] = Field(None, gt=0)
+    gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
+    load_format: Optional[str] = None
+    health_path: str = "/health"
+    startup_timeout_s: float = Field(900.0, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+    # pin the server to these CPUs (os.sched_setaffinity); loadgen then runs on the others,
+    # so client and server do not share cores (recorded in meta.json)
+    cpus: Optional[list[int]] = None
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> "ServerSpec":
+        if self.kind != "vllm":
+            for name in ("tensor_parallel_size", "gpu_memory_utilization", "load_format"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"'{name}' applies to kind vllm only")
+        if self.kind == "command" and not self.command:
+            raise ValueError("kind command needs 'command' (an argv list; \"{port}\" is substituted)")
+        if self.cpus is not None:
+            if not self.cpus or any(c < 0 for c in self.cpus):
+                raise ValueError("cpus must be a non-empty list of CPU numbers")
+            try:
+                have = os.sched_getaffinity(0)
+            except (AttributeError, OSError):
+                have = None
+            if have is not None and not set(self.cpus) <= have:
+                raise ValueError(f"cpus {self.cpus} not all available here "
+                                 f"(this process may use {sorted(have)})")
+        if self.kind == "vllm" and not self.model:
+            raise ValueError("kind vllm needs 'model' (a local path or model name)")
+        return self
+
+
+class Target(Strict):
+    url: Optional[str] = None             # base URL of a running server, e.g. http://127.0.0.1:8000
+    server: Optional[ServerSpec] = None
+    # the server's Prometheus endpoint, scraped during the run into server_metrics.jsonl
+    scrape_metrics: bool = True
+    metrics_path: str = "/metrics"
+    metrics_interval_s: float = Field(1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "Target":
+        if (self.url is None) == (self.server is None):
+            raise ValueError("give exactly one of target.url or target.server")
+        return self

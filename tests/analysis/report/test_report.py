@@ -1,0 +1,122 @@
+"""report.md / report.html on synthetic run directories."""
+import json
+import sys
+
+import pytest
+
+from analysis.report import conditions
+from analysis.roofline import model_cost
+from analysis.report import plots
+from analysis.report import report
+from tests.analysis.synth import jax_sut, server_meta, steady, write_run
+
+ITEMS = ("task", "accuracy", "precision", "batch", "device unit", "software versions", "memory",
+         "execution split", "time boundary", "cost/power", "evidence")
+
+
+def test_report_with_plots_and_conditions(tmp_path):
+    if not plots.available():
+        pytest.skip("matplotlib not installed")
+    recs = steady(30, warmup=2)
+    recs[10].update(status="error", error_kind="http")
+    d = write_run(tmp_path / "run", recs, server_meta(), jax_sut())
+    md, page = report.write_report(d)
+    h, text = page.read_text(), md.read_text()
+    assert h.startswith("<!DOCTYPE html>") and "<style>" in h and "<link" not in h
+    assert h.count("data:image/png;base64,") == 3  # CDFs, time series, timeline
+    assert "Comparison conditions" in h and "Comparison conditions" in text
+    for item in ITEMS:
+        assert f"<td>{item}</td>" in h and f"| {item} |" in text
+    assert "INVALID" in text and "1 measured request(s) failed" in text
+    assert "| http | 1 |" in text
+    assert "| precision | fp32 |" in text
+    assert "| device unit | cpu x1 (backend cpu) |" in text
+    # packages that are not installed (vllm: None) are left out
+    assert ("server: jax_version 0.10.2, server header aiohttp; client: loadgen 0.1.0, "
+            "python 3.11.9, aiohttp 3.14.0 |") in text
+    assert "kv_cache_bytes 131072" in text and "server compile (1.5 s)" in text
+    assert "TTFT from scheduled p50 / p99 (ms) | 21.00 / 21.00" in text
+    # steady-state window (server): first to last measured send, 0.101 .. 1.451 s, 8 tokens per
+    # 50 ms gap -> 160 tokens/s; its rule is printed under the headline
+    assert "| steady-state output throughput (tokens/s) | 160.00 | measured |" in text
+    assert "Steady-state window (ok): open loop (server): from the first measured send" in text
+    assert "Steady-state window (ok): open loop (server)" in h
+    assert "unmeasured: loadgen measures performance only" in text
+    assert "## Server metrics" in text and "<h2>Server metrics</h2>" in h
+
+
+def test_report_without_matplotlib(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    d = write_run(tmp_path / "run", steady(12), server_meta(), None)
+    _, page = report.write_report(d)
+    h = page.read_text()
+    assert "data:image/png" not in h
+    assert "matplotlib is not installed" in h
+    assert "<td>precision</td><td>not recorded: the server did not report its dtype</td>" in h
+    assert "<td>device unit</td><td>not recorded: the server published no /info</td>" in h
+    assert "Not shown: sut.json has no model shape" in h
+
+
+def test_conditions_missing_sut_say_why():
+    s = {"mode": "offline", "energy": {"status": "unmeasured", "reason": "no power source "
+                                       "configured"}, "window": {"rule": "r"}, "client": {}}
+    rows = {r["item"]: r for r in conditions.conditions_table(s, {}, {}, [])}
+    assert list(rows) == list(ITEMS)
+    assert rows["device unit"]["value"].startswith("not recorded")
+    assert rows["memory"]["evidence"] == "unmeasured"
+    assert rows["cost/power"]["value"] == "energy unmeasured: no power source configured"
+
+
+def test_roofline_section_with_a_spec_file(tmp_path):
+    spec = {"name": "test-device", "scope": "1 chip",
+            "peak": {"fp32": {"value": 1e12, "unit": "FLOP/s", "evidence": "documented",
+                              "source": "test"}},
+            "mem_bandwidth": {"value": 1e10, "unit": "B/s", "evidence": "documented",
+                              "source": "test"}}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    # 20 requests 50 ms apart, each 100 ms long: 2 in flight on average -> batch 2
+    recs = steady(20)
+    meta = server_meta(device_spec=str(tmp_path / "spec.json"))
+    d = write_run(tmp_path / "run", recs, meta, jax_sut())
+    from analysis.metrics import summary
+    s = summary.summarize_run(d)
+    r = conditions.roofline_section(s, meta, jax_sut(), recs)
+    assert r["status"] == "calculated" and r["device"] == "test-device"
+    b = r["bounds"]
+    # mean in flight over the window = 20 * 100 ms / 1.05 s = 1.9 -> 2; context 10 + 8/2 = 14
+    assert (b["batch"], b["context_len"], b["prompt_tokens"]) == (2, 14, 10)
+    shape = jax_sut()["server_info"]["model"]
+    step_bytes = model_cost.decode_step_bytes(shape, 2, 14)
+    assert b["decode_step"]["bytes"] == step_bytes
+    # memory-bound: floor = bytes / 1e10 B/s; measured TPOT 80/7 ms
+    assert b["tpot_lower_bound_ms"] == pytest.approx(step_bytes / 1e10 * 1e3)
+    assert r["tpot_fraction_of_bound"] == pytest.approx(step_bytes / 1e10 / (80 / 7 / 1e3))
+    assert r["mbu"] == pytest.approx(step_bytes / (80 / 7 / 1e3) / 1e10)
+    assert r["warnings"] == []  # both floors are far below the measured times
+    _, page = report.write_report(d, with_plots=False)
+    assert "TPOT floor (ms), binding" in page.read_text()
+
+
+def test_local_calibration_used_only_for_the_same_host(tmp_path):
+    cal = {"name": "local cpu: test", "scope": "this host (cpu)",
+           "peak": {"fp32": {"value": 1e11, "unit": "FLOP/s", "evidence": "measured", "source": "t"}},
+           "mem_bandwidth": {"value": 2e10, "unit": "B/s", "evidence": "measured", "source": "t"},
+           "meta": {"host": "box1", "kind": "cpu"}}
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(cal))
+    recs = steady(10)
+    sut = jax_sut()
+    sut["client_host"]["hostname"] = "box1"
+    r = conditions.roofline_section({"tpot_ms": {"p50": 8.0}, "ttft_ms": {"min": 20.0}},
+                                    server_meta(), sut, recs, calibration=path)
+    assert r["status"] == "calculated" and "local calibration" in r["spec_from"]
+    assert r["bounds"]["decode_step"]["bandwidth"] == 2e10
+    # a measured TPOT below the floor is flagged, not reported as > 100% of the roof
+    fast = conditions.roofline_section({"tpot_ms": {"p50": 1e-6}, "ttft_ms": {"min": 20.0}},
+                                       server_meta(), sut, recs, calibration=path)
+    assert fast["tpot_fraction_of_bound"] > 1
+    assert fast["warnings"] and fast["warnings"][0].startswith("measured TPOT is below")
+    sut["client_host"]["hostname"] = "other-box"
+    r = conditions.roofline_section({}, server_meta(), sut, recs, calibration=path)
+    assert r["status"] == "unavailable" and "no local calibration of this host" in r["reason"]

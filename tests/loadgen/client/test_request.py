@@ -1,0 +1,74 @@
+"""loadgen.client.request: the pure rules both engines share (body, headers, record bookkeeping)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from loadgen.record import Record
+from loadgen.client.request import base_body, end_stream, finish, request_body, request_headers
+from loadgen.scenario.model import Api
+from loadgen.client.sse import StreamTally
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_base_body_merges_extra_body_last_and_stream_options_deep():
+    api = Api(continuous_usage=True, extra_body={"temperature": 0, "stream_options": {"x": 1}})
+    assert base_body(api, "m") == {
+        "model": "m", "stream": True, "ignore_eos": True, "temperature": 0,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True, "x": 1}}
+    assert base_body(Api(stream=False, ignore_eos=False), "m") == {"model": "m", "stream": False}
+
+
+def test_request_body_and_headers():
+    assert json.loads(request_body({"a": 1}, False, [1, 2], 5)) == {"a": 1, "prompt": [1, 2],
+                                                                  "max_tokens": 5}
+    msgs = [{"role": "user", "content": "hi"}]
+    assert json.loads(request_body({}, True, "hi", 3))["messages"] == msgs
+    assert json.loads(request_body({}, True, msgs, 3))["messages"] == msgs
+    with pytest.raises(ValueError):
+        request_body({}, True, [1, 2], 3)
+    h = request_headers(Api(headers={"X-A": "b"}), "k")
+    assert h["Authorization"] == "Bearer k" and h["Accept"] == "text/event-stream"
+    assert h["X-A"] == "b"
+
+
+def test_finish_counts_and_is_stable_when_rederived():
+    rec = Record(id=0, phase="measured", scheduled_at_ns=0, workload_prompt_tokens=7)
+    rec.chunks = [[10, 0], [20, 1], [30, 1]]
+    tally = StreamTally()
+    tally.completion_tokens, tally.finish_reason, tally.chars = 3, "length", 9
+    end_stream(rec, tally, False, 40)
+    finish(rec, tally, rec.workload_prompt_tokens)
+    assert (rec.status, rec.end_at_ns, rec.first_chunk_at_ns, rec.first_token_at_ns) == \
+        ("ok", 40, 10, 20)
+    assert (rec.output_tokens, rec.output_tokens_source, rec.chunk_output_tokens) == \
+        (3, "usage", 2)
+    assert rec.token_count_mismatch is True
+    assert (rec.prompt_tokens, rec.prompt_tokens_source) == (7, "workload")
+    before = dict(rec.__dict__)
+    # the Locust node re-derives a cancelled snapshot from the record itself: nothing changes
+    view = SimpleNamespace(completion_tokens=rec.usage_output_tokens, prompt_tokens=None,
+                           finish_reason=rec.finish_reason, chars=rec.output_chars)
+    finish(rec, view, rec.workload_prompt_tokens)
+    assert rec.__dict__ == before
+
+
+def test_end_stream_without_done_or_finish_reason_is_incomplete():
+    rec = Record(id=0, phase="measured", scheduled_at_ns=0)
+    end_stream(rec, StreamTally(), False, 5)
+    assert (rec.status, rec.error_kind, rec.end_at_ns) == ("error", "incomplete", 5)
+
+
+def test_request_module_is_pure():
+    """Imported by the gevent-patched Locust processes: no asyncio, aiohttp or gevent."""
+    code = ("import sys, loadgen.client.request\n"
+            "print(','.join(m for m in ('aiohttp', 'asyncio', 'gevent', 'loadgen.client.client')"
+            " if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""

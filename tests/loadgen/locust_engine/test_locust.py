@@ -1,0 +1,511 @@
+"""The Locust engine against the calibration server: one record per request, true timings,
+a killed worker accounted for. Locust (gevent) always runs in subprocesses, never in pytest."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("locust", reason="the locust extra is not installed (pip install 'loadgen[locust]')")
+
+from loadgen.locust_engine.plan import Plan, owner
+from loadgen.locust_engine.cli import check_flags
+from loadgen.locust_engine.run import LocustOptions, run_locust
+from loadgen.record import read_records
+from loadgen.scenario.model import load_scenario
+from tests.support.calibration_server import CalibrationServer
+
+ROOT = Path(__file__).resolve().parents[3]
+TTFT_MS, ITL_MS, TOKENS = 40.0, 5.0, 12
+
+
+@pytest.fixture(scope="module")
+def timed_server():
+    with CalibrationServer(ttft_ms=TTFT_MS, itl_ms=ITL_MS) as s:
+        yield s
+
+
+def _scenario(tmp_path: Path, url: str, load: dict, name: str = "lc", **extra) -> Path:
+    tree = {"name": name, "target": {"url": url}, "api": {"model": "calib-model"},
+            "workload": {"prompt_tokens": {"dist": "fixed", "value": 12},
+                         "output_tokens": {"dist": "fixed", "value": TOKENS}, "seed": 3},
+            "load": load, "output": {"dir": str(tmp_path / "runs"), "run_name": name,
+                                     "report": "none"}}
+    for k, v in extra.items():
+        tree[k] = v
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(tree))
+    return p
+
+
+def _run(path: Path, workers=None, progress=None):
+    sc = load_scenario(path)
+    return run_locust(sc, LocustOptions(workers=workers, scenario_path=str(path),
+                                        connect_timeout_s=60.0), progress)
+
+
+def _server_truth(server) -> dict:
+    """prompt tag -> the server's own first content-chunk write time."""
+    out = {}
+    for e in server.log(clear=True):
+        first = next((t for t, n in e["chunks"] if n > 0), None)
+        out[e["prompt"]] = (e["arrival_ns"], first)
+    return out
+
+
+def _check_exactly_once(recs: list[dict], n: int) -> None:
+    ids = [r["id"] for r in recs]
+    assert sorted(ids) == list(range(n)), "every scheduled request has exactly one record"
+
+
+def _check_truth(recs: list[dict], truth: dict, prompts: dict) -> None:
+    ok = [r for r in recs if r["status"] == "ok" and r["phase"] == "measured"]
+    assert ok
+    errs, ttfts, gaps = [], [], []
+    for r in ok:
+        arrival, first = truth[prompts[r["id"]][:120]]
+        errs.append((r["first_token_at_ns"] - first) / 1e6)   # our stamp - server's write
+        ttfts.append((r["first_token_at_ns"] - r["sent_at_ns"]) / 1e6)
+        ts = [t for t, k in r["chunks"] if k > 0]
+        gaps += [(b - a) / 1e6 for a, b in zip(ts, ts[1:])]
+        assert r["output_tokens"] == TOKENS and r["chunk_output_tokens"] == TOKENS
+    # event-by-event reads: the first token is stamped when written (iter_content would add
+    # ~45 ms here); generous bounds for a loaded 2-core box
+    assert 0 <= statistics.median(errs) < 15, errs
+    assert TTFT_MS - 1 <= statistics.median(ttfts) < TTFT_MS + 20, ttfts
+    assert ITL_MS - 2 < statistics.median(gaps) < ITL_MS + 4
+
+
+def _prompts(path: Path) -> dict:
+    plan = Plan(load_scenario(path))
+    n = plan.warmup + (plan.count or 0)
+    return {i: p.prompt for i, p in zip(range(n), iter(plan.workload))}
+
+
+def test_flag_combinations():
+    assert check_flags("native", None, False, False, None) is None
+    assert check_flags("locust", None, False, False, None) is None
+    assert check_flags("locust", 2, False, False, None) is None
+    assert check_flags("locust", None, False, True, "h") is None
+    assert check_flags("locust", 3, True, False, None) is None
+    assert "--engine locust" in check_flags("native", 2, False, False, None)
+    assert "--master-host" in check_flags("locust", None, False, True, None)
+    assert "exclude" in check_flags("locust", 2, True, True, "h")
+    assert "--workers N" in check_flags("locust", None, True, False, None)
+    assert ">= 1" in check_flags("locust", 0, False, False, None)
+    assert "--master-host applies" in check_flags("locust", None, False, False, "h")
+
+
+def test_plan_slices_cover_every_id_once(tmp_path):
+    p = _scenario(tmp_path, "http://127.0.0.1:1", {"mode": "server", "rate": 10,
+                                                   "num_requests": 23, "warmup_requests": 5})
+    sc = load_scenario(p)
+    seen = []
+    for w in range(3):
+        plan = Plan(sc, w, 3)
+        ids = [s.id for s in plan.warm_specs()] + [s.id for s in plan.measured_specs()]
+        assert all(owner(i, 5, 3) == w for i in ids)
+        seen += ids
+    assert sorted(seen) == list(range(28))
+    whole = Plan(sc)
+    offs = {s.id: s.offset_ns for s in whole.measured_specs()}
+    assert {s.id: s.offset_ns for s in Plan(sc, 1, 3).measured_specs()}.items() <= offs.items()
+
+
+def test_local_server_mode_matches_truth(tmp_path, timed_server):
+    timed_server.clear()
+    p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 25, "num_requests": 30,
+                                               "warmup_requests": 2, "arrival": "poisson"})
+    res = _run(p)
+    recs = read_records(res.run_dir / "records.jsonl")
+    _check_exactly_once(recs, 32)
+    assert all(r["status"] == "ok" and r["worker"] == "0" for r in recs)
+    _check_truth(recs, _server_truth(timed_server), _prompts(p))
+    for f in ("scenario.yaml", "records.jsonl", "meta.json", "sut.json", "summary.json"):
+        assert (res.run_dir / f).is_file(), f
+    meta = json.loads((res.run_dir / "meta.json").read_text())
+    assert meta["engine"] == "locust" and meta["mode"] == "server"
+    assert res.summary["requests_completed"] == 30
+    lag = [(r["sent_at_ns"] - r["scheduled_at_ns"]) / 1e6 for r in recs if r["phase"] == "measured"]
+    assert min(lag) >= 0 and statistics.median(lag) < 20       # paced to the schedule
+
+
+def test_two_workers_every_request_once_and_true(tmp_path, timed_server):
+    timed_server.clear()
+    p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 30, "num_requests": 40,
+                                               "warmup_requests": 2, "arrival": "constant"})
+    from loadgen.run.progress import RunProgress
+    progress = RunProgress(None, enabled=False)
+    res = _run(p, workers=2, progress=progress)
+    recs = read_records(res.run_dir / "records.jsonl")
+    _check_exactly_once(recs, 42)
+    assert (progress.completed, progress.sent, progress.total) == (42, 42, 42)  # live counts
+    assert {r["worker"] for r in recs} == {"0", "1"}
+    assert all(r["status"] == "ok" for r in recs)
+    assert all(r["worker"] == str(owner(r["id"], 2, 2)) for r in recs)
+    _check_truth(recs, _server_truth(timed_server), _prompts(p))
+    # constant arrivals across both workers: scheduled gaps are exactly 1/rate
+    sched = sorted(r["scheduled_at_ns"] for r in recs if r["phase"] == "measured")
+    assert all(abs((b - a) / 1e6 - 1000 / 30) < 0.01 for a, b in zip(sched, sched[1:]))
+    meta = res.meta
+    assert meta["locust"]["worker_status"] == {"0": "done", "1": "done"}
+    assert res.summary["requests_completed"] == 40
+
+
+def test_closed_loop_concurrency(tmp_path, calib_server):
+    p = _scenario(tmp_path, calib_server.url, {"mode": "concurrency", "concurrency": 3,
+                                               "num_requests": 24})
+    res = _run(p)
+    recs = read_records(res.run_dir / "records.jsonl")
+    _check_exactly_once(recs, 24)
+    events = sorted([(r["sent_at_ns"], 1) for r in recs] + [(r["end_at_ns"], -1) for r in recs])
+    live = peak = 0
+    for _, d in events:
+        live += d
+        peak = max(peak, live)
+    assert peak <= 3
+    assert all(r["scheduled_at_ns"] <= r["sent_at_ns"] for r in recs)
+
+
+@pytest.mark.parametrize("fault,kind", [("http500", "http"), ("drop", "connection"),
+                                        ("no_done", "incomplete")])
+def test_failed_requests_are_records(tmp_path, calib_server, fault, kind):
+    p = _scenario(tmp_path, calib_server.url, {"mode": "concurrency", "concurrency": 2,
+                                               "num_requests": 4},
+                  api={"model": "calib-model", "extra_body": {"calib": {"fault": fault,
+                                                                        "itl_ms": 1}}})
+    res = _run(p)
+    recs = read_records(res.run_dir / "records.jsonl")
+    _check_exactly_once(recs, 4)
+    assert {r["error_kind"] for r in recs} == {kind}
+    assert all(r["status"] == "error" for r in recs)
+    if kind == "http":   # the error body is kept; the connection is still usable afterwards
+        assert all(r["http_status"] == 500 and "calibration http500" in r["error"] for r in recs)
+
+
+def test_killed_worker_is_reported(tmp_path, timed_server):
+    p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 20, "num_requests": 100,
+                                               "arrival": "constant", "drain_timeout_s": 20})
+    sc = load_scenario(p)
+    ldir = Path(sc.output.dir) / sc.output.run_name / "locust"
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("res", _run(p, workers=2)))
+    t.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ((ldir / "master.json").exists()
+                                               and (ldir / "worker-1.json").exists()):
+        time.sleep(0.05)
+    time.sleep(1.2)                               # let worker 1 finish some requests
+    pid = json.loads((ldir / "worker-1.json").read_text())["pid"]
+    os.kill(pid, signal.SIGKILL)
+    t.join(120)
+    res = out["res"]
+    recs = read_records(res.run_dir / "records.jsonl")
+    _check_exactly_once(recs, 100)
+    w1 = [r for r in recs if r["worker"] == "1"]
+    assert any(r["status"] == "ok" for r in w1), "the dead worker's finished records are kept"
+    dead = [r for r in w1 if r["status"] == "cancelled"]
+    assert dead and all(r["error_kind"] == "cancelled" and "worker 1 died" in r["error"]
+                        for r in dead)
+    assert all(r["status"] == "ok" for r in recs if r["worker"] == "0")
+    assert res.meta["locust"]["worker_status"]["1"] == "dead"
+    assert res.meta["locust"]["merge"]["cancelled_for_dead_workers"] == len(dead)
+    assert res.summary["requests_cancelled"] == len(dead)
+
+
+def test_remote_worker_forwards_records(tmp_path, calib_server):
+    """--worker on 'another machine': its records reach the master's dir through messages."""
+    from loadgen.targets.managed import free_port
+    p = _scenario(tmp_path, calib_server.url, {"mode": "concurrency", "concurrency": 2,
+                                               "num_requests": 10})
+    port, mdir, wdir = free_port(), tmp_path / "master", tmp_path / "remote"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    base = [sys.executable, "-m", "loadgen.locust_engine.worker", "--scenario", str(p),
+            "--master-port", str(port)]
+    m = subprocess.Popen(base + ["--role", "master", "--workers", "1", "--run-dir", str(mdir),
+                                 "--base-url", calib_server.url, "--model", "calib-model"],
+                         env=env, stderr=subprocess.DEVNULL)
+    w = subprocess.Popen(base + ["--role", "worker", "--records-dir", str(wdir), "--forward"],
+                         env=env, stderr=subprocess.DEVNULL)
+    try:
+        assert m.wait(60) == 0
+        w.wait(20)
+    finally:
+        for proc in (m, w):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    got = read_records(mdir / "records.worker-0.jsonl")
+    assert sorted(r["id"] for r in got) == list(range(10))
+    assert read_records(wdir / "records.worker-0.jsonl") == got
+    assert len(read_records(mdir / "sent.worker-0.jsonl")) == 10
+
+
+def test_locust_side_imports_no_asyncio_or_aiohttp():
+    """gevent-patched processes must not load the asyncio/aiohttp world (locust issue 1251)."""
+    code = ("from gevent import monkey; monkey.patch_all()\n"
+            "import sys\n"
+            "import loadgen.locust_engine.worker, loadgen.locust_engine.coordinator\n"
+            "import loadgen.locust_engine.locustfile, loadgen.locust_engine.merge\n"
+            "bad = [m for m in ('aiohttp', 'asyncio', 'loadgen.client.client', 'loadgen.run.runner')\n"
+            "       if m in sys.modules]\n"
+            "print(','.join(bad))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("seed", [None, 11])
+def test_plan_matches_native_runner_schedule(tmp_path, seed):
+    import numpy as np
+
+    from loadgen.run.runner import Run
+    load = {"mode": "server", "rate": 7, "num_requests": 15, "warmup_requests": 2}
+    if seed is not None:
+        load["seed"] = seed
+    sc = load_scenario(_scenario(tmp_path, "http://127.0.0.1:1", load))
+    native, ours = Run(sc), Plan(sc)
+    assert np.array_equal(native.schedule.offsets_ns, ours.schedule.offsets_ns)
+    assert native.plan.take(17) == ours.workload.take(17)
+
+
+def test_same_records_and_summary_shape_as_native(tmp_path, calib_server):
+    from loadgen.run.runner import run_scenario
+    load = {"mode": "server", "rate": 40, "num_requests": 16, "warmup_requests": 1}
+    pn = _scenario(tmp_path, calib_server.url, load, name="native")
+    pl = _scenario(tmp_path, calib_server.url, load, name="locust")
+    nat = run_scenario(load_scenario(pn))
+    loc = _run(pl, workers=2)
+    rn = {r["id"]: r for r in read_records(nat.run_dir / "records.jsonl")}
+    rl = {r["id"]: r for r in read_records(loc.run_dir / "records.jsonl")}
+    assert rn.keys() == rl.keys()
+    assert all(set(rn[i]) == set(rl[i]) for i in rn)
+    t0n, t0l = nat.meta["t0_ns"], loc.meta["t0_ns"]
+    for i in rn:
+        for k in ("phase", "requested_output_tokens", "workload_prompt_tokens", "status",
+                  "output_tokens", "chunk_output_tokens", "finish_reason"):
+            assert rn[i][k] == rl[i][k], (i, k)
+        if rn[i]["phase"] == "measured":
+            assert rn[i]["scheduled_at_ns"] - t0n == rl[i]["scheduled_at_ns"] - t0l
+    assert set(nat.meta) <= set(loc.meta)
+    assert set(nat.summary) == set(loc.summary)
+
+
+def test_clock_shift_onto_the_masters_clock():
+    from loadgen.locust_engine.clock import boot_id, clock_pair, clock_shift, rebase
+    from loadgen.record import Record
+    here = clock_pair()
+    assert clock_shift(here) == 0                     # same kernel: one CLOCK_MONOTONIC
+    other = {"boot_id": "another-host", "mono_ns": here["mono_ns"] + 5_000_000_000,
+             "wall_ns": here["wall_ns"]}              # its monotonic clock is 5 s ahead
+    assert abs(clock_shift(other) - 5_000_000_000) < 50_000_000
+    rec = rebase(Record(id=1, phase="measured", scheduled_at_ns=10, sent_at_ns=20,
+                        chunks=[[30, 1]]), 100)
+    assert (rec.scheduled_at_ns, rec.sent_at_ns, rec.end_at_ns, rec.chunks) == (110, 120, None,
+                                                                                [[130, 1]])
+    assert boot_id() is None or len(boot_id()) > 8
+
+
+def _locustfile(tmp_path: Path, scenario: Path, users: int, run_time: str):
+    """``locust -f <packaged locustfile> --headless`` on ``scenario``; run dir tmp_path/lf."""
+    import loadgen.locust_engine as pkg
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LOADGEN_SCENARIO=str(scenario),
+               LOADGEN_RUN_DIR=str(tmp_path / "lf"))
+    return subprocess.run([sys.executable, "-m", "locust", "-f",
+                           str(Path(pkg.__file__).parent / "locustfile.py"), "--headless",
+                           "-u", str(users), "-r", "10", "--run-time", run_time, "--only-summary"],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+def test_packaged_locustfile_headless(tmp_path, calib_server):
+    """``locust -f <packaged locustfile>`` driven by LOADGEN_SCENARIO writes the same records."""
+    p = _scenario(tmp_path, calib_server.url, {"mode": "concurrency", "concurrency": 2,
+                                               "num_requests": 9, "warmup_requests": 1})
+    out = _locustfile(tmp_path, p, users=2, run_time="60s")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "loadgen: 10 records" in out.stdout
+    recs = read_records(tmp_path / "lf" / "records.jsonl")
+    _check_exactly_once(recs, 10)
+    assert all(r["status"] == "ok" for r in recs)
+
+
+class _CloseDelimitedSSE:
+    """A hand-written HTTP/1.1 server: no Content-Length, no chunking, CRLF SSE lines, events
+    at 50/60/70 ms after the request, then [DONE] and close (the body ends at EOF)."""
+
+    DELAYS_MS = (50, 60, 70)
+
+    def __init__(self):
+        import socket
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn):
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                part = conn.recv(65536)
+                if not part:
+                    return
+                data += part
+            head, body = data.split(b"\r\n\r\n", 1)
+            n = next((int(h.split(b":")[1]) for h in head.split(b"\r\n")
+                      if h.lower().startswith(b"content-length")), 0)
+            while len(body) < n:
+                body += conn.recv(65536)
+            t0 = time.perf_counter()
+            if head.startswith(b"GET"):
+                js = b'{"object":"list","data":[{"id":"m"}]}'
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(js), js))
+                return
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                         b"Connection: close\r\n\r\n")
+            for d in self.DELAYS_MS:
+                time.sleep(max(0.0, t0 + d / 1000 - time.perf_counter()))
+                conn.sendall(b'data: {"choices":[{"index":0,"text":" x"}]}\r\n\r\n')
+            conn.sendall(b'data: {"choices":[{"index":0,"text":"","finish_reason":"length"}]}'
+                         b"\r\n\r\ndata: [DONE]\r\n\r\n")
+
+    def close(self):
+        self.stop = True
+        self.sock.close()
+
+
+def test_event_by_event_stamps_and_close_delimited_body(tmp_path):
+    srv = _CloseDelimitedSSE()
+    try:
+        p = _scenario(tmp_path, srv.url, {"mode": "concurrency", "concurrency": 1,
+                                          "num_requests": 3},
+                      api={"model": "m", "include_usage": False})
+        res = _run(p)
+    finally:
+        srv.close()
+    recs = read_records(res.run_dir / "records.jsonl")
+    _check_exactly_once(recs, 3)
+    for r in recs:
+        assert r["status"] == "ok", r["error"]
+        assert r["chunk_output_tokens"] == 3 and r["output_tokens_source"] == "chunks"
+        rel = [(t - r["sent_at_ns"]) / 1e6 for t, k in r["chunks"] if k]
+        # each ~40-byte event is stamped when it arrives (a 1024-byte read would put all three
+        # at the end of the stream); bounds leave room for a loaded machine
+        for got, want in zip(rel, _CloseDelimitedSSE.DELAYS_MS):
+            assert want - 1 <= got < want + 25, rel
+        assert rel[1] - rel[0] > 4 and rel[2] - rel[1] > 4, rel
+
+
+def test_scenarios_the_workers_cannot_share_are_refused(tmp_path):
+    from loadgen.scenario.model import ScenarioError
+    p = _scenario(tmp_path, "http://127.0.0.1:1", {"mode": "concurrency", "concurrency": 3,
+                                                   "num_requests": 9})
+    with pytest.raises(ScenarioError, match="not a multiple of --workers 2"):
+        _run(p, workers=2)
+    with pytest.raises(ScenarioError, match="cannot keep --workers 4"):
+        _run(p, workers=4)
+
+
+def test_packaged_locustfile_run_time_stop_keeps_one_record_each(tmp_path, calib_server):
+    p = _scenario(tmp_path, calib_server.url, {"mode": "server", "rate": 10, "num_requests": 80,
+                                               "arrival": "constant"})
+    out = _locustfile(tmp_path, p, users=4, run_time="3s")
+    assert "loadgen: 80 records" in out.stdout, out.stderr[-2000:]
+    recs = read_records(tmp_path / "lf" / "records.jsonl")
+    _check_exactly_once(recs, 80)
+    ok = [r for r in recs if r["status"] == "ok"]
+    assert 5 <= len(ok) < 80
+    assert all(r["status"] == "cancelled" for r in recs if r["status"] != "ok")
+
+
+def _cli(*argv, timeout=120, **kw):
+    return subprocess.run([sys.executable, "-m", "loadgen", *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                          **kw)
+
+
+@pytest.mark.parametrize("flags,msg", [
+    (["--workers", "2"], "--workers needs --engine locust"),
+    (["--engine", "locust", "--worker"], "--worker needs --master-host"),
+    (["--engine", "locust", "--master"], "--master needs --workers N"),
+    (["--engine", "locust", "--workers", "0"], "--workers must be >= 1"),
+])
+def test_cli_bad_flag_combinations(tmp_path, flags, msg):
+    p = _scenario(tmp_path, "http://127.0.0.1:1", {"mode": "server", "rate": 1,
+                                                   "num_requests": 1})
+    out = _cli("run", str(p), *flags)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"loadgen: error: {msg}"), lines
+
+
+def test_cli_runs_on_locust_with_two_workers(tmp_path, calib_server):
+    p = _scenario(tmp_path, calib_server.url, {"mode": "server", "rate": 40, "num_requests": 12})
+    out = _cli("run", str(p), "--engine", "locust", "--workers", "2", "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["summary"]["requests_completed"] == 12 and not res["interrupted"]
+    meta = json.loads((Path(res["run_dir"]) / "meta.json").read_text())
+    assert meta["engine"] == "locust" and meta["locust"]["workers"] == 2
+
+
+def test_cli_interrupt_marks_the_rest_cancelled(tmp_path, timed_server):
+    p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 10, "num_requests": 60,
+                                               "arrival": "constant"})
+    run_dir = tmp_path / "runs" / "lc"
+    proc = subprocess.Popen([sys.executable, "-m", "loadgen", "run", str(p), "--engine", "locust",
+                             "--workers", "2", "--json"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (run_dir / "locust" / "master.json").exists():
+            time.sleep(0.05)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err[-2000:]
+    recs = read_records(run_dir / "records.jsonl")
+    _check_exactly_once(recs, 60)
+    ok = [r for r in recs if r["status"] == "ok"]
+    never = [r for r in recs if r["status"] == "cancelled" and r["sent_at_ns"] is None]
+    assert ok and never and len(ok) + len([r for r in recs if r["status"] == "cancelled"]) == 60
+    assert all("interrupted" in r["error"] for r in never)
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["interrupted"] and (run_dir / "summary.json").is_file()
+
+
+def test_master_without_workers_is_a_reported_error(tmp_path, calib_server):
+    from loadgen.targets.managed import free_port
+    p = _scenario(tmp_path, calib_server.url, {"mode": "server", "rate": 5, "num_requests": 6})
+    res = run_locust(load_scenario(p), LocustOptions(
+        workers=1, master=True, master_port=free_port(), bind_host="127.0.0.1",
+        connect_timeout_s=1.5, scenario_path=str(p)))
+    assert "0 of 1 workers connected" in res.meta["crashed"]
+    recs = read_records(res.run_dir / "records.jsonl")
+    _check_exactly_once(recs, 6)
+    assert all(r["status"] == "cancelled" and "never became ready" in r["error"] for r in recs)

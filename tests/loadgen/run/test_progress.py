@@ -1,0 +1,44 @@
+"""Progress counters and the final summary table (rendered to a recording console)."""
+import io
+
+from rich.console import Console
+
+from loadgen.client.client import RequestSpec
+from loadgen.run.progress import RunProgress, print_summary
+from loadgen.record import Record
+
+
+def spec(i):
+    return RequestSpec(id=i, phase="measured", prompt="x", prompt_tokens=1, max_tokens=4)
+
+
+def test_counters():
+    p = RunProgress(5, enabled=True, console=Console(file=io.StringIO()))  # not a terminal
+    assert p.enabled is False
+    p.start("measured", 5)
+    for i in range(3):
+        p.on_send(spec(i))
+    assert p.in_flight == 3
+    p.on_done(Record(id=0, phase="measured", scheduled_at_ns=0, status="ok", output_tokens=4))
+    p.on_done(Record(id=1, phase="measured", scheduled_at_ns=0, status="error"))
+    p.on_done(Record(id=2, phase="measured", scheduled_at_ns=0, status="cancelled"))
+    p.on_done(Record(id=3, phase="measured", scheduled_at_ns=0, status="cancelled"))  # never sent
+    assert (p.completed, p.failed, p.cancelled, p.in_flight, p.tokens) == (1, 1, 2, 0, 4)
+    p.stop()
+
+
+def test_summary_table_shows_metrics_and_verdict():
+    summary = {"requests_completed": 9, "requests_failed": 1, "requests_cancelled": 0,
+               "requests_warmup": 2, "duration_s": 3.5, "request_throughput": 2.57,
+               "output_throughput": 120.0, "goodput": None,
+               "ttft_ms": {"mean": 12.5, "p50": 11.0, "p90": 20.0, "p99": 31.0, "count": 9},
+               "tpot_ms": {"mean": None, "p50": None, "p90": None, "p99": None, "count": 0},
+               "energy": {"status": "unmeasured", "reason": "no power source configured"},
+               "client": {"warnings": ["client process used 95% of a core"]},
+               "verdict": {"valid": False, "reasons": ["1 measured request(s) failed"]}}
+    c = Console(file=io.StringIO(), width=120, record=True)
+    print_summary(summary, "runs/x", console=c)
+    out = c.export_text()
+    assert "TTFT ms" in out and "31.00" in out and "TPOT" not in out   # no data: no row
+    assert "INVALID" in out and "1 measured request(s) failed" in out
+    assert "goodput n/a" in out and "95% of a core" in out and "no power source" in out

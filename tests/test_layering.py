@@ -1,0 +1,61 @@
+"""The one-way import rule, checked statically on every source file (lazy imports inside functions too).
+
+    loadgen ─► analysis, servers          analysis ─╳─► loadgen        servers ─╳─► loadgen
+    inside analysis: report reads the others; metrics, energy, roofline, server, kernel never read report
+    inside loadgen: client and scenario never read run/ or targets/ (nothing slow near the stamps)
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+RULES = [  # (package dir, forbidden module prefixes)
+    ("analysis", ("loadgen",)),
+    ("servers", ("loadgen", "analysis")),
+    ("analysis/metrics", ("analysis.report",)),
+    ("analysis/energy", ("analysis.report", "analysis.metrics")),
+    ("analysis/roofline", ("analysis.report", "analysis.metrics")),
+    ("analysis/server", ("analysis.report",)),
+    ("analysis/kernel", ("analysis.report",)),
+    ("loadgen/client", ("loadgen.run", "loadgen.targets", "analysis", "loadgen.locust_engine")),
+    ("loadgen/scenario", ("loadgen.run", "loadgen.targets", "loadgen.client")),
+]
+
+
+def imported_modules(source: str) -> set[str]:
+    """Every module an import statement names, at any depth (``from a import b`` gives a and a.b)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+def violations(pkg_dir: Path, forbidden: tuple[str, ...]) -> list[str]:
+    bad = []
+    for f in sorted(pkg_dir.rglob("*.py")):
+        for mod in sorted(imported_modules(f.read_text())):
+            if any(mod == p or mod.startswith(p + ".") for p in forbidden):
+                bad.append(f"{f.relative_to(pkg_dir.parent)} imports {mod}")
+    return bad
+
+
+@pytest.mark.parametrize("pkg,forbidden", RULES, ids=[r[0] for r in RULES])
+def test_imports_run_one_way(pkg, forbidden):
+    assert (ROOT / pkg).is_dir()
+    assert violations(ROOT / pkg, forbidden) == []
+
+
+def test_the_checker_sees_lazy_and_from_imports(tmp_path):
+    (tmp_path / "m.py").write_text("import os\n\ndef f():\n    from loadgen.run import runner\n"
+                                   "    import analysis.report.render\n")
+    mods = imported_modules((tmp_path / "m.py").read_text())
+    assert {"loadgen.run", "loadgen.run.runner", "analysis.report.render"} <= mods
+    assert violations(tmp_path, ("loadgen",)) == [f"{tmp_path.name}/m.py imports loadgen.run",
+                                                  f"{tmp_path.name}/m.py imports loadgen.run.runner"]
+    assert violations(tmp_path, ("os.path",)) == []
