@@ -1,4 +1,6 @@
 """SLO presets and the MLPerf-style verdict, one rule at a time."""
+from pathlib import Path
+
 import pytest
 
 from analysis.metrics import slo
@@ -10,19 +12,28 @@ def _reasons(records, **meta_over):
     return v["valid"], v["reasons"], v
 
 
+# (preset, TTFT p99 ms, TPOT p99 ms, the ttft_latency line in mlperf.conf at commit b66003e1)
+MLPERF_V61 = [("server/llama2-70b", 2000, 200, 117), ("interactive/llama2-70b", 450, 40, 121),
+              ("server/mixtral-8x7b", 2000, 200, 126), ("server/llama3_1-405b", 6000, 175, 130),
+              ("interactive/llama3_1-405b", 4500, 80, 135), ("server/llama3_1-8b", 2000, 100, 140),
+              ("interactive/llama3_1-8b", 500, 30, 145), ("server/deepseek-r1", 2000, 80, 149),
+              ("interactive/deepseek-r1", 1500, 15, 154), ("server/gpt-oss-120b", 3000, 80, 158),
+              ("interactive/gpt-oss-120b", 2000, 15, 163)]
+
+
 def test_presets_match_mlperf_conf():
     p = slo.PRESETS
-    assert (p["server/llama2-70b"].ttft_ms, p["server/llama2-70b"].tpot_ms) == (2000, 200)
-    assert (p["server/llama3_1-8b"].ttft_ms, p["server/llama3_1-8b"].tpot_ms) == (2000, 100)
-    assert (p["server/llama3_1-405b"].ttft_ms, p["server/llama3_1-405b"].tpot_ms) == (6000, 175)
-    assert (p["server/deepseek-r1"].ttft_ms, p["server/deepseek-r1"].tpot_ms) == (2000, 80)
-    assert (p["server/gpt-oss-120b"].ttft_ms, p["server/gpt-oss-120b"].tpot_ms) == (3000, 80)
-    assert (p["interactive/llama2-70b"].ttft_ms, p["interactive/llama2-70b"].tpot_ms) == (450, 40)
-    assert (p["interactive/llama3_1-8b"].ttft_ms, p["interactive/llama3_1-8b"].tpot_ms) == (500, 30)
-    assert (p["interactive/llama3_1-405b"].ttft_ms,
-            p["interactive/llama3_1-405b"].tpot_ms) == (4500, 80)
-    assert all(v.percentile == 99 and "mlperf.conf" in v.source for v in p.values())
+    assert sorted(p) == sorted(name for name, *_ in MLPERF_V61)
+    for name, ttft, tpot, line in MLPERF_V61:
+        assert (p[name].ttft_ms, p[name].tpot_ms, p[name].percentile) == (ttft, tpot, 99), name
+        assert p[name].source.endswith(f"mlperf.conf lines {line}-{line + 1}"), name
     assert len(slo.preset_table()) == len(p)
+
+
+def test_docs_table_lists_every_preset_with_its_limits():
+    text = (Path(__file__).resolve().parents[3] / "docs" / "metrics.md").read_text()
+    for name, ttft, tpot, line in MLPERF_V61:
+        assert f"| `{name}` | {ttft} | {tpot} | {line}–{line + 1} |" in text, name
 
 
 def test_resolve_slo_preset_then_explicit_override():
