@@ -27,6 +27,15 @@ _PCTS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
 
 
 # ---- selection --------------------------------------------------------------------------------
+# Open-loop modes: a schedule fixes every send time in advance (server: drawn; trace: the file's),
+# so TTFT and E2E are also taken from the scheduled time and the schedule checks apply.
+OPEN_LOOP_MODES = ("server", "trace")
+
+
+def open_loop(mode: Optional[str]) -> bool:
+    return mode in OPEN_LOOP_MODES
+
+
 def measured(records: Iterable[dict]) -> list[dict]:
     """Records of the measured phase (``phase`` other than ``"warmup"``)."""
     return [r for r in records if r.get("phase") != "warmup"]

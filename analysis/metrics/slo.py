@@ -136,7 +136,7 @@ def verdict(records: list[dict], meta: dict) -> dict:
     event-loop lag p99 above LOOP_LAG_MS is a note (the schedule-lag check covers late sends).
     """
     mode = meta.get("mode")
-    server = mode == "server"
+    server = m.open_loop(mode)
     slo, slo_error = resolve_slo_lenient(meta.get("slo"))
     q = float(slo["percentile"])
     recs = m.measured(records)

@@ -72,7 +72,7 @@ def steady_window(records: list[dict], meta: Optional[dict] = None, *, min_s: fl
                   min_fraction: float = MIN_FRACTION) -> dict:
     """The "steady_state" object of summary.json; see the module docstring for the rule."""
     meta = meta or {}
-    server = meta.get("mode") == "server"
+    server = m.open_loop(meta.get("mode"))
     out: dict = {"rule": OPEN_RULE if server else CLOSED_RULE, "status": "unavailable",
                  "reason": None, "start_ns": None, "end_ns": None, "duration_s": None,
                  "level": None, **{k: None for k in FIGURES},

@@ -15,6 +15,7 @@ from typing import Optional
 
 from analysis.metrics import metrics as m
 from analysis.metrics import slo as slo_mod
+from analysis.metrics.stages import stage_summaries
 from analysis.metrics.steady import steady_window
 
 SUMMARY_VERSION = 1
@@ -114,7 +115,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     done = m.completed(recs)
     sent = [r for r in recs if r.get("status") in ("ok", "error")]
     win = m.window(records)
-    server = mode == "server"
+    server = m.open_loop(mode)
     series = {
         "ttft_ms": [m.ttft_ms(r) for r in done],
         "ttft_from_scheduled_ms": [m.ttft_from_scheduled_ms(r) for r in done],
@@ -153,6 +154,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["slo"] = slo
     out["verdict"] = slo_mod.verdict(records, meta)
     out["steady_state"] = steady_window(records, meta)
+    out["stages"] = stage_summaries(records, meta)
     out["energy"] = energy_block(records, meta, power_rows, win, out["steady_state"])
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",
                        "throughput": "measured", "energy": out["energy"].get("status")}

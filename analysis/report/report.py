@@ -18,6 +18,7 @@ from analysis.report import conditions
 from analysis.report import manifest
 from analysis.report import plots
 from analysis.metrics import series
+from analysis.metrics.metrics import open_loop
 from analysis.metrics import summary as summary_mod
 from analysis.report.render import Block, fmt, render_html, render_md
 
@@ -233,7 +234,7 @@ def _plots(records: list[dict], s: dict, run_dir, with_plots: bool) -> list[Bloc
     out: list[Block] = [("h", "Distributions and time series")]
     if not with_plots:
         return out + [("p", "plots not requested")]
-    server = s["mode"] == "server"
+    server = open_loop(s["mode"])
     est = {"estimate"} | {x.get("name") for x in (s.get("energy") or {}).get("sources") or []
                           if isinstance(x, dict) and x.get("evidence") == "estimated"}
     ts = series.run_series(records, summary_mod.load_power(run_dir), estimated_names=est)

@@ -76,7 +76,9 @@ class Plan:
             raise ValueError(f"worker index {index} outside 0..{n_workers - 1}")
         self.sc, self.index, self.n = sc, index, n_workers
         self.workload: WorkloadPlan = build_workload(sc.workload)
-        self.schedule: Schedule = build_schedule(sc.load, seed_for(sc))
+        self.schedule: Schedule = build_schedule(
+            sc.load, seed_for(sc),
+            self.workload.trace_offsets(sc.load) if sc.load.mode == "trace" else None)
         self.warmup = sc.load.warmup_requests
         self.count = measured_count(sc, self.schedule)
 

@@ -90,7 +90,8 @@ class Run:
         self.sc = sc
         self.shared_server = server          # already running (a sweep's); not stopped here
         self.plan: WorkloadPlan = build_workload(sc.workload)
-        self.schedule: Schedule = build_schedule(sc.load, seed_for(sc))
+        self.schedule: Schedule = build_schedule(
+            sc.load, seed_for(sc), self.plan.trace_offsets(sc.load) if sc.load.mode == "trace" else None)
         self.key = api_key(sc)
         self.run_dir = run_dir_for(sc)
         self.progress = progress or RunProgress(None, enabled=False)
@@ -222,7 +223,8 @@ class Run:
             cfg = ClientConfig.from_api(a, base_url, model, self.key)
             async with Client(cfg, cap or max(1, n or 1)) as client:
                 w = ld.warmup_requests
-                await self._warmup(client, ledger, spec_factory(stream, make, 0), w, cap)
+                warm = stream if ld.mode != "trace" else self.plan.warmup_specs()
+                await self._warmup(client, ledger, spec_factory(warm, make, 0), w, cap)
                 self.progress.start("measured", n)
                 d = self.dispatcher = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s,
                                                  self.progress.on_send)
@@ -251,10 +253,10 @@ class Run:
         self.power.mark("measure_start")
         await self.scraper.mark("measure_start")
         self.cpu.start()
-        self.t0 = now_ns() + (T0_LEAD_NS if ld.mode == "server" else 0)
+        self.t0 = now_ns() + (T0_LEAD_NS if ld.mode in ("server", "trace") else 0)
         if ld.mode == "offline":
             await d.offline(planned, self.t0, cap)
-        elif ld.mode == "server":
+        elif ld.mode in ("server", "trace"):     # open loop: the schedule's send times
             await d.server(planned, self.schedule.offsets_ns, self.t0, cap)
         else:
             await d.closed(next_spec, cap or 1, self.t0, ld.num_requests, ld.duration_s)
@@ -303,7 +305,7 @@ class Run:
             "target_url": self.base_url, "model": self.model,
             "endpoint": sc.api.endpoint, "stream": sc.api.stream,
             "t0_ns": self.t0, "end_ns": self.end, "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)",
-            "rate": ld.rate if ld.mode == "server" else None,
+            "rate": ld.rate if ld.mode == "server" else None,   # None for stages and traces
             "scheduled_rate": sched["scheduled_rate"], "schedule": sched,
             "schedule_seed": seed_for(sc),
             "in_flight_cap": ld.in_flight_cap, "num_requests": ld.num_requests,

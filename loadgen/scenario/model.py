@@ -56,8 +56,12 @@ class Dist(Strict):
 
 
 class Workload(Strict):
-    source: Literal["synthetic", "jsonl", "sharegpt"] = "synthetic"
+    source: Literal["synthetic", "jsonl", "sharegpt", "trace"] = "synthetic"
     path: Optional[str] = None            # jsonl: {prompt, max_tokens} per line; sharegpt: JSON
+    # trace (loadgen.scenario.trace): mooncake {timestamp ms, input_length, output_length,
+    # hash_ids} or jsonl {timestamp ms, prompt | messages, max_tokens}; one hash id per block
+    format: Literal["mooncake", "jsonl"] = "mooncake"
+    block_tokens: int = Field(512, gt=0)
     prompt_tokens: Dist = Field(default_factory=lambda: Dist(dist="fixed", value=128))
     output_tokens: Dist = Field(default_factory=lambda: Dist(dist="fixed", value=128))
     output_tokens_from_file: bool = True  # jsonl/sharegpt: use the file's lengths when present
@@ -75,9 +79,18 @@ class Workload(Strict):
         return self
 
 
+class Stage(Strict):
+    """One stage of a staged server run: arrivals at ``rate`` for ``duration_s``."""
+
+    rate: float = Field(gt=0)
+    duration_s: float = Field(gt=0)
+
+
 class Load(Strict):
-    mode: Literal["offline", "server", "concurrency"] = "server"
+    mode: Literal["offline", "server", "concurrency", "trace"] = "server"
     rate: Optional[float] = Field(None, gt=0)         # requests/s (server)
+    stages: Optional[list[Stage]] = None  # server: back-to-back stages instead of one rate
+    time_scale: float = Field(1.0, gt=0)  # trace: multiplies the trace's gaps (0.5 = twice as fast)
     arrival: Literal["poisson", "constant", "gamma"] = "poisson"
     burstiness: float = Field(1.0, gt=0)   # gamma shape; 1 = Poisson, < 1 burstier
     concurrency: Optional[int] = Field(None, gt=0)    # in flight (offline, concurrency)
@@ -94,8 +107,13 @@ class Load(Strict):
     def _mode(self) -> "Load":
         if self.num_requests is None and self.duration_s is None:
             raise ValueError("give num_requests and/or duration_s to bound the run")
-        if self.mode == "server" and self.rate is None:
-            raise ValueError("mode server needs 'rate'")
+        if self.stages is not None:
+            if self.mode != "server" or not self.stages:
+                raise ValueError("'stages' needs mode server and at least one stage")
+            if self.rate is not None:
+                raise ValueError("give 'rate' or 'stages', not both")
+        elif self.mode == "server" and self.rate is None:
+            raise ValueError("mode server needs 'rate' (or 'stages')")
         if self.mode == "concurrency" and self.concurrency is None:
             raise ValueError("mode concurrency needs 'concurrency'")
         if self.mode == "offline" and self.num_requests is None:
@@ -105,7 +123,7 @@ class Load(Strict):
     @property
     def in_flight_cap(self) -> Optional[int]:
         """The limit on requests in flight: None means unbounded (open-loop server)."""
-        if self.mode == "server":
+        if self.mode in ("server", "trace"):
             return self.max_concurrency or self.concurrency
         return self.concurrency or (None if self.mode == "offline" else 1)
 
@@ -198,6 +216,9 @@ class Scenario(Strict):
             if sw.param == "load.concurrency" and self.load.mode == "server":
                 raise ValueError("sweep: param load.concurrency needs load.mode concurrency or "
                                  "offline (server mode sweeps load.rate)")
+        if (self.load.mode == "trace") != (self.workload.source == "trace"):
+            raise ValueError("load.mode trace and workload.source trace go together (the trace "
+                             "file gives both the prompts and the send times)")
         return self
 
 

@@ -7,6 +7,9 @@ the same seed gives the same schedule, so a run can be repeated exactly.
                  constant  gaps of exactly 1/rate
                  gamma     gamma gaps, shape = burstiness, scale = 1/(rate*burstiness): mean 1/rate,
                            coefficient of variation 1/sqrt(burstiness) (< 1 burstier, 1 = poisson)
+    server + stages  one such segment per stage ({rate, duration_s}), back to back: stage k starts
+                 where stage k-1 ends; its arrivals are drawn at its own rate from its start
+    trace        the trace file's timestamps (loadgen.scenario.trace), times load.time_scale
     offline      every request at t0 (MLPerf Offline)
     concurrency  no schedule: a closed loop sends when a virtual user becomes free
 
@@ -73,6 +76,23 @@ def server_offsets_ns(rng: np.random.Generator, arrival: str, rate: float,
     return np.round(offsets * NS).astype(np.int64)
 
 
+def staged_offsets_ns(rng: np.random.Generator, arrival: str, stages: list[tuple[float, float]],
+                      n: Optional[int] = None, burstiness: float = 1.0
+                      ) -> tuple[np.ndarray, list[dict]]:
+    """Offsets for back-to-back stages of (rate, duration_s), cut to the first ``n`` requests.
+    Returns (offsets int64 ns, [{"index", "rate", "start_s", "duration_s"}])."""
+    parts, table, start = [], [], 0.0
+    for i, (rate, dur) in enumerate(stages):
+        off = server_offsets_ns(rng, arrival, rate, None, dur, burstiness)
+        parts.append(off + int(round(start * NS)))
+        table.append({"index": i, "rate": rate, "start_s": start, "duration_s": dur})
+        start += dur
+    offsets = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    if n is not None:
+        offsets = offsets[:n]
+    return offsets.astype(np.int64), table
+
+
 def offline_offsets_ns(n: int) -> np.ndarray:
     """Every request at t0. shape: (n,) int64 zeros."""
     return np.zeros(max(0, n), dtype=np.int64)
@@ -101,11 +121,13 @@ def gap_cv(offsets_ns: np.ndarray) -> Optional[float]:
 class Schedule:
     """What the runner needs: the mode and, for open/offline modes, the send offsets."""
 
-    mode: str                               # "server" | "offline" | "concurrency"
+    mode: str                               # "server" | "trace" | "offline" | "concurrency"
     offsets_ns: Optional[np.ndarray]        # None for the closed loop
     target_rate: Optional[float] = None
     arrival: Optional[str] = None
     burstiness: Optional[float] = None
+    stages: Optional[list[dict]] = None     # server stages: {"index", "rate", "start_s", "duration_s"}
+    time_scale: Optional[float] = None      # trace
 
     @property
     def count(self) -> Optional[int]:
@@ -114,8 +136,9 @@ class Schedule:
     def describe(self) -> dict:
         out = {"mode": self.mode, "target_rate": self.target_rate, "arrival": self.arrival,
                "burstiness": self.burstiness, "scheduled_count": self.count,
-               "scheduled_rate": None, "gap_cv": None, "scheduled_span_s": None}
-        if self.offsets_ns is not None and self.mode == "server":
+               "scheduled_rate": None, "gap_cv": None, "scheduled_span_s": None,
+               "stages": self.stages, "time_scale": self.time_scale}
+        if self.offsets_ns is not None and self.mode in ("server", "trace"):
             out["scheduled_rate"] = scheduled_rate(self.offsets_ns)
             out["gap_cv"] = gap_cv(self.offsets_ns)
             if len(self.offsets_ns):
@@ -130,9 +153,21 @@ def seed_for(sc) -> int:
     return seed if seed is not None else sc.workload.seed + 1
 
 
-def build_schedule(load, seed: int) -> Schedule:
-    """Schedule for a ``scenario.Load``; ``seed`` makes it reproducible."""
+def build_schedule(load, seed: int, trace_offsets: Optional[np.ndarray] = None) -> Schedule:
+    """Schedule for a ``scenario.Load``; ``seed`` makes it reproducible. Trace mode takes the
+    trace's offsets (``loadgen.scenario.trace.trace_offsets_ns``, already scaled and bounded)."""
     rng = np.random.default_rng(seed)
+    if load.mode == "trace":
+        if trace_offsets is None:
+            raise ValueError("mode trace needs the trace's offsets")
+        return Schedule("trace", np.asarray(trace_offsets, dtype=np.int64),
+                        time_scale=load.time_scale)
+    if load.mode == "server" and getattr(load, "stages", None):
+        off, table = staged_offsets_ns(rng, load.arrival,
+                                       [(s.rate, s.duration_s) for s in load.stages],
+                                       load.num_requests, load.burstiness)
+        return Schedule("server", off, None, load.arrival,
+                        load.burstiness if load.arrival == "gamma" else None, stages=table)
     if load.mode == "server":
         off = server_offsets_ns(rng, load.arrival, load.rate, load.num_requests,
                                 load.duration_s, load.burstiness)

@@ -5,6 +5,8 @@
         jsonl      {"prompt": str, "max_tokens": int?} per line, in file order
         sharegpt   [{"conversations": [{"from": "human"|"gpt", "value": str}, ...]}, ...]:
                    first human turn = prompt; the gpt reply after it sets max_tokens
+        trace      timestamped rows (loadgen.scenario.trace), in time order, not cycled; prompts
+                   built block by block from hash ids; the send times come with them
     ─► optional shared prefix in front of every prompt ─► PromptSpec stream (cycles files)
 
 Token counts are exact for "bytes" (1 token per ASCII byte, the JAX server's ByteTokenizer) and
@@ -22,6 +24,7 @@ from typing import Iterator, Optional
 import numpy as np
 
 from loadgen.scenario.model import Dist, ScenarioError, Workload
+from loadgen.scenario.trace import TracePrompts, read_trace, trace_offsets_ns
 
 # Common English words; each is a single token with a leading space in GPT-2/Llama-style BPE.
 WORDS = (
@@ -41,6 +44,7 @@ class PromptSpec:
     prompt: str
     prompt_tokens: int          # by the workload's counter (see WorkloadPlan.token_count)
     max_tokens: int
+    messages: Optional[tuple] = None   # chat messages as given (trace jsonl); else prompt is the user turn
 
 
 # --- token counters / builders -------------------------------------------------------------
@@ -51,6 +55,14 @@ class WordCounter:
     def count(self, text: str) -> int:
         return len(text.split())
 
+    def truncate(self, text: str, n: int) -> str:
+        """The first ``n`` tokens of ``text``."""
+        return " ".join(text.split()[:n])
+
+    def join(self, parts: list[str]) -> str:
+        """Texts one after the other, counted as the sum of their counts."""
+        return " ".join(p.strip() for p in parts if p.strip())
+
     def build(self, rng: np.random.Generator, n: int) -> str:
         return " ".join(WORDS[i] for i in rng.integers(0, len(WORDS), size=n))
 
@@ -60,6 +72,12 @@ class ByteCounter:
 
     def count(self, text: str) -> int:
         return len(text.encode("utf-8"))
+
+    def truncate(self, text: str, n: int) -> str:
+        return text.encode("utf-8")[:n].decode("utf-8", "ignore")
+
+    def join(self, parts: list[str]) -> str:
+        return "".join(parts)
 
     def build(self, rng: np.random.Generator, n: int) -> str:
         text = WordCounter().build(rng, n // 2 + 2)
@@ -87,6 +105,13 @@ class TokenizerCounter:
 
     def count(self, text: str) -> int:
         return len(self.tok.encode(text, add_special_tokens=False).ids)
+
+    def truncate(self, text: str, n: int) -> str:
+        return self.tok.decode(self.tok.encode(text, add_special_tokens=False).ids[:n])
+
+    def join(self, parts: list[str]) -> str:
+        """Joined at word boundaries; a merge across a boundary shows as a length error."""
+        return " ".join(p.strip() for p in parts if p.strip())
 
     def build(self, rng: np.random.Generator, n: int) -> str:
         ids = self.tok.encode(WordCounter().build(rng, n + 8), add_special_tokens=False).ids
@@ -194,7 +219,9 @@ class WorkloadPlan:
     def __init__(self, w: Workload):
         self.w = w
         self.counter = make_counter(w.tokenizer)
-        self.rows = _load_file(w, self.counter) if w.source != "synthetic" else None
+        self.trace_rows = read_trace(w.path, w.format) if w.source == "trace" else None
+        self.trace = TracePrompts(self.counter, w.seed, w.block_tokens) if self.trace_rows else None
+        self.rows = _load_file(w, self.counter) if w.source in ("jsonl", "sharegpt") else None
         self.prefix = ""
         if w.shared_prefix_tokens:
             self.prefix = self.counter.build(np.random.default_rng([w.seed, 1]),
@@ -208,7 +235,15 @@ class WorkloadPlan:
         return {"source": self.w.source, "path": self.w.path, "tokenizer": self.counter.label,
                 "token_count": self.token_count, "seed": self.w.seed,
                 "shared_prefix_tokens": self.w.shared_prefix_tokens,
-                "file_prompts": len(self.rows) if self.rows is not None else None}
+                "file_prompts": len(self.rows) if self.rows is not None else None,
+                "trace": (None if self.trace is None else
+                          {"format": self.w.format, "rows": len(self.trace_rows),
+                           **self.trace.describe()})}
+
+    def trace_offsets(self, load) -> "np.ndarray":
+        """Send offsets of a trace run (``load``: time_scale, num_requests, duration_s)."""
+        return trace_offsets_ns(self.trace_rows, load.time_scale, load.num_requests,
+                                load.duration_s)
 
     def _join(self, body: str) -> str:
         if not self.prefix:
@@ -216,8 +251,33 @@ class WorkloadPlan:
         sep = "" if self.counter.label == "bytes" or not body else " "
         return self.prefix + sep + body
 
+    def _trace_specs(self, rng: np.random.Generator) -> Iterator[PromptSpec]:
+        for i, row in enumerate(self.trace_rows):
+            mt = row.output_length
+            if mt is None or not self.w.output_tokens_from_file:
+                mt = int(sample_lengths(self.w.output_tokens, rng, 1)[0])
+            text, n = self.trace.prompt(row, i)
+            prompt = self._join(text)
+            yield PromptSpec(prompt, self.counter.count(prompt) if self.prefix else n, int(mt),
+                             tuple(row.messages) if row.messages else None)
+
+    def warmup_specs(self) -> Iterator[PromptSpec]:
+        """Warm-up prompts. A trace's are unique text of its rows' lengths, so warming up does not
+        fill a prefix cache with the blocks the measured replay will send; else the main stream."""
+        if self.trace_rows is None:
+            yield from iter(self)
+            return
+        rng = np.random.default_rng([self.w.seed, 9])
+        for row in itertools.cycle(self.trace_rows):
+            n = row.input_length or self.counter.count(row.prompt or "") or 16
+            prompt = self.counter.build(rng, n)
+            yield PromptSpec(prompt, self.counter.count(prompt), int(row.output_length or 16))
+
     def __iter__(self) -> Iterator[PromptSpec]:
         rng = np.random.default_rng([self.w.seed, 0])
+        if self.trace_rows is not None:
+            yield from self._trace_specs(rng)
+            return
         if self.rows is None:
             while True:  # draw lengths in blocks so the stream is the same however it is consumed
                 plen = sample_lengths(self.w.prompt_tokens, rng, 64)

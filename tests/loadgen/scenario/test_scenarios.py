@@ -21,7 +21,7 @@ def test_scenarios_dir_is_not_empty():
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_every_scenario_loads(path):
     sc = load_scenario(path)
-    assert sc.name and sc.load.mode in ("offline", "server", "concurrency")
+    assert sc.name and sc.load.mode in ("offline", "server", "concurrency", "trace")
     build_workload(sc.workload)     # synthetic/tokenizer settings are usable as shipped
 
 
