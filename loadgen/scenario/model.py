@@ -55,6 +55,16 @@ class Dist(Strict):
         return self
 
 
+class Prefix(Strict):
+    """Synthetic prefix groups: ``groups`` prefixes of ``tokens`` tokens; each request draws one
+    (zipf: group k with probability ∝ 1/(k+1)^zipf_s; uniform) and puts it before its prompt."""
+
+    groups: int = Field(gt=0)
+    tokens: int = Field(gt=0)
+    popularity: Literal["zipf", "uniform"] = "zipf"
+    zipf_s: float = Field(1.1, gt=0)
+
+
 class Workload(Strict):
     source: Literal["synthetic", "jsonl", "sharegpt", "trace"] = "synthetic"
     path: Optional[str] = None            # jsonl: {prompt, max_tokens} per line; sharegpt: JSON
@@ -66,6 +76,7 @@ class Workload(Strict):
     output_tokens: Dist = Field(default_factory=lambda: Dist(dist="fixed", value=128))
     output_tokens_from_file: bool = True  # jsonl/sharegpt: use the file's lengths when present
     shared_prefix_tokens: int = Field(0, ge=0)  # the same prefix in front of every prompt
+    prefix: Optional[Prefix] = None       # prefix groups (one of G prefixes per request)
     # how prompt lengths are counted and built: "words" (common English words, ~1 BPE token
     # each: counts approximate), "bytes" (1 token per ASCII byte: the JAX server's synthetic
     # ByteTokenizer; exact) or a path to a HF tokenizer.json (exact for that tokenizer)
@@ -76,6 +87,8 @@ class Workload(Strict):
     def _path(self) -> "Workload":
         if self.source != "synthetic" and not self.path:
             raise ValueError(f"source {self.source} needs 'path'")
+        if self.prefix is not None and self.shared_prefix_tokens:
+            raise ValueError("give 'prefix' (groups) or 'shared_prefix_tokens', not both")
         return self
 
 

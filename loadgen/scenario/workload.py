@@ -226,6 +226,14 @@ class WorkloadPlan:
         if w.shared_prefix_tokens:
             self.prefix = self.counter.build(np.random.default_rng([w.seed, 1]),
                                              w.shared_prefix_tokens)
+        self.groups: list[str] = []
+        self.group_p: Optional[np.ndarray] = None
+        if w.prefix is not None:
+            self.groups = [self.counter.build(np.random.default_rng([w.seed, 3, g]), w.prefix.tokens)
+                           for g in range(w.prefix.groups)]
+            k = np.arange(1, w.prefix.groups + 1, dtype=float)
+            weights = k ** -w.prefix.zipf_s if w.prefix.popularity == "zipf" else np.ones_like(k)
+            self.group_p = weights / weights.sum()
 
     @property
     def token_count(self) -> str:
@@ -235,6 +243,7 @@ class WorkloadPlan:
         return {"source": self.w.source, "path": self.w.path, "tokenizer": self.counter.label,
                 "token_count": self.token_count, "seed": self.w.seed,
                 "shared_prefix_tokens": self.w.shared_prefix_tokens,
+                "prefix": self.w.prefix.model_dump() if self.w.prefix else None,
                 "file_prompts": len(self.rows) if self.rows is not None else None,
                 "trace": (None if self.trace is None else
                           {"format": self.w.format, "rows": len(self.trace_rows),
@@ -245,11 +254,18 @@ class WorkloadPlan:
         return trace_offsets_ns(self.trace_rows, load.time_scale, load.num_requests,
                                 load.duration_s)
 
-    def _join(self, body: str) -> str:
-        if not self.prefix:
+    def _join(self, body: str, prefix: Optional[str] = None) -> str:
+        prefix = self.prefix if prefix is None else prefix
+        if not prefix:
             return body
         sep = "" if self.counter.label == "bytes" or not body else " "
-        return self.prefix + sep + body
+        return prefix + sep + body
+
+    def _group_prefix(self, rng: np.random.Generator) -> Optional[str]:
+        """One prefix group's text, drawn by popularity (None without prefix groups)."""
+        if not self.groups:
+            return None
+        return self.groups[int(rng.choice(len(self.groups), p=self.group_p))]
 
     def _trace_specs(self, rng: np.random.Generator) -> Iterator[PromptSpec]:
         for i, row in enumerate(self.trace_rows):
@@ -283,7 +299,7 @@ class WorkloadPlan:
                 plen = sample_lengths(self.w.prompt_tokens, rng, 64)
                 olen = sample_lengths(self.w.output_tokens, rng, 64)
                 for p, o in zip(plen, olen):
-                    prompt = self._join(self.counter.build(rng, int(p)))
+                    prompt = self._join(self.counter.build(rng, int(p)), self._group_prefix(rng))
                     yield PromptSpec(prompt, self.counter.count(prompt), int(o))
         for prompt, mt in itertools.cycle(self.rows):
             if mt is None or not self.w.output_tokens_from_file:

@@ -93,3 +93,21 @@ def test_generic_jsonl_rows(tmp_path):
 def test_offsets_are_int64_and_start_at_zero(tmp_path):
     off = trace_offsets_ns(read_trace(write(tmp_path, MOON), "mooncake"))
     assert off.dtype == np.int64 and off[0] == 0 and np.all(np.diff(off) >= 0)
+
+
+def test_prefix_groups_follow_zipf_popularity():
+    from loadgen.scenario.model import Workload
+    from loadgen.scenario.workload import build_workload
+    w = Workload(tokenizer="words", prompt_tokens={"dist": "fixed", "value": 5},
+                 prefix={"groups": 3, "tokens": 6, "popularity": "zipf", "zipf_s": 1.5})
+    plan = build_workload(w)
+    specs = plan.take(600)
+    counts = [sum(s.prompt.startswith(g + " ") for s in specs) for g in plan.groups]
+    assert sum(counts) == 600 and all(s.prompt_tokens == 11 for s in specs)
+    p = plan.group_p                                   # 1, 2^-1.5, 3^-1.5, normalised
+    assert p == pytest.approx(np.array([1, 2 ** -1.5, 3 ** -1.5]) / (1 + 2 ** -1.5 + 3 ** -1.5))
+    for c, q in zip(counts, p):
+        assert abs(c / 600 - q) < 0.06
+    assert plan.describe()["prefix"]["groups"] == 3
+    with pytest.raises(Exception, match="not both"):
+        Workload(prefix={"groups": 2, "tokens": 4}, shared_prefix_tokens=3)
