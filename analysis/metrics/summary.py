@@ -17,6 +17,7 @@ from analysis.metrics import metrics as m
 from analysis.metrics import slo as slo_mod
 from analysis.metrics.stages import stage_summaries
 from analysis.metrics.steady import steady_window
+from analysis.metrics.turns import reasoning_block, sessions_block
 
 SUMMARY_VERSION = 1
 LATENCY_KEYS = ("ttft_ms", "ttft_from_scheduled_ms", "tpot_ms", "itl_ms", "e2el_ms",
@@ -155,6 +156,8 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["verdict"] = slo_mod.verdict(records, meta)
     out["steady_state"] = steady_window(records, meta)
     out["stages"] = stage_summaries(records, meta)
+    out["sessions"] = sessions_block(records)
+    out["reasoning"] = reasoning_block(records)
     out["energy"] = energy_block(records, meta, power_rows, win, out["steady_state"])
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",
                        "throughput": "measured", "energy": out["energy"].get("status")}
