@@ -60,6 +60,12 @@ class Record:
     finish_reason: Optional[str] = None
     output_chars: Optional[int] = None
     worker: Optional[str] = None
+    # a request that failed on a reused keep-alive connection before any byte of the answer
+    # (write failed, or the peer closed before the status line) is sent once more on a fresh
+    # connection: sent_at_ns is then that second attempt, first_sent_at_ns the first one
+    retries: int = 0
+    first_sent_at_ns: Optional[int] = None
+    retry_error: Optional[str] = None       # why the first attempt failed
 
     def to_json(self) -> str:
         # __dict__, not dataclasses.asdict: asdict deep-copies every [t, n] pair (10x slower)

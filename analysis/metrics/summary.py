@@ -150,6 +150,11 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
         s = m.stats(series[key])
         out[key] = {k: s[k] for k in STAT_FIELDS} | {"count": s["count"]}
     out["failures_by_kind"] = m.failures_by_kind(records)
+    # stale keep-alive retries (records' "retries") and what the start-up probe found (meta "probe")
+    out["requests_retried"] = sum(1 for r in recs if r.get("retries"))
+    probe = meta.get("probe") or {}
+    out["dropped_fields"] = list(probe.get("dropped_fields") or [])
+    out["warnings"] = list(probe.get("warnings") or [])
     out["token_counts"] = m.token_provenance(records)
     out["client"] = client_block(records, meta, slo)
     out["slo"] = slo

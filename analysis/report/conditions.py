@@ -1,12 +1,10 @@
 """The comparison conditions beside the numbers, and the roofline relation, for the report.
 
-    summary + meta + sut.json (+ records) ─► conditions_table ─► 11 rows (item, value, evidence)
+    summary + meta + sut.json (+ records) ─► conditions_table ─► 11 rows (item, value, evidence),
+        one helper a row where it takes more than a line; what sut.json says comes from sut.py
     sut.json "model" shape + device spec   ─► roofline_section ─► measured TPOT/TTFT vs the floors
 
 A figure is never guessed: a missing one reads ``not recorded`` / ``unmeasured`` with the reason.
-sut.json's layout belongs to the runner (target URL, /v1/models, managed server /info, host,
-versions; ``server_info`` = the server's GET /info); other layouts are searched by key name
-(``find_key``).
 """
 from __future__ import annotations
 
@@ -16,24 +14,10 @@ from typing import Any, Optional
 import numpy as np
 
 from analysis.metrics import metrics as m
+from analysis.report.sut import (launch_description, model_shape, precision, server_info,
+                                 server_software)
 
-
-def find_key(tree: Any, *names: str) -> Any:
-    """The first non-None value stored under any of ``names``, searching nested dicts/lists
-    breadth-first (names tried in order at each level)."""
-    level = [tree]
-    while level:
-        nxt = []
-        for node in level:
-            if isinstance(node, dict):
-                for n in names:
-                    if node.get(n) is not None:
-                        return node[n]
-                nxt.extend(v for v in node.values() if isinstance(v, (dict, list)))
-            elif isinstance(node, list):
-                nxt.extend(v for v in node if isinstance(v, (dict, list)))
-        level = nxt
-    return None
+NO_INFO = "not recorded: the server published no /info"
 
 
 def _mean(values) -> Optional[float]:
@@ -45,34 +29,9 @@ def _or(value: Any, missing: str) -> str:
     return missing if value in (None, "", [], {}) else str(value)
 
 
-def model_shape(sut: dict) -> Optional[dict]:
-    """The first dict in sut.json that looks like a model shape (has n_layers and dim), else None
-    (JAX /info puts it under "model"; a top-level "model" may be just a name)."""
-    level = [sut]
-    while level:
-        nxt = []
-        for node in level:
-            if isinstance(node, dict):
-                if "n_layers" in node and "dim" in node:
-                    return node
-                nxt.extend(v for v in node.values() if isinstance(v, (dict, list)))
-            elif isinstance(node, list):
-                nxt.extend(v for v in node if isinstance(v, (dict, list)))
-        level = nxt
-    return None
-
-
-def server_info(sut: dict) -> dict:
-    """The server's own description (JAX /info) from sut.json, or {} for a server without one."""
-    info = sut.get("server_info") or find_key(sut, "server_info", "info")
-    return info if isinstance(info, dict) else {}
-
-
-def _versions(meta: dict, sut: dict, info: dict) -> str:
-    server = {k: v for k, v in info.items() if k.endswith("version") and isinstance(v, str)}
-    header = (sut.get("response_headers") or {}).get("server")
-    if header:
-        server["server header"] = header
+def _versions(meta: dict, sut: dict, info: dict) -> tuple[str, str]:
+    """(the software versions row, its evidence)."""
+    server, sources = server_software(sut, info)
     host = sut.get("client_host") or {}
     client = {"loadgen": meta.get("loadgen_version"), "python": host.get("python")}
     client.update({k: v for k, v in (host.get("packages") or {}).items() if v})
@@ -82,14 +41,11 @@ def _versions(meta: dict, sut: dict, info: dict) -> str:
         parts.append("server: " + ", ".join(f"{k} {v}" for k, v in server.items()))
     if client:
         parts.append("client: " + ", ".join(f"{k} {v}" for k, v in client.items()))
-    return "; ".join(parts)
+        sources.append("client package metadata")
+    return "; ".join(parts), ("recorded (" + "; ".join(sources) + ")" if sources else "recorded")
 
 
-def conditions_table(summary: dict, meta: dict, sut: dict, records: list[dict]) -> list[dict]:
-    """The 11 comparison conditions: task, accuracy, precision, batch, device unit, software
-    versions, memory, execution split, time boundary, cost/power, evidence."""
-    info, host = server_info(sut), sut.get("client_host") or {}
-    no_info = "not recorded: the server published no /info"
+def _task(summary: dict, meta: dict, sut: dict, info: dict, records: list[dict]) -> str:
     done = m.completed(m.measured(records))
     name = meta.get("model") or sut.get("model") or info.get("preset")
     p_in = _mean(r.get("prompt_tokens") for r in done)
@@ -101,49 +57,99 @@ def conditions_table(summary: dict, meta: dict, sut: dict, records: list[dict]) 
     wl_txt = (f"; workload {wl.get('source')} (tokenizer {wl.get('tokenizer')}, counts "
               f"{wl.get('token_count')})" if wl else "")
     endpoint = meta.get("endpoint") or sut.get("endpoint")
-    task = (f"model {_or(name, 'not recorded')}; {_or(endpoint, 'endpoint not recorded')} API; "
+    return (f"model {_or(name, 'not recorded')}; {_or(endpoint, 'endpoint not recorded')} API; "
             f"mode {summary.get('mode')}; {lens}{wl_txt}")
-    accuracy = meta.get("accuracy")
-    dtype = info.get("dtype")
+
+
+def _batch(meta: dict, info: dict, flags: dict, records: list[dict]) -> str:
+    slots = info.get("slots")
+    if slots is None and flags.get("max-num-seqs") is not None:
+        slots = f"{flags['max-num-seqs']} (--max-num-seqs)"
     peak = max((n for _, n in m.in_flight(m.measured(records))), default=None)
     cap = meta.get("in_flight_cap")
-    batch = (f"server slots {_or(info.get('slots'), 'not recorded')}; client in-flight cap "
-             f"{_or(cap, 'none (open loop)')}; peak in flight {_or(peak, 'n/a')} (measured)")
+    return (f"server slots {_or(slots, 'not recorded')}; client in-flight cap "
+            f"{_or(cap, 'none (open loop)')}; peak in flight {_or(peak, 'n/a')} (measured)")
+
+
+def _device(info: dict, sut: dict) -> tuple[str, Optional[str], str]:
+    """(the device unit row, the device's name or None, its evidence): the server's /info, else
+    the host's GPU inventory taken when loadgen launched the server."""
     dev = info.get("device_kind") or info.get("device")
     device = (f"{dev} x{info.get('device_count', '?')} (backend {info.get('backend')})" if dev
-              else no_info)
+              else NO_INFO)
+    dev_evidence = "recorded (server)" if dev else "unmeasured"
+    gpus = launch_description(sut)[1].get("gpus")
+    if not dev and isinstance(gpus, dict) and gpus.get("gpus"):
+        names = sorted({str(g.get("name")) for g in gpus["gpus"]})
+        drivers = sorted({str(g.get("driver_version")) for g in gpus["gpus"]})
+        cvd = launch_description(sut)[1].get("cuda_visible_devices")
+        dev = " + ".join(names)
+        device = (f"{dev} x{len(gpus['gpus'])} on the host (driver {', '.join(drivers)}; "
+                  f"{gpus.get('source')} at launch; CUDA_VISIBLE_DEVICES "
+                  f"{_or(cvd, 'not set')})")
+        dev_evidence = "recorded (host GPU inventory)"
+    elif not dev and isinstance(gpus, dict) and gpus.get("status") == "unavailable":
+        device = f"{NO_INFO}; no GPU inventory at launch ({gpus.get('reason')})"
+    return device, dev, dev_evidence
+
+
+def _memory(info: dict, flags: dict, host: dict) -> tuple[str, str]:
+    """(the memory row, its evidence)."""
     mem = [f"{k} {info[k]}" for k in ("weight_bytes", "kv_cache_bytes", "max_model_len")
            if info.get(k) is not None]
-    memory = ("server: " + ", ".join(mem) if mem else no_info) + (
+    if info.get("max_model_len") is None and flags.get("max-model-len") is not None:
+        mem.append(f"max_model_len {flags['max-model-len']} (--max-model-len)")
+    memory = ("server: " + ", ".join(mem) if mem else NO_INFO) + (
         f"; client host memory {host['memory_bytes']} B" if host.get("memory_bytes") else "")
+    return memory, (("recorded (server)" if any(info.get(k) is not None for k in (
+        "weight_bytes", "kv_cache_bytes", "max_model_len")) else "recorded (launch flags)")
+        if mem else "unmeasured")
+
+
+def _split(summary: dict, meta: dict, sut: dict, host: dict, dev: Optional[str]) -> str:
     managed = sut.get("managed_server")
     where = ("a process loadgen started on the same host" if managed else "external at "
              + _or(sut.get("target_url") or meta.get("target_url"), "an unrecorded URL"))
     cpu = (summary.get("client") or {}).get("cpu_fraction")
-    split = (f"client: loadgen on the host CPU ({_or(host.get('cpu_affinity'), '?')} usable cores, "
-             f"client_cpu {_or(cpu, 'not recorded')} of a core); server: {where}, running on "
-             f"{_or(dev, 'an unrecorded device')}")
+    return (f"client: loadgen on the host CPU ({_or(host.get('cpu_affinity'), '?')} usable cores, "
+            f"client_cpu {_or(cpu, 'not recorded')} of a core); server: {where}, running on "
+            f"{_or(dev, 'an unrecorded device')}")
+
+
+def _boundary(summary: dict, info: dict) -> str:
     compile_s = info.get("compile_s")
-    boundary = ("client-side perf_counter_ns: TTFT from just before the request bytes are written "
-                "(and from the scheduled time in server mode) to the first chunk carrying a token; "
-                f"E2E to the last byte read; warm-up requests excluded; window: "
-                f"{(summary.get('window') or {}).get('rule')}"
-                + (f"; server compile ({compile_s} s) happened before it reported ready"
-                   if compile_s is not None else ""))
+    return ("client-side perf_counter_ns: TTFT from just before the request bytes are written "
+            "(and from the scheduled time in server mode) to the first chunk carrying a token; "
+            f"E2E to the last byte read; warm-up requests excluded; window: "
+            f"{(summary.get('window') or {}).get('rule')}"
+            + (f"; server compile ({compile_s} s) happened before it reported ready"
+               if compile_s is not None else ""))
+
+
+def conditions_table(summary: dict, meta: dict, sut: dict, records: list[dict]) -> list[dict]:
+    """The 11 comparison conditions: task, accuracy, precision, batch, device unit, software
+    versions, memory, execution split, time boundary, cost/power, evidence."""
+    info, host = server_info(sut), sut.get("client_host") or {}
+    flags = launch_description(sut)[1].get("flags") or {}
+    accuracy = meta.get("accuracy")
+    prec, prec_evidence = precision(info, sut)
+    device, dev, dev_evidence = _device(info, sut)
+    memory, memory_evidence = _memory(info, flags, host)
     energy = summary.get("energy") or {}
+    versions, versions_evidence = _versions(meta, sut, info)
     rows = [
-        ("task", task, "measured (token lengths) / recorded (model, API)"),
+        ("task", _task(summary, meta, sut, info, records),
+         "measured (token lengths) / recorded (model, API)"),
         ("accuracy", _or(accuracy, "unmeasured: loadgen measures performance only; no accuracy "
                                    "check ran in this run"), "recorded" if accuracy else "unmeasured"),
-        ("precision", _or(dtype, "not recorded: the server did not report its dtype"),
-         "recorded (server)" if dtype else "unmeasured"),
-        ("batch", batch, "recorded / measured"),
-        ("device unit", device, "recorded (server)" if dev else "unmeasured"),
-        ("software versions", _versions(meta, sut, info)
-         or "not recorded: sut.json carries no version strings", "recorded"),
-        ("memory", memory, "recorded (server)" if mem else "unmeasured"),
-        ("execution split", split, "recorded"),
-        ("time boundary", boundary, "documented (method)"),
+        ("precision", prec, prec_evidence),
+        ("batch", _batch(meta, info, flags, records), "recorded / measured"),
+        ("device unit", device, dev_evidence),
+        ("software versions", versions or "not recorded: sut.json carries no version strings",
+         versions_evidence if versions else "unmeasured"),
+        ("memory", memory, memory_evidence),
+        ("execution split", _split(summary, meta, sut, host, dev), "recorded"),
+        ("time boundary", _boundary(summary, info), "documented (method)"),
         ("cost/power", f"energy {energy.get('status', 'unmeasured')}"
                        + (f": {energy['reason']}" if energy.get("reason") else ""),
          energy.get("status", "unmeasured")),

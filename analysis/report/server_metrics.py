@@ -2,6 +2,8 @@
 
     analysis.server.metrics.server_metrics_summary(run_dir) ─► render_section(sm)
         ─► a table (figure, value, evidence, metric or reason) + the TTFT decomposition sentence
+    a histogram percentile prints its ``display``: the bucket and resolution of an interpolated
+    point, or the bound (≤ hi, > lo) where the buckets cannot place it
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ def _fmt(f: dict) -> str:
     v = f.get("value")
     if v is None:
         return "—"
+    if f.get("display"):          # a histogram percentile: its bucket, resolution or bound
+        return f["display"]
     if f["unit"] == "ms":
         return f"{v:.2f} ms (n={f.get('count')})"
     if f["unit"] == "fraction":

@@ -55,11 +55,12 @@ def roofline_curve(points: list[dict]) -> Optional[list[dict]]:
     if not ok:
         return None
     from analysis.roofline import roofline
+    from analysis.report import sut as sut_mod
     p = ok[0]
-    shape = conditions.model_shape(p["sut"])
+    shape = sut_mod.model_shape(p["sut"])
     spec, _ = conditions.device_spec(p["meta"], p["sut"])
     b0 = p["roofline"]["bounds"]
-    slots = conditions.server_info(p["sut"]).get("slots") or shape.get("slots") or 1
+    slots = sut_mod.server_info(p["sut"]).get("slots") or shape.get("slots") or 1
     top = max([int(slots)] + [q["roofline"]["bounds"]["batch"] for q in ok])
     batches = sorted({max(1, round(x)) for x in
                       (range(1, top + 1) if top <= MAX_CURVE_POINTS else

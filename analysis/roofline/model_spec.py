@@ -1,7 +1,7 @@
 """A model's shape dict from a Hugging Face config.json (or the JAX server's /info description).
 
     config.json (dict or path to the file / its directory) ─► from_hf_config ─► shape dict
-    sut.json (server_info "model")                         ─► conditions.model_shape
+    sut.json (server_info "model")                         ─► sut.model_shape
     shape dict ─► model_cost (bytes, FLOPs) ─► roofline
 
 The shape dict is the one the JAX server publishes under /info "model":

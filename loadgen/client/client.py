@@ -22,10 +22,24 @@ usage counts; a TTFT for them would be made up.
 ``sent_at_ns`` is stamped before aiohttp takes a pooled connection: size the pool to the in-flight
 cap so no request waits for one. ``timeout_s`` is aiohttp's total timeout (send to last byte).
 While any Client is open the cyclic GC runs rarely (``clientload.gc_hold``).
+
+Stale keep-alive connections (llama.cpp's llama-server answers ``Keep-Alive: timeout=5`` and then
+closes the socket after a streamed answer): a request that fails on a REUSED pooled connection
+before any byte of the answer arrived (the write failed, or the peer closed before the status
+line) never reached the server, so it is sent once more on a fresh connection. The record says
+so: ``retries`` 1, ``first_sent_at_ns`` (the first attempt), ``retry_error``; ``sent_at_ns`` is
+the attempt that reached the server and ``scheduled_at_ns`` is unchanged (TTFT from scheduled
+carries the cost). Nothing else is retried. After the first such retry the client stops reusing
+connections (``reuse_connections`` false: each request on its own connection, sent with
+``Connection: close``): that server closes them anyway, and a connect is cheaper than a failed
+write and a retry. A server that answers ``Connection: close`` is honoured by aiohttp itself.
+Whether a connection was new is told by ``_Connector`` through a context variable of the
+request's own task (no tracing hooks).
 """
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -43,6 +57,32 @@ from loadgen.client.sse import DONE, NamedEvent, SSEParser, StreamTally, _scan, 
 READ_BUFSIZE = 4 * 2**20      # aiohttp's default 64 KiB throttles long-context bodies (vllm #39963)
 KEEPALIVE_S = 4.0             # below uvicorn's 5 s keep-alive: never reuse a socket the server closes
 _json_loads = json.loads
+
+# True once the current task's request opened a new connection (set by _Connector, read by
+# Client.execute in the same task: coroutines awaited in one task share its context)
+_new_connection: contextvars.ContextVar[bool] = contextvars.ContextVar("loadgen_new_connection",
+                                                                       default=False)
+
+
+class _Connector(aiohttp.TCPConnector):
+    """aiohttp's TCPConnector, telling the request's task when its connection is a new one."""
+
+    async def _create_connection(self, req, traces, timeout):  # type: ignore[override]
+        proto = await super()._create_connection(req, traces, timeout)
+        _new_connection.set(True)
+        return proto
+
+
+def stale_connection_error(e: BaseException) -> bool:
+    """An error that, on a reused connection and before any response byte, means the server
+    closed the socket before it saw the request: the write failed (``ClientOSError``: "Can not
+    write request body", a reset, a broken pipe) or the peer closed before the status line
+    (``ServerDisconnectedError`` with no partial response). A failed connect is not one."""
+    if isinstance(e, aiohttp.ServerDisconnectedError):
+        return isinstance(e.message, str)        # else a partial response message arrived
+    if isinstance(e, aiohttp.ClientConnectorError):
+        return False
+    return isinstance(e, aiohttp.ClientOSError)
 
 
 @dataclass
@@ -69,20 +109,22 @@ class ClientConfig:
     api_key: Optional[str] = None
     timeout_s: float = 600.0                    # per request, send to last byte
     connect_timeout_s: Optional[float] = 30.0
+    drop_fields: tuple = ()                     # fields the server rejected (targets.probe)
 
     @classmethod
-    def from_api(cls, api: Any, base_url: str, model: str, api_key: Optional[str]) -> "ClientConfig":
+    def from_api(cls, api: Any, base_url: str, model: str, api_key: Optional[str],
+                 drop_fields: tuple = ()) -> "ClientConfig":
         """From a ``loadgen.scenario.model.Api`` (the model name and key resolved by the caller)."""
         return cls(base_url=base_url, endpoint=api.endpoint, model=model, stream=api.stream,
                    ignore_eos=api.ignore_eos, include_usage=api.include_usage,
                    continuous_usage=api.continuous_usage, extra_body=dict(api.extra_body),
                    headers=dict(api.headers), api_key=api_key, timeout_s=api.timeout_s,
-                   connect_timeout_s=api.connect_timeout_s)
+                   connect_timeout_s=api.connect_timeout_s, drop_fields=tuple(drop_fields))
 
 
 def build_base_body(cfg: ClientConfig) -> dict:
     """Everything but the prompt and max_tokens (``loadgen.client.request.base_body``)."""
-    return base_body(cfg, cfg.model)
+    return base_body(cfg, cfg.model, cfg.drop_fields)
 
 
 class Client:
@@ -101,17 +143,26 @@ class Client:
         self._url = URL(self.url)               # parsed once, not per request
         self._chat = cfg.endpoint == "chat"
         self._base = build_base_body(cfg)
+        # continuous usage stats only where the body still asks for them
+        opts = self._base.get("stream_options")
+        self._continuous = isinstance(opts, dict) and bool(opts.get("continuous_usage_stats"))
         self._headers = request_headers(cfg, cfg.api_key)
         self._session: Optional[aiohttp.ClientSession] = None
+        self._fresh: Optional[aiohttp.ClientSession] = None   # retries: never a pooled socket
         self.first_response_headers: Optional[dict] = None  # of the first answer (for sut.json)
+        self.retries = 0                        # stale-connection retries so far
+        self.reuse_connections = True           # False after the first (see module doc)
+
+    def _new_session(self, connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
+        timeout = aiohttp.ClientTimeout(total=self.cfg.timeout_s, connect=self.cfg.connect_timeout_s)
+        return aiohttp.ClientSession(connector=connector, timeout=timeout,
+                                     read_bufsize=READ_BUFSIZE, max_field_size=65536,
+                                     trust_env=False, raise_for_status=False)
 
     async def __aenter__(self) -> "Client":
-        connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0,
-                                         keepalive_timeout=KEEPALIVE_S, ttl_dns_cache=None)
-        timeout = aiohttp.ClientTimeout(total=self.cfg.timeout_s, connect=self.cfg.connect_timeout_s)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
-                                              read_bufsize=READ_BUFSIZE, max_field_size=65536,
-                                              trust_env=False, raise_for_status=False)
+        self._session = self._new_session(_Connector(
+            limit=self.max_connections, limit_per_host=0, keepalive_timeout=KEEPALIVE_S,
+            ttl_dns_cache=None))
         gc_hold()
         return self
 
@@ -119,7 +170,37 @@ class Client:
         if self._session is not None:
             await self._session.close()
             self._session = None
+            if self._fresh is not None:
+                await self._fresh.close()
+                self._fresh = None
             gc_release()
+
+    def describe(self) -> dict:
+        """What the client did beyond sending requests (for meta.json)."""
+        return {"stale_connection_retries": self.retries,
+                "reuse_connections": self.reuse_connections}
+
+    async def _post(self, data: bytes, rec: Record) -> aiohttp.ClientResponse:
+        """POST; on a stale pooled connection (see module doc) once more on a fresh one."""
+        session = self._fresh or self._session
+        _new_connection.set(False)
+        rec.sent_at_ns = now_ns()
+        try:
+            return await session.post(self._url, data=data, headers=self._headers)
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError) as e:
+            if _new_connection.get() or not stale_connection_error(e):
+                raise
+            err = f"{type(e).__name__}: {e}"
+        rec.retries += 1
+        rec.first_sent_at_ns, rec.retry_error = rec.sent_at_ns, err[:SNIPPET]
+        self.retries += 1
+        self.reuse_connections = False
+        if self._fresh is None:   # from now on no pooling: each request on its own connection
+            self._fresh = self._new_session(_Connector(force_close=True, limit=0,
+                                                       ttl_dns_cache=None))
+        _new_connection.set(False)
+        rec.sent_at_ns = now_ns()
+        return await self._fresh.post(self._url, data=data, headers=self._headers)
 
     @staticmethod
     def new_record(spec: RequestSpec) -> Record:
@@ -133,7 +214,7 @@ class Client:
         """Send one request; fill and return ``rec`` (created if not given). See module doc."""
         if rec is None:
             rec = self.new_record(spec)
-        tally = StreamTally(self.cfg.continuous_usage)
+        tally = StreamTally(self._continuous)
         try:
             try:
                 data = self.body(spec)
@@ -143,8 +224,7 @@ class Client:
             if self._session is None:
                 _fail(rec, "client", "Client used outside 'async with'")
                 return rec
-            rec.sent_at_ns = now_ns()
-            async with self._session.post(self._url, data=data, headers=self._headers) as resp:
+            async with await self._post(data, rec) as resp:
                 if self.first_response_headers is None:
                     self.first_response_headers = dict(resp.headers)
                 rec.http_status = resp.status

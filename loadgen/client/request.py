@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from operator import itemgetter
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from loadgen.record import Record, now_ns
 from loadgen.client.sse import error_message, loads
@@ -40,8 +40,9 @@ def request_headers(api: Any, api_key: Optional[str]) -> dict:
     return h
 
 
-def base_body(api: Any, model: str) -> dict:
-    """Everything but the prompt and max_tokens; extra_body is merged last (stream_options deep)."""
+def base_body(api: Any, model: str, drop: Iterable[str] = ()) -> dict:
+    """Everything but the prompt and max_tokens; extra_body is merged last (stream_options deep).
+    ``drop``: fields the server rejected (``optional_fields`` names, see ``drop_fields``)."""
     body: dict = {"model": model, "stream": api.stream}
     if api.stream and api.include_usage:
         opts = {"include_usage": True}
@@ -54,7 +55,40 @@ def base_body(api: Any, model: str) -> dict:
     if isinstance(extra.get("stream_options"), dict) and "stream_options" in body:
         extra["stream_options"] = {**body["stream_options"], **extra["stream_options"]}
     body.update(extra)
-    return body
+    return drop_fields(body, drop) if drop else body
+
+
+# what every request needs; the rest of a base body is loadgen's or the user's choice
+REQUIRED_FIELDS = ("model", "stream")
+
+
+def optional_fields(body: dict) -> list[str]:
+    """The fields of a base body a server may reject and a run can do without: all but
+    REQUIRED_FIELDS, with stream_options' keys also named on their own (``stream_options.key``)."""
+    out = []
+    for k, v in body.items():
+        if k in REQUIRED_FIELDS:
+            continue
+        out.append(k)
+        if k == "stream_options" and isinstance(v, dict):
+            out += [f"{k}.{kk}" for kk in v]
+    return out
+
+
+def drop_fields(body: dict, fields: Iterable[str]) -> dict:
+    """A copy of ``body`` without ``fields`` (``a.b`` is key b of a; a mapping left empty goes)."""
+    out = dict(body)
+    for f in fields:
+        top, _, sub = f.partition(".")
+        if not sub:
+            out.pop(top, None)
+        elif isinstance(out.get(top), dict):
+            inner = {k: v for k, v in out[top].items() if k != sub}
+            if inner:
+                out[top] = inner
+            else:
+                out.pop(top)
+    return out
 
 
 def request_body(base: dict, chat: bool, prompt, max_tokens: int) -> bytes:

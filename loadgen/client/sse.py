@@ -14,14 +14,18 @@ call does not consume the whole payload), so a malformed chunk is always caught.
   * ``Malformed``    a line that is neither a comment nor a known field (data/event/id/retry).
 Lines may end in ``\\r\\n``, ``\\n`` or ``\\r``; comments (``:`` first) are skipped.
 ``finish()`` dispatches an event left pending when the stream ends without a blank line
-(lenient: some servers end with ``data: [DONE]\\n``).
+(lenient: some servers end with ``data: [DONE]\\n``). Keep-alive events named in
+``IGNORED_EVENTS`` (``event: ping``) are dropped like comments (``: ping``).
 
 ``StreamTally.add(obj)`` returns the number of output tokens one chunk carries: a chunk with
 content (completions ``text``, chat ``delta.content``, ``delta.reasoning_content``/``reasoning``,
 ``delta.tool_calls``) is 1 token, unless the chunk carries vLLM continuous usage stats
 (``usage.completion_tokens`` cumulative, asked for with ``StreamTally(continuous=True)``), then the
-increase since the previous chunk (at least 1).
-Role-only, empty and usage-only chunks are 0, an error chunk -1. It also keeps the last usage, finish_reason,
+increase since the previous chunk (at least 1 for a chunk with content). With continuous usage a
+chunk WITHOUT text whose running count rose carries that many tokens too: vLLM streams special
+tokens as ``"content": ""`` and still counts them, so no token is lost and the chunks sum to usage.
+Role-only, empty and usage-only chunks are 0 (empty ones: unless continuous usage rose), an error
+chunk -1. It also keeps the last usage, finish_reason,
 output characters and an error object (``{"error": ...}`` or ``{"object": "error"}``).
 """
 from __future__ import annotations
@@ -75,6 +79,7 @@ class NamedEvent:
 
 Event = Union[bytes, _Done, NamedEvent, Malformed]
 _KNOWN = (b"event", b"id", b"retry")
+IGNORED_EVENTS = (b"ping", b"keepalive", b"keep-alive", b"heartbeat")   # keep-alives, not data
 
 
 class SSEParser:
@@ -140,7 +145,8 @@ class SSEParser:
                 self._data = None
                 self._event = None
                 if event is not None and event != b"message":
-                    out.append(NamedEvent(event.decode("utf-8", "replace"), payload))
+                    if event not in IGNORED_EVENTS:
+                        out.append(NamedEvent(event.decode("utf-8", "replace"), payload))
                 elif payload == b"[DONE]":
                     out.append(DONE)
                 else:
@@ -261,9 +267,13 @@ class StreamTally:
                 if n:
                     self.continuous = False
             else:
-                # continuous usage stats: the chunk's own count is the cumulative increase
+                # continuous usage stats: the chunk's own count is the cumulative increase,
+                # also for a chunk with no text (special tokens stream as "content": "")
+                d = cum - self.cum
                 if n:
-                    n = max(cum - self.cum, 1)
+                    n = d if d > 1 else 1
+                elif d > 0:
+                    n = d
                 self.cum = cum
         return n
 

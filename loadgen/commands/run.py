@@ -5,8 +5,15 @@
         ─► summary table (rich) on stdout, or one JSON line with --json
 
 ``--engine locust`` hands the same scenario to loadgen/locust_engine (same run directory).
-Exit: 0 after a run that finished (valid or not: the verdict says which), 130 if interrupted,
-2 for a bad scenario, override or flag combination, 1 when the Locust engine failed (one line).
+
+Exit codes (fit for CI):
+    0    the run finished; its verdict is VALID, or INVALID without --fail-on-invalid
+    1    --fail-on-invalid and the verdict is INVALID; or the Locust engine / a managed server failed
+    2    a bad scenario, override or flag combination, or a target that cannot serve the run
+         (unreachable, HTTP 401/403, api.model not listed, a field it rejects with
+         api.drop_rejected_fields: false): one line ``loadgen: error: ...``, nothing measured
+    3    no measured request completed (every one failed): the most common causes are printed
+    130  interrupted (Ctrl-C, SIGTERM); finished records kept, the rest marked cancelled
 """
 from __future__ import annotations
 
@@ -29,6 +36,9 @@ def register(subparsers) -> None:
                    help="override one scenario field, e.g. --set load.rate=4 (repeatable)")
     p.add_argument("--json", action="store_true",
                    help="no live display; print the summary as one JSON line on stdout")
+    p.add_argument("--fail-on-invalid", action="store_true",
+                   help="exit 1 when the verdict is INVALID (for CI); without it an INVALID "
+                        "run exits 0")
     p.add_argument("--engine", choices=["native", "locust"], default="native",
                    help="load engine: native (asyncio + aiohttp, the default) or locust "
                         "(Locust workers, for load beyond one client core or host)")
@@ -71,9 +81,12 @@ def main(args: argparse.Namespace) -> int:
             result = run_scenario(sc, progress)
     finally:
         signal.signal(signal.SIGTERM, old)
+    summary = result.summary or {}
     if args.json:
         print(json.dumps({"run_dir": str(result.run_dir), "interrupted": result.interrupted,
                           "summary": result.summary}, default=str))
+        for w in summary.get("warnings") or []:
+            print(f"loadgen: warning: {w}", file=sys.stderr)
     else:
         if result.summary is not None:
             print_summary(result.summary, str(result.run_dir))
@@ -83,4 +96,34 @@ def main(args: argparse.Namespace) -> int:
                   file=sys.stderr)
     if result.interrupted:
         return 130
-    return 1 if result.meta.get("crashed") else 0   # locust: the master reported an error
+    code = 1 if result.meta.get("crashed") else exit_code(summary, args.fail_on_invalid)
+    if summary.get("requests_failed") or code == 3:
+        _print_failures(result.run_dir, summary)
+    return code                             # crashed: the Locust master reported an error
+
+
+def exit_code(summary: dict, fail_on_invalid: bool) -> int:
+    """0, 1 (INVALID with --fail-on-invalid) or 3 (no measured request completed) for a run
+    that was neither interrupted nor crashed."""
+    done = summary.get("requests_completed") or 0
+    measured = done + (summary.get("requests_failed") or 0) + (
+        summary.get("requests_cancelled") or 0)
+    if measured and not done:
+        return 3
+    if fail_on_invalid and (summary.get("verdict") or {}).get("valid") is False:
+        return 1
+    return 0
+
+
+def _print_failures(run_dir, summary: dict) -> None:
+    """The most common causes of the failed measured requests, one line each, on stderr."""
+    from loadgen.record import read_records
+    from loadgen.run.progress import failure_causes, failure_lines
+    try:
+        causes = failure_causes(read_records(run_dir / "records.jsonl"),
+                                statuses=("error",) if summary.get("requests_failed")
+                                else ("cancelled",))
+    except OSError:
+        causes = []
+    for line in failure_lines(summary, causes):
+        print(f"loadgen: {line}", file=sys.stderr)

@@ -1,7 +1,10 @@
 """``loadgen run --engine locust``: the CLI side (no gevent here; Locust runs in subprocesses).
 
     run_locust(sc, opts) ─► runner.Run(sc)   same run_dir, scenario.yaml, api key check
-        ─► managed server / target.url ─► GET /v1/models ─► sut.json      (as the native engine)
+        ─► managed server / target.url ─► Run._describe_target: GET /v1/models, /info,
+           /version ─► sut.json                                          (the native engine's)
+        ─► targets.scrape.ScrapeProcess: /metrics ─► server_metrics.jsonl (its own process,
+           as the native engine's; marks at go and after the master ends; meta "server_metrics")
         ─► python -m loadgen.locust_engine.worker --role local          (no --workers)
                                                  --role master  + N x --role worker  (--workers N)
                                                  --role master, remote workers     (--master)
@@ -103,6 +106,7 @@ class LocustRun:
         self.master: Optional[subprocess.Popen] = None
         self.exits: dict[int, int] = {}   # worker pid -> exit code (seen before the master ended)
         self.early: Optional[str] = None  # a worker process that died before it joined
+        self.scrape = None                # targets.scrape.ScrapeProcess, once the SUT answered
 
     def _on_signal(self, signum, frame) -> None:
         if self.interrupted is None:
@@ -132,7 +136,11 @@ class LocustRun:
                     base_url = r.server.base_url
                 stack.enter_context(r.client_affinity())   # target.server.cpus: the rest
                 self._sut(base_url.rstrip("/"))
-                self._processes()
+                self._start_scrape()
+                try:
+                    self._processes()
+                finally:            # before a managed server stops: the last scrape sees it
+                    r.server_metrics = self.scrape.stop()
                 r.server_alive_at_end = r.server.alive if r.server is not None else None
         finally:
             for s, h in old.items():
@@ -142,19 +150,15 @@ class LocustRun:
         return self._finish()
 
     def _sut(self, base_url: str) -> None:
-        from loadgen.targets import sut as sut_mod
-        from loadgen.run.rundir import write_json
-        from loadgen.scenario.model import ScenarioError
-        r, a = self.run, self.sc.api
-        models = asyncio.run(sut_mod.fetch_models(base_url, r.key, a.connect_timeout_s))
-        model = a.model or sut_mod.first_model_id(models.get("models"))
-        if model is None:
-            raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
-                                f"({models.get('error') or 'status ' + str(models.get('status'))})")
-        r.base_url, r.model = base_url, model
-        desc = sut_mod.describe_sut(base_url, models, r.server.describe() if r.server else None,
-                                    model, a.endpoint)
-        write_json(r.run_dir / "sut.json", desc)
+        """sut.json exactly as the native engine writes it (runner.Run._describe_target)."""
+        asyncio.run(self.run._describe_target(base_url))
+
+    def _start_scrape(self) -> None:
+        from loadgen.targets.scrape import ScrapeProcess
+        r, tg = self.run, self.sc.target
+        self.scrape = ScrapeProcess(r.base_url, r.run_dir, tg.metrics_interval_s,
+                                    headers=self.sc.api.headers, path=tg.metrics_path,
+                                    api_key=r.key, enabled=tg.scrape_metrics).start()
 
     def _processes(self) -> None:
         from loadgen.targets.managed import free_port
@@ -197,8 +201,12 @@ class LocustRun:
                         self.master.send_signal(signal.SIGTERM)
             if not marked and (self.dir / "master.json").exists():
                 r.power.mark("measure_start")
+                if self.scrape is not None:
+                    self.scrape.mark("measure_start")
                 marked = True
         r.power.mark("measure_end")
+        if self.scrape is not None:
+            self.scrape.mark("measure_end")
         r.power.stop()
         if self.progress is not None:
             follow.poll(self.progress)

@@ -13,6 +13,11 @@ The stream is read straight from the response's socket, not through ``iter_conte
 Body, headers and the record bookkeeping (``fail``, ``finish``, ...) come from
 ``loadgen.client.request``, the native client's own rules. No asyncio and no aiohttp here (this runs
 in a gevent-patched process).
+
+Stale keep-alive sockets, the native client's rule: a request whose kept-alive pooled socket
+turns out closed before any byte of the answer (``HTTPConnectionClosed``, a reset or broken
+pipe while sending) is sent once more on a fresh socket; the record says so (``retries``,
+``first_sent_at_ns``, ``retry_error``), and that user stops reusing sockets from then on.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ import socket
 from typing import Any, Optional
 
 import gevent
+from geventhttpclient.response import HTTPConnectionClosed
 from locust import FastHttpUser, constant, task
 
 from loadgen.record import Record, now_ns
@@ -103,6 +109,17 @@ def read_stream(raw, rec: Record, tally: StreamTally) -> None:
     end_stream(rec, tally, done, t)
 
 
+_STALE = (HTTPConnectionClosed, ConnectionResetError, BrokenPipeError)
+
+
+def _pooled(agent, url: str) -> bool:
+    """A kept-alive socket waits in the pool for ``url``: the next request goes out on it."""
+    try:
+        return not agent.clientpool.get_client(url)._connection_pool._socket_queue.empty()
+    except Exception:
+        return False
+
+
 def read_body(raw, rec: Record, tally: StreamTally) -> None:
     data = raw.read()
     t = rec.end_at_ns = now_ns()
@@ -115,6 +132,7 @@ def execute(agent, url: str, headers: dict, data: bytes, stream: bool, rec: Reco
     resp = None
     try:
         with gevent.Timeout(timeout_s):
+            reused = _pooled(agent, url)
             rec.sent_at_ns = now_ns()
             try:
                 resp = agent.urlopen(url, method="POST", payload=data, headers=headers)
@@ -122,7 +140,22 @@ def execute(agent, url: str, headers: dict, data: bytes, stream: bool, rec: Reco
                 raise
             except Exception as e:
                 resp = getattr(e, "response", None)
-                if resp is None:
+                if resp is None and reused and isinstance(e, _STALE):
+                    # the server closed the kept-alive socket before it saw the request
+                    rec.retries += 1
+                    rec.first_sent_at_ns = rec.sent_at_ns
+                    rec.retry_error = f"{type(e).__name__}: {e}"[:SNIPPET]
+                    agent.clientpool.close()        # the other pooled sockets: as stale
+                    rec.sent_at_ns = now_ns()
+                    try:
+                        resp = agent.urlopen(url, method="POST", payload=data, headers=headers)
+                    except gevent.Timeout:
+                        raise
+                    except Exception as e2:
+                        resp = getattr(e2, "response", None)
+                        if resp is None:
+                            return fail(rec, "connection", f"{type(e2).__name__}: {e2}")
+                elif resp is None:
                     return fail(rec, "connection", f"{type(e).__name__}: {e}")
             rec.http_status = resp.status_code
             raw = resp._response
@@ -171,6 +204,7 @@ class LLMUser(FastHttpUser):
         # if unfinished) here, never handed back to the pool half-read
         self.client.client.valid_response_codes = frozenset(range(100, 600))
         self._last_used_ns = now_ns()
+        self._reuse = True               # False after a stale-socket retry: a fresh one each time
 
     @task
     def next_request(self) -> None:
@@ -184,10 +218,12 @@ class LLMUser(FastHttpUser):
              continuous: bool, timeout_s: float) -> None:
         tally = StreamTally(continuous)
         agent = self.client.client
-        if now_ns() - self._last_used_ns > KEEPALIVE_NS:
+        if not self._reuse or now_ns() - self._last_used_ns > KEEPALIVE_NS:
             agent.clientpool.close()     # never reuse a socket the server may be closing now
         execute(agent, url, headers, data, stream, rec, tally, timeout_s)
         self._last_used_ns = now_ns()
+        if rec.retries:
+            self._reuse = False
         e2e = ((rec.end_at_ns or now_ns()) - (rec.sent_at_ns or now_ns())) / 1e6
         exc = None if rec.status == "ok" else RuntimeError(f"{rec.error_kind}: {rec.error}")
         self.environment.events.request.fire(

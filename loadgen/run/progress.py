@@ -1,7 +1,9 @@
 """Live progress (completed / failed / in flight, output tokens/s) and the final summary table.
 
     Dispatcher ─► on_send(spec) / on_done(record) ─► counters ─► rich progress bar (TTY only)
-    summary.json dict ─► summary_table() ─► rich table of key metrics + the verdict
+    runner ─► warn(text) (probe findings: a rejected field dropped, ...) ─► one line (TTY only)
+    summary.json dict ─► summary_table() ─► rich table of key metrics + warnings + the verdict
+    records ─► failure_causes() ─► the most common error kinds, each with a sample message
 
 The live display is off when stderr is not a terminal or with ``--json``; counting still runs
 (cheap integer updates) so the caller can read them either way.
@@ -12,6 +14,7 @@ import time
 from typing import Optional
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -29,6 +32,13 @@ class RunProgress:
         self._bar: Optional[Progress] = None
         self._task = None
         self._sent_ids: set[int] = set()
+        self.warnings: list[str] = []
+
+    def warn(self, text: str) -> None:
+        """A finding the user must see before the numbers (it also lands in summary.json)."""
+        self.warnings.append(text)
+        if self.enabled:
+            self.console.print(f"[yellow]warning:[/] {escape(text)}", highlight=False)
 
     @property
     def in_flight(self) -> int:
@@ -125,11 +135,54 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
     if energy:
         c.print(f"energy: {energy.get('status')}" + (f" ({energy.get('reason')})"
                                                       if energy.get("reason") else ""))
-    for w in (summary.get("client") or {}).get("warnings") or []:
-        c.print(f"[yellow]warning:[/] {w}")
+    retried = summary.get("requests_retried")
+    if retried:
+        c.print(f"retried: {retried} request(s) sent again on a fresh connection after a stale "
+                "keep-alive connection failed before the server saw them")
+    for w in list(summary.get("warnings") or []) + list(
+            (summary.get("client") or {}).get("warnings") or []):
+        c.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     v = summary.get("verdict") or {}
     if v:
         head = "[bold green]VALID[/]" if v.get("valid") else "[bold red]INVALID[/]"
         c.print(f"verdict: {head}")
         for r in v.get("reasons") or []:
             c.print(f"  - {r}")
+
+
+def failure_causes(records, top: int = 3, statuses=("error",)) -> list[dict]:
+    """The most common error kinds of the measured records with one of ``statuses``:
+    ``{"kind", "count", "sample"}`` each (``sample``: the first such record's message), most
+    common first."""
+    by: dict = {}
+    for r in records:
+        if r.get("phase") != "measured" or r.get("status") not in statuses:
+            continue
+        kind = r.get("error_kind") or "unknown"
+        e = by.get(kind)
+        if e is None:
+            by[kind] = {"kind": kind, "count": 1,
+                        "sample": " ".join(str(r.get("error") or "").split())}
+        else:
+            e["count"] += 1
+    return sorted(by.values(), key=lambda e: -e["count"])[:top]
+
+
+def failure_lines(summary: dict, causes: list[dict]) -> list[str]:
+    """Plain lines: how many measured requests did not complete, and why (screen and CI logs)."""
+    done = summary.get("requests_completed") or 0
+    failed = summary.get("requests_failed") or 0
+    cancelled = summary.get("requests_cancelled") or 0
+    total = done + failed + cancelled
+    if not total or (done and not failed):
+        return []
+    if done:
+        head = f"{failed} of {total} measured requests failed"
+    elif failed == total:
+        head = f"every measured request failed ({failed} of {total})"
+    else:
+        head = f"no measured request completed ({failed} failed, {cancelled} cancelled)"
+    out = [f"{head}; most common causes:"]
+    for e in causes:
+        out.append(f"  {e['kind']} x{e['count']}: {e['sample'][:200]}")
+    return out

@@ -3,7 +3,9 @@
     Scenario ─► workload.py (PromptSpecs) + schedule.py (offsets)      [errors before any I/O]
         ─► run_dir/scenario.yaml (resolved; API key never written, only api_key_env's name)
         ─► managed.py (start + health-check target.server; server.log)    or target.url
-        ─► sut.py (GET /v1/models, headers, /info, client host ─► sut.json)
+        ─► probe.py (GET /v1/models: reachable, authorised, api.model listed; one small request
+                     with the run's body: fields the server rejects dropped or a stop) [exit 2]
+        ─► sut.py (/v1/models, headers, /info, client host ─► sut.json)
         ─► power (loadgen.power sampler ─► power.jsonl, when power.sources != ["none"])
         ─► server_metrics.py (GET /metrics every target.metrics_interval_s ─► server_metrics.jsonl)
         ─► warm-up (phase "warmup", closed loop) ─► t0 ─► dispatch.py (offline|server|closed)
@@ -26,6 +28,7 @@ from typing import Optional
 
 import loadgen
 from loadgen.client import eventloop
+from loadgen.targets import probe as probe_mod
 from loadgen.targets import sut as sut_mod
 from loadgen.client.client import Client, ClientConfig, RequestSpec
 from loadgen.client.clientload import ClientLoad
@@ -113,6 +116,9 @@ class Run:
         self.client_cpus: Optional[list[int]] = None
         self.scraper: Optional[ServerMetricsScraper] = None
         self.server_metrics: Optional[dict] = None
+        self.probe: Optional[dict] = None       # targets.probe's findings (meta.json "probe")
+        self.drop_fields: tuple = ()            # fields the server rejected, dropped
+        self.client: Optional[Client] = None    # the measured phase's (meta: its retries)
 
     # -- sync shell: run dir, managed server ----------------------------------------------
     def execute(self) -> RunResult:
@@ -182,14 +188,36 @@ class Run:
 
     # -- async body -------------------------------------------------------------------------
     async def _describe_target(self, base_url: str) -> dict:
-        """The model to ask for (api.model, else /v1/models' first id) and sut.json's first form."""
+        """The model to ask for (api.model, else /v1/models' first id) and sut.json's first form;
+        with api.probe, the checks of loadgen.targets.probe first (ProbeError: exit 2)."""
         a = self.sc.api
-        models = await sut_mod.fetch_models(base_url, self.key, a.connect_timeout_s)
-        model = a.model or sut_mod.first_model_id(models.get("models"))
+        models = await probe_mod.fetch_models(base_url, self.key, a.connect_timeout_s, a.headers)
+        warnings: list = []
+        if a.probe:
+            model, warnings = probe_mod.check_models(base_url, models, a.model, a.api_key_env,
+                                                     managed=self.server is not None)
+        else:
+            model = a.model or sut_mod.first_model_id(models.get("models"))
         if model is None:
             raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
                                 f"({models.get('error') or 'status ' + str(models.get('status'))})")
         self.base_url, self.model = base_url, model
+        if a.probe:
+            mt = a.extra_body.get("min_tokens")
+            res = await probe_mod.probe_request(
+                ClientConfig.from_api(a, base_url, model, self.key), a.drop_rejected_fields,
+                mt if isinstance(mt, int) and not isinstance(mt, bool) else 1)
+            res.warnings[:0] = warnings
+            if res.warnings and res.status == "ok":
+                res.status = "warning"
+            self.drop_fields = tuple(res.dropped_fields)
+            self.probe = res.to_dict()
+        else:
+            self.probe = {"status": "skipped", "warnings": [], "dropped_fields": []}
+        warn = getattr(self.progress, "warn", None)
+        for w in self.probe["warnings"]:
+            if warn is not None:
+                warn(w)
         own = await sut_mod.fetch_self_description(base_url, self.key, a.connect_timeout_s)
         sut = sut_mod.describe_sut(base_url, models,
                                    self.server.describe() if self.server else None, model,
@@ -220,8 +248,9 @@ class Run:
             self.scraper = await ServerMetricsScraper(
                 base_url, self.run_dir, tg.metrics_interval_s, headers=a.headers,
                 path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics).start()
-            cfg = ClientConfig.from_api(a, base_url, model, self.key)
+            cfg = ClientConfig.from_api(a, base_url, model, self.key, self.drop_fields)
             async with Client(cfg, cap or max(1, n or 1)) as client:
+                self.client = client
                 w = ld.warmup_requests
                 warm = stream if ld.mode != "trace" else self.plan.warmup_specs()
                 await self._warmup(client, ledger, spec_factory(warm, make, 0), w, cap)
@@ -323,6 +352,8 @@ class Run:
             "managed_server_alive_at_end": self.server_alive_at_end,
             "client_cpus": self.client_cpus,
             "server_metrics": self.server_metrics,
+            "probe": self.probe,
+            "client_connections": self.client.describe() if self.client is not None else None,
         }
 
 

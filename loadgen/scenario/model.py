@@ -30,6 +30,12 @@ class Api(Strict):
     api_key_env: Optional[str] = None     # name of the environment variable; never stored
     timeout_s: float = Field(600.0, gt=0)  # per request, send to last byte
     connect_timeout_s: float = Field(30.0, gt=0)
+    # before the run (loadgen.targets.probe): GET /v1/models (reachable, authorised, api.model
+    # listed) and one small request with the run's own body
+    probe: bool = True
+    # a field the server rejects (HTTP 4xx naming it, e.g. transformers serve and ignore_eos):
+    # true: drop it from every request, with a warning in summary.json; false: stop (exit 2)
+    drop_rejected_fields: bool = True
 
 
 class Dist(Strict):

@@ -30,8 +30,15 @@ class ServerSpec(Strict):
     tensor_parallel_size: Optional[int] = Field(None, gt=0)
     gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
     load_format: Optional[str] = None
+    # vllm only: which vLLM to run — a `vllm` executable, a Python interpreter whose environment
+    # has vLLM (run as `python -m vllm.entrypoints.cli.main`), or a venv directory (its bin/vllm,
+    # else bin/python); "~" is expanded, a bare name is looked up on PATH. None: `vllm` on PATH,
+    # else loadgen's own interpreter
+    executable: Optional[str] = None
     health_path: str = "/health"
     startup_timeout_s: float = Field(900.0, gt=0)
+    # added to loadgen's environment for the server process (and its `vllm --version` probe);
+    # recorded in server.json with secret-looking values redacted
     env: dict[str, str] = Field(default_factory=dict)
     # pin the server to these CPUs (os.sched_setaffinity); loadgen then runs on the others,
     # so client and server do not share cores (recorded in meta.json)
@@ -40,7 +47,8 @@ class ServerSpec(Strict):
     @model_validator(mode="after")
     def _kind_fields(self) -> "ServerSpec":
         if self.kind != "vllm":
-            for name in ("tensor_parallel_size", "gpu_memory_utilization", "load_format"):
+            for name in ("tensor_parallel_size", "gpu_memory_utilization", "load_format",
+                         "executable"):
                 if getattr(self, name) is not None:
                     raise ValueError(f"'{name}' applies to kind vllm only")
         if self.kind == "command" and not self.command:
@@ -63,7 +71,9 @@ class ServerSpec(Strict):
 class Target(Strict):
     url: Optional[str] = None             # base URL of a running server, e.g. http://127.0.0.1:8000
     server: Optional[ServerSpec] = None
-    # the server's Prometheus endpoint, scraped during the run into server_metrics.jsonl
+    # the server's Prometheus endpoint, scraped during the run into server_metrics.jsonl by a
+    # separate process (the parse never holds the client's GIL); metrics_path: a path on the
+    # target, or a full http(s):// URL for a server that exposes metrics on another port
     scrape_metrics: bool = True
     metrics_path: str = "/metrics"
     metrics_interval_s: float = Field(1.0, gt=0)

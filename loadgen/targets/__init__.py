@@ -1,10 +1,15 @@
 """targets: the system under test as the client sees it — started, described, scraped, stopped.
 
-    ServerSpec ─► managed.py (argv: servers.jax | servers.vllm.launch | command; start, /health,
-                              log to server.log, stop the process group)
-    base URL   ─► sut.py (GET /v1/models, /version, /info, headers, client host ─► sut.json)
-               ─► scrape.py (GET /metrics every interval, parsed off the event loop ─►
-                             server_metrics.jsonl on the records' clock)
+    ServerSpec ─► managed.py (start, /health, log to server.log, stop the process group)
+                  ├ server_argv.py (argv: servers.jax | servers.vllm | command; the server's env)
+                  └ server_record.py (server.json: how it was started and stopped, or why it
+                                      failed)
+    base URL   ─► probe.py (before the run: /v1/models serves api.model? a one-token request
+                            takes loadgen's fields? else ProbeError, or drop them with a warning)
+               ─► sut.py (GET /v1/models, /version, /info, headers, client host ─► sut.json)
+               ─► scrape.py (drives scrape_worker.py, its own process: GET /metrics every
+                             interval, parse (prometheus_text.py), write ─► server_metrics.jsonl
+                             on the records' clock; the client's interpreter never parses)
 
 May import: loadgen.scenario, loadgen.record, servers (launch helpers), aiohttp, prometheus-client.
 """

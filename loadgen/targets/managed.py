@@ -1,13 +1,16 @@
 """Managed servers: start the system under test, wait until healthy, always stop it.
 
-    target.server (ServerSpec) ─► argv (jax | vllm via servers.vllm.launch | command; "{port}" filled)
+    target.server (ServerSpec) ─► server_argv.build_argv (jax | vllm via servers.vllm | command;
+                                  "{port}" filled)
         ─► Popen (own session, stdout+stderr ─► run_dir/server.log)
         ─► poll GET health_path until 200 (bounded by startup_timeout_s; exit or timeout
            ─► ServerStartError with the exit code and the log's tail)
         ─► GET /info (JSON describe of the SUT, if the server has one)
-        ─► servers.vllm.launch.describe_server (flags, GPUs, vLLM version) ─► describe()["sut"]
+        ─► servers.vllm.describe.describe_server (flags, GPUs, vLLM version) ─► describe()["sut"]
         ─► stop: SIGINT, then SIGTERM, then SIGKILL, each with a timeout — on normal exit,
            exception and Ctrl-C alike (``with ManagedServer(...) as srv:``)
+    each step ─► server_record.ServerRecord ─► run_dir/server.json (how it was started and
+        stopped, or why it failed)
 
 The child runs in its own session so a terminal Ctrl-C reaches loadgen only; loadgen then
 finishes its records and stops the server itself.
@@ -19,7 +22,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -28,7 +30,10 @@ from typing import Optional
 
 from loadgen.scenario.model import ScenarioError
 from loadgen.scenario.target import ServerSpec
-from servers.vllm.launch import LaunchError, build_vllm_argv, describe_server, extra_args
+from loadgen.targets.server_argv import ADDED_ENV, build_argv, server_env
+from loadgen.targets.server_record import LIFECYCLE_FILE, ServerRecord, log_tail, shown_argv
+from servers.vllm.describe import describe_server
+from servers.vllm.launcher import Launcher, LaunchError, resolve_launcher
 
 
 class ServerStartError(RuntimeError):
@@ -41,36 +46,29 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def build_argv(spec: ServerSpec, port: int) -> list[str]:
-    """The command line that starts ``spec`` on 127.0.0.1:``port``."""
-    if spec.kind == "command":
-        if not spec.command:
-            raise ScenarioError("target.server.command: kind command needs an argv list")
-        return [a.replace("{port}", str(port)) for a in spec.command]
-    if spec.kind == "jax":
-        argv = [sys.executable, "-m", "servers.jax"]
-        if not spec.model:  # a model directory replaces the synthetic preset
-            argv += ["--preset", spec.preset]
-        argv += ["--port", str(port), "--host", "127.0.0.1"]
-        for flag, val in (("--dtype", spec.dtype), ("--slots", spec.slots),
-                          ("--max-model-len", spec.max_model_len),
-                          ("--max-queue", spec.max_queue), ("--model", spec.model)):
-            if val is not None:
-                argv += [flag, str(val)]
-        return argv + extra_args(spec.args)
+def tree_listens(pid: int, port: int) -> Optional[bool]:
+    """True when ``pid`` or a descendant listens on TCP ``port``; False when none does; None
+    when that cannot be told (psutil missing, access denied)."""
     try:
-        return build_vllm_argv(spec, port)
-    except LaunchError as e:     # one line: the field and the install hint
-        raise ScenarioError(str(e)) from None
-
-
-def log_tail(path: Path, lines: int = 20) -> str:
+        import psutil
+    except ImportError:
+        return None
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "(no server log)"
-    tail = text.splitlines()[-lines:]
-    return "\n".join(tail) if tail else "(server log is empty)"
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return None
+    for p in procs:
+        try:
+            conns = p.net_connections(kind="inet")
+        except psutil.NoSuchProcess:
+            continue
+        except psutil.Error:
+            return None
+        if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+               for c in conns):
+            return True
+    return False
 
 
 def _get(url: str, timeout: float) -> tuple[int, bytes]:
@@ -83,46 +81,77 @@ def _get(url: str, timeout: float) -> tuple[int, bytes]:
 
 class ManagedServer:
     """Context manager around one server process. Attributes once entered: ``base_url``,
-    ``port``, ``argv``, ``info`` (GET /info JSON or None), ``startup_s``, ``returncode``."""
+    ``port``, ``argv``, ``info`` (GET /info JSON or None), ``startup_s``, ``returncode``,
+    ``lifecycle`` (what server.json holds)."""
 
     def __init__(self, spec: ServerSpec, run_dir: str | Path, poll_s: float = 0.25,
                  stop_timeouts_s: tuple[float, float, float] = (10.0, 5.0, 5.0)):
         self.spec = spec
-        self.log_path = Path(run_dir) / "server.log"
         self.poll_s = poll_s
         self.stop_timeouts_s = stop_timeouts_s
         self.port = spec.port or free_port()
-        self.argv = build_argv(spec, self.port)
         self.base_url = f"http://127.0.0.1:{self.port}"
+        self.record = ServerRecord(spec, run_dir, self.base_url, {**ADDED_ENV, **spec.env})
+        self.log_path = self.record.log_path
+        self.lifecycle = self.record.data
         self.proc: Optional[subprocess.Popen] = None
         self.info: Optional[dict] = None
         self.sut: Optional[dict] = None
         self.startup_s: Optional[float] = None
         self.returncode: Optional[int] = None
         self.stopped_with: Optional[str] = None
+        self.launch: Optional[Launcher] = None
+        try:
+            if spec.kind == "vllm":
+                try:
+                    self.launch = resolve_launcher(spec.executable, server_env(spec))
+                except LaunchError as e:
+                    raise ScenarioError(str(e)) from None
+                self.lifecycle["launch"] = self.launch.describe()
+            self.argv = build_argv(spec, self.port, self.launch)
+        except ScenarioError as e:   # nothing started: the record says what was asked and why
+            self.record.failed(str(e), status="not_started")
+            raise
+        self.lifecycle["argv"] = shown_argv(self.argv, self.launch)
 
-    # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> "ManagedServer":
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.spec.env}
+        env = server_env(self.spec)
         t = time.monotonic()
         cpus = self.spec.cpus
         pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+        self.lifecycle.update(status="starting", started_at_unix=time.time())
         try:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=env,
                                          start_new_session=True, preexec_fn=pin)
         except OSError as e:
-            raise ServerStartError(f"target.server: cannot start {self.argv[0]}: {e}") from None
-        finally:
-            log.close()  # the child holds its own descriptor
+            msg = f"target.server: cannot start {self.argv[0]}: {e}"
+            log.write(f"[loadgen] {msg}\n".encode())
+            log.close()
+            self.record.failed(msg)
+            raise ServerStartError(msg) from None
+        log.close()  # the child holds its own descriptor
+        self.lifecycle["pid"] = self.proc.pid
+        self.record.write()
         try:  # __exit__ never runs when __enter__ raises: stop the child here, whatever raised
-            self._wait_healthy(t)
+            try:
+                self._wait_healthy(t)
+            except ServerStartError as e:
+                self.returncode = self.proc.poll()
+                self.record.failed(str(e).split("\n", 1)[0], with_log=True)
+                raise ServerStartError(str(e) + self.record.hint_text()) from None
+            except BaseException as e:     # Ctrl-C while waiting: still recorded
+                self.record.failed(f"start-up interrupted ({type(e).__name__})", with_log=True)
+                raise
             self.startup_s = time.monotonic() - t
+            self.lifecycle.update(status="healthy", healthy_at_unix=time.time(),
+                                  startup_s=round(self.startup_s, 3))
+            self.record.write()
             self.info = self._fetch_info()
             try:  # flags, GPUs, vLLM version: every probe bounded, "unavailable" when it cannot say
-                self.sut = describe_server(self.spec, self.argv, self.base_url)
+                self.sut = describe_server(self.spec, self.argv, self.base_url, self.launch, env)
             except Exception as e:
                 self.sut = {"status": "unavailable", "reason": f"{type(e).__name__}: {e}"}
         except BaseException:
@@ -141,16 +170,32 @@ class ManagedServer:
                     f"({self.log_path}):\n{log_tail(self.log_path)}")
             try:
                 status, _ = _get(url, timeout=2.0)
-                if status == 200:
+                if status == 200 and self._port_is_ours():
                     return
             except (urllib.error.URLError, OSError, ValueError):
                 pass
             if time.monotonic() > deadline:
+                warn = self.lifecycle.get("port_warning")
                 raise ServerStartError(
                     f"target.server.startup_timeout_s: {url} not healthy after "
-                    f"{self.spec.startup_timeout_s:g} s ({self.log_path}):\n"
-                    f"{log_tail(self.log_path)}")
+                    f"{self.spec.startup_timeout_s:g} s" + (f" ({warn})" if warn else "")
+                    + f" ({self.log_path}):\n{log_tail(self.log_path)}")
             time.sleep(self.poll_s)
+
+    def _port_is_ours(self) -> bool:
+        """Whether the /health answer came from our server: the free port was released before
+        the server bound it, so another process may hold it meanwhile (seen on a busy host: a
+        test's server answered while vLLM was still importing torch). jax and vllm listen in
+        their own process tree; a kind: command server may listen through a proxy (docker), so
+        there a foreign listener is only recorded. Unknown (no psutil, no access): accepted."""
+        ours = tree_listens(self.proc.pid, self.port)
+        if ours is False:
+            self.lifecycle["port_warning"] = (
+                f"port {self.port} answered {self.spec.health_path} but no process started by "
+                "loadgen listens on it")
+            if self.spec.kind in ("jax", "vllm"):
+                return False
+        return True
 
     def _fetch_info(self) -> Optional[dict]:
         try:
@@ -164,6 +209,11 @@ class ManagedServer:
         p = self.proc
         if p is None:
             return None
+        if self.lifecycle.get("stop") is not None:
+            return self.returncode
+        t, sent = time.monotonic(), []
+        stop: dict = {"requested_at_unix": time.time(), "exited_before_stop": p.poll() is not None,
+                      "signals_sent": sent, "signal": None}
         if p.poll() is None:
             for sig, name, wait in zip((signal.SIGINT, signal.SIGTERM, signal.SIGKILL),
                                        ("SIGINT", "SIGTERM", "SIGKILL"), self.stop_timeouts_s):
@@ -174,6 +224,7 @@ class ManagedServer:
                         p.send_signal(sig)
                     except ProcessLookupError:
                         break
+                sent.append(name)
                 try:
                     p.wait(timeout=wait)
                     self.stopped_with = name
@@ -181,6 +232,15 @@ class ManagedServer:
                 except subprocess.TimeoutExpired:
                     continue
         self.returncode = p.poll()
+        stop.update(signal=self.stopped_with, exit_code=self.returncode,
+                    stopped_at_unix=time.time(), stop_s=round(time.monotonic() - t, 3),
+                    exit_signal=(signal.Signals(-self.returncode).name
+                                 if self.returncode is not None and self.returncode < 0
+                                 and -self.returncode in signal.valid_signals() else None))
+        self.lifecycle["stop"] = stop
+        if self.lifecycle["status"] in ("healthy", "starting"):
+            self.lifecycle["status"] = "stopped"
+        self.record.write()
         return self.returncode
 
     @property
@@ -188,14 +248,12 @@ class ManagedServer:
         return self.proc is not None and self.proc.poll() is None
 
     def describe(self) -> dict:
-        argv = list(self.argv)
-        for i in range(1, len(argv)):  # never store a key given on the command line
-            if argv[i - 1].startswith("--") and any(w in argv[i - 1].lower() for w in
-                                                    ("key", "token", "secret", "password")):
-                argv[i] = "<redacted>"
-        return {"kind": self.spec.kind, "argv": argv, "cpus": self.spec.cpus, "base_url": self.base_url,
+        return {"kind": self.spec.kind, "argv": shown_argv(self.argv, self.launch), "cpus": self.spec.cpus,
+                "base_url": self.base_url, "executable": self.spec.executable,
+                "env_added": self.lifecycle["env_added"],
                 "pid": self.proc.pid if self.proc else None, "startup_s": self.startup_s,
-                "log": str(self.log_path), "info": self.info, "sut": self.sut}
+                "log": str(self.log_path), "lifecycle_file": LIFECYCLE_FILE,
+                "info": self.info, "sut": self.sut}
 
     def __enter__(self) -> "ManagedServer":
         return self.start()

@@ -81,7 +81,68 @@ def test_unreachable_target_is_a_user_error(tmp_path):
                                  "load": {"mode": "server", "rate": 1, "num_requests": 1},
                                  "output": {"dir": str(tmp_path)}}))
     line = one_line_error(cli("run", p))
-    assert line.startswith("loadgen: error: api.model: not given, and http://127.0.0.1:9/v1/models")
+    assert line == ("loadgen: error: target.url: cannot reach http://127.0.0.1:9/v1/models: "
+                    "connection refused (nothing listens there)")
+    # api.model given: before, every request was sent, "failed 1" printed and exit 0
+    line = one_line_error(cli("run", p, "--set", "api.model=m"))
+    assert "cannot reach http://127.0.0.1:9/v1/models" in line
+
+
+def calib_scenario(tmp_path, url, calib=None, **api):
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump({
+        "target": {"url": url}, "api": {"extra_body": {"calib": calib or {}}, **api},
+        "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 8},
+                     "output_tokens": {"dist": "fixed", "value": 3}},
+        "load": {"mode": "offline", "num_requests": 3, "concurrency": 1},
+        "output": {"dir": str(tmp_path), "report": "none"}}))
+    return p
+
+
+def test_wrong_model_name_is_a_user_error(calib_server, tmp_path):
+    line = one_line_error(cli("run", calib_scenario(tmp_path, calib_server.url, model="tiny")))
+    assert line == (f"loadgen: error: api.model: 'tiny' is not served by {calib_server.url} "
+                    f"({calib_server.url}/v1/models lists 'calib-model')")
+
+
+def test_a_rejected_field_in_strict_mode_is_a_user_error(tmp_path):
+    from tests.loadgen.client.fakes import FakeOpenAI
+    with FakeOpenAI(reject=("ignore_eos",), models=("calib-model",)) as srv:
+        p = calib_scenario(tmp_path, srv.url, drop_rejected_fields=False)
+        line = one_line_error(cli("run", p))
+        assert line.startswith(f"loadgen: error: api: {srv.url} rejects ignore_eos (HTTP 400: "
+                               "Unexpected fields in the request: {'ignore_eos'})")
+        r = cli("run", p, "--set", "api.drop_rejected_fields=true", "--set",
+                "output.run_name=dropped")
+    assert r.returncode == 0, r.stderr
+    assert "rejected ignore_eos" in r.stdout and "dropped from every request" in r.stdout
+    summary = json.loads((tmp_path / "dropped" / "summary.json").read_text())
+    assert summary["dropped_fields"] == ["ignore_eos"] and summary["requests_completed"] == 3
+
+
+def test_a_run_where_every_request_failed_exits_3_and_says_why(calib_server, tmp_path):
+    p = calib_scenario(tmp_path, calib_server.url, {"fault": "http500"})
+    r = cli("run", p, "--json")
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    assert json.loads(r.stdout.strip().splitlines()[-1])["summary"]["requests_failed"] == 3
+    err = r.stderr.strip().splitlines()
+    assert "loadgen: warning: the probe request" in err[0] and "HTTP 500" in err[0]
+    assert err[1] == "loadgen: every measured request failed (3 of 3); most common causes:"
+    assert err[2].startswith("loadgen:   http x3: HTTP 500: ") and "calibration http500" in err[2]
+    assert "Traceback" not in r.stderr
+
+
+def test_fail_on_invalid_exit_codes(calib_server, tmp_path):
+    p = calib_scenario(tmp_path, calib_server.url, {"ttft_ms": 20})
+    ok = cli("run", p, "--json", "--fail-on-invalid", "--set", "output.run_name=valid")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout.strip().splitlines()[-1])["summary"]["verdict"]["valid"] is True
+    slo = ["--set", "slo.ttft_ms=1", "--set", "output.run_name=invalid"]
+    assert cli("run", p, "--json", *slo).returncode == 0            # INVALID, not asked to fail
+    slo[-1] = "output.run_name=invalid2"
+    bad = cli("run", p, "--json", "--fail-on-invalid", *slo)
+    assert bad.returncode == 1, bad.stderr
+    assert json.loads(bad.stdout.strip().splitlines()[-1])["summary"]["verdict"]["valid"] is False
 
 
 def test_server_that_fails_to_start(tmp_path):

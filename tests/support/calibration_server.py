@@ -7,6 +7,13 @@
                  every data event written is logged as [write_ns, n_tokens] (perf_counter_ns,
                  the client's clock on this host) ─► GET /calib/log
 
+    lockstep (``--lockstep`` or calib ``lockstep: true``): a continuous-batching server's decode loop.
+        one global DecodeClock per itl_ms, ticks on a fixed grid epoch + k*itl_ms ─► at each tick the
+        next content chunk of EVERY running stream, written back to back in one pass
+        a request's first content chunk: the first tick at or after arrival + ttft_ms; then one per tick
+        a tick that wakes late runs at once and the grid skips the missed ticks (a slow step)
+        every tick logged as [k, planned_ns, start_ns, end_ns, streams] ─► GET /calib/clock
+
 Defaults come from the command line; a request overrides them with a ``calib`` object in its body
 (``{"calib": {"ttft_ms": 50, "itl_ms": 10, "fault": "drop", "fault_at": 3}}``). Keys:
   ttft_ms, itl_ms, role_ms   timing (role_ms: when the chat role-only chunk goes out)
@@ -21,10 +28,15 @@ Defaults come from the command line; a request overrides them with a ``calib`` o
                              | noise (valid but unusual SSE: comment, id, retry, empty data, CRLF)
   fault_at                   content chunks written before the fault (default 2)
   stall_s                    how long ``stall`` stalls (default 30)
+  close_after                streams answer ``Keep-Alive: timeout=5, max=100`` and then: true: close the
+                             socket after the stream (llama.cpp's llama-server); "next": keep it open but
+                             drop the next request on it unanswered (a stale keep-alive connection, every time)
+  lockstep                   true: content chunks on the global decode clock (above); a request with a
+                             fault keeps its own absolute deadlines
 With ttft_ms = itl_ms = 0 and no fault the whole answer is written at once from cached bytes,
 so the server is cheap enough for client capacity benchmarks.
 
-Run: ``python -m tests.support.calibration_server --port 0 [--ttft-ms 50 --itl-ms 10 --cpu 0]``
+Run: ``python -m tests.support.calibration_server --port 0 [--ttft-ms 50 --itl-ms 10 --lockstep --cpu 0]``
 prints ``PORT <n>`` when listening. ``CalibrationServer`` runs that in a subprocess (its own
 interpreter, so it never shares a GIL with the client being measured) as a context manager.
 """
@@ -49,7 +61,8 @@ now_ns = time.perf_counter_ns
 MODEL = "calib-model"
 DEFAULTS: dict[str, Any] = dict(ttft_ms=0.0, itl_ms=0.0, role_ms=0.0, tokens=None, tokens_per_chunk=1,
                                 usage=True, usage_tokens=None, role_first=True, reasoning_tokens=0, text=" tok",
-                                fault=None, fault_at=2, stall_s=30.0)
+                                fault=None, fault_at=2, stall_s=30.0, lockstep=False,
+                                close_after=False)
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode   # raw UTF-8, like vLLM
 
@@ -140,6 +153,96 @@ async def _sleep_until(deadline_ns: int) -> None:
         await asyncio.sleep(d / 1e9)
 
 
+class _Stream:
+    """One lockstep response: what the clock writes for it, tick by tick."""
+
+    __slots__ = ("resp", "b", "n_chunks", "k", "j", "start_k", "reasoning", "continuous", "log",
+                 "fut", "dead")
+
+    def __init__(self, resp, b: "Builder", n_chunks: int, reasoning: int, continuous: bool,
+                 log: list, fut: asyncio.Future):
+        self.resp, self.b, self.n_chunks, self.k = resp, b, n_chunks, b.k
+        self.reasoning, self.continuous, self.log, self.fut = reasoning, continuous, log, fut
+        self.j, self.start_k, self.dead = 0, 0, False
+
+
+class DecodeClock:
+    """A continuous-batching server's decode loop: one step every ``itl_ns`` on a fixed grid
+    (epoch + k*itl_ns, epoch = the first join), each step writes the next content chunk of every
+    running stream back to back. Runs only while streams wait or run; the grid stays."""
+
+    def __init__(self, itl_ns: int, stats_max: int = 200_000):
+        self.itl = int(itl_ns)
+        self.epoch: Optional[int] = None
+        self.k_next = 0                          # the next grid tick that may run
+        self.pending: list[_Stream] = []         # joined, first tick not reached yet
+        self.running: list[_Stream] = []
+        self.task: Optional[asyncio.Task] = None
+        self.ticks: collections.deque = collections.deque(maxlen=stats_max)
+
+    def tick_at_or_after(self, t_ns: int) -> int:
+        return max(0, -(-(t_ns - self.epoch) // self.itl))
+
+    def join(self, s: _Stream, first_token_ns: int) -> None:
+        if self.epoch is None:
+            self.epoch = now_ns()
+        s.start_k = self.tick_at_or_after(first_token_ns)
+        self.pending.append(s)
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while self.pending or self.running:
+            k = self.k_next
+            if not self.running:                 # idle: sleep to the first waiting stream's tick
+                k = max(k, min(s.start_k for s in self.pending))
+            planned = self.epoch + k * self.itl
+            await _sleep_until(planned)
+            start = now_ns()
+            if self.pending:
+                still = []
+                for s in self.pending:
+                    (self.running if s.start_k <= k else still).append(s)
+                self.pending = still
+            n = 0
+            for s in self.running:
+                if s.dead:
+                    continue
+                n += 1
+                await self._write(s)
+            self.running = [s for s in self.running if not s.dead]
+            end = now_ns()
+            self.ticks.append([k, planned, start, end, n])
+            self.k_next = max(k + 1, self.tick_at_or_after(end))   # late step: skip missed ticks
+
+    @staticmethod
+    async def _write(s: _Stream) -> None:
+        j = s.j
+        last = j == s.n_chunks - 1
+        data = s.b.content("length" if last else None, j < s.reasoning,
+                           (j + 1) * s.k if s.continuous else None)
+        s.log.append([now_ns(), s.k])
+        try:
+            await s.resp.write(data)
+        except (ConnectionError, RuntimeError) as e:
+            s.dead = True
+            if not s.fut.done():
+                s.fut.set_exception(ConnectionResetError(str(e)))
+            return
+        s.j = j + 1
+        if last:
+            s.dead = True
+            if not s.fut.done():
+                s.fut.set_result(None)
+
+    def describe(self, clear: bool = False) -> dict:
+        out = {"itl_ns": self.itl, "epoch_ns": self.epoch, "running": len(self.running),
+               "pending": len(self.pending), "ticks": list(self.ticks)}
+        if clear:
+            self.ticks.clear()
+        return out
+
+
 class Calibration:
     def __init__(self, defaults: dict, log: bool, log_max: int = 200_000):
         self.defaults = defaults
@@ -147,9 +250,15 @@ class Calibration:
         self.log: collections.deque = collections.deque(maxlen=log_max)
         self.seq = 0
         self._bodies: dict = {}
+        self.clocks: dict[int, DecodeClock] = {}     # itl_ns -> the lockstep decode loop
+        self.stale: set = set()                      # close_after "next": transports to drop at their next request
 
     async def generate(self, request: web.Request) -> web.StreamResponse:
         arrival = now_ns()
+        if request.transport is not None and request.transport in self.stale:
+            self.stale.discard(request.transport)    # close_after "next": unanswered, not logged
+            request.transport.abort()
+            return web.Response()
         chat = request.path.endswith("/chat/completions")
         try:
             body = json.loads(await request.read())
@@ -187,17 +296,30 @@ class Calibration:
             await _sleep_until(arrival + int(ttft + (n_chunks - 1) * itl))
             entry["chunks"].append([now_ns(), n_chunks * k])
             return web.json_response(b.full(n_chunks, "length", usage_tokens if c["usage"] else None))
-        if ttft == 0 and itl == 0 and fault is None and not continuous and not c["reasoning_tokens"]:
+        close_after = c["close_after"]
+        if (ttft == 0 and itl == 0 and fault is None and not continuous and not c["reasoning_tokens"]
+                and not close_after):
             return self._at_once(b, chat and c["role_first"], n_chunks, want_usage, usage_tokens, entry)
-        resp = web.StreamResponse(headers=SSE_HEADERS)
+        resp = web.StreamResponse(headers={**SSE_HEADERS, "Keep-Alive": "timeout=5, max=100"}
+                                  if close_after else SSE_HEADERS)
         await resp.prepare(request)
         log = entry["chunks"]
+        stream: Optional[_Stream] = None
         try:
             if chat and c["role_first"]:
                 await _sleep_until(arrival + int(c["role_ms"] * 1e6))
                 data = b.role(0 if continuous else None)
                 log.append([now_ns(), 0])
                 await resp.write(data)
+            if c["lockstep"] and fault is None and itl > 0:
+                clock = self.clocks.get(int(itl))
+                if clock is None:
+                    clock = self.clocks[int(itl)] = DecodeClock(int(itl))
+                stream = _Stream(resp, b, n_chunks, int(c["reasoning_tokens"]), continuous, log,
+                                 asyncio.get_running_loop().create_future())
+                clock.join(stream, arrival + int(ttft))
+                await stream.fut                 # the clock wrote every content chunk
+                n_chunks = 0                     # nothing left for the per-request loop below
             fault_at = int(c["fault_at"])
             for j in range(n_chunks):
                 if fault is not None and j == fault_at:
@@ -217,8 +339,16 @@ class Calibration:
                 await resp.write(b.usage(usage_tokens))
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
+            if close_after and request.transport is not None:
+                if close_after == "next":
+                    self.stale.add(request.transport)
+                else:
+                    request.transport.close()    # after the buffered bytes: the client sees EOF
         except (ConnectionError, RuntimeError):
             entry["client_gone"] = True
+        finally:
+            if stream is not None:
+                stream.dead = True               # cancelled or failed: the clock drops it
         return resp
 
     async def _fault(self, fault, c, request, resp, log) -> bool:
@@ -269,6 +399,11 @@ class Calibration:
     async def health(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
+    async def get_clock(self, request: web.Request) -> web.Response:
+        """The lockstep decode clocks' ticks: [k, planned_ns, start_ns, end_ns, streams] each."""
+        clear = bool(request.query.get("clear"))
+        return web.json_response([c.describe(clear) for c in self.clocks.values()])
+
     async def get_log(self, request: web.Request) -> web.Response:
         out = list(self.log)
         if request.query.get("clear"):
@@ -284,12 +419,14 @@ def make_app(defaults: Optional[dict] = None, log: bool = True) -> web.Applicati
     app.router.add_get("/v1/models", cal.models)
     app.router.add_get("/health", cal.health)
     app.router.add_get("/calib/log", cal.get_log)
+    app.router.add_get("/calib/clock", cal.get_clock)
     app["calibration"] = cal
     return app
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    defaults = {"ttft_ms": args.ttft_ms, "itl_ms": args.itl_ms, "tokens_per_chunk": args.tokens_per_chunk}
+    defaults = {"ttft_ms": args.ttft_ms, "itl_ms": args.itl_ms, "tokens_per_chunk": args.tokens_per_chunk,
+                "lockstep": args.lockstep}
     runner = web.AppRunner(make_app(defaults, log=not args.no_log), access_log=None,
                            handle_signals=True)
     await runner.setup()
@@ -309,6 +446,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--ttft-ms", type=float, default=0.0)
     ap.add_argument("--itl-ms", type=float, default=0.0)
     ap.add_argument("--tokens-per-chunk", type=int, default=1)
+    ap.add_argument("--lockstep", action="store_true",
+                    help="content chunks of all streams on one global decode clock (continuous batching)")
     ap.add_argument("--no-log", action="store_true", help="keep no per-request log (capacity runs)")
     ap.add_argument("--cpu", type=int, default=None, help="pin the server to this CPU")
     args = ap.parse_args(argv)
@@ -325,9 +464,11 @@ class CalibrationServer:
     """``with CalibrationServer(ttft_ms=50) as s: s.url, s.log()`` — a subprocess on 127.0.0.1."""
 
     def __init__(self, ttft_ms: float = 0.0, itl_ms: float = 0.0, log: bool = True,
-                 cpu: Optional[int] = None, startup_timeout_s: float = 20.0):
+                 cpu: Optional[int] = None, startup_timeout_s: float = 20.0, lockstep: bool = False):
         self.argv = [sys.executable, "-m", "tests.support.calibration_server", "--port", "0",
                      "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
+        if lockstep:
+            self.argv.append("--lockstep")
         if not log:
             self.argv.append("--no-log")
         if cpu is not None:
@@ -360,6 +501,12 @@ class CalibrationServer:
 
     def clear(self) -> None:
         self.log(clear=True)
+
+    def clock(self, clear: bool = False) -> list[dict]:
+        """The lockstep decode clocks (GET /calib/clock): per tick [k, planned_ns, start_ns, end_ns, streams]."""
+        q = "?clear=1" if clear else ""
+        with urllib.request.urlopen(f"{self.url}/calib/clock{q}", timeout=30) as r:
+            return json.loads(r.read())
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -120,3 +120,56 @@ def test_local_calibration_used_only_for_the_same_host(tmp_path):
     sut["client_host"]["hostname"] = "other-box"
     r = conditions.roofline_section({}, server_meta(), sut, recs, calibration=path)
     assert r["status"] == "unavailable" and "no local calibration of this host" in r["reason"]
+
+
+def vllm_sut(version=None, flags=None, gpus=None) -> dict:
+    """sut.json as the runner writes it for a managed vLLM (loadgen/targets/managed.py describe()
+    with servers/vllm/describe.py describe_server under "sut"): no /info, uvicorn's header."""
+    version = version or {"server": "0.32.0", "package_python": "/usr/bin/python3",
+                          "package": {"status": "unavailable", "reason": "no vllm distribution"},
+                          "cli": {"status": "unavailable", "reason": "not run"},
+                          "version": "0.32.0"}
+    flags = flags if flags is not None else {"host": "127.0.0.1", "port": "8000",
+                                             "dtype": "bfloat16", "max-num-seqs": "8",
+                                             "max-model-len": "2048", "load-format": "dummy"}
+    desc = {"kind": "vllm", "flags": flags, "cuda_visible_devices": None,
+            "gpus": gpus or {"status": "unavailable", "reason": "nvidia-smi not on PATH; NVML: x"},
+            "launcher": ["/venv/bin/vllm"], "model": "/models/small", "version": version}
+    return {"target_url": "http://127.0.0.1:8000", "endpoint": "completions",
+            "model": "/models/small", "models": {"data": [{"id": "/models/small"}]},
+            "response_headers": {"server": "uvicorn"},
+            "managed_server": {"kind": "vllm", "argv": ["/venv/bin/vllm", "serve"], "info": None,
+                               "sut": desc},
+            "server_info": None, "server_version": {"version": "0.32.0"},
+            "client_host": {"python": "3.11.9", "packages": {"loadgen": "0.1.0"}}}
+
+
+def test_conditions_use_what_loadgen_knows_of_a_managed_vllm():
+    s = {"mode": "server", "energy": {}, "window": {"rule": "r"}, "client": {}}
+    rows = {r["item"]: r for r in conditions.conditions_table(s, {}, vllm_sut(), [])}
+    v = rows["software versions"]
+    assert v["value"].startswith("server: vllm 0.32.0 (GET /version), server header uvicorn;")
+    assert "GET /version" in v["evidence"] and "response header" in v["evidence"]
+    assert rows["precision"]["value"] == "bfloat16 (--dtype given at launch)"
+    assert rows["precision"]["evidence"] == "recorded (launch flags)"
+    assert "server slots 8 (--max-num-seqs)" in rows["batch"]["value"]
+    assert "max_model_len 2048 (--max-model-len)" in rows["memory"]["value"]
+    assert "nvidia-smi not on PATH" in rows["device unit"]["value"]
+    # the version from `vllm --version` (no /version answer), no --dtype, a quantized KV cache
+    ver = {"server": {"status": "unavailable", "reason": "HTTP 404"}, "package": {
+        "status": "unavailable", "reason": "none"}, "cli": "0.11.0", "version": "0.11.0"}
+    sut = vllm_sut(ver, {"kv-cache-dtype": "fp8"}, {"source": "nvidia-smi", "gpus": [
+        {"index": 0, "name": "NVIDIA H100 80GB HBM3", "driver_version": "550.54.15"}]})
+    sut["server_version"] = None
+    rows = {r["item"]: r for r in conditions.conditions_table(s, {}, sut, [])}
+    assert "server: vllm 0.11.0 (vllm --version)" in rows["software versions"]["value"]
+    p = rows["precision"]
+    assert p["evidence"] == "unmeasured" and "started without --dtype" in p["value"]
+    assert "KV cache fp8 (--kv-cache-dtype)" in p["value"]
+    assert rows["device unit"]["value"].startswith("NVIDIA H100 80GB HBM3 x1 on the host")
+    assert rows["device unit"]["evidence"] == "recorded (host GPU inventory)"
+    # an external server that answers GET /version: its version is shown too
+    ext = {"response_headers": {"server": "uvicorn"}, "server_version": {"version": "0.32.0"}}
+    rows = {r["item"]: r for r in conditions.conditions_table(s, {}, ext, [])}
+    assert rows["software versions"]["value"] == ("server: version 0.32.0 (GET /version), "
+                                                  "server header uvicorn")

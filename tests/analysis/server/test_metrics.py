@@ -1,4 +1,5 @@
-"""analysis.server.metrics on hand-built server_metrics.jsonl rows: every figure computed by hand.
+"""analysis.server (series.py, histogram.py, metrics.py) on hand-built server_metrics.jsonl rows:
+every figure computed by hand.
 
 Time line (ns): scrapes at 5k (before warm-up ended), 9k (measure_start mark, before t0=10k),
 15k, an error at 12k, 21k (measure_end mark, after end=20k), 25k (the final scrape).
@@ -8,8 +9,9 @@ import json
 import pytest
 
 from analysis.report.server_metrics import server_metrics_section
-from analysis.server.metrics import (Series, server_metrics_summary,
-                                     summarize_server_metrics, window_edges)
+from analysis.server.histogram import hist_quantile
+from analysis.server.metrics import server_metrics_summary, summarize_server_metrics
+from analysis.server.series import Series, window_edges
 
 T0, END = 10_000, 20_000
 M = {"model_name": "m"}
@@ -200,3 +202,50 @@ def test_summary_and_section_from_a_run_dir(tmp_path):
 def test_section_when_unmeasured(tmp_path):
     md, ht = server_metrics_section(_run_dir(tmp_path, with_rows=False))
     assert "Unmeasured: GET http://h/metrics: HTTP 404" in md and "HTTP 404" in ht
+
+
+VLLM_QUEUE_LE = ("0.3", "0.5", "0.8", "1.0", "1.5", "2.0", "2.5", "5.0", "+Inf")  # vLLM's first
+
+
+def _queue_rows(counts_at_end: dict, n: int, total_s: float) -> list:
+    """Queue-time histogram (vLLM's bucket bounds) empty at the start edge, ``counts_at_end``
+    (cumulative, by le) at the end edge; TTFT rows so the section renders."""
+    zero = {le: 0 for le in VLLM_QUEUE_LE}
+    end = {le: counts_at_end.get(le, n) for le in VLLM_QUEUE_LE}
+    return [scrape(9_000), *hist(9_000, "vllm:request_queue_time_seconds", 0.0, 0, zero),
+            scrape(21_000), *hist(21_000, "vllm:request_queue_time_seconds", total_s, n, end)]
+
+
+def test_percentile_the_buckets_cannot_resolve_is_a_bound_not_a_point(tmp_path):
+    # 40 requests that each queued 10 µs: all in vLLM's first bucket (0, 0.3 s]. Interpolating
+    # would print "p99 297 ms" beside a 0.01 ms mean.
+    out = summarize_server_metrics(_queue_rows({}, 40, 40 * 1e-5), (T0, END), RECORDS)
+    f = out["figures"]
+    assert f["server_queue"]["value"] == pytest.approx(0.01)
+    p99 = f["server_queue_p99"]
+    assert p99["bound"] == "upper" and p99["value"] == pytest.approx(300.0)
+    assert p99["bucket_ms"] == [0.0, 300.0] and p99["resolution_ms"] == pytest.approx(300.0)
+    assert p99["display"] == "≤ 300 ms (all 40 in the first bucket, 0–300 ms)"
+    (tmp_path / "server_metrics.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in _queue_rows({}, 40, 40 * 1e-5)))
+    (tmp_path / "meta.json").write_text(json.dumps({"t0_ns": T0, "end_ns": END}))
+    md, ht = server_metrics_section(tmp_path)
+    assert "| Queue time p99 | ≤ 300 ms (all 40 in the first bucket, 0–300 ms) |" in md
+    assert "297" not in md and "≤ 300 ms" in ht
+    # most in the first bucket, a few later: p99 in (0.3, 0.5] is a point, with its bucket
+    out = summarize_server_metrics(_queue_rows({"0.3": 90}, 100, 5.0), (T0, END), RECORDS)
+    p99 = out["figures"]["server_queue_p99"]
+    assert p99["bound"] == "point" and p99["bucket_ms"] == [300.0, 500.0]
+    assert p99["value"] == pytest.approx(300 + 200 * 9 / 10)
+    assert p99["resolution_ms"] == pytest.approx(200.0)
+    assert p99["display"] == "≈ 480 ms (interpolated in bucket 300–500 ms, resolution 200 ms; n=100)"
+    # p50 in the first bucket while others lie above it: an upper bound, not 300 * 50/90
+    s = Series(_queue_rows({"0.3": 90}, 100, 5.0))
+    p50 = hist_quantile(s, "vllm:request_queue_time_seconds", 9_000, 21_000, 0.5)
+    assert p50["bound"] == "upper" and p50["value"] == pytest.approx(300.0)
+    assert p50["display"] == "≤ 300 ms (in the first bucket, 0–300 ms; n=100)"
+    # everything in one later bucket: a range, not a point
+    one = hist_quantile(Series(_queue_rows({"0.3": 0, "0.5": 0}, 10, 6.0)),
+                        "vllm:request_queue_time_seconds", 9_000, 21_000, 0.99)
+    assert one["bound"] == "upper" and one["bucket_ms"] == [500.0, 800.0]
+    assert one["display"] == "≤ 800 ms (all 10 in one bucket, 500–800 ms)"

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from loadgen.record import Record
-from loadgen.client.request import base_body, end_stream, finish, request_body, request_headers
+from loadgen.client.request import (base_body, drop_fields, end_stream, finish, optional_fields,
+                                    request_body, request_headers)
 from loadgen.scenario.model import Api
 from loadgen.client.sse import StreamTally
 
@@ -21,6 +22,20 @@ def test_base_body_merges_extra_body_last_and_stream_options_deep():
         "model": "m", "stream": True, "ignore_eos": True, "temperature": 0,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True, "x": 1}}
     assert base_body(Api(stream=False, ignore_eos=False), "m") == {"model": "m", "stream": False}
+
+
+def test_rejected_fields_are_dropped_from_the_base_body():
+    api = Api(continuous_usage=True, extra_body={"min_tokens": 4, "temperature": 0})
+    body = base_body(api, "m")
+    assert optional_fields(body) == ["stream_options", "stream_options.include_usage",
+                                     "stream_options.continuous_usage_stats", "ignore_eos",
+                                     "min_tokens", "temperature"]
+    assert base_body(api, "m", ("ignore_eos", "min_tokens",
+                                "stream_options.continuous_usage_stats")) == {
+        "model": "m", "stream": True, "temperature": 0, "stream_options": {"include_usage": True}}
+    assert drop_fields(body, ["stream_options.include_usage",
+                              "stream_options.continuous_usage_stats"]).get("stream_options") is None
+    assert drop_fields(body, ["nope", "nope.x"]) == body and "ignore_eos" in body  # a copy
 
 
 def test_request_body_and_headers():

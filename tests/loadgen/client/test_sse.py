@@ -174,3 +174,30 @@ def test_loads_rejects_what_json_loads_rejects(raw):
         json.loads(raw)
     with pytest.raises(ValueError):
         loads(raw)
+
+
+def test_tally_continuous_usage_counts_special_tokens_in_empty_chunks():
+    # vLLM: special tokens stream as "content": "" and the running usage still counts them
+    t = StreamTally(continuous=True)
+    u = lambda n: {"prompt_tokens": 5, "completion_tokens": n}
+    ns = [t.add(chat({"role": "assistant", "content": ""}, usage=u(0))),
+          t.add(chat({"content": ""}, usage=u(1))),
+          t.add(chat({"content": "a"}, usage=u(2))),
+          t.add(chat({"content": ""}, usage=u(2))),            # nothing new: 0
+          t.add(cmpl("", usage=u(3))),
+          t.add(chat({"content": ""}, "stop", usage=u(4))),
+          t.add({"choices": [], "usage": u(4)})]
+    assert ns == [0, 1, 1, 0, 1, 1, 0] and sum(ns) == t.completion_tokens == 4
+
+
+def test_tally_without_continuous_usage_an_empty_chunk_is_no_token():
+    t = StreamTally(continuous=False)
+    assert t.add(chat({"content": ""}, usage={"completion_tokens": 1})) == 0
+
+
+def test_ping_comments_and_ping_events_are_not_chunks():
+    data = (b": ping - 2026-12-02 10:00:00.000000+00:00\r\n\r\n"
+            b'data: {"a": 1}\n\n: ping\n\nevent: ping\ndata: 2026-12-02\n\n'
+            b'event: keep-alive\ndata:\n\ndata: {"b": 2}\n\ndata: [DONE]\n\n')
+    assert parse_all([data]) == [b'{"a": 1}', b'{"b": 2}', DONE]
+    assert parse_all([data[i:i + 1] for i in range(len(data))]) == [b'{"a": 1}', b'{"b": 2}', DONE]

@@ -509,3 +509,38 @@ def test_master_without_workers_is_a_reported_error(tmp_path, calib_server):
     recs = read_records(res.run_dir / "records.jsonl")
     _check_exactly_once(recs, 6)
     assert all(r["status"] == "cancelled" and "never became ready" in r["error"] for r in recs)
+
+
+def test_locust_run_scrapes_metrics_and_records_the_server_version(tmp_path):
+    """--engine locust writes what the native engine writes: server_metrics.jsonl (scraped by
+    the same worker process, marks around the measured window) and sut.json with the server's
+    GET /version; a server without /metrics is said unavailable in meta.json, not silently."""
+    from analysis.server.metrics import server_metrics_summary
+    from analysis.server.series import read_rows
+    from tests.loadgen.targets.vllm_metrics_fake import VERSION, FakeVllmMetrics
+    with FakeVllmMetrics(calibration=True) as srv:
+        p = _scenario(tmp_path, srv.url, {"mode": "concurrency", "concurrency": 2,
+                                          "num_requests": 6, "warmup_requests": 1},
+                      target={"url": srv.url, "metrics_interval_s": 0.2})
+        res = _run(p, workers=2)
+    d = res.run_dir
+    sut = json.loads((d / "sut.json").read_text())
+    assert sut["server_version"] == {"version": VERSION}
+    meta = json.loads((d / "meta.json").read_text())
+    sm = meta["server_metrics"]
+    assert sm["status"] == "measured" and sm["isolation"] == "process" and sm["rows"] > 0
+    rows = read_rows(d / "server_metrics.jsonl")
+    marks = [r for r in rows if r["name"] == "loadgen:mark"]
+    assert [m["labels"]["mark"] for m in marks] == ["measure_start", "measure_end"]
+    assert marks[0]["t_ns"] <= meta["t0_ns"] and marks[1]["t_ns"] >= meta["end_ns"]
+    assert "vllm:num_requests_running" in {r["name"] for r in rows}
+    assert server_metrics_summary(d)["status"] == "measured"
+    assert res.summary["server_metrics"]["status"] == "measured"
+    # the calibration server has no /metrics: unavailable, with the reason, in meta.json
+    with CalibrationServer() as plain:
+        p = _scenario(tmp_path, plain.url, {"mode": "concurrency", "concurrency": 1,
+                                            "num_requests": 2}, name="plain")
+        res = _run(p)
+    sm = json.loads((res.run_dir / "meta.json").read_text())["server_metrics"]
+    assert sm["status"] == "unavailable" and "HTTP 404" in sm["reason"]
+    assert res.summary["server_metrics"]["status"] == "unmeasured"

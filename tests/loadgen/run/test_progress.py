@@ -4,7 +4,7 @@ import io
 from rich.console import Console
 
 from loadgen.client.client import RequestSpec
-from loadgen.run.progress import RunProgress, print_summary
+from loadgen.run.progress import RunProgress, failure_causes, failure_lines, print_summary
 from loadgen.record import Record
 
 
@@ -42,3 +42,41 @@ def test_summary_table_shows_metrics_and_verdict():
     assert "TTFT ms" in out and "31.00" in out and "TPOT" not in out   # no data: no row
     assert "INVALID" in out and "1 measured request(s) failed" in out
     assert "goodput n/a" in out and "95% of a core" in out and "no power source" in out
+
+
+def test_summary_shows_probe_warnings_and_retries():
+    summary = {"requests_completed": 3, "requests_failed": 0, "requests_retried": 2,
+               "warnings": ["http://x rejected ignore_eos (HTTP 400: ...): dropped",
+                            "probe to http://x[/v1] failed ([Errno 104] reset)"],   # not markup
+               "verdict": {"valid": True, "reasons": []}}
+    c = Console(file=io.StringIO(), width=200, record=True)
+    print_summary(summary, "runs/x", console=c)
+    out = c.export_text()
+    assert "warning: http://x rejected ignore_eos" in out
+    assert "probe to http://x[/v1] failed ([Errno 104] reset)" in out
+    p = RunProgress(None, enabled=True, console=Console(file=io.StringIO()))
+    p.warn("a [/b] c")                      # recorded (the display is off: not a terminal)
+    assert p.warnings == ["a [/b] c"]
+    assert "retried: 2 request(s) sent again on a fresh connection" in out
+
+
+def test_failure_causes_most_common_first_with_a_sample():
+    def r(kind, err, phase="measured", status="error"):
+        return {"phase": phase, "status": status, "error_kind": kind, "error": err}
+    recs = [r("connection", "ClientConnectorError: refused\n"), r("http", "HTTP 500: boom"),
+            r("connection", "other"), r("http", "x", phase="warmup"), r(None, "?"),
+            r("cancelled", "drain", status="cancelled"), {"phase": "measured", "status": "ok"}]
+    assert failure_causes(recs) == [
+        {"kind": "connection", "count": 2, "sample": "ClientConnectorError: refused"},
+        {"kind": "http", "count": 1, "sample": "HTTP 500: boom"},
+        {"kind": "unknown", "count": 1, "sample": "?"}]
+    assert failure_causes(recs, top=1, statuses=("cancelled",))[0]["kind"] == "cancelled"
+    lines = failure_lines({"requests_completed": 0, "requests_failed": 4, "requests_cancelled": 1},
+                          failure_causes(recs, top=1))
+    assert lines == ["no measured request completed (4 failed, 1 cancelled); most common causes:",
+                     "  connection x2: ClientConnectorError: refused"]
+    assert failure_lines({"requests_completed": 2, "requests_failed": 0}, []) == []
+    assert failure_lines({"requests_completed": 0, "requests_failed": 2}, [])[0] \
+        == "every measured request failed (2 of 2); most common causes:"
+    assert failure_lines({"requests_completed": 0, "requests_failed": 0,
+                          "requests_cancelled": 3}, [])[0].startswith("no measured request completed")

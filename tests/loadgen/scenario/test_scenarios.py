@@ -104,3 +104,13 @@ def test_overrides_do_not_leak_into_the_input_tree():
             "load": {"mode": "server", "rate": 1, "num_requests": 3}}
     scenario_from_dict(tree, ["load.rate=9"])
     assert tree["load"]["rate"] == 1
+
+
+def test_probe_keys_default_on_and_are_strict_booleans():
+    sc = scenario_from_dict(BASE)
+    assert sc.api.probe is True and sc.api.drop_rejected_fields is True
+    sc = scenario_from_dict(BASE, ["api.probe=false", "api.drop_rejected_fields=false"])
+    assert sc.api.probe is False and sc.api.drop_rejected_fields is False
+    assert _err(BASE, ["api.drop_rejected_fields=maybe"]).startswith(
+        "api.drop_rejected_fields: Input should be a valid boolean")
+    assert _err(BASE, ["api.drop_rejected=true"]).startswith("api.drop_rejected: Extra inputs")

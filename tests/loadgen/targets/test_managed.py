@@ -1,6 +1,5 @@
 """Managed servers: started, health-checked, logged and always stopped (real processes)."""
 import os
-import shutil
 import sys
 import textwrap
 import time
@@ -8,8 +7,7 @@ import urllib.request
 
 import pytest
 
-from loadgen.targets.managed import ManagedServer, ServerStartError, build_argv
-from loadgen.scenario.model import ScenarioError
+from loadgen.targets.managed import ManagedServer, ServerStartError
 from loadgen.scenario.target import ServerSpec
 from tests.support.procs import alive
 
@@ -100,47 +98,6 @@ def test_escalates_to_sigkill(script, tmp_path):
     assert srv.stopped_with == "SIGKILL" and not alive(pid)
 
 
-def test_jax_argv_has_exactly_the_server_flags():
-    s = ServerSpec(kind="jax", preset="tiny", dtype="bf16", slots=4, max_model_len=512,
-                   max_queue=64, model="/models/x", args={"seed": 3, "verbose": True})
-    argv = build_argv(s, 8123)
-    assert argv[:3] == [sys.executable, "-m", "servers.jax"]
-    assert argv[3:] == ["--port", "8123", "--host", "127.0.0.1",   # --model replaces --preset
-                        "--dtype", "bf16", "--slots", "4", "--max-model-len", "512",
-                        "--max-queue", "64", "--model", "/models/x", "--seed", "3", "--verbose"]
-    assert build_argv(ServerSpec(kind="jax"), 1)[3:] == ["--preset", "small", "--port", "1",
-                                                         "--host", "127.0.0.1"]
-
-
-@pytest.mark.skipif(shutil.which("vllm") is not None, reason="vllm is installed here")
-def test_vllm_missing_is_a_one_line_error():
-    s = ServerSpec(kind="vllm", model="/models/llama", tensor_parallel_size=2)
-    with pytest.raises(ScenarioError) as e:
-        build_argv(s, 8000)
-    assert str(e.value).startswith("target.server.kind: vllm is not on PATH")
-    assert "\n" not in str(e.value)
-
-
-def test_vllm_argv(tmp_path, monkeypatch):
-    fake = tmp_path / "vllm"          # a real executable on PATH, so which() finds it
-    fake.write_text("#!/bin/sh\nexit 0\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    s = ServerSpec(kind="vllm", model="/models/llama", dtype="bfloat16", slots=128,
-                   max_model_len=4096, tensor_parallel_size=2, gpu_memory_utilization=0.9,
-                   load_format="dummy", args={"enable_prefix_caching": False,
-                                              "max_num_batched_tokens": 8192})
-    argv = build_argv(s, 8000)
-    assert argv[0] == str(fake) and argv[1:3] == ["serve", "/models/llama"]
-    joined = " ".join(argv)
-    for part in ("--port 8000", "--host 127.0.0.1", "--dtype bfloat16", "--max-num-seqs 128",
-                 "--max-model-len 4096", "--tensor-parallel-size 2",
-                 "--gpu-memory-utilization 0.9", "--load-format dummy",
-                 "--max-num-batched-tokens 8192"):
-        assert part in joined
-    assert "prefix" not in joined       # False flags are left out
-
-
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 def test_cpus_pin_the_server(script, tmp_path):
     cpu = sorted(os.sched_getaffinity(0))[0]
@@ -148,3 +105,53 @@ def test_cpus_pin_the_server(script, tmp_path):
         assert os.sched_getaffinity(srv.proc.pid) == {cpu}
     with pytest.raises(ValueError, match="not all available"):
         spec(script, "ok", cpus=[10_000])
+
+
+def test_health_from_a_foreign_process_on_the_port_is_not_our_server(tmp_path):
+    """The free port is released before the server binds it: another process that takes it
+    meanwhile must not pass for a vLLM still loading (seen on a shared host)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Ok(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+    foreign = ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    slow = tmp_path / "vllm"                  # a "vllm" that never binds its port
+    slow.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    slow.chmod(0o755)
+    s = ServerSpec(kind="vllm", model="m", executable=str(slow), port=foreign.server_port,
+                   startup_timeout_s=1.5)
+    try:
+        with pytest.raises(ServerStartError, match="no process started by loadgen listens"):
+            ManagedServer(s, tmp_path, poll_s=0.05).start()
+    finally:
+        foreign.shutdown()
+    import json
+    lc = json.loads((tmp_path / "server.json").read_text())
+    assert lc["status"] == "failed" and lc["port_warning"] and lc["stop"]["signals_sent"]
+
+
+def test_lifecycle_record_of_start_env_and_stop(script, tmp_path):
+    import json
+    s = spec(script, "stubborn", env={"API_KEY": "sk-1", "MODE": "x"})
+    srv = ManagedServer(s, tmp_path, stop_timeouts_s=(0.3, 0.3, 5.0))
+    with srv:
+        lc = json.loads((tmp_path / "server.json").read_text())
+        assert lc["status"] == "healthy" and lc["pid"] == srv.proc.pid and lc["stop"] is None
+    lc = json.loads((tmp_path / "server.json").read_text())
+    assert lc["env_added"] == {"PYTHONUNBUFFERED": "1", "API_KEY": "<redacted>", "MODE": "x"}
+    assert lc["argv"][-1] == "stubborn" and lc["status"] == "stopped"
+    st = lc["stop"]
+    assert st["signals_sent"] == ["SIGINT", "SIGTERM", "SIGKILL"] and st["signal"] == "SIGKILL"
+    assert st["exit_code"] == -9 and st["exit_signal"] == "SIGKILL"
+    with pytest.raises(ServerStartError):
+        ManagedServer(spec(script, "crash"), tmp_path / "crash").start()
+    lc = json.loads((tmp_path / "crash" / "server.json").read_text())
+    assert lc["status"] == "failed" and "exited with code 3" in lc["cause"]
+    assert "boom: cannot load weights" in lc["log_tail"] and lc["stop"]["exit_code"] == 3

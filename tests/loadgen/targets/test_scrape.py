@@ -7,8 +7,9 @@ import time
 import pytest
 from aiohttp import web
 
-from analysis.server.metrics import read_rows, server_metrics_summary
-from loadgen.targets.scrape import FILE, ServerMetricsScraper, parse_samples
+from analysis.server.metrics import server_metrics_summary
+from analysis.server.series import read_rows
+from loadgen.targets.scrape import FILE, ServerMetricsScraper
 
 HOST = "127.0.0.1"
 
@@ -32,10 +33,11 @@ class Endpoint:
     """A real aiohttp server on 127.0.0.1; ``mode`` picks what GET /metrics answers."""
 
     def __init__(self, mode="ok"):
-        self.mode, self.hits, self.runner, self.url = mode, 0, None, None
+        self.mode, self.hits, self.runner, self.url, self.auth = mode, 0, None, None, None
 
     async def metrics(self, request):
         self.hits += 1
+        self.auth = request.headers.get("Authorization")
         if self.mode == "404":
             raise web.HTTPNotFound()
         if self.mode == "flaky" and self.hits in (2, 3):
@@ -58,15 +60,6 @@ class Endpoint:
 
     async def __aexit__(self, *exc):
         await self.runner.cleanup()
-
-
-def test_parse_samples_drops_created_and_process_metrics():
-    s = parse_samples(exposition(3))
-    names = [x[0] for x in s]
-    assert "vllm:generation_tokens_total" in names and "vllm:time_to_first_token_seconds_sum" in names
-    assert not any(n.endswith("_created") or n.startswith("process_") for n in names)
-    gauge = [x for x in s if x[0] == "vllm:num_requests_running"]
-    assert gauge == [("vllm:num_requests_running", {"model_name": "m"}, 3.0, True)]
 
 
 async def test_rows_gauges_every_scrape_counters_when_changed(tmp_path):
@@ -136,6 +129,50 @@ async def test_disk_bound(tmp_path):
     info = sc.describe()
     assert info["truncated"] and info["bytes"] <= 3000
     assert (tmp_path / FILE).stat().st_size == info["bytes"]
+
+
+async def test_scraping_runs_in_its_own_process_not_the_clients(tmp_path):
+    """GET + parse + write happen in a child process (its own GIL), found by its command line;
+    the API key travels on its stdin, never on its argv; stopped with the run, no leftovers.
+    A full URL in ``path`` scrapes a server whose metrics live elsewhere."""
+    import os
+    import psutil
+    async with Endpoint() as ep:
+        sc = ServerMetricsScraper("http://127.0.0.1:9", tmp_path, interval_s=0.05,
+                                  path=ep.url + "/metrics", api_key="sk-secret")
+        await sc.start()
+        workers = [p for p in psutil.Process().children()
+                   if "loadgen.targets.scrape_worker" in " ".join(p.cmdline())]
+        assert len(workers) == 1 and "sk-secret" not in " ".join(workers[0].cmdline())
+        while ep.hits < 3:
+            await asyncio.sleep(0.02)
+        await sc.mark("measure_start")
+        info = await sc.stop()
+    assert ep.auth == "Bearer sk-secret" and info["url"] == ep.url + "/metrics"
+    assert info["isolation"] == "process" and info["worker_pid"] == workers[0].pid
+    assert info["worker_pid"] != os.getpid() and info["worker_exit_code"] == 0
+    assert info["worker_error"] is None and info["worker_cpu_s"] is not None
+    assert info["scrapes_ok"] == ep.hits and info["rows"] > 0
+    assert not workers[0].is_running() or workers[0].status() == psutil.STATUS_ZOMBIE
+    assert "sk-secret" not in (tmp_path / FILE).read_text()
+
+
+def test_worker_exits_when_its_client_is_gone(tmp_path):
+    """EOF on the worker's stdin (the client process died): it closes its file and exits."""
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-m", "loadgen.targets.scrape_worker"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    cfg = {"url": "http://127.0.0.1:9/metrics", "out": str(tmp_path / FILE), "interval_s": 0.05}
+    p.stdin.write((json.dumps(cfg) + "\n").encode())
+    p.stdin.flush()
+    started = json.loads(p.stdout.readline())
+    assert started["event"] == "started" and "ConnectionRefusedError" in started["describe"][
+        "first_error"]
+    p.stdin.close()
+    assert p.wait(timeout=30) == 0
+    rows = read_rows(tmp_path / FILE)
+    assert rows and all(r["name"] == "loadgen:scrape" for r in rows)
 
 
 # ---- against the real JAX server (vLLM's metric names) ----------------------------------------

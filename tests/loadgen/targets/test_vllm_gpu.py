@@ -1,7 +1,8 @@
 """A real vLLM, managed by loadgen (GPU hosts only: ``pytest -m gpu tests/loadgen/targets/test_vllm_gpu.py``).
 
-Needs vllm installed and LOADGEN_VLLM_MODEL = a local model directory (config + tokenizer; the
-weights are not read: load_format dummy). Checks what the CPU tests can only check against vLLM's
+Needs LOADGEN_VLLM_MODEL = a local model directory (config + tokenizer; the weights are not read:
+load_format dummy) and vLLM: LOADGEN_VLLM_EXECUTABLE = its venv (or `vllm`, or a python; the
+scenario's target.server.executable), else vllm importable here. Checks what the CPU tests can only check against vLLM's
 protocol definitions: ignore_eos gives exactly max_tokens, continuous usage stats agree with the
 chunk count, /metrics carries the names analysis.server.metrics reads, and the TTFT parts add up.
 """
@@ -16,18 +17,21 @@ from loadgen.run.runner import run_scenario
 from loadgen.scenario.model import scenario_from_dict
 
 MODEL = os.environ.get("LOADGEN_VLLM_MODEL")
+EXECUTABLE = os.environ.get("LOADGEN_VLLM_EXECUTABLE")
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not MODEL, reason="LOADGEN_VLLM_MODEL is not set")]
 
 
 def test_managed_vllm_end_to_end(tmp_path):
-    pytest.importorskip("vllm")
+    if not EXECUTABLE:
+        pytest.importorskip("vllm")
     sc = scenario_from_dict({
         "name": "vllm-gpu",
         "target": {"server": {"kind": "vllm", "model": MODEL, "load_format": "dummy",
                               "max_model_len": 2048, "slots": 16,
                               "gpu_memory_utilization": 0.5, "startup_timeout_s": 600,
-                              "args": {"enable_prefix_caching": True}},
+                              "args": {"enable_prefix_caching": True},
+                              **({"executable": EXECUTABLE} if EXECUTABLE else {})},
                    "metrics_interval_s": 0.5},
         "api": {"continuous_usage": True, "ignore_eos": True},
         "workload": {"prompt_tokens": {"dist": "fixed", "value": 256},
@@ -43,6 +47,8 @@ def test_managed_vllm_end_to_end(tmp_path):
     sut = json.loads((d / "sut.json").read_text())
     desc = sut["managed_server"]["sut"]
     assert isinstance(desc["version"]["server"], str) and desc["gpus"]["gpus"]
+    lc = json.loads((d / "server.json").read_text())
+    assert lc["status"] == "stopped" and lc["stop"]["signal"] in ("SIGINT", "SIGTERM")
     sm = server_metrics_summary(d)
     f = sm["figures"]
     for k in ("server_ttft", "server_queue", "server_prefill", "server_decode", "kv_usage_max",

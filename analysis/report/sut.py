@@ -1,0 +1,122 @@
+"""What a run's sut.json says about the server, read for the report.
+
+    sut.json ─► server_info()         the server's own description (JAX GET /info), or {}
+             ─► launch_description()  (kind, what loadgen recorded when it started the server:
+                                       servers.vllm.describe.describe_server's flags, version, GPUs)
+             ─► model_shape()         the first dict with n_layers and dim (the roofline's input)
+             ─► server_software()     the server side of the versions row, and where each came from
+             ─► precision()           the dtype: the server's own, else the launch flags, else
+                                       why not
+
+sut.json's layout belongs to the runner (target URL, /v1/models, managed server /info, host,
+versions; ``server_info`` = the server's GET /info); other layouts are searched by key name
+(``find_key``). A missing fact reads ``not recorded`` with the reason, never a guess.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+
+def find_key(tree: Any, *names: str) -> Any:
+    """The first non-None value stored under any of ``names``, searching nested dicts/lists
+    breadth-first (names tried in order at each level)."""
+    level = [tree]
+    while level:
+        nxt = []
+        for node in level:
+            if isinstance(node, dict):
+                for n in names:
+                    if node.get(n) is not None:
+                        return node[n]
+                nxt.extend(v for v in node.values() if isinstance(v, (dict, list)))
+            elif isinstance(node, list):
+                nxt.extend(v for v in node if isinstance(v, (dict, list)))
+        level = nxt
+    return None
+
+
+def model_shape(sut: dict) -> Optional[dict]:
+    """The first dict in sut.json that looks like a model shape (has n_layers and dim), else None
+    (JAX /info puts it under "model"; a top-level "model" may be just a name)."""
+    level = [sut]
+    while level:
+        nxt = []
+        for node in level:
+            if isinstance(node, dict):
+                if "n_layers" in node and "dim" in node:
+                    return node
+                nxt.extend(v for v in node.values() if isinstance(v, (dict, list)))
+            elif isinstance(node, list):
+                nxt.extend(v for v in node if isinstance(v, (dict, list)))
+        level = nxt
+    return None
+
+
+def server_info(sut: dict) -> dict:
+    """The server's own description (JAX /info) from sut.json, or {} for a server without one."""
+    info = sut.get("server_info") or find_key(sut, "server_info", "info")
+    return info if isinstance(info, dict) else {}
+
+
+def launch_description(sut: dict) -> tuple[Optional[str], dict]:
+    """(kind, description) of a server loadgen started itself: sut.json's ``managed_server.sut``
+    (servers.vllm.describe.describe_server: flags, version, GPUs), or (None, {}) for an external
+    one."""
+    ms = sut.get("managed_server")
+    if not isinstance(ms, dict):
+        return None, {}
+    desc = ms.get("sut")
+    return ms.get("kind"), (desc if isinstance(desc, dict) else {})
+
+
+VERSION_SOURCES = (("server", "GET /version"), ("package", "package metadata"),
+                   ("cli", "vllm --version"))
+
+
+def server_software(sut: dict, info: dict) -> tuple[dict, list[str]]:
+    """({name: version text}, [where each came from]) for the server side of the versions row:
+    the server's /info (``*version`` keys), the managed server's recorded version (GET /version,
+    package metadata or ``vllm --version``), an external server's GET /version, the header."""
+    server = {k: v for k, v in info.items() if k.endswith("version") and isinstance(v, str)}
+    sources = ["server /info"] if server else []
+    kind, desc = launch_description(sut)
+    ver = desc.get("version")
+    if isinstance(ver, dict) and isinstance(ver.get("version"), str):
+        how = next((label for key, label in VERSION_SOURCES if ver.get(key) == ver["version"]),
+                   "recorded at launch")
+        server[kind or "server"] = f"{ver['version']} ({how})"
+        sources.append(f"{kind or 'server'} {how}")
+    elif isinstance(ver, dict):
+        server[kind or "server"] = "version not recorded (" + "; ".join(
+            str(v.get("reason")) for k, v in ver.items()
+            if k in ("server", "package", "cli") and isinstance(v, dict)) + ")"
+    own = sut.get("server_version")
+    if (isinstance(own, dict) and isinstance(own.get("version"), str)
+            and not any(own["version"] in str(v) for v in server.values())):
+        server["version"] = f"{own['version']} (GET /version)"
+        sources.append("GET /version")
+    header = (sut.get("response_headers") or {}).get("server")
+    if header:
+        server["server header"] = header
+        sources.append("response header")
+    return server, sources
+
+
+def precision(info: dict, sut: dict) -> tuple[str, str]:
+    """(precision text, evidence): the server's own dtype (/info), else the dtype loadgen
+    launched it with (``--dtype``, plus ``--quantization`` / ``--kv-cache-dtype``), else why not."""
+    kind, desc = launch_description(sut)
+    flags = desc.get("flags") if isinstance(desc.get("flags"), dict) else {}
+    extra = [f"{name} {flags[flag]} (--{flag})" for flag, name in
+             (("quantization", "quantization"), ("kv-cache-dtype", "KV cache"))
+             if isinstance(flags.get(flag), str)]
+    if info.get("dtype"):
+        return ", ".join([str(info["dtype"]), *extra]), "recorded (server)"
+    if isinstance(flags.get("dtype"), str):
+        return (", ".join([f"{flags['dtype']} (--dtype given at launch)", *extra]),
+                "recorded (launch flags)")
+    if kind == "vllm":
+        return ("not recorded: vLLM was started without --dtype (its default 'auto' takes the "
+                "checkpoint config's torch_dtype, which loadgen did not read)"
+                + "".join(f"; {e}" for e in extra)), "unmeasured"
+    return "not recorded: the server did not report its dtype", "unmeasured"

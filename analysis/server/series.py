@@ -1,0 +1,122 @@
+"""server_metrics.jsonl as series over time, and the scrapes that bound the measured window.
+
+    run_dir/server_metrics.jsonl ─► read_rows ─► Series: per sample name and label set,
+        (t_ns, value) in time order; the good scrapes' times; the "loadgen:mark" rows by name
+    Series.at(name, t)    the sum over label sets of each one's last value at or before t (the
+                          scraper writes counters only when they change)
+    Series.delta / bucket_deltas / gauge   counters, histogram buckets, gauges between two times
+    window_edges(series, (t0, end)) ─► the last good scrape at or before t0 and the first at or
+        after the end (the scraper takes one at each mark), with notes where they fall short
+"""
+from __future__ import annotations
+
+import bisect
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Optional
+
+FILE = "server_metrics.jsonl"
+SCRAPE, MARK = "loadgen:scrape", "loadgen:mark"
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    out = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:    # a torn last line
+                    continue
+                if isinstance(row, dict):
+                    out.append(row)
+    except OSError:
+        return []
+    return out
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    """server_metrics.jsonl ─► rows; a torn last line is skipped; no file ─► []."""
+    return [r for r in read_jsonl(path) if "t_ns" in r and "name" in r]
+
+
+class Series:
+    """Rows indexed by sample name; values summed over label sets (engines, model names)."""
+
+    def __init__(self, rows: list[dict]):
+        self.by_name: dict[str, dict[tuple, list[tuple[int, float]]]] = defaultdict(dict)
+        self.scrapes: list[int] = []
+        self.marks: dict[str, int] = {}
+        for r in sorted(rows, key=lambda r: r["t_ns"]):
+            name, labels = r["name"], r.get("labels") or {}
+            if name == SCRAPE:
+                if labels.get("status") == "ok":
+                    self.scrapes.append(int(r["t_ns"]))
+            elif name == MARK:
+                self.marks.setdefault(labels.get("mark"), int(r["t_ns"]))
+            else:                                   # histogram buckets keep their "le"
+                key = tuple(sorted(labels.items()))
+                self.by_name[name].setdefault(key, []).append((int(r["t_ns"]), float(r["value"])))
+
+    def pick(self, names: tuple[str, ...], suffix: str = "") -> tuple[str, bool]:
+        """(the first of ``names`` whose ``name + suffix`` has rows, True) or (names[0], False)."""
+        for n in names:
+            if n + suffix in self.by_name:
+                return n, True
+        return names[0], False
+
+    def at(self, name: str, t_ns: int) -> Optional[float]:
+        """Sum over label sets of each one's last value at or before t_ns (None: no such row)."""
+        total, seen = 0.0, False
+        for pts in self.by_name.get(name, {}).values():
+            i = bisect.bisect_right(pts, (t_ns, float("inf"))) - 1
+            if i >= 0:
+                total += pts[i][1]
+                seen = True
+        return total if seen else None
+
+    def delta(self, name: str, a: int, b: int) -> Optional[float]:
+        va, vb = self.at(name, a), self.at(name, b)
+        if vb is None:
+            return None
+        d = vb - (va or 0.0)
+        return d if d >= 0 else None          # a counter reset (server restarted): no delta
+
+    def bucket_deltas(self, base: str, a: int, b: int) -> list[tuple[float, float]]:
+        """[(upper bound s, Δ cumulative count)] of ``base``_bucket, summed over label sets."""
+        by_le: dict[float, float] = defaultdict(float)
+        for key, pts in self.by_name.get(base + "_bucket", {}).items():
+            le = float(dict(key)["le"])
+            ia = bisect.bisect_right(pts, (a, float("inf"))) - 1
+            ib = bisect.bisect_right(pts, (b, float("inf"))) - 1
+            if ib >= 0:
+                by_le[le] += pts[ib][1] - (pts[ia][1] if ia >= 0 else 0.0)
+        return sorted(by_le.items())
+
+    def gauge(self, name: str, a: int, b: int) -> list[float]:
+        """The gauge (summed over label sets) at each good scrape in [a, b]."""
+        return [v for t in self.scrapes if a <= t <= b for v in [self.at(name, t)] if v is not None]
+
+
+def window_edges(s: Series, window: tuple[int, int]) -> tuple[Optional[int], Optional[int], list]:
+    """(start edge, end edge, notes): the last good scrape ≤ t0 and the first ≥ end."""
+    t0, t1 = window
+    notes = []
+    if not s.scrapes:
+        return None, None, ["no successful scrape"]
+    i = bisect.bisect_right(s.scrapes, t0) - 1
+    if i < 0:
+        start = s.scrapes[0]
+        notes.append("first scrape came after t0: requests before it are not in the deltas")
+    else:
+        start = s.scrapes[i]
+    j = bisect.bisect_left(s.scrapes, t1)
+    if j >= len(s.scrapes):
+        end = s.scrapes[-1]
+        notes.append("last scrape came before the window end: late requests may be missing")
+    else:
+        end = s.scrapes[j]
+    if end <= start:
+        return None, None, notes + ["no scrape interval covers the window"]
+    return start, end, notes

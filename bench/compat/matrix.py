@@ -1,0 +1,293 @@
+"""The compatibility matrix: each real server, driven by the real `loadgen run` CLI, judged from its files.
+
+    for server in --servers (one at a time; 2 cores):
+        servers.Server(name) on 127.0.0.1 ─► url, model, version
+        for run in RUNS (completions | chat) × (stream | not) × (concurrency 1 | 8) + a Poisson server run:
+            scenario YAML in <cache>/matrix-runs/<time>/ ─► subprocess: python -m loadgen run SCENARIO --json
+                                           (bounded: num_requests 16–32, max_tokens 32, timeout)
+            ─► its run dir (kept, under that folder's runs/): summary.json, records.jsonl, sut.json,
+               server_metrics.jsonl
+            ─► checks: exit code | 0 failed | output tokens == max_tokens (where ignore_eos is honoured)
+                       | token-count mismatches 0 (or explained) | server version in sut.json
+                       | /metrics scraped (where the server has one)
+        stop the server (process group)
+    ─► bench/compat/compatibility.md + compatibility.json (server, version, each check, pass/fail,
+       concurrency-1 TTFT/TPOT p50 as loadgen measured them, the regenerating command)
+
+Prompts: 64 tokens of loadgen's common words counted with the models' own tokenizer.json (exact).
+
+Run: ``python -m bench.compat.matrix [--servers vllm,llama.cpp,transformers] [--quick] [--merge]``
+(``--merge``: rerun some servers, keep the others' last results; ``--render JSON``: only rewrite the .md)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from bench.compat import models, servers
+from bench.compat.paths import REPO, cache_dir
+
+HERE = Path(__file__).resolve().parent
+MAX_TOKENS, PROMPT_TOKENS = 32, 64
+# name: (endpoint, stream, load)
+RUNS: dict[str, tuple] = {
+    "completions-stream-c1": ("completions", True, {"mode": "concurrency", "concurrency": 1, "num_requests": 16}),
+    "completions-stream-c8": ("completions", True, {"mode": "concurrency", "concurrency": 8, "num_requests": 32}),
+    "completions-nostream-c8": ("completions", False, {"mode": "concurrency", "concurrency": 8, "num_requests": 16}),
+    "chat-stream-c1": ("chat", True, {"mode": "concurrency", "concurrency": 1, "num_requests": 16}),
+    "chat-stream-c8": ("chat", True, {"mode": "concurrency", "concurrency": 8, "num_requests": 32}),
+    "chat-nostream-c8": ("chat", False, {"mode": "concurrency", "concurrency": 8, "num_requests": 16}),
+    "completions-stream-poisson": ("completions", True, {"mode": "server", "arrival": "poisson", "rate": 1.0,
+                                                         "num_requests": 24}),
+}
+QUICK = ("completions-stream-c1", "chat-stream-c8")
+RUN_TIMEOUT_S = 900
+
+
+def scenario(name: str, url: str, endpoint: str, stream: bool, load: dict, out: Path) -> dict:
+    return {
+        "name": f"compat-{name}",
+        "target": {"url": url},
+        "api": {"endpoint": endpoint, "stream": stream, "ignore_eos": True, "include_usage": True},
+        "workload": {"prompt_tokens": {"dist": "fixed", "value": PROMPT_TOKENS},
+                     "output_tokens": {"dist": "fixed", "value": MAX_TOKENS},
+                     "tokenizer": str(models.hf_dir() / "tokenizer.json"), "seed": 0},
+        "load": {"warmup_requests": 2, **load},
+        "output": {"dir": str(out), "report": "none"},
+    }
+
+
+def run_loadgen(sc: dict, tmp: Path) -> dict:
+    """Write ``sc`` and run the real CLI on it; {rc, wall_s, stdout_tail, stderr_tail, run_dir}."""
+    path = tmp / f"{sc['name']}.yaml"
+    path.write_text(yaml.safe_dump(sc, sort_keys=False))
+    out = Path(sc["output"]["dir"])
+    before = set(out.glob("*")) if out.exists() else set()
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([sys.executable, "-m", "loadgen", "run", str(path), "--json"], cwd=REPO,
+                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        rc, so, se = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, so, se = "timeout", (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else \
+            (e.stdout or ""), str(e)
+    new = sorted(set(out.glob("*")) - before) if out.exists() else []
+    return {"rc": rc, "wall_s": round(time.monotonic() - t0, 1), "stdout_tail": so[-1500:],
+            "stderr_tail": se[-1500:], "run_dir": str(new[-1]) if new else None}
+
+
+def _jsonl(p: Path) -> list[dict]:
+    if not p.exists():
+        return []
+    return [json.loads(ln) for ln in p.read_text().splitlines() if ln.strip()]
+
+
+def _get(d: dict, *keys, default=None):
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return default
+        d = d[k]
+    return d
+
+
+FIXTURES = REPO / "tests" / "fixtures" / "servers"
+
+
+def silent_special_tokens(name: str) -> Optional[str]:
+    """How the recorded server streams tokens that render as no text (its chat-stream-special-tokens
+    transcript: 8 forced special tokens), or None when nothing was recorded."""
+    f = FIXTURES / name / "chat-stream-special-tokens.json"
+    if not f.exists():
+        return None
+    ch = json.loads(f.read_text())["response"]["chunks"]
+    body = "".join(c.get("text", "") for c in ch)
+    events = [json.loads(e[6:]) for e in body.split("\n\n") if e.startswith("data: {")]
+    deltas = [c.get("delta", {}) for o in events for c in o.get("choices", [])]
+    empty = sum(1 for d in deltas if d.get("content") == "" and "role" not in d)
+    if any(d.get("content") for d in deltas):
+        return None
+    return (f"special tokens stream as {empty} chunks with content \"\"" if empty
+            else "special tokens stream no chunk at all") + " while usage counts them (tests/fixtures/servers/" \
+        f"{name}/chat-stream-special-tokens.json)"
+
+
+def judge(server: servers.Server, res: dict) -> dict:
+    """The checks of one run, each {ok: True | False | None (n/a), detail}."""
+    checks: dict = {"exit": {"ok": res["rc"] == 0, "detail": f"rc {res['rc']}"}}
+    rd = Path(res["run_dir"]) if res["run_dir"] else None
+    summary = json.loads((rd / "summary.json").read_text()) if rd and (rd / "summary.json").exists() else {}
+    sut = json.loads((rd / "sut.json").read_text()) if rd and (rd / "sut.json").exists() else {}
+    recs = [r for r in _jsonl(rd / "records.jsonl") if r.get("phase", "measured") == "measured"] if rd else []
+    res["summary"] = {k: summary.get(k) for k in ("requests_completed", "requests_failed", "duration_s",
+                                                  "output_throughput", "failures_by_kind", "token_counts",
+                                                  "warnings", "dropped_fields")}
+    res["ttft_p50_ms"] = _get(summary, "ttft_ms", "p50")
+    res["tpot_p50_ms"] = _get(summary, "tpot_ms", "p50")
+    failed = summary.get("requests_failed")
+    kinds = summary.get("failures_by_kind") or {}
+    errs = sorted({(r.get("error") or "")[:120] for r in recs if r.get("status") != "ok"})[:3]
+    checks["no_failures"] = {"ok": failed == 0 and bool(summary),
+                             "detail": f"{failed} failed of {len(recs)} {kinds or ''} {errs or ''}".strip()}
+    body_fields = json.dumps(summary.get("dropped_fields") or summary.get("warnings") or "")
+    ok_recs = [r for r in recs if r.get("status") == "ok"]
+    outs = [r.get("output_tokens") for r in ok_recs]
+    short = [o for o in outs if o != MAX_TOKENS]
+    if "ignore_eos" in body_fields:
+        checks["output_eq_max_tokens"] = {"ok": None, "detail": f"ignore_eos dropped by loadgen "
+                                                                f"({len(short)} of {len(outs)} short)"}
+    else:
+        checks["output_eq_max_tokens"] = {"ok": bool(outs) and not short,
+                                          "detail": f"{len(outs) - len(short)} of {len(outs)} = {MAX_TOKENS}"
+                                                    + (f"; others {sorted(set(map(str, short)))[:5]}" if short else "")}
+    tc = summary.get("token_counts") or {}
+    mism = tc.get("mismatch_count")
+    srcs = tc.get("output_tokens_source")
+    detail = (f"{mism} of {tc.get('with_both_counts')} (usage {tc.get('usage_output_tokens_total')} vs chunks "
+              f"{tc.get('chunk_output_tokens_total')}; output counted from {srcs})") if tc else "no token_counts"
+    bad = [r for r in ok_recs if r.get("token_count_mismatch")]
+    if bad:
+        detail += "; e.g. " + ", ".join(f"#{r['id']} usage {r.get('usage_output_tokens')} chunks "
+                                        f"{r.get('chunk_output_tokens')} in {len(r.get('chunks') or [])} chunks"
+                                        for r in bad[:2])
+    ok = mism == 0 if mism is not None else None
+    why = silent_special_tokens(server.name)
+    if bad and why and all((r.get("chunk_output_tokens") or 0) < (r.get("usage_output_tokens") or 0) for r in bad):
+        ok, detail = "explained", f"{detail}. Explained: fewer chunk tokens than usage; {why}"
+    checks["token_count_mismatches"] = {"ok": ok, "detail": detail}
+    text = json.dumps(sut)
+    # "0.32.0" | "0.5.0-dev (build 1, commit 0c1e570)" (its /props says build_info b1-0c1e570) | "5.24.0 torch ..."
+    keys = [k for k in re.findall(r"[0-9][0-9a-z.+-]*[0-9a-z]", server.version.split(" torch")[0]) if len(k) > 2]
+    hit = [k for k in keys if k in text]
+    checks["version_in_sut"] = {"ok": bool(hit), "detail": f"found {hit[0]!r}" if hit else
+                                f"none of {keys} in sut.json (server_version: {sut.get('server_version')!r})"}
+    if server.has_metrics:
+        lines = _jsonl(rd / "server_metrics.jsonl") if rd else []
+        checks["metrics_scraped"] = {"ok": len(lines) > 0, "detail": f"{len(lines)} scrapes"}
+    else:
+        checks["metrics_scraped"] = {"ok": None, "detail": "server has no /metrics"}
+    return checks
+
+
+def run_server(name: str, runs: list[str], tmp: Path) -> dict:
+    out = {"server": name, "runs": {}, "version": None, "error": None}
+    t0 = time.monotonic()
+    try:
+        with servers.Server(name) as s:
+            out.update(version=s.version, startup_s=s.startup_s, url_model=s.model, argv=s.argv)
+            for rn in runs:
+                endpoint, stream, load = RUNS[rn]
+                sc = scenario(f"{name}-{rn}", s.url, endpoint, stream, load, tmp / "runs")
+                load0 = os.getloadavg()[0]
+                res = run_loadgen(sc, tmp)
+                res["loadavg_1m"] = [round(load0, 2), round(os.getloadavg()[0], 2)]   # a shared machine?
+                res["checks"] = judge(s, res)
+                res["pass"] = all(c["ok"] is not False for c in res["checks"].values())
+                out["runs"][rn] = res
+                bad = [k for k, c in res["checks"].items() if c["ok"] is False]
+                print(f"  {name} {rn}: {'PASS' if res['pass'] else 'FAIL ' + ','.join(bad)} "
+                      f"({res['wall_s']} s)", file=sys.stderr, flush=True)
+            if s.proc.poll() is not None:
+                out["error"] = f"server exited with {s.proc.returncode} during the runs"
+    except Exception as e:
+        out["error"] = f"{type(e).__name__}: {str(e)[:1500]}"
+    out["total_s"] = round(time.monotonic() - t0, 1)
+    return out
+
+
+def _cell(c: Optional[dict]) -> str:
+    if c is None:
+        return "—"
+    mark = {True: "pass", False: "**FAIL**", None: "n/a", "explained": "explained"}[c["ok"]]
+    return f"{mark} ({c['detail']})" if c["ok"] is not True else mark
+
+
+def write_md(results: list[dict], cmd: str, path: Path) -> None:
+    L = ["# Compatibility matrix: loadgen against real servers", "",
+         f"Measured on this project's 2-core CPU VM (no GPU), {time.strftime('%Y-%m-%d')}; evidence: measured.",
+         "Every server runs a random-weight model with the JAX `small` shapes (bench/compat/models.py); "
+         f"prompts {PROMPT_TOKENS} tokens (exact, the model's tokenizer), max_tokens {MAX_TOKENS}, "
+         "`ignore_eos: true`, `include_usage: true`, 2 warm-up requests per run.", "",
+         f"Regenerate: `{cmd}`", "",
+         "| server | version | run | result | failed | out = max_tokens | token-count mismatches | version in sut.json "
+         "| /metrics scraped | TTFT p50 ms | TPOT p50 ms | load avg 1 min (start → end) |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        if r.get("error") and not r["runs"]:
+            L.append(f"| {r['server']} | {r.get('version') or '—'} | — | **did not start**: "
+                     f"{r['error'][:300].replace('|', '/').replace(chr(10), ' ')} | | | | | | | | |")
+            continue
+        for rn, res in r["runs"].items():
+            c = res["checks"]
+            f = lambda v: f"{v:.1f}" if isinstance(v, (int, float)) else "—"   # noqa: E731
+            L.append(f"| {r['server']} | {r['version']} | {rn} | {'PASS' if res['pass'] else '**FAIL**'}"
+                     f"{'' if res['checks']['exit']['ok'] else ' (exit ' + str(res['rc']) + ')'} "
+                     f"| {_cell(c['no_failures'])} | {_cell(c['output_eq_max_tokens'])} "
+                     f"| {_cell(c['token_count_mismatches'])} | {_cell(c['version_in_sut'])} "
+                     f"| {_cell(c['metrics_scraped'])} | {f(res['ttft_p50_ms'])} | {f(res['tpot_p50_ms'])} "
+                     f"| {' → '.join(map(str, res.get('loadavg_1m') or [])) or '—'} |")
+        if r.get("error"):
+            L.append(f"| {r['server']} | | (server) | **{r['error'][:200]}** | | | | | | | | |")
+    L += ["", "## Concurrency 1, as loadgen measured it (streaming)", "",
+          "| server | version | start-up s | completions TTFT p50 ms | completions TPOT p50 ms "
+          "| chat TTFT p50 ms | chat TPOT p50 ms |", "|---|---|---|---|---|---|---|"]
+    for r in results:
+        g = lambda rn, k: _get(r, "runs", rn, k)   # noqa: E731
+        f = lambda v: f"{v:.1f}" if isinstance(v, (int, float)) else "—"   # noqa: E731
+        L.append(f"| {r['server']} | {r.get('version') or '—'} | {r.get('startup_s', '—')} "
+                 f"| {f(g('completions-stream-c1', 'ttft_p50_ms'))} | {f(g('completions-stream-c1', 'tpot_p50_ms'))} "
+                 f"| {f(g('chat-stream-c1', 'ttft_p50_ms'))} | {f(g('chat-stream-c1', 'tpot_p50_ms'))} |")
+    L += ["", "Checks: *failed* = summary.json `requests_failed` is 0; *out = max_tokens* = every ok record's "
+          "usage completion_tokens equals max_tokens (n/a where loadgen dropped `ignore_eos` because the "
+          "server rejects it); *token-count mismatches* = summary.json `token_counts` (explained: every "
+          "mismatched record has fewer chunk tokens than usage, and the server's recorded transcript shows "
+          "special tokens streaming as no text while usage counts them); *version in sut.json* = "
+          "the server's version string appears in sut.json; */metrics scraped* = server_metrics.jsonl has "
+          "lines (n/a: the server has no /metrics). Raw results: bench/compat/compatibility.json.", ""]
+    path.write_text("\n".join(L))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="run loadgen against each real server and write the matrix")
+    ap.add_argument("--servers", default=",".join(servers.NAMES))
+    ap.add_argument("--runs", default=None, help=f"comma list of {', '.join(RUNS)}")
+    ap.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
+    ap.add_argument("--out", type=Path, default=HERE / "compatibility.md")
+    ap.add_argument("--merge", action="store_true",
+                    help="replace only these servers' results in the existing compatibility.json")
+    ap.add_argument("--render", type=Path, default=None, help="only rewrite the .md from this compatibility.json")
+    a = ap.parse_args(argv)
+    if a.render:
+        res = json.loads(a.render.read_text())
+        write_md(res, "python -m bench.compat.matrix --servers " + ",".join(r["server"] for r in res), a.out)
+        return 0
+    runs = list(QUICK) if a.quick else (a.runs.split(",") if a.runs else list(RUNS))
+    names = [x.strip() for x in a.servers.split(",") if x.strip()]
+    cmd = "python -m bench.compat.matrix --servers " + ",".join(names) + (" --quick" if a.quick else "")
+    results = []
+    work = cache_dir() / "matrix-runs" / time.strftime("%Y%m%d-%H%M%S")
+    work.mkdir(parents=True)
+    print(f"run directories: {work}", file=sys.stderr, flush=True)
+    for name in names:
+        print(f"{name}: starting", file=sys.stderr, flush=True)
+        results.append(run_server(name, runs, work))
+    if a.merge and a.out.with_suffix(".json").exists():     # keep the other servers' last results
+        old = [r for r in json.loads(a.out.with_suffix(".json").read_text()) if r["server"] not in names]
+        results = sorted(old + results, key=lambda r: servers.NAMES.index(r["server"]))
+        cmd = "python -m bench.compat.matrix --servers " + ",".join(r["server"] for r in results)
+    a.out.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    write_md(results, cmd, a.out)
+    print(a.out.read_text())
+    return 0 if all(r["runs"] and all(x["pass"] for x in r["runs"].values()) for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""Before the run: is the target there, does it serve api.model, will it take loadgen's requests?
+
+    GET {url}/v1/models ─► fetch_models() ─► check_models()
+        unreachable (refused, timeout, no such host) | HTTP 401/403 | 5xx (still loading)
+        | api.model not in the list                    ─► ProbeError: one line, the URL and the cause
+    one small request (the run's own body, a short prompt, max_tokens 1) ─► probe_request()
+        2xx                                            ─► ok
+        4xx that names fields loadgen sent (``transformers serve``: ``Unexpected fields in the
+        request: {'ignore_eos'}``; also min_tokens, stream_options, any api.extra_body key)
+            api.drop_rejected_fields true (default) ─► drop them, a warning, probe again
+            api.drop_rejected_fields false          ─► ProbeError naming the field and the fix
+        401/403, 404, any other 4xx                    ─► ProbeError (the run would fail whole)
+        5xx, 429, timeout, a broken stream             ─► a warning; the run goes on and says so
+
+``ProbeError`` is a ``ScenarioError``: the CLI prints its one line and exits 2, before any
+measured request. ``api.probe: false`` skips all of this (the /v1/models answer is then only
+used to pick a model when api.model is not given). Warnings and dropped fields go to meta.json
+``probe`` and from there to summary.json (``warnings``, ``dropped_fields``).
+"""
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import aiohttp
+
+from loadgen.client.client import Client, ClientConfig, RequestSpec
+from loadgen.client.request import base_body, optional_fields
+from loadgen.scenario.strict import ScenarioError
+
+PROBE_PROMPT = "Hello"
+PROBE_TIMEOUT_S = 120.0       # at most; api.timeout_s when shorter
+SNIPPET = 200
+# how to stop sending each field loadgen itself adds (the rest come from api.extra_body)
+FIX = {"ignore_eos": "api.ignore_eos: false",
+       "stream_options": "api.include_usage: false",
+       "stream_options.include_usage": "api.include_usage: false",
+       "stream_options.continuous_usage_stats": "api.continuous_usage: false"}
+
+
+class ProbeError(ScenarioError):
+    """The target cannot serve this run; ``str()`` is one line naming the URL and the cause."""
+
+
+def _one_line(text: Any, limit: int = SNIPPET) -> str:
+    return " ".join(str(text).split())[:limit]
+
+
+_MESSAGE = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+def body_message(body: str) -> str:
+    """The message of a JSON error body (OpenAI, vLLM, FastAPI shapes; maybe cut short), else
+    the text as it came, on one line."""
+    text = _one_line(body, 400)
+    if text.startswith("{"):
+        m = _MESSAGE.search(text)
+        if m:
+            try:
+                return _one_line(json.loads(f'"{m.group(1)}"'))
+            except ValueError:
+                return _one_line(m.group(1))
+    return text[:SNIPPET]
+
+
+def server_message(error: Optional[str]) -> str:
+    """A record's ``HTTP 400: {"error": {"message": "..."}}`` as ``HTTP 400: ...``."""
+    head, sep, body = _one_line(error or "", 400).partition(": ")
+    return f"{head}: {body_message(body)}" if sep else body_message(head)
+
+
+def connection_cause(e: BaseException, timeout_s: float) -> str:
+    """A short human cause for a failed connection or request."""
+    if isinstance(e, (asyncio.TimeoutError, TimeoutError, aiohttp.ServerTimeoutError)):
+        return f"no answer within {timeout_s:g} s (api.connect_timeout_s)"
+    dns = getattr(aiohttp, "ClientConnectorDNSError", None)
+    if dns is not None and isinstance(e, dns):
+        return "host name not found"
+    if isinstance(e, aiohttp.ClientConnectorError):
+        os_err = e.os_error
+        if isinstance(os_err, ConnectionRefusedError) or getattr(os_err, "errno", None) == \
+                errno.ECONNREFUSED:
+            return "connection refused (nothing listens there)"
+        if isinstance(os_err, OSError) and os_err.strerror:
+            return os_err.strerror.lower()
+        return _one_line(e)
+    if isinstance(e, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection without an answer"
+    return f"{type(e).__name__}: {_one_line(e)}"
+
+
+def _headers(api_key: Optional[str], headers: Optional[dict]) -> dict:
+    h = {"Accept-Encoding": "identity"}
+    if api_key:
+        h["Authorization"] = f"Bearer {api_key}"
+    h.update(headers or {})
+    return h
+
+
+async def fetch_models(base_url: str, api_key: Optional[str], timeout_s: float,
+                       headers: Optional[dict] = None) -> dict:
+    """GET {base_url}/v1/models (with api.headers). The keys of ``targets.sut.fetch_models``
+    ({"status", "models", "headers", "error"}) plus "cause" (a short reason when it failed) and
+    "body" (a snippet of a non-200 answer)."""
+    from loadgen.targets.sut import keep_headers
+    url = base_url.rstrip("/") + "/v1/models"
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s),
+                                         trust_env=False) as s:
+            async with s.get(url, headers=_headers(api_key, headers)) as r:
+                raw = await r.read()
+                body = None
+                if r.status == 200:
+                    try:
+                        body = json.loads(raw)
+                    except ValueError:
+                        body = None
+                return {"status": r.status, "models": body, "headers": keep_headers(r.headers),
+                        "error": None, "cause": None,
+                        "body": None if r.status == 200 else body_message(
+                            raw.decode("utf-8", "replace"))}
+    except (aiohttp.ClientError, OSError, asyncio.TimeoutError, TimeoutError) as e:
+        return {"status": None, "models": None, "headers": {}, "body": None,
+                "error": f"{type(e).__name__}: {e}", "cause": connection_cause(e, timeout_s)}
+
+
+def model_ids(models: Any) -> Optional[list[str]]:
+    """The ids of a /v1/models answer, or None when it is not that shape."""
+    try:
+        return [str(m["id"]) for m in models["data"]]
+    except (TypeError, KeyError):
+        return None
+
+
+def check_models(base_url: str, got: dict, want: Optional[str], api_key_env: Optional[str],
+                 managed: bool = False) -> tuple[str, list[str]]:
+    """The model to ask for, and warnings; ProbeError when the target cannot serve the run."""
+    url = base_url.rstrip("/") + "/v1/models"
+    where = "target.server" if managed else "target.url"
+    status = got.get("status")
+    if status is None:
+        raise ProbeError(f"{where}: cannot reach {url}: {got.get('cause') or got.get('error')}")
+    body = f" ({got['body']})" if got.get("body") else ""
+    if status in (401, 403):
+        fix = (f"the key in ${api_key_env} was refused" if api_key_env else
+               "no API key was sent: set api.api_key_env to the name of the variable that holds it")
+        raise ProbeError(f"api.api_key_env: {url} answered HTTP {status}{body}: {fix}")
+    warnings: list[str] = []
+    ids = model_ids(got.get("models")) if status == 200 else None
+    if status != 200 and status != 404:
+        raise ProbeError(f"{where}: {url} answered HTTP {status}{body}: the server is not ready "
+                         "to serve (api.probe: false skips this check)")
+    if ids is None:
+        if want is None:
+            raise ProbeError(f"api.model: not given, and {url} named no model (HTTP {status}"
+                             f"{body})")
+        warnings.append(f"{url} answered HTTP {status}{body} without a model list: api.model "
+                        f"'{want}' not checked")
+        return want, warnings
+    if want is None:
+        if not ids:
+            raise ProbeError(f"api.model: not given, and {url} named no model (empty list)")
+        return ids[0], warnings
+    if want not in ids:
+        shown = ", ".join(repr(i) for i in ids[:5]) + (", ..." if len(ids) > 5 else "")
+        raise ProbeError(f"api.model: '{want}' is not served by {base_url} ({url} lists "
+                         f"{shown or 'no model'})")
+    return want, warnings
+
+
+def rejected_fields(message: str, candidates: list[str]) -> list[str]:
+    """The candidates an error message names as words (``ignore_eos`` in ``{'ignore_eos'}``);
+    a nested field (``stream_options.x``) when its own name appears, else its parent."""
+    def named(name: str) -> bool:
+        return re.search(r"(?<![A-Za-z0-9_])" + re.escape(name) + r"(?![A-Za-z0-9_])",
+                         message) is not None
+    out = []
+    for c in candidates:
+        top, _, sub = c.partition(".")
+        if sub:
+            if named(sub):
+                out.append(c)
+        elif named(top) and not any(x.startswith(top + ".") and named(x.partition(".")[2])
+                                    for x in candidates):
+            out.append(c)
+    return out
+
+
+@dataclass
+class ProbeResult:
+    status: str = "ok"                      # ok | warning | skipped
+    http_status: Optional[int] = None
+    attempts: int = 0
+    dropped_fields: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    error_kind: Optional[str] = None
+    error: Optional[str] = None
+    output_tokens: Optional[int] = None
+    finish_reason: Optional[str] = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _fix_for(f: str) -> str:
+    return FIX.get(f, f"remove '{f}' from api.extra_body")
+
+
+async def probe_request(cfg: ClientConfig, drop_rejected: bool, min_tokens: int = 1) -> ProbeResult:
+    """One small request with the run's own body (``cfg``); see the module doc."""
+    res = ProbeResult()
+    drop: list[str] = list(cfg.drop_fields)
+    max_tokens = max(1, min_tokens)
+    url = cfg.base_url.rstrip("/")
+    while True:
+        c = ClientConfig(**{**cfg.__dict__, "drop_fields": tuple(drop),
+                            "timeout_s": min(cfg.timeout_s, PROBE_TIMEOUT_S)})
+        async with Client(c, 1) as client:
+            rec = await client.execute(RequestSpec(id=-1, phase="probe", prompt=PROBE_PROMPT,
+                                                   prompt_tokens=None, max_tokens=max_tokens))
+            path = client.url
+        res.attempts += 1
+        res.http_status, res.error_kind, res.error = rec.http_status, rec.error_kind, rec.error
+        res.output_tokens, res.finish_reason = rec.output_tokens, rec.finish_reason
+        code = rec.http_status or 0
+        if rec.status == "ok":
+            break
+        if rec.error_kind != "http" or code >= 500 or code in (408, 429):
+            # the server's or the network's trouble, not the scenario's: the run will show it
+            res.status = "warning"
+            res.warnings.append(f"the probe request to {path} failed ({rec.error_kind}: "
+                                f"{server_message(rec.error)}); the run went ahead")
+            break
+        msg = server_message(rec.error)
+        if code in (401, 403):
+            raise ProbeError(f"api.api_key_env: {path} answered {msg}")
+        body = base_body(c, c.model, c.drop_fields)
+        bad = [f for f in rejected_fields(rec.error or "", optional_fields(body)) if f not in drop]
+        if not bad:
+            hint = (f"; is api.endpoint '{cfg.endpoint}' served there?" if code in (404, 405)
+                    else "")
+            raise ProbeError(f"api: the probe request to {path} was refused: {msg}{hint} "
+                             "(api.probe: false skips this check)")
+        names = ", ".join(bad)
+        if not drop_rejected:
+            raise ProbeError(f"api: {url} rejects {names} ({msg}): set "
+                             f"{'; '.join(dict.fromkeys(_fix_for(f) for f in bad))}, or "
+                             "api.drop_rejected_fields: true to drop rejected fields")
+        drop += bad
+        res.dropped_fields += bad
+        res.status = "warning"
+        res.warnings.append(
+            f"{url} rejected {names} ({msg}): dropped from every request of this run"
+            + ("; outputs may end before max_tokens (no ignore_eos)" if "ignore_eos" in bad else ""))
+    return res
