@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from loadgen import eventloop  # noqa: E402  (uvloop where installed)
+from loadgen.client import eventloop  # noqa: E402  (uvloop where installed)
 
 SERVER_CPU, CLIENT_CPU = 0, 1
 NICE = 0      # --nice: priority of the server and client processes (negative: ahead of other load)

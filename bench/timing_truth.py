@@ -50,9 +50,10 @@ def _pin(cpu: int) -> None:
     os.sched_setaffinity(0, {cpu % os.cpu_count()})
 
 
-def _loadgen_argv() -> list[str]:
+def _loadgen_argv(root: Optional[str]) -> list[str]:
+    """The ``loadgen`` command, or ``python -m loadgen`` run from another source tree (``root``)."""
     exe = Path(sys.executable).parent / "loadgen"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "loadgen"]
+    return [str(exe)] if exe.exists() and not root else [sys.executable, "-m", "loadgen"]
 
 
 def _requests(streams: int, quick: bool) -> int:
@@ -62,16 +63,20 @@ def _requests(streams: int, quick: bool) -> int:
 
 
 def one_run(engine: str, mode: str, streams: int, args, tmp: Path,
-            profile: Optional[Path] = None) -> dict:
+            profile: Optional[Path] = None, rep: int = 0) -> dict:
     """One ``loadgen run`` under capture; the errors and the figures around them.
     ``profile``: run the native engine under cProfile (main thread) and write the dump there."""
     from tests.support.calibration_server import CalibrationServer
     n = _requests(streams, args.quick)
     warm = streams
-    name = f"{engine}-{mode}-c{streams}" + ("-cprofile" if profile else "")
+    name = f"{engine}-{mode}-c{streams}" + ("-cprofile" if profile else "") + (f"-r{rep}" if rep else "")
     prompts = write_prompts(tmp / f"{name}.prompts.jsonl", warm + n + streams)
     pcap_path = tmp / f"{name}.pcap"
     env = dict(os.environ)
+    cwd = ROOT
+    if args.loadgen_root:                # e.g. `git archive HEAD | tar -x -C DIR`: a fixed snapshot
+        cwd = Path(args.loadgen_root).resolve()
+        env["PYTHONPATH"] = str(cwd) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("LOADGEN_EVENT_LOOP", None)
     if args.loop != "asyncio":
         env["LOADGEN_EVENT_LOOP"] = args.loop
@@ -81,7 +86,7 @@ def one_run(engine: str, mode: str, streams: int, args, tmp: Path,
         sc = scenario(f"timing-truth-{name}", srv.url, prompts, streams, n, warm, TOKENS,
                       tmp / "runs", name, staggered=mode == "staggered", request_s=REQUEST_S)
         scen = write_scenario(tmp / f"{name}.yaml", sc)
-        argv = _loadgen_argv() + ["run", str(scen)]
+        argv = _loadgen_argv(args.loadgen_root) + ["run", str(scen)]
         if profile is not None:
             argv = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "loadgen", "run", str(scen)]
         if engine != "native":
@@ -94,10 +99,10 @@ def one_run(engine: str, mode: str, streams: int, args, tmp: Path,
             cpu0 = cpu_times()
             t0 = time.perf_counter()
             if args.tty:
-                rc, out = run_in_pty(argv, ROOT, env, preexec_fn=lambda: _pin(CLIENT_CPU),
+                rc, out = run_in_pty(argv, cwd, env, preexec_fn=lambda: _pin(CLIENT_CPU),
                                      timeout=args.run_timeout_s)
             else:
-                p = subprocess.run(argv, cwd=ROOT, env=env, preexec_fn=lambda: _pin(CLIENT_CPU),
+                p = subprocess.run(argv, cwd=cwd, env=env, preexec_fn=lambda: _pin(CLIENT_CPU),
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    timeout=args.run_timeout_s)
                 rc, out = p.returncode, p.stdout
@@ -125,7 +130,7 @@ def one_run(engine: str, mode: str, streams: int, args, tmp: Path,
     cmd_cpu = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
     shares = cpu_share(cpu0, cpu1)
     row = {
-        "engine": engine, "mode": mode, "streams": streams, "requests_planned": n,
+        "engine": engine, "mode": mode, "streams": streams, "rep": rep, "requests_planned": n,
         "loop": args.loop, "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
         "matched": len(m["pairs"]), **{k: v for k, v in m.items() if k != "pairs"},
         **err,
@@ -162,8 +167,10 @@ def one_run(engine: str, mode: str, streams: int, args, tmp: Path,
     return row
 
 
-def _git_state() -> dict:
+def _git_state(root: Optional[str]) -> dict:
     """Which loadgen was measured: HEAD and the files under loadgen/ that differ from it."""
+    if root:
+        return {"loadgen_root": str(Path(root).resolve()), "checkout_head_at_run": _git_state(None)["head"]}
     def git(*a: str) -> str:
         try:
             return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True,
@@ -188,6 +195,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--profile", action="store_true",
                     help="one more native lockstep run at the top level under cProfile: where the "
                          "client's main thread spends its time (slower, so not a timing row)")
+    ap.add_argument("--loadgen-root", default=None,
+                    help="run `python -m loadgen` from this source tree (a snapshot, e.g. "
+                         "`git archive HEAD | tar -x -C DIR`) instead of this checkout's command")
+    ap.add_argument("--repeat", type=int, default=1, help="run the whole plan this many times")
     ap.add_argument("--no-tty", dest="tty", action="store_false",
                     help="run loadgen with pipes instead of a terminal (no live progress drawn)")
     args = ap.parse_args(argv)
@@ -201,16 +212,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     else:
         stag = [int(x) for x in args.stagger_levels.split(",") if x]
     engines = [e for e in args.engines.split(",") if e]
-    plan = [(e, "lockstep", s) for s in levels for e in engines] + \
-           [(e, "staggered", s) for s in stag for e in engines]
+    plan = [(e, "lockstep", s, r) for r in range(args.repeat) for s in levels for e in engines] + \
+           [(e, "staggered", s, r) for r in range(args.repeat) for s in stag for e in engines]
     t_start = time.perf_counter()
     load0 = os.getloadavg()
     rows = []
     with tempfile.TemporaryDirectory(prefix="timing-truth-") as td:
-        for engine, mode, streams in plan:
+        for engine, mode, streams, rep in plan:
             print(f"# {engine} {mode} {streams} streams (load {os.getloadavg()[0]:.2f})",
                   file=sys.stderr, flush=True)
-            rows.append(one_run(engine, mode, streams, args, Path(td)))
+            rows.append(one_run(engine, mode, streams, args, Path(td), rep=rep))
         prof = None
         if args.profile:
             top = max(levels)
@@ -237,11 +248,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     if goals:
         print("goals at 256 lockstep (native): " +
               ", ".join(f"{k}={'PASS' if v else 'MISS'}" for k, v in goals.items()))
-    if max(load0[0], max(r["loadavg_before"][0] for r in rows)) >= 0.5:
-        print("warning: load average >= 0.5 during the runs: other work shared the CPUs")
+    other = max(r["cpu"]["client_core_other_share"] for r in rows)
+    steal = max(r["cpu"]["steal_max"] for r in rows)
+    if load0[0] >= 0.5 or other > 0.05 or steal > 0.05:   # the bench's own runs raise the load average
+        print(f"warning: load average {load0[0]:.2f} at start, up to {other:.0%} of the client core "
+              f"busy with other work, up to {steal:.0%} VM steal: rows above 5% are not evidence")
     print(json.dumps({"bench": "timing_truth", "evidence": "measured", "quick": args.quick,
                       "server": {"ttft_ms": TTFT_MS, "itl_ms": ITL_MS, "tokens": TOKENS},
-                      "cpus": os.cpu_count(), "git": _git_state(), "loadavg_at_start": load0, "loadavg_at_end": os.getloadavg(),
+                      "cpus": os.cpu_count(), "git": _git_state(args.loadgen_root), "loadavg_at_start": load0, "loadavg_at_end": os.getloadavg(),
                       "wall_s": round(time.perf_counter() - t_start, 1), "rows": rows, "goals": goals,
                       "profile": prof},
                      separators=(",", ":"), default=float))

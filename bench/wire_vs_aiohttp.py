@@ -3,8 +3,8 @@
     calibration server (subprocess, CPU 0, --lockstep: one decode clock, every stream's next chunk
     written back to back each ITL step) ◄── this process (CPU 1): N streams started at once,
     ROUNDS rounds per transport, transports alternating per level
-        aiohttp:   loadgen.client.client.Client.execute (user-space stamp per read)
-        wire-user: loadgen.client.wire.WirePool(stamps="user").request + WirePool.fill (user-space stamp)
+        aiohttp:   loadgen.client.client.Client(transport="aiohttp").execute (user-space stamp per read)
+        wire-user: loadgen.client.wire.pool.WirePool(stamps="user").request + WirePool.fill (user-space stamp)
         wire:      the same with kernel receive stamps (SO_TIMESTAMPNS), the default
     truth: the server's own write log (GET /calib/log; perf_counter_ns, the same clock on this host)
 
@@ -34,7 +34,10 @@ sys.path.insert(0, str(ROOT))
 from loadgen.client.client import Client, ClientConfig, RequestSpec, build_base_body  # noqa: E402
 from loadgen.client.clientload import gc_hold, gc_release  # noqa: E402
 from loadgen.client.request import request_body, request_headers  # noqa: E402
-from loadgen.client.wire import WirePool, fill_record  # noqa: E402
+from loadgen.client.request import finish  # noqa: E402
+from loadgen.client.sse import StreamTally  # noqa: E402
+from loadgen.client.wire.fill import fill_record  # noqa: E402
+from loadgen.client.wire.pool import WirePool  # noqa: E402
 from tests.support.calibration_server import CalibrationServer  # noqa: E402
 
 SERVER_CPU, CLIENT_CPU = 0, 1
@@ -64,7 +67,7 @@ async def _rounds(kind: str, url: str, n: int, rounds: int, tokens: int, calib: 
         return RequestSpec(i, "measured", f"{tag}-{kind}-{i:07d} hello", 2, max_tokens)
 
     if kind == "aiohttp":
-        async with Client(cfg, n) as c:
+        async with Client(cfg, n, transport="aiohttp") as c:
             await asyncio.gather(*(c.execute(mk(2)) for _ in range(n)))      # warm: n connections
             for _ in range(rounds):
                 specs = [mk(tokens) for _ in range(n)]
@@ -82,9 +85,10 @@ async def _rounds(kind: str, url: str, n: int, rounds: int, tokens: int, calib: 
             nonlocal fill_s
             resp = await pool.request("POST", path, headers, request_body(base, chat, s.prompt, s.max_tokens))
             rec = Client.new_record(s)
-            rec.coalesced_reads = None          # until Record has the field: fill_record sets it then
             if FILL == "sliced":                # RecordFiller: bounded slices between loop turns
-                await pool.fill(resp, rec, stream=True, workload_prompt_tokens=s.prompt_tokens)
+                tally = StreamTally()
+                await pool.fill(resp, rec, tally, stream=True)
+                finish(rec, tally, s.prompt_tokens)
             else:
                 f0 = time.process_time()
                 fill_record(resp, rec, stream=True, workload_prompt_tokens=s.prompt_tokens)
@@ -96,8 +100,9 @@ async def _rounds(kind: str, url: str, n: int, rounds: int, tokens: int, calib: 
             stamps = "user" if kind == "wire-user" else "auto"
             async with WirePool(limit=n, timeout_s=120, mux=MUX, stamps=stamps) as pool:
                 await asyncio.gather(*(one(pool, mk(2)) for _ in range(n)))
-                r0, k0, ls0 = pool.reads, pool.kernel_reads, pool.lag_sum_ns
-                pool.lag_max_ns = 0
+                st = pool.stamps
+                r0, k0, ls0 = st.reads, st.kernel_reads, st.lag_sum_ns
+                st.lag_max_ns = 0
                 fill_s = 0.0
                 for _ in range(rounds):
                     specs = [mk(tokens) for _ in range(n)]
@@ -106,9 +111,9 @@ async def _rounds(kind: str, url: str, n: int, rounds: int, tokens: int, calib: 
                     cpu += time.process_time() - c0
                     specs_all += specs
                 info = pool.describe()
-                info["reads_measured"] = pool.reads - r0
-                info["kernel_reads_measured"] = pool.kernel_reads - k0
-                info["lag_mean_ns_measured"] = ((pool.lag_sum_ns - ls0) // max(1, pool.kernel_reads - k0))
+                info["reads_measured"] = st.reads - r0
+                info["kernel_reads_measured"] = st.kernel_reads - k0
+                info["lag_mean_ns_measured"] = ((st.lag_sum_ns - ls0) // max(1, st.kernel_reads - k0))
         finally:
             gc_release()
     return {"recs": recs, "cpu_s": cpu, "fill_s": fill_s, "info": info}

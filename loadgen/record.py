@@ -66,6 +66,17 @@ class Record:
     retries: int = 0
     first_sent_at_ns: Optional[int] = None
     retry_error: Optional[str] = None       # why the first attempt failed
+    # wire transport: reads that carried more than one token chunk (every chunk of such a read
+    # but the last got that read's stamp, so may be late); None on the aiohttp transport
+    coalesced_reads: Optional[int] = None
+    # multi-turn sessions (loadgen.run.sessions): which conversation, which turn (1-based)
+    session_id: Optional[str] = None
+    turn: Optional[int] = None
+    # reasoning models: the first chunk with NON-reasoning output (content, text, tool calls);
+    # tokens of the reasoning-only chunks by the chunk count (None: no reasoning streamed)
+    first_answer_at_ns: Optional[int] = None
+    reasoning_tokens: Optional[int] = None
+    output_text: Optional[str] = None       # the answer's text (reasoning excluded), only if asked
 
     def to_json(self) -> str:
         # __dict__, not dataclasses.asdict: asdict deep-copies every [t, n] pair (10x slower)

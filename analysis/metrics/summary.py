@@ -78,8 +78,25 @@ def _energy_block(recs: list[dict], meta: dict, power_rows: Optional[list[dict]]
         return {"status": "unmeasured", "reason": f"energy_summary failed: {type(e).__name__}: {e}"}
 
 
+def _transport_figures(recs: list[dict], meta: dict) -> dict:
+    """How the client stamped (meta ``client_transport``) and how many of the measured records'
+    reads carried more than one token chunk (``coalesced_reads``: all but the last chunk of such
+    a read share its stamp, so may be late), as a share of the reads that carried any token
+    chunk (distinct chunk stamps). None where the transport does not count them (aiohttp)."""
+    tr = meta.get("client_transport") or {}
+    counted = [r for r in recs if r.get("coalesced_reads") is not None]
+    coalesced = sum(r["coalesced_reads"] for r in counted) if counted else None
+    token_reads = sum(len({c[0] for c in r.get("chunks") or () if c[1]}) for r in counted)
+    share = coalesced / token_reads if coalesced is not None and token_reads else None
+    return {"transport": tr.get("transport"), "stamp_source": tr.get("stamp_source"),
+            "coalesced_reads": coalesced, "coalesced_reads_share": share,
+            "coalesced_reads_rule": "reads with > 1 token chunk / reads with any token chunk, "
+                                    "measured records"}
+
+
 def client_block(records: list[dict], meta: dict, slo: dict) -> dict:
-    """Client health: CPU share, schedule-lag growth, a ``saturated`` flag and warning text."""
+    """Client health: CPU share, schedule-lag growth, a ``saturated`` flag and warning text;
+    the transport, its stamp source and the coalesced reads (``_transport_figures``)."""
     cpu = _client_cpu(meta)
     growth = m.lag_growth_ms(records)
     lim = float(slo["max_schedule_lag_ms"])
@@ -97,7 +114,8 @@ def client_block(records: list[dict], meta: dict, slo: dict) -> dict:
                         "client (or its in-flight cap) fell behind its schedule; latencies from "
                         "send may hide the wait, read the from-scheduled figures")
     recs = m.measured(records)
-    return {"cpu_fraction": cpu, "cpu_saturation_threshold": slo_mod.CPU_SATURATION,
+    return {**_transport_figures(recs, meta),
+            "cpu_fraction": cpu, "cpu_saturation_threshold": slo_mod.CPU_SATURATION,
             "loop_lag_ms_p99": loop_lag, "lag_growth_ms": growth,
             "lag_growth_rule": "median lag, last third − first third",
             "achieved_send_rate": m.rate_of(r.get("sent_at_ns") for r in recs),

@@ -93,8 +93,11 @@ def server_software(sut: dict, info: dict) -> tuple[dict, list[str]]:
     own = sut.get("server_version")
     if (isinstance(own, dict) and isinstance(own.get("version"), str)
             and not any(own["version"] in str(v) for v in server.values())):
-        server["version"] = f"{own['version']} (GET /version)"
-        sources.append("GET /version")
+        src = own.get("source") or "GET /version"
+        server["version"] = f"{own['version']} ({src})"
+        sources.append(src)
+    elif isinstance(own, dict) and own.get("reason") and not server:
+        server["version"] = f"not recorded: {own['reason']}"
     header = (sut.get("response_headers") or {}).get("server")
     if header:
         server["server header"] = header

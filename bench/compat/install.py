@@ -191,6 +191,7 @@ def ensure(name: str, force: bool = False) -> dict:
     if info and not force:
         try:
             info["version"] = check(d)
+            (d / "installed.json").write_text(json.dumps(info, indent=2))
             return info
         except Exception as e:    # broken install: redo it
             print(f"{name}: existing install fails its check ({e}); reinstalling", file=sys.stderr)

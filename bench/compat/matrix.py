@@ -11,7 +11,7 @@
                        | token-count mismatches 0 (or explained) | server version in sut.json
                        | /metrics scraped (where the server has one)
         stop the server (process group)
-    ─► bench/compat/compatibility.md + compatibility.json (server, version, each check, pass/fail,
+    ─► docs/compatibility.md + compatibility.json (server, version, each check, pass/fail,
        concurrency-1 TTFT/TPOT p50 as loadgen measured them, the regenerating command)
 
 Prompts: 64 tokens of loadgen's common words counted with the models' own tokenizer.json (exact).
@@ -135,8 +135,10 @@ def judge(server: servers.Server, res: dict) -> dict:
     failed = summary.get("requests_failed")
     kinds = summary.get("failures_by_kind") or {}
     errs = sorted({(r.get("error") or "")[:120] for r in recs if r.get("status") != "ok"})[:3]
+    retried = sum(1 for r in recs if r.get("retries"))
     checks["no_failures"] = {"ok": failed == 0 and bool(summary),
-                             "detail": f"{failed} failed of {len(recs)} {kinds or ''} {errs or ''}".strip()}
+                             "detail": f"{failed} failed of {len(recs)} {kinds or ''} {errs or ''}".strip(),
+                             "note": f"{retried} retried" if retried else ""}
     body_fields = json.dumps(summary.get("dropped_fields") or summary.get("warnings") or "")
     ok_recs = [r for r in recs if r.get("status") == "ok"]
     outs = [r.get("output_tokens") for r in ok_recs]
@@ -167,8 +169,15 @@ def judge(server: servers.Server, res: dict) -> dict:
     # "0.32.0" | "0.5.0-dev (build 1, commit 0c1e570)" (its /props says build_info b1-0c1e570) | "5.24.0 torch ..."
     keys = [k for k in re.findall(r"[0-9][0-9a-z.+-]*[0-9a-z]", server.version.split(" torch")[0]) if len(k) > 2]
     hit = [k for k in keys if k in text]
-    checks["version_in_sut"] = {"ok": bool(hit), "detail": f"found {hit[0]!r}" if hit else
-                                f"none of {keys} in sut.json (server_version: {sut.get('server_version')!r})"}
+    sv = sut.get("server_version") if isinstance(sut.get("server_version"), dict) else {}
+    if hit:
+        checks["version_in_sut"] = {"ok": True, "detail": f"found {hit[0]!r} ({sv.get('source')})"}
+    elif sv.get("version") is None and sv.get("reason"):
+        # the server exposes no version at all: loadgen records it as missing, with the reason
+        checks["version_in_sut"] = {"ok": "n/a", "detail": f"recorded as missing: {sv['reason']}"}
+    else:
+        checks["version_in_sut"] = {"ok": False, "detail": f"none of {keys} in sut.json "
+                                                          f"(server_version: {sv!r})"}
     if server.has_metrics:
         lines = _jsonl(rd / "server_metrics.jsonl") if rd else []
         checks["metrics_scraped"] = {"ok": len(lines) > 0, "detail": f"{len(lines)} scrapes"}
@@ -206,8 +215,12 @@ def run_server(name: str, runs: list[str], tmp: Path) -> dict:
 def _cell(c: Optional[dict]) -> str:
     if c is None:
         return "—"
-    mark = {True: "pass", False: "**FAIL**", None: "n/a", "explained": "explained"}[c["ok"]]
-    return f"{mark} ({c['detail']})" if c["ok"] is not True else mark
+    mark = {True: "pass", False: "**FAIL**", None: "n/a", "n/a": "n/a", "explained": "explained"}[c["ok"]]
+    if c["ok"] == "explained":          # "3 of 16 (usage ...)": the count here, the reason below the table
+        return f"explained ({c['detail'].split(' (')[0]})"
+    if c["ok"] is True:
+        return f"pass ({c['note']})" if c.get("note") else "pass"
+    return f"{mark} ({c['detail']})"
 
 
 def write_md(results: list[dict], cmd: str, path: Path) -> None:
@@ -216,6 +229,9 @@ def write_md(results: list[dict], cmd: str, path: Path) -> None:
          "Every server runs a random-weight model with the JAX `small` shapes (bench/compat/models.py); "
          f"prompts {PROMPT_TOKENS} tokens (exact, the model's tokenizer), max_tokens {MAX_TOKENS}, "
          "`ignore_eos: true`, `include_usage: true`, 2 warm-up requests per run.", "",
+         "The machine may be shared with other work while this runs: the last column gives the 1-minute "
+         "load average before → after each run (— where not recorded); on 2 cores, anything above ~2 "
+         "inflates TTFT/TPOT. Run directories are kept under `~/.cache/loadgen-compat/matrix-runs/`.", "",
          f"Regenerate: `{cmd}`", "",
          "| server | version | run | result | failed | out = max_tokens | token-count mismatches | version in sut.json "
          "| /metrics scraped | TTFT p50 ms | TPOT p50 ms | load avg 1 min (start → end) |",
@@ -245,13 +261,17 @@ def write_md(results: list[dict], cmd: str, path: Path) -> None:
         L.append(f"| {r['server']} | {r.get('version') or '—'} | {r.get('startup_s', '—')} "
                  f"| {f(g('completions-stream-c1', 'ttft_p50_ms'))} | {f(g('completions-stream-c1', 'tpot_p50_ms'))} "
                  f"| {f(g('chat-stream-c1', 'ttft_p50_ms'))} | {f(g('chat-stream-c1', 'tpot_p50_ms'))} |")
-    L += ["", "Checks: *failed* = summary.json `requests_failed` is 0; *out = max_tokens* = every ok record's "
+    L += ["", "Checks: *failed* = summary.json `requests_failed` is 0 (*n retried*: measured records whose "
+          "`retries` > 0, i.e. loadgen retried them once on a fresh connection); *out = max_tokens* = every ok record's "
           "usage completion_tokens equals max_tokens (n/a where loadgen dropped `ignore_eos` because the "
           "server rejects it); *token-count mismatches* = summary.json `token_counts` (explained: every "
           "mismatched record has fewer chunk tokens than usage, and the server's recorded transcript shows "
           "special tokens streaming as no text while usage counts them); *version in sut.json* = "
-          "the server's version string appears in sut.json; */metrics scraped* = server_metrics.jsonl has "
-          "lines (n/a: the server has no /metrics). Raw results: bench/compat/compatibility.json.", ""]
+          "the server's version string appears in sut.json (n/a: the server exposes none — no /version, "
+          "/props or /info — and sut.json says so); */metrics scraped* = server_metrics.jsonl has "
+          "lines (n/a: the server has no /metrics). Raw results: docs/compatibility.json.", ""]
+    whys = [(r["server"], silent_special_tokens(r["server"])) for r in results]
+    L += ["Token-count mismatches explained, per server:", ""] + [f"- {n}: {w}" for n, w in whys if w] + [""]
     path.write_text("\n".join(L))
 
 
@@ -260,7 +280,7 @@ def main(argv=None) -> int:
     ap.add_argument("--servers", default=",".join(servers.NAMES))
     ap.add_argument("--runs", default=None, help=f"comma list of {', '.join(RUNS)}")
     ap.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
-    ap.add_argument("--out", type=Path, default=HERE / "compatibility.md")
+    ap.add_argument("--out", type=Path, default=HERE.parents[1] / "docs" / "compatibility.md")
     ap.add_argument("--merge", action="store_true",
                     help="replace only these servers' results in the existing compatibility.json")
     ap.add_argument("--render", type=Path, default=None, help="only rewrite the .md from this compatibility.json")

@@ -55,7 +55,7 @@ def gguf_path() -> Path:
 def _corpus(n_lines: int = 60000) -> list[str]:
     """Seeded synthetic text: loadgen's common English words (so its prompts are ~1 token per word)
     and made-up words from syllables (enough distinct words to fill 32000 BPE tokens)."""
-    from loadgen.scenario.workload import WORDS
+    from loadgen.scenario.tokens import WORDS
     rng = random.Random(SEED)
     onsets = "b c d f g h j k l m n p r s t v w z br ch cl dr fl gr pl pr sh st th tr".split()
     vowels = "a e i o u ai ea ee oo ou".split()

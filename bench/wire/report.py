@@ -56,7 +56,7 @@ def _f(v, nd: int = 2) -> str:
 def table(rows: list[dict]) -> str:
     hdr = (f"{'engine':7} {'mode':9} {'strm':>4} {'n':>5} {'TTFT err':>8} {'p99':>7} {'ITL err':>7} "
            f"{'p99':>6} {'|gap|p99':>8} {'send':>6} {'recv p99':>8} {'cpu':>5} {'lag p99':>7} "
-           f"{'cmd cpu':>7} {'other':>5} {'burst':>6} {'load':>5}")
+           f"{'cmd cpu':>7} {'other':>5} {'steal':>5} {'burst':>6} {'load':>5}")
     out = [hdr]
     for r in rows:
         sp = r.get("split_estimate") or {}
@@ -70,12 +70,12 @@ def table(rows: list[dict]) -> str:
             f"{_f((sp.get('send_lag_ms') or {}).get('mean')):>6} "
             f"{_f((sp.get('recv_lag_all_chunks_ms') or {}).get('p99')):>8} "
             f"{_f(cpu):>5} {_f(r['client_loop_lag_ms_p99'], 1):>7} {_f(cmd_cpu):>7} "
-            f"{_f(r['cpu']['client_core_other_share']):>5} "
+            f"{_f(r['cpu']['client_core_other_share']):>5} {_f(r['cpu']['steal_max']):>5} "
             f"{_f(r['server_clock']['burst_ms']['p99']):>6} {r['loadavg_before'][0]:5.2f}")
     out.append("ms, client minus wire. TTFT err: per request (mean, p99); ITL err: mean(client) − "
                "mean(wire), p99(client) − p99(wire), per token; |gap|p99: per chunk gap; send/recv: "
                "stamp↔wire split by one clock offset (estimate); cpu/lag p99: summary.json client block; "
                "cmd cpu: the command's rusage / wall (start-up included); other: share of the client's core "
-               "busy with anything else (should be ~0); burst: server decode step "
+               "busy with anything else and steal: the largest VM steal share of a CPU (both should be ~0); burst: server decode step "
                "write span p99; load: 1-min load average before the run.")
     return "\n".join(out)

@@ -1,7 +1,7 @@
 """The pure half of one request, shared by the native client and the Locust engine.
 
     api settings ─► request_headers / base_body (once per run) ─► request_body (per request)
-    response ─► [client: aiohttp | locust_engine.user: geventhttpclient] ─► Record, StreamTally
+    response ─► [client: wire | aiohttp | locust_engine.user: geventhttpclient] ─► Record, StreamTally
         ─► apply_body (non-streaming JSON) / end_stream (after the last event) / fail
         ─► finish: first-chunk/first-token times, usage vs chunk counts, mismatch, sources
 
@@ -91,10 +91,30 @@ def drop_fields(body: dict, fields: Iterable[str]) -> dict:
     return out
 
 
-def request_body(base: dict, chat: bool, prompt, max_tokens: int) -> bytes:
-    """One request's JSON bytes: ``base`` plus the prompt (chat: messages) and max_tokens."""
+def with_headers(base: dict, extra: Optional[dict]) -> dict:
+    """``base`` with one request's own headers merged last, names compared case-insensitively
+    (``x-session`` replaces ``X-Session``); ``base`` itself when there are none."""
+    if not extra:
+        return base
+    low = {k.lower() for k in extra}
+    out = {k: v for k, v in base.items() if k.lower() not in low}
+    out.update(extra)
+    return out
+
+
+def request_body(base: dict, chat: bool, prompt, max_tokens: int,
+                 messages: Optional[list] = None) -> bytes:
+    """One request's JSON bytes: ``base`` plus the prompt (chat: messages) and max_tokens.
+    ``messages`` (chat only): the whole conversation to send, instead of one user turn built
+    from ``prompt``."""
     b = dict(base)
-    if chat:
+    if messages is not None:
+        if not chat:
+            raise ValueError("a list of messages needs api.endpoint: chat")
+        if not messages or not all(isinstance(m, dict) for m in messages):
+            raise ValueError("messages: expected a non-empty list of message objects")
+        b["messages"] = messages
+    elif chat:
         if isinstance(prompt, str):
             b["messages"] = [{"role": "user", "content": prompt}]
         elif prompt and all(isinstance(m, dict) for m in prompt):
@@ -139,11 +159,14 @@ def apply_body(rec: Record, tally: Any, raw: bytes, t: int) -> None:
     usage = obj.get("usage") or {}
     tally.prompt_tokens = usage.get("prompt_tokens")
     tally.completion_tokens = usage.get("completion_tokens")
+    keep = getattr(tally, "text", None)
     for ch in obj.get("choices") or []:
         text = ch.get("text")
         if text is None:
             text = (ch.get("message") or {}).get("content") or ""
         tally.chars += len(text)
+        if keep is not None:
+            keep.append(text)
         if ch.get("finish_reason") is not None:
             tally.finish_reason = ch["finish_reason"]
     rec.status = "ok"
@@ -155,7 +178,8 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
     ``tally``: a ``StreamTally`` (or anything with its completion_tokens, prompt_tokens,
     finish_reason and chars); ``workload_prompt_tokens``: the workload's own prompt count, used
     when the server reported none. Output tokens: usage if given, else the chunk count;
-    ``token_count_mismatch`` when both exist and disagree.
+    ``token_count_mismatch`` when both exist and disagree. From a StreamTally also the first
+    answer chunk's arrival, the reasoning tokens and (``want_text``) the answer's text.
     """
     chunks = rec.chunks
     if chunks:
@@ -165,6 +189,13 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
                 rec.first_token_at_ns = t
                 break
         rec.chunk_output_tokens = sum(map(_second, chunks))
+        answer = getattr(tally, "first_answer", None)   # index into chunks (StreamTally.add)
+        if answer is not None and answer < len(chunks):
+            rec.first_answer_at_ns = chunks[answer][0]
+    rec.reasoning_tokens = getattr(tally, "reasoning_tokens", None)
+    text = getattr(tally, "text", None)
+    if text is not None:
+        rec.output_text = "".join(text)
     usage = tally.completion_tokens
     rec.usage_output_tokens = usage
     if usage is not None:

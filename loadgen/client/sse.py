@@ -27,6 +27,14 @@ tokens as ``"content": ""`` and still counts them, so no token is lost and the c
 Role-only, empty and usage-only chunks are 0 (empty ones: unless continuous usage rose), an error
 chunk -1. It also keeps the last usage, finish_reason,
 output characters and an error object (``{"error": ...}`` or ``{"object": "error"}``).
+
+Reasoning and answer, told apart per chunk (``add`` is called once per ``Record.chunks`` entry, in
+order, so ``seen`` is that list's length): a chunk whose only output is ``delta.reasoning_content``
+or ``delta.reasoning`` is a REASONING chunk (its tokens summed into ``reasoning_tokens``, None
+until one arrives); a chunk with ``text``, ``delta.content`` or ``delta.tool_calls`` is an ANSWER
+chunk (``first_answer``: the index of the first one). ``StreamTally(want_text=True)`` also keeps
+the answer's text pieces (``text``; reasoning excluded). The Locust engine and the wire transport
+call ``add`` after the reads (off the stamping path); the aiohttp client calls it per read.
 """
 from __future__ import annotations
 
@@ -185,33 +193,28 @@ def loads(data: bytes) -> Any:
     return json.loads(data)
 
 
-def _has_content(choice: dict) -> tuple[bool, int]:
-    """(carries output, characters) for one completions or chat choice."""
-    text = choice.get("text")
-    if text:
-        return True, len(text)
-    delta = choice.get("delta")
-    if delta:
-        n = 0
-        found = False
-        for key in ("content", "reasoning_content", "reasoning"):
-            v = delta.get(key)
-            if v:
-                found = True
-                n += len(v)
-        if delta.get("tool_calls"):
-            found = True
-        return found, n
-    return False, 0
+def _other_output(delta: dict) -> tuple[int, int]:
+    """(kind, characters) of a chat delta without ``content``: kind 2 = reasoning only
+    (``reasoning_content`` / ``reasoning``), 1 = tool calls (an answer), 0 = no output."""
+    n = 0
+    reasoning = False
+    for key in ("reasoning_content", "reasoning"):
+        v = delta.get(key)
+        if v:
+            reasoning = True
+            n += len(v)
+    if delta.get("tool_calls"):
+        return 1, n
+    return (2 if reasoning else 0), n
 
 
 class StreamTally:
     """Counts the tokens of one stream's chunks and keeps what the last chunks said."""
 
     __slots__ = ("continuous", "cum", "prompt_tokens", "completion_tokens", "finish_reason",
-                 "chars", "error")
+                 "chars", "error", "seen", "first_answer", "reasoning_tokens", "text")
 
-    def __init__(self, continuous: bool = False) -> None:
+    def __init__(self, continuous: bool = False, want_text: bool = False) -> None:
         # continuous: the request asked for continuous usage stats; it is dropped (1 token per
         # content chunk from then on) as soon as a content chunk arrives without usage
         self.continuous = continuous
@@ -221,12 +224,18 @@ class StreamTally:
         self.finish_reason: Optional[str] = None
         self.chars = 0
         self.error: Optional[Any] = None              # the error object of an error chunk
+        self.seen = 0                                 # chunks added (Record.chunks entries)
+        self.first_answer: Optional[int] = None       # index of the first answer chunk
+        self.reasoning_tokens: Optional[int] = None   # tokens of reasoning-only chunks
+        self.text: Optional[list] = [] if want_text else None   # answer text pieces
 
     def add(self, obj: Any) -> int:
         """Tokens carried by one parsed chunk, -1 for an error object (kept in ``error``);
         raises ValueError if the chunk is not a JSON object."""
         if obj.__class__ is not dict:
             raise ValueError("chunk is not a JSON object")
+        i = self.seen
+        self.seen = i + 1
         choices = obj.get("choices")
         if "error" in obj or (choices is None and obj.get("object") == "error"):
             self.error = obj.get("error", obj)
@@ -241,24 +250,27 @@ class StreamTally:
             if cum is not None:
                 self.completion_tokens = cum
         n = 0
+        kind = 0                                      # 1: answer in this chunk, 2: reasoning only
         if choices:
+            keep = self.text
             for choice in choices:
                 text = choice.get("text")
-                if text:
+                if not text:
+                    delta = choice.get("delta")
+                    text = delta.get("content") if delta else None
+                    if not text and delta:
+                        k, chars = _other_output(delta)
+                        if k:
+                            n += 1
+                            self.chars += chars
+                            if k == 1 or not kind:   # an answer outranks reasoning
+                                kind = k
+                if text:                              # completions text / chat content
                     n += 1
                     self.chars += len(text)
-                else:
-                    delta = choice.get("delta")
-                    if delta:
-                        content = delta.get("content")
-                        if content:                          # the usual chat chunk
-                            n += 1
-                            self.chars += len(content)
-                        else:
-                            found, chars = _has_content(choice)
-                            if found:
-                                n += 1
-                                self.chars += chars
+                    kind = 1
+                    if keep is not None:
+                        keep.append(text)
                 fr = choice.get("finish_reason")
                 if fr is not None:
                     self.finish_reason = fr
@@ -275,6 +287,11 @@ class StreamTally:
                 elif d > 0:
                     n = d
                 self.cum = cum
+        if kind == 1:
+            if self.first_answer is None:
+                self.first_answer = i
+        elif kind == 2:
+            self.reasoning_tokens = (self.reasoning_tokens or 0) + n
         return n
 
 

@@ -39,6 +39,10 @@ def register(subparsers) -> None:
     p.add_argument("--fail-on-invalid", action="store_true",
                    help="exit 1 when the verdict is INVALID (for CI); without it an INVALID "
                         "run exits 0")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run the scenario N times into one parent directory; repeat.json and "
+                        "its report give the mean and a 95%% confidence interval of every "
+                        "headline figure")
     p.add_argument("--engine", choices=["native", "locust"], default="native",
                    help="load engine: native (asyncio + aiohttp, the default) or locust "
                         "(Locust workers, for load beyond one client core or host)")
@@ -70,6 +74,12 @@ def main(args: argparse.Namespace) -> int:
     if bad:
         raise ScenarioError(bad)
     sc = load_scenario(args.scenario, args.overrides)
+    if args.repeat < 1:
+        raise ScenarioError(f"--repeat {args.repeat}: must be at least 1")
+    if args.repeat > 1:
+        if args.engine != "native":
+            raise ScenarioError("--repeat: runs with the native engine only")
+        return _repeat(sc, args)
     progress = RunProgress(None, enabled=not args.json)
     old = signal.signal(signal.SIGTERM, _term_as_interrupt)
     try:
@@ -127,3 +137,36 @@ def _print_failures(run_dir, summary: dict) -> None:
         causes = []
     for line in failure_lines(summary, causes):
         print(f"loadgen: {line}", file=sys.stderr)
+
+
+def _repeat(sc, args: argparse.Namespace) -> int:
+    """N runs of ``sc``; each prints as a single run would, then the mean ± 95 % CI table."""
+    from loadgen.run.progress import RunProgress, print_summary
+    from loadgen.run.repeat import run_repeats
+    from loadgen.run.runner import run_scenario
+
+    codes: list[int] = []
+
+    def one(scenario):
+        res = run_scenario(scenario, RunProgress(None, enabled=not args.json))
+        if res.summary is not None and not args.json:
+            print_summary(res.summary, str(res.run_dir))
+        codes.append(130 if res.interrupted else exit_code(res.summary or {}, args.fail_on_invalid))
+        return res
+
+    old = signal.signal(signal.SIGTERM, _term_as_interrupt)
+    try:
+        parent, results, rep = run_repeats(sc, args.repeat, one)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    if args.json:
+        print(json.dumps({"repeat_dir": str(parent), "repeat": rep}, default=str))
+    else:
+        print(f"repeats: {rep['runs']} runs of {sc.name} ({rep['rule']})")
+        for name, f in rep["figures"].items():
+            if f["mean"] is not None:
+                ci = ("" if f["ci95_low"] is None
+                      else f"  95% CI {f['ci95_low']:.3f} – {f['ci95_high']:.3f}")
+                print(f"  {name:28s} mean {f['mean']:.3f}{ci}  (n={f['n']})")
+        print(f"repeat directory: {parent}")
+    return max(codes) if codes else 0

@@ -50,7 +50,7 @@ class WorkerNode:
         self.base_url = setup["base_url"].rstrip("/")
         self.url = self.base_url + request.endpoint_path(a.endpoint)
         self.chat = a.endpoint == "chat"
-        self.base = request.base_body(a, setup["model"])
+        self.base = request.base_body(a, setup["model"], tuple(setup.get("drop_fields") or ()))
         self.headers = request.request_headers(a, api_key)
         user_mod.LLMUser.host = self.base_url   # users spawned from now on (Locust's UI label)
         user_mod.LLMUser.connection_timeout = a.connect_timeout_s

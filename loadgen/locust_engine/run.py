@@ -165,7 +165,8 @@ class LocustRun:
         from loadgen.run.runner import PowerHook
         o, r = self.opts, self.run
         common = ["--run-dir", str(self.dir), "--base-url", r.base_url, "--model", r.model,
-                  "--connect-timeout", str(o.connect_timeout_s)]
+                  "--connect-timeout", str(o.connect_timeout_s),
+                  *[a for f in r.drop_fields for a in ("--drop-field", f)]]
         r.power = PowerHook(self.sc.power, r.run_dir).start()
         if not o.workers:
             self.master = _spawn(_argv("local", o, *common), self.dir / "local.log")

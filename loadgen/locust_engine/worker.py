@@ -40,6 +40,8 @@ def parse(argv: Optional[list[str]]) -> argparse.Namespace:
     ap.add_argument("--records-dir", help="worker: its records files go here")
     ap.add_argument("--base-url")
     ap.add_argument("--model")
+    ap.add_argument("--drop-field", action="append", default=[],
+                    help="a request field the target rejected (the probe found it): not sent")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--master-host", default="127.0.0.1")
     ap.add_argument("--master-port", type=int, default=5557)
@@ -146,7 +148,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     run_dir = Path(args.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     coord = Coordinator(env, sc, 1 if local else args.workers,
-                        {"base_url": args.base_url, "model": args.model}, run_dir,
+                        {"base_url": args.base_url, "model": args.model,
+                         "drop_fields": list(args.drop_field)}, run_dir,
                         args.connect_timeout, key, local=local)
     coord.register()
     gevent.signal_handler(signal.SIGTERM, coord.interrupt)

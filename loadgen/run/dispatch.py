@@ -76,13 +76,13 @@ class Dispatcher:
         self.last_issue_ns: Optional[int] = None
 
     # -- one request -------------------------------------------------------------------------
-    async def _one(self, spec, sem: Optional[asyncio.Semaphore]) -> None:
+    async def _one(self, spec, sem: Optional[asyncio.Semaphore]) -> Optional[Record]:
+        """Send ``spec``, write its record, and return it (a session's next turn reads it)."""
         try:
             if sem is not None:
                 async with sem:
-                    await self._execute(spec)
-            else:
-                await self._execute(spec)
+                    return await self._execute(spec)
+            return await self._execute(spec)
         except asyncio.CancelledError:
             self.ledger.cancel(spec, self.cancel_reason)
             raise
@@ -90,7 +90,7 @@ class Dispatcher:
             self.ledger.cancel(spec, f"run aborted ({type(e).__name__}) before the request ended")
             raise
 
-    async def _execute(self, spec) -> None:
+    async def _execute(self, spec) -> Record:
         if self.on_send is not None:
             self.on_send(spec)
         rec = self.client.new_record(spec)   # filled in place, even when cancelled mid-way
@@ -109,6 +109,7 @@ class Dispatcher:
             rec.error = f"{type(e).__name__}: {e}"
             rec.end_at_ns = rec.end_at_ns or now_ns()
         self.ledger.write(rec)
+        return rec
 
     def _spawn(self, coro) -> asyncio.Task:
         t = asyncio.get_running_loop().create_task(coro)

@@ -41,6 +41,7 @@ from loadgen.scenario.model import Scenario, ScenarioError
 from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
 from loadgen.targets.scrape import ServerMetricsScraper
 from loadgen.scenario.workload import WorkloadPlan, build_workload
+from loadgen.run.sessions import SessionDriver
 
 T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
 
@@ -106,6 +107,7 @@ class Run:
         self.cap: Optional[int] = None
         self.writer: Optional[RecordWriter] = None
         self.dispatcher: Optional[Dispatcher] = None
+        self.session_driver: Optional[SessionDriver] = None
         self.power: Optional[PowerHook] = None
         self.cpu = ClientLoad()
         self.t0: Optional[int] = None
@@ -237,7 +239,8 @@ class Run:
 
         def make(p, i: int) -> RequestSpec:
             return RequestSpec(id=i, phase="measured", prompt=p.prompt,
-                               prompt_tokens=p.prompt_tokens, max_tokens=p.max_tokens)
+                               prompt_tokens=p.prompt_tokens, max_tokens=p.max_tokens,
+                               messages=list(p.messages) if p.messages else None)
 
         self.writer = RecordWriter(self.run_dir / "records.jsonl")
         ledger = Ledger(self.writer, self.progress.on_done)
@@ -252,12 +255,13 @@ class Run:
             async with Client(cfg, cap or max(1, n or 1)) as client:
                 self.client = client
                 w = ld.warmup_requests
-                warm = stream if ld.mode != "trace" else self.plan.warmup_specs()
+                warm = (stream if ld.mode != "trace" and self.plan.sessions is None
+                        else self.plan.warmup_specs())
                 await self._warmup(client, ledger, spec_factory(warm, make, 0), w, cap)
                 self.progress.start("measured", n)
                 d = self.dispatcher = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s,
                                                  self.progress.on_send)
-                if ld.mode != "concurrency":
+                if ld.mode != "concurrency" and self.plan.sessions is None:
                     planned = [make(p, w + i) for i, p in zip(range(n), stream)]
                 await self._measure(d, planned, spec_factory(stream, make, w), cap)
                 if self.server is not None:
@@ -283,7 +287,9 @@ class Run:
         await self.scraper.mark("measure_start")
         self.cpu.start()
         self.t0 = now_ns() + (T0_LEAD_NS if ld.mode in ("server", "trace") else 0)
-        if ld.mode == "offline":
+        if self.plan.sessions is not None:
+            await self._sessions(d, cap)
+        elif ld.mode == "offline":
             await d.offline(planned, self.t0, cap)
         elif ld.mode in ("server", "trace"):     # open loop: the schedule's send times
             await d.server(planned, self.schedule.offsets_ns, self.t0, cap)
@@ -292,6 +298,24 @@ class Run:
         self.end = now_ns()
         self.power.mark("measure_end")
         await self.scraper.mark("measure_end")
+
+    def _turn_spec(self, turn, k: int, messages: list, session, i: int) -> RequestSpec:
+        """One turn of a session: the conversation so far, the answer's text kept for the next."""
+        hdr = self.sc.api.session_header
+        return RequestSpec(id=i, phase="measured", prompt=turn.user, prompt_tokens=turn.user_tokens,
+                           max_tokens=turn.max_tokens, messages=messages, session_id=session.id,
+                           turn=k, want_text=True, headers={hdr: session.id} if hdr else None)
+
+    async def _sessions(self, d: Dispatcher, cap: Optional[int]) -> None:
+        """Multi-turn sessions: N concurrent ones, or new ones at the schedule's times."""
+        ld = self.sc.load
+        end = self.t0 + int(ld.duration_s * 1e9) if ld.duration_s else None
+        drv = self.session_driver = SessionDriver(d, iter(self.plan.sessions), self._turn_spec,
+                                                  ld.warmup_requests, ld.num_requests, end)
+        if ld.mode == "server":
+            await drv.server(self.schedule.offsets_ns, self.t0)
+        else:
+            await drv.concurrency(cap or 1, self.t0)
 
     async def _close(self, ledger: Ledger, planned: list) -> None:
         """Whatever happened: every planned request recorded once, samplers stopped, files closed."""
@@ -354,6 +378,9 @@ class Run:
             "server_metrics": self.server_metrics,
             "probe": self.probe,
             "client_connections": self.client.describe() if self.client is not None else None,
+            # wire | aiohttp, stamp_source kernel | user | mixed, clock method and bracket,
+            # coalesced reads, retries (Client.transport_info, kept after the client closed)
+            "client_transport": self.client.transport_info() if self.client is not None else None,
         }
 
 

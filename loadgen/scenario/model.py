@@ -36,6 +36,8 @@ class Api(Strict):
     # a field the server rejects (HTTP 4xx naming it, e.g. transformers serve and ignore_eos):
     # true: drop it from every request, with a warning in summary.json; false: stop (exit 2)
     drop_rejected_fields: bool = True
+    # multi-turn sessions: this header carries each session's id (e.g. X-Session-ID, for routers)
+    session_header: Optional[str] = None
 
 
 class Dist(Strict):
@@ -61,6 +63,25 @@ class Dist(Strict):
         return self
 
 
+class Seconds(Strict):
+    """A duration distribution in seconds (think time): fixed value, uniform [min, max], or
+    exponential with the given mean."""
+
+    dist: Literal["fixed", "uniform", "exponential"] = "fixed"
+    value: float = Field(0.0, ge=0)
+    min: float = Field(0.0, ge=0)
+    max: Optional[float] = Field(None, ge=0)
+    mean: Optional[float] = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _params(self) -> "Seconds":
+        if self.dist == "uniform" and (self.max is None or self.max < self.min):
+            raise ValueError("dist uniform needs 'max' >= 'min'")
+        if self.dist == "exponential" and self.mean is None:
+            raise ValueError("dist exponential needs 'mean'")
+        return self
+
+
 class Prefix(Strict):
     """Synthetic prefix groups: ``groups`` prefixes of ``tokens`` tokens; each request draws one
     (zipf: group k with probability ∝ 1/(k+1)^zipf_s; uniform) and puts it before its prompt."""
@@ -72,12 +93,16 @@ class Prefix(Strict):
 
 
 class Workload(Strict):
-    source: Literal["synthetic", "jsonl", "sharegpt", "trace"] = "synthetic"
+    source: Literal["synthetic", "jsonl", "sharegpt", "trace", "sessions"] = "synthetic"
     path: Optional[str] = None            # jsonl: {prompt, max_tokens} per line; sharegpt: JSON
     # trace (loadgen.scenario.trace): mooncake {timestamp ms, input_length, output_length,
     # hash_ids} or jsonl {timestamp ms, prompt | messages, max_tokens}; one hash id per block
     format: Literal["mooncake", "jsonl"] = "mooncake"
     block_tokens: int = Field(512, gt=0)
+    # sessions (loadgen.scenario.sessions): ShareGPT conversations (path; every turn) or synthetic
+    # (turns per session; user turns sized by prompt_tokens); the pause before each next turn
+    turns: Dist = Field(default_factory=lambda: Dist(dist="fixed", value=3))
+    think_time_s: Seconds = Field(default_factory=Seconds)
     prompt_tokens: Dist = Field(default_factory=lambda: Dist(dist="fixed", value=128))
     output_tokens: Dist = Field(default_factory=lambda: Dist(dist="fixed", value=128))
     output_tokens_from_file: bool = True  # jsonl/sharegpt: use the file's lengths when present
@@ -91,7 +116,7 @@ class Workload(Strict):
 
     @model_validator(mode="after")
     def _path(self) -> "Workload":
-        if self.source != "synthetic" and not self.path:
+        if self.source not in ("synthetic", "sessions") and not self.path:
             raise ValueError(f"source {self.source} needs 'path'")
         if self.prefix is not None and self.shared_prefix_tokens:
             raise ValueError("give 'prefix' (groups) or 'shared_prefix_tokens', not both")
@@ -235,6 +260,13 @@ class Scenario(Strict):
             if sw.param == "load.concurrency" and self.load.mode == "server":
                 raise ValueError("sweep: param load.concurrency needs load.mode concurrency or "
                                  "offline (server mode sweeps load.rate)")
+        if self.workload.source == "sessions":
+            if self.api.endpoint != "chat":
+                raise ValueError("workload.source sessions needs api.endpoint chat (each turn "
+                                 "sends the conversation so far as messages)")
+            if self.load.mode not in ("concurrency", "server") or self.load.stages:
+                raise ValueError("workload.source sessions runs in load.mode concurrency (N "
+                                 "concurrent sessions) or server (a rate of new sessions)")
         if (self.load.mode == "trace") != (self.workload.source == "trace"):
             raise ValueError("load.mode trace and workload.source trace go together (the trace "
                              "file gives both the prompts and the send times)")

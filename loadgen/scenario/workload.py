@@ -24,20 +24,9 @@ from typing import Iterator, Optional
 import numpy as np
 
 from loadgen.scenario.model import Dist, ScenarioError, Workload
+from loadgen.scenario.tokens import make_counter
+from loadgen.scenario.sessions import SessionPlan
 from loadgen.scenario.trace import TracePrompts, read_trace, trace_offsets_ns
-
-# Common English words; each is a single token with a leading space in GPT-2/Llama-style BPE.
-WORDS = (
-    "the of and to in is was he for it with as his on be at by had are but from or have an they "
-    "which one you were all her she there would their we him been has when who will no more if out "
-    "so said what up its about than into them can only other new some could time these two may "
-    "then do first any my now such like our over man me even most made after also did many before "
-    "must through back years where much your way well down should because each just those people "
-    "how too little state good very make world still own see men work long get here between both "
-    "life being under never day same another know while last might us great old year off come "
-    "since against go came right used take three"
-).split()
-
 
 @dataclass(frozen=True)
 class PromptSpec:
@@ -45,97 +34,6 @@ class PromptSpec:
     prompt_tokens: int          # by the workload's counter (see WorkloadPlan.token_count)
     max_tokens: int
     messages: Optional[tuple] = None   # chat messages as given (trace jsonl); else prompt is the user turn
-
-
-# --- token counters / builders -------------------------------------------------------------
-
-class WordCounter:
-    label, exact = "words", False
-
-    def count(self, text: str) -> int:
-        return len(text.split())
-
-    def truncate(self, text: str, n: int) -> str:
-        """The first ``n`` tokens of ``text``."""
-        return " ".join(text.split()[:n])
-
-    def join(self, parts: list[str]) -> str:
-        """Texts one after the other, counted as the sum of their counts."""
-        return " ".join(p.strip() for p in parts if p.strip())
-
-    def build(self, rng: np.random.Generator, n: int) -> str:
-        return " ".join(WORDS[i] for i in rng.integers(0, len(WORDS), size=n))
-
-
-class ByteCounter:
-    label, exact = "bytes", True
-
-    def count(self, text: str) -> int:
-        return len(text.encode("utf-8"))
-
-    def truncate(self, text: str, n: int) -> str:
-        return text.encode("utf-8")[:n].decode("utf-8", "ignore")
-
-    def join(self, parts: list[str]) -> str:
-        return "".join(parts)
-
-    def build(self, rng: np.random.Generator, n: int) -> str:
-        text = WordCounter().build(rng, n // 2 + 2)
-        while len(text) < n:
-            text += " " + WordCounter().build(rng, n // 2 + 2)
-        return text[:n]
-
-
-class TokenizerCounter:
-    exact = True
-
-    def __init__(self, path: str):
-        from tokenizers import Tokenizer
-        p = Path(path)
-        if p.is_dir():
-            p = p / "tokenizer.json"
-        if not p.is_file():
-            raise ScenarioError(f"workload.tokenizer: {path}: no such tokenizer.json")
-        try:
-            self.tok = Tokenizer.from_file(str(p))
-        except Exception as e:  # the tokenizers library raises a plain Exception
-            raise ScenarioError(f"workload.tokenizer: {p}: cannot load ({str(e).splitlines()[0]})") \
-                from None
-        self.label = str(p)
-
-    def count(self, text: str) -> int:
-        return len(self.tok.encode(text, add_special_tokens=False).ids)
-
-    def truncate(self, text: str, n: int) -> str:
-        return self.tok.decode(self.tok.encode(text, add_special_tokens=False).ids[:n])
-
-    def join(self, parts: list[str]) -> str:
-        """Joined at word boundaries; a merge across a boundary shows as a length error."""
-        return " ".join(p.strip() for p in parts if p.strip())
-
-    def build(self, rng: np.random.Generator, n: int) -> str:
-        ids = self.tok.encode(WordCounter().build(rng, n + 8), add_special_tokens=False).ids
-        while len(ids) < n:
-            ids += self.tok.encode(" " + WordCounter().build(rng, n), add_special_tokens=False).ids
-        # decode/re-encode can merge across the cut: trim until the round trip is exactly n
-        take = n
-        for _ in range(16):
-            text = self.tok.decode(ids[:take])
-            got = self.count(text)
-            if got == n:
-                return text
-            take += n - got
-            if take <= 0:
-                break
-        return self.tok.decode(ids[:n])
-
-
-def make_counter(spec: str):
-    if spec == "words":
-        return WordCounter()
-    if spec == "bytes":
-        return ByteCounter()
-    return TokenizerCounter(spec)
 
 
 # --- lengths --------------------------------------------------------------------------------
@@ -222,6 +120,8 @@ class WorkloadPlan:
         self.trace_rows = read_trace(w.path, w.format) if w.source == "trace" else None
         self.trace = TracePrompts(self.counter, w.seed, w.block_tokens) if self.trace_rows else None
         self.rows = _load_file(w, self.counter) if w.source in ("jsonl", "sharegpt") else None
+        self.sessions = (SessionPlan(w, self.counter, sample_lengths) if w.source == "sessions"
+                         else None)
         self.prefix = ""
         if w.shared_prefix_tokens:
             self.prefix = self.counter.build(np.random.default_rng([w.seed, 1]),
@@ -247,7 +147,8 @@ class WorkloadPlan:
                 "file_prompts": len(self.rows) if self.rows is not None else None,
                 "trace": (None if self.trace is None else
                           {"format": self.w.format, "rows": len(self.trace_rows),
-                           **self.trace.describe()})}
+                           **self.trace.describe()}),
+                "sessions": self.sessions.describe() if self.sessions is not None else None}
 
     def trace_offsets(self, load) -> "np.ndarray":
         """Send offsets of a trace run (``load``: time_scale, num_requests, duration_s)."""
@@ -280,10 +181,14 @@ class WorkloadPlan:
     def warmup_specs(self) -> Iterator[PromptSpec]:
         """Warm-up prompts. A trace's are unique text of its rows' lengths, so warming up does not
         fill a prefix cache with the blocks the measured replay will send; else the main stream."""
+        rng = np.random.default_rng([self.w.seed, 9])
+        if self.sessions is not None:       # single turns of the sessions' first-turn sizes
+            for s in self.sessions:
+                prompt = self.counter.build(rng, max(1, s.turns[0].user_tokens))
+                yield PromptSpec(prompt, self.counter.count(prompt), s.turns[0].max_tokens)
         if self.trace_rows is None:
             yield from iter(self)
             return
-        rng = np.random.default_rng([self.w.seed, 9])
         for row in itertools.cycle(self.trace_rows):
             n = row.input_length or self.counter.count(row.prompt or "") or 16
             prompt = self.counter.build(rng, n)
@@ -293,6 +198,9 @@ class WorkloadPlan:
         rng = np.random.default_rng([self.w.seed, 0])
         if self.trace_rows is not None:
             yield from self._trace_specs(rng)
+            return
+        if self.sessions is not None:   # a session run is driven by loadgen.run.sessions
+            yield from self.warmup_specs()
             return
         if self.rows is None:
             while True:  # draw lengths in blocks so the stream is the same however it is consumed

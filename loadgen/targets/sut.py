@@ -72,12 +72,13 @@ async def fetch_models(base_url: str, api_key: Optional[str], timeout_s: float) 
 
 async def fetch_self_description(base_url: str, api_key: Optional[str], timeout_s: float) -> dict:
     """What an external server says about itself: GET /info (loadgen's JAX server: preset, shape,
-    dtype, device) and GET /version (vLLM). Each key is the JSON, or None where not offered."""
+    dtype, device), GET /version (vLLM) and GET /props (llama.cpp's llama-server: build_info,
+    slots, context). Each key is the JSON, or None where not offered."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    out: dict = {"info": None, "version": None}
+    out: dict = {"info": None, "version": None, "props": None}
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as s:
-            for key, path in (("info", "/info"), ("version", "/version")):
+            for key, path in (("info", "/info"), ("version", "/version"), ("props", "/props")):
                 try:
                     async with s.get(base_url.rstrip("/") + path, headers=headers) as r:
                         if r.status == 200:
@@ -96,6 +97,25 @@ def first_model_id(models: Optional[dict]) -> Optional[str]:
         return None
 
 
+PROPS_KEEP = ("build_info", "total_slots", "model_path", "n_ctx")   # llama-server's /props, small
+
+
+def server_version(own: dict, headers: Optional[dict]) -> dict:
+    """The server's own word on its version: {"version", "source"}, or {"version": None,
+    "reason"} when it offers none (written as missing, never guessed)."""
+    ver, props = own.get("version"), own.get("props")
+    if isinstance(ver, dict) and isinstance(ver.get("version"), str):
+        return {"version": ver["version"], "source": "GET /version"}
+    if isinstance(props, dict) and isinstance(props.get("build_info"), str):
+        return {"version": props["build_info"], "source": "GET /props build_info"}
+    info = own.get("info")
+    if isinstance(info, dict) and isinstance(info.get("version"), str):
+        return {"version": info["version"], "source": "GET /info"}
+    hdr = (headers or {}).get("server") or (headers or {}).get("Server")
+    return {"version": None, "reason": "the server offers no version (GET /version, /props, /info "
+                                       f"gave none; Server header: {hdr or 'absent'})"}
+
+
 def describe_sut(base_url: str, models: dict, managed: Optional[dict], model: Optional[str],
                  endpoint: str, self_described: Optional[dict] = None) -> dict:
     own = self_described or {}
@@ -104,5 +124,7 @@ def describe_sut(base_url: str, models: dict, managed: Optional[dict], model: Op
             "models_error": models.get("error"), "response_headers": models.get("headers"),
             "managed_server": managed,
             "server_info": (managed or {}).get("info") or own.get("info"),
-            "server_version": own.get("version"),
+            "server_version": server_version(own, models.get("headers")),
+            "server_props": ({k: own["props"].get(k) for k in PROPS_KEEP}
+                             if isinstance(own.get("props"), dict) else None),
             "client_host": client_host()}

@@ -5,7 +5,8 @@
                             ─► content chunk j at arrival + ttft_ms + j*itl_ms  (ABSOLUTE deadlines)
                             ─► usage chunk ─► [DONE]
                  every data event written is logged as [write_ns, n_tokens] (perf_counter_ns,
-                 the client's clock on this host) ─► GET /calib/log
+                 the client's clock on this host) ─► GET /calib/log (also: the request's X-*
+                 headers; chat: each message's role and first 120 characters)
 
     lockstep (``--lockstep`` or calib ``lockstep: true``): a continuous-batching server's decode loop.
         one global DecodeClock per itl_ms, ticks on a fixed grid epoch + k*itl_ms ─► at each tick the
@@ -284,6 +285,11 @@ class Calibration:
                  "chunks": [], "fault": c["fault"], "body": {kk: v for kk, v in body.items()
                                                              if kk not in ("prompt", "messages")}}
         if self.log_on:
+            entry["x_headers"] = {kk: v for kk, v in request.headers.items()
+                                  if kk.lower().startswith("x-")}
+            if chat:             # the conversation as sent: each message's role, first 120 chars
+                entry["messages"] = [{"role": m.get("role"), "content": str(m.get("content", ""))[:120]}
+                                     for m in body.get("messages") or [] if isinstance(m, dict)]
             self.log.append(entry)
         fault = c["fault"]
         if fault in ("http500", "http429"):

@@ -1,17 +1,25 @@
-"""Client against the real calibration server: timings vs the server's own log, every fault a record."""
+"""Client against the real calibration server: timings vs the server's own log, every fault a
+record; every test on both transports (wire: the default for http://; aiohttp: LOADGEN_HTTP)."""
 import asyncio
 import socket
 import statistics
 
 import pytest
 
-from loadgen.client.client import Client, ClientConfig, RequestSpec
+from loadgen.client.client import Client, ClientConfig, RequestSpec, pick_transport
 
 # Generous for a loaded 2-core box where either process can be descheduled for tens of ms;
 # the causality and median checks against the server's own log are the tight ones.
 LAG_MEDIAN_MS = 5.0    # client read time minus server write time, median over a stream
 LAG_MAX_MS = 40.0
 _ids = iter(range(10**6))
+
+
+@pytest.fixture(autouse=True, params=["wire", "aiohttp"])
+def transport(request, monkeypatch):
+    """The transport every Client of the test picks, through the environment as a user would."""
+    monkeypatch.setenv("LOADGEN_HTTP", request.param)
+    return request.param
 
 
 def cfg(server, calib=None, **kw):
@@ -29,6 +37,7 @@ def spec(prompt=None, max_tokens=8, prompt_tokens=3):
 
 async def one(c, s=None, **kw):
     async with Client(c, 4) as client:
+        assert client.transport == pick_transport(client.url)
         return await client.execute(s or spec(**kw))
 
 
@@ -160,11 +169,12 @@ async def test_non_streaming_has_e2e_and_usage_but_no_ttft(calib_server):
 async def test_token_id_prompt_extra_body_headers_and_auth(calib_server):
     c = cfg(calib_server, extra_body={"temperature": 0.5}, ignore_eos=False, include_usage=False,
             api_key="sk-test", headers={"X-Trace": "1"})
-    s = spec(prompt=[7, 8, 9, 10])
+    ids = [7, 8, 9, 10 + next(_ids)]              # unique: the server's log is shared
+    s = spec(prompt=ids)
     rec = await one(c, s)
     assert rec.status == "ok" and rec.output_tokens_source == "chunks"
     assert (rec.prompt_tokens, rec.prompt_tokens_source) == (3, "workload")   # no usage asked for
-    entry = server_entry(calib_server, str([7, 8, 9, 10]))
+    entry = server_entry(calib_server, str(ids))
     assert entry["authorization"] == "Bearer sk-test"
     assert entry["body"]["temperature"] == 0.5
     assert "ignore_eos" not in entry["body"] and "stream_options" not in entry["body"]
@@ -209,3 +219,90 @@ async def test_connection_refused_is_a_record():
 async def test_bad_prompt_for_chat_is_a_client_record(calib_server):
     rec = await one(cfg(calib_server, endpoint="chat"), spec(prompt=[1, 2, 3]))
     assert (rec.status, rec.error_kind) == ("error", "client")
+
+
+# -- multi-turn and reasoning fields (the session driver's contract) ---------------------------
+
+@pytest.mark.parametrize("continuous", [False, True])
+async def test_reasoning_chunks_count_apart_and_the_first_answer_is_stamped(calib_server, continuous):
+    k = 2 if continuous else 1
+    c = cfg(calib_server, {"reasoning_tokens": 3, "ttft_ms": 10, "itl_ms": 5, "tokens_per_chunk": k},
+            endpoint="chat", continuous_usage=continuous)
+    s = spec(max_tokens=6 * k)
+    s.want_text = True
+    rec = await one(c, s)
+    assert rec.status == "ok", rec.error
+    assert [n for _, n in rec.chunks] == [0] + [k] * 6 + [0]
+    assert rec.first_token_at_ns == rec.chunks[1][0]            # TTFT: reasoning counts
+    assert rec.first_answer_at_ns == rec.chunks[4][0] > rec.first_token_at_ns
+    assert (rec.reasoning_tokens, rec.output_tokens) == (3 * k, 6 * k)
+    assert rec.output_text == " tok" * k * 3                     # the answer only
+    plain = await one(c, spec(max_tokens=6 * k))
+    assert plain.output_text is None and plain.reasoning_tokens == 3 * k
+
+
+async def test_no_reasoning_means_first_answer_is_first_token(calib_server):
+    rec = await one(cfg(calib_server, {"itl_ms": 1}, endpoint="chat"), max_tokens=3)
+    assert rec.first_answer_at_ns == rec.first_token_at_ns and rec.reasoning_tokens is None
+
+
+@pytest.mark.parametrize("endpoint,stream", [("chat", True), ("completions", True), ("chat", False)])
+async def test_want_text_gives_the_exact_text(calib_server, endpoint, stream):
+    c = cfg(calib_server, {"text": " ü中\n", "itl_ms": 1}, endpoint=endpoint, stream=stream)
+    s = spec(max_tokens=4)
+    s.want_text = True
+    rec = await one(c, s)
+    assert rec.status == "ok" and rec.output_text == " ü中\n" * 4
+
+
+async def test_messages_are_sent_as_the_conversation(calib_server):
+    tag = f"turn-2 of session {next(_ids)} please"
+    msgs = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"},
+            {"role": "assistant", "content": " tok tok"}, {"role": "user", "content": tag}]
+    s = spec(prompt="ignored when messages are given")
+    s.messages, s.session_id, s.turn = msgs, "s-7", 2
+    rec = await one(cfg(calib_server, endpoint="chat"), s)
+    assert rec.status == "ok" and (rec.session_id, rec.turn) == ("s-7", 2)
+    entry = server_entry(calib_server, tag)
+    assert entry["messages"] == msgs
+    assert (rec.prompt_tokens, rec.prompt_tokens_source) == (11, "usage")   # the server's word count
+
+
+async def test_messages_need_the_chat_endpoint(calib_server):
+    s = spec()
+    s.messages = [{"role": "user", "content": "hi"}]
+    rec = await one(cfg(calib_server), s)
+    assert (rec.status, rec.error_kind) == ("error", "client") and "chat" in rec.error
+
+
+async def test_per_request_headers_are_merged_over_the_configured_ones(calib_server):
+    c = cfg(calib_server, headers={"X-Trace": "1", "X-Keep": "k"})
+    s = spec()
+    s.headers = {"x-trace": "2", "X-Session-Affinity": "s-9"}
+    rec = await one(c, s)
+    assert rec.status == "ok"
+    h = {k.lower(): v for k, v in server_entry(calib_server, s.prompt)["x_headers"].items()}
+    assert h == {"x-trace": "2", "x-keep": "k", "x-session-affinity": "s-9"}
+
+
+async def test_transport_choice_and_description(calib_server, transport, monkeypatch):
+    assert pick_transport("https://example.org/v1/completions") == "aiohttp"
+    assert pick_transport("http://x/v1/completions", "aiohttp") == "aiohttp"
+    assert pick_transport("http://x/v1/completions", "wire") == "wire"
+    with pytest.raises(ValueError, match="LOADGEN_HTTP"):
+        pick_transport("http://x/", "h2")
+    client = Client(cfg(calib_server, {"itl_ms": 1}), 2)
+    assert client.transport == transport and client.transport_info() == {"transport": transport}
+    async with client:
+        rec = await client.execute(spec(max_tokens=3))
+    info = client.transport_info()                  # still there after close (meta.json)
+    assert rec.status == "ok" and info["transport"] == transport
+    assert info["stamp_source"] in ("kernel", "user", "mixed") and "clock" in info
+    assert info["stale_connection_retries"] == 0 and info["reuse_connections"] is True
+    if transport == "wire":
+        assert info["responses"] == 1 and info["coalesced_reads"] == rec.coalesced_reads >= 0
+        assert info["clock"] is None or info["clock"]["bracket_ns"] >= 0
+    else:
+        assert info["stamp_source"] == "user" and rec.coalesced_reads is None
+    monkeypatch.setenv("LOADGEN_HTTP", "aiohttp")
+    assert Client(cfg(calib_server), 1).transport == "aiohttp"

@@ -14,10 +14,18 @@ import aiohttp
 import pytest
 from aiohttp.http_parser import RawResponseMessage
 
-from loadgen.client.client import Client, ClientConfig, RequestSpec, stale_connection_error
+from loadgen.client.aiohttp_transport import stale_connection_error
+from loadgen.client.client import Client, ClientConfig, RequestSpec
 from tests.loadgen.client.fakes import FakeOpenAI, chat_chunk, cmpl_chunk, sse, usage
 
 _ids = iter(range(10**6))
+
+
+@pytest.fixture(params=["wire", "aiohttp"])
+def transport(request, monkeypatch):
+    """The transport every Client of the test picks (LOADGEN_HTTP, as a user would set it)."""
+    monkeypatch.setenv("LOADGEN_HTTP", request.param)
+    return request.param
 
 
 def cfg(url, calib=None, **kw):
@@ -42,7 +50,7 @@ async def sequential(c, n, max_connections=1):
 # -- stale keep-alive connections -------------------------------------------------------------
 
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
-async def test_a_stale_pooled_connection_is_retried_once_on_a_fresh_one(calib_server, endpoint):
+async def test_a_stale_pooled_connection_is_retried_once_on_a_fresh_one(calib_server, endpoint, transport):
     # "next": the server keeps the socket after the stream and drops the next request on it
     # unanswered, every time: the 2nd request meets a stale pooled connection deterministically
     recs, info = await sequential(cfg(calib_server.url, {"close_after": "next", "itl_ms": 1},
@@ -63,7 +71,7 @@ async def test_a_stale_pooled_connection_is_retried_once_on_a_fresh_one(calib_se
 
 
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
-async def test_a_server_that_closes_after_each_stream_loses_no_request(calib_server, endpoint):
+async def test_a_server_that_closes_after_each_stream_loses_no_request(calib_server, endpoint, transport):
     # like llama-server: "Keep-Alive: timeout=5" and then the socket closes after the stream;
     # a bare pooled client fails about every second request here
     recs, info = await sequential(cfg(calib_server.url, {"close_after": True, "itl_ms": 1},
@@ -77,7 +85,7 @@ async def test_a_server_that_closes_after_each_stream_loses_no_request(calib_ser
     assert info["stale_connection_retries"] == sum(r.retries for r in recs) <= 1
 
 
-async def test_a_fresh_connection_that_fails_is_not_retried():
+async def test_a_fresh_connection_that_fails_is_not_retried(transport):
     accepted = []
 
     async def slam(reader, writer):         # reads the request, closes without a byte
@@ -96,7 +104,7 @@ async def test_a_fresh_connection_that_fails_is_not_retried():
     assert len(accepted) == 1 and info["stale_connection_retries"] == 0
 
 
-async def test_a_drop_mid_stream_is_not_retried(calib_server):
+async def test_a_drop_mid_stream_is_not_retried(calib_server, transport):
     # on a reused connection, but the answer had begun: never sent twice
     c = cfg(calib_server.url, {"itl_ms": 1})
     async with Client(c, 1) as client:
@@ -133,7 +141,7 @@ async def run_script(pieces, endpoint="chat", **kw):
             return await client.execute(spec(max_tokens=4))
 
 
-async def test_llama_server_chat_stream():
+async def test_llama_server_chat_stream(transport):
     # role chunk with "content": null; the last chunk carries finish_reason, usage and timings
     last = chat_chunk({}, "length", usage(4))
     last["timings"] = {"predicted_n": 4, "predicted_ms": 12.5}
@@ -146,7 +154,7 @@ async def test_llama_server_chat_stream():
     assert (rec.output_tokens, rec.token_count_mismatch, rec.finish_reason) == (4, False, "length")
 
 
-async def test_transformers_serve_stream_no_done_usage_on_finish_merged_pieces():
+async def test_transformers_serve_stream_no_done_usage_on_finish_merged_pieces(transport):
     # no "data: [DONE]", usage rides on the finish chunk, byte-level pieces merged (chunks != tokens)
     rec = await run_script(sse(chat_chunk({"role": "assistant", "content": ""}),
                                chat_chunk({"content": " ab"}),
@@ -157,7 +165,7 @@ async def test_transformers_serve_stream_no_done_usage_on_finish_merged_pieces()
     assert rec.token_count_mismatch is True          # flagged, usage wins
 
 
-async def test_ping_comments_crlf_and_several_events_per_write():
+async def test_ping_comments_crlf_and_several_events_per_write(transport):
     events = sse(*[cmpl_chunk(f" {w}") for w in "abc"], cmpl_chunk(" d", "length"),
                  {"choices": [], "usage": usage(4)}, sep=b"\r\n\r\n")
     pieces = [b": ping - 2026-12-02 10:00:00.000000+00:00\r\n\r\n", events[0] + events[1],
@@ -169,7 +177,7 @@ async def test_ping_comments_crlf_and_several_events_per_write():
     assert (rec.output_tokens, rec.token_count_mismatch) == (4, False)
 
 
-async def test_vllm_special_tokens_with_continuous_usage_are_counted():
+async def test_vllm_special_tokens_with_continuous_usage_are_counted(transport):
     # vLLM streams special tokens as "content": "" and its running usage still counts them
     u = usage
     rec = await run_script(sse(chat_chunk({"role": "assistant", "content": ""}, usage=u(0)),
@@ -184,12 +192,12 @@ async def test_vllm_special_tokens_with_continuous_usage_are_counted():
     assert (rec.output_tokens, rec.chunk_output_tokens, rec.token_count_mismatch) == (5, 5, False)
 
 
-async def test_stream_ending_without_done_or_finish_reason_is_still_incomplete():
+async def test_stream_ending_without_done_or_finish_reason_is_still_incomplete(transport):
     rec = await run_script(sse(chat_chunk({"content": " a"}), done=False))
     assert (rec.status, rec.error_kind) == ("error", "incomplete")
 
 
-async def test_request_body_drops_the_fields_the_probe_found_rejected():
+async def test_request_body_drops_the_fields_the_probe_found_rejected(transport):
     with FakeOpenAI() as srv:
         c = ClientConfig(base_url=srv.url, model="fake-model", continuous_usage=True,
                          extra_body={"min_tokens": 2, "temperature": 0},

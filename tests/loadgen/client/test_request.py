@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from loadgen.record import Record
-from loadgen.client.request import (base_body, drop_fields, end_stream, finish, optional_fields,
-                                    request_body, request_headers)
+from loadgen.client.request import (apply_body, base_body, drop_fields, end_stream, finish,
+                                    optional_fields, request_body, request_headers, with_headers)
 from loadgen.scenario.model import Api
 from loadgen.client.sse import StreamTally
 
@@ -49,6 +49,39 @@ def test_request_body_and_headers():
     h = request_headers(Api(headers={"X-A": "b"}), "k")
     assert h["Authorization"] == "Bearer k" and h["Accept"] == "text/event-stream"
     assert h["X-A"] == "b"
+
+
+def test_messages_replace_the_prompt_and_headers_merge_case_insensitively():
+    conv = [{"role": "system", "content": "s"}, {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": "a1"}, {"role": "user", "content": "u2"}]
+    assert json.loads(request_body({"m": 1}, True, "ignored", 4, conv)) == {
+        "m": 1, "messages": conv, "max_tokens": 4}
+    with pytest.raises(ValueError, match="chat"):
+        request_body({}, False, "p", 4, conv)
+    for bad in ([], ["text"]):
+        with pytest.raises(ValueError):
+            request_body({}, True, "p", 4, bad)
+    base = {"Content-Type": "application/json", "X-Session": "a"}
+    assert with_headers(base, None) is base and with_headers(base, {}) is base
+    assert with_headers(base, {"x-session": "b", "X-New": "c"}) == {
+        "Content-Type": "application/json", "x-session": "b", "X-New": "c"}
+    assert base == {"Content-Type": "application/json", "X-Session": "a"}      # not changed
+
+
+def test_finish_takes_first_answer_reasoning_and_text_from_the_tally():
+    rec = Record(id=0, phase="measured", scheduled_at_ns=0)
+    tally = StreamTally(want_text=True)
+    for t, delta in [(10, {"role": "assistant"}), (20, {"reasoning_content": "r"}),
+                     (30, {"content": "ab"}), (40, {"content": "c"})]:
+        rec.chunks.append([t, tally.add({"choices": [{"delta": delta}]})])
+    finish(rec, tally, None)
+    assert (rec.first_token_at_ns, rec.first_answer_at_ns, rec.reasoning_tokens) == (20, 30, 1)
+    assert rec.output_text == "abc"
+    body = Record(id=1, phase="measured", scheduled_at_ns=0)
+    whole = StreamTally(want_text=True)
+    apply_body(body, whole, b'{"choices":[{"message":{"content":"xyz","reasoning_content":"r"}}]}', 5)
+    finish(body, whole, None)
+    assert (body.output_text, body.first_answer_at_ns, body.reasoning_tokens) == ("xyz", None, None)
 
 
 def test_finish_counts_and_is_stable_when_rederived():

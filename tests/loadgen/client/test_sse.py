@@ -201,3 +201,27 @@ def test_ping_comments_and_ping_events_are_not_chunks():
             b'event: keep-alive\ndata:\n\ndata: {"b": 2}\n\ndata: [DONE]\n\n')
     assert parse_all([data]) == [b'{"a": 1}', b'{"b": 2}', DONE]
     assert parse_all([data[i:i + 1] for i in range(len(data))]) == [b'{"a": 1}', b'{"b": 2}', DONE]
+
+
+def test_tally_tells_reasoning_from_answer_chunks():
+    t = StreamTally(want_text=True)
+    chunks = [{"choices": [{"delta": {"role": "assistant", "content": ""}}]},      # 0: nothing
+              {"choices": [{"delta": {"reasoning_content": "hm"}}]},              # 1: reasoning
+              {"choices": [{"delta": {"reasoning": "so", "content": ""}}]},        # 2: reasoning
+              {"choices": [{"delta": {"tool_calls": [{"id": "x"}]}}]},            # 3: answer (tool)
+              {"choices": [{"delta": {"content": "Hi", "reasoning_content": "z"}}]},  # 4: answer
+              {"choices": [], "usage": {"completion_tokens": 5}}]                   # 5: usage only
+    assert [t.add(c) for c in chunks] == [0, 1, 1, 1, 1, 0]
+    assert (t.seen, t.first_answer, t.reasoning_tokens, t.text) == (6, 3, 2, ["Hi"])
+    assert t.chars == len("hm") + len("so") + len("Hi")
+    none = StreamTally()
+    none.add({"choices": [{"text": " a"}]})
+    assert (none.first_answer, none.reasoning_tokens, none.text) == (0, None, None)
+
+
+def test_tally_reasoning_with_continuous_usage_counts_the_increase():
+    t = StreamTally(continuous=True)
+    u = lambda n: {"completion_tokens": n}  # noqa: E731
+    assert t.add({"choices": [{"delta": {"reasoning_content": "ab"}}], "usage": u(3)}) == 3
+    assert t.add({"choices": [{"delta": {"content": "c"}}], "usage": u(5)}) == 2
+    assert (t.reasoning_tokens, t.first_answer) == (3, 1)

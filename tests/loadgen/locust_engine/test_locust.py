@@ -525,7 +525,7 @@ def test_locust_run_scrapes_metrics_and_records_the_server_version(tmp_path):
         res = _run(p, workers=2)
     d = res.run_dir
     sut = json.loads((d / "sut.json").read_text())
-    assert sut["server_version"] == {"version": VERSION}
+    assert sut["server_version"] == {"version": VERSION, "source": "GET /version"}
     meta = json.loads((d / "meta.json").read_text())
     sm = meta["server_metrics"]
     assert sm["status"] == "measured" and sm["isolation"] == "process" and sm["rows"] > 0
@@ -544,3 +544,17 @@ def test_locust_run_scrapes_metrics_and_records_the_server_version(tmp_path):
     sm = json.loads((res.run_dir / "meta.json").read_text())["server_metrics"]
     assert sm["status"] == "unavailable" and "HTTP 404" in sm["reason"]
     assert res.summary["server_metrics"]["status"] == "unmeasured"
+
+
+def test_locust_workers_drop_the_fields_the_probe_found_rejected(tmp_path):
+    from tests.loadgen.client.fakes import FakeOpenAI
+    with FakeOpenAI(reject=("ignore_eos",), models=("calib-model",)) as srv:
+        path = _scenario(tmp_path, srv.url, {"mode": "concurrency", "concurrency": 2,
+                                             "num_requests": 4})
+        res = _run(path)
+        bodies = list(srv.bodies)
+    recs = [r for r in read_records(res.run_dir / "records.jsonl") if r["phase"] == "measured"]
+    assert [r["status"] for r in recs] == ["ok"] * 4
+    assert res.meta["probe"]["dropped_fields"] == ["ignore_eos"]
+    assert "ignore_eos" in bodies[0]                       # the refused probe
+    assert all("ignore_eos" not in b for b in bodies[1:])  # the accepted probe and every worker's

@@ -5,7 +5,7 @@ from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
 from loadgen.scenario.model import scenario_from_dict
 from loadgen.scenario.trace import TracePrompts, TraceRow
-from loadgen.scenario.workload import ByteCounter
+from loadgen.scenario.tokens import ByteCounter
 
 MS = 1_000_000
 

@@ -6,7 +6,7 @@ import pytest
 
 from loadgen.scenario.strict import ScenarioError
 from loadgen.scenario.trace import TracePrompts, TraceRow, read_trace, trace_offsets_ns
-from loadgen.scenario.workload import ByteCounter, WordCounter
+from loadgen.scenario.tokens import ByteCounter, WordCounter
 
 
 def write(tmp_path, rows, name="t.jsonl"):

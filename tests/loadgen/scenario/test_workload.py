@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from loadgen.scenario.model import Dist, ScenarioError, Workload
-from loadgen.scenario.workload import WORDS, build_workload, sample_lengths
+from loadgen.scenario.tokens import WORDS
+from loadgen.scenario.workload import build_workload, sample_lengths
 
 
 def W(**kw):

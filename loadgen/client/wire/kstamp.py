@@ -24,6 +24,10 @@ be stamped late by the gap; the only cure is reading promptly, and the caller co
 Nothing here does network I/O; the pure parts (``best_bracket``, ``realtime_ns``,
 ``ClockMap.to_mono``) are tested on fixed numbers.
 
+``Stamps`` is one pool's stamping, start to end: the host-wide switch, the clock map, the
+re-measurements, and what the reads showed (kernel-stamped or not, how late the loop read them),
+folded in per response and described for meta.json.
+
 Why a placeholder socket: the kernel turns RX timestamping on for the whole host (a static key,
 ``net_enable_timestamp``) with a deferred work item, so the first packets after the first socket
 asks may arrive unstamped. ``StampKeeper`` holds one UDP socket with the option set for as long as
@@ -43,6 +47,9 @@ SOL_SOCKET = socket.SOL_SOCKET
 _TIMESPEC = struct.Struct("qq")                               # tv_sec, tv_nsec (64-bit Linux)
 ANCBUFSIZE = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 64
 METHOD = "bracket perf_counter_ns|time_ns|perf_counter_ns, tightest of {n}, midpoint"
+FUTURE_SLACK_NS = 2_000_000   # a kernel stamp later than the read's user time by more: a clock step
+CLOCK_CHECK_EVERY = 512       # responses between two re-measurements of the REALTIME offset
+CLOCK_STEP_NS = 500_000       # an offset that moved by more was stepped: adopted, counted
 
 
 def enable_rx_timestamps(sock: socket.socket) -> bool:
@@ -169,3 +176,76 @@ class StampKeeper:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+
+class Stamps:
+    """One pool's stamping. ``mode``: ``"auto"`` (kernel receive stamps where the platform gives
+    them) or ``"user"``. ``open()`` switches stamping on host-wide, probes it (<= 0.2 s once) and
+    measures the clock; ``clock`` is then the ClockMap every connection reads its offset from
+    (None: user-space stamps only). ``fold(resp)`` adds one response's read figures."""
+
+    def __init__(self, mode: str = "auto"):
+        if mode not in ("auto", "user"):
+            raise ValueError(f"stamps: 'auto' or 'user', got {mode!r}")
+        self.mode = mode
+        self.clock: Optional[ClockMap] = None
+        self.probe_tries = 0                    # loopback reads until the first kernel stamp (0: none)
+        self._keeper: Optional[StampKeeper] = None
+        self.responses = self.reads = self.kernel_reads = self.future_stamps = 0
+        self.lag_max_ns = self.lag_sum_ns = 0
+        self.clock_steps: list = []             # [perf_counter_ns, offset moved by ns] per step seen
+
+    def open(self) -> None:
+        if self.mode == "auto" and self._keeper is None:
+            self._keeper = StampKeeper()
+            if self._keeper.active:
+                self.probe_tries = self._keeper.probe()
+                self.clock = measure()
+
+    def close(self) -> None:
+        if self._keeper is not None:
+            self._keeper.close()
+
+    def check_clock(self) -> int:
+        """Re-measure the REALTIME − perf_counter offset (tens of µs); a move beyond CLOCK_STEP_NS
+        (the wall clock was stepped) is adopted for every later stamp (the connections read
+        ``clock.offset_ns`` per read) and listed in ``clock_steps``. Returns the move in ns."""
+        if self.clock is None:
+            return 0
+        new = measure(32)
+        moved = new.offset_ns - self.clock.offset_ns
+        if abs(moved) > CLOCK_STEP_NS and new.width_ns < CLOCK_STEP_NS // 10:
+            self.clock.offset_ns = new.offset_ns
+            self.clock_steps.append([new.measured_at_ns, moved])
+        return moved
+
+    def fold(self, resp) -> None:
+        """One finished response's reads (``n_reads``, ``kernel_reads``, ``future_stamps``,
+        ``lag_sum_ns``, ``lag_max_ns``); re-measures the clock every CLOCK_CHECK_EVERY
+        responses and after a stamp from the future."""
+        if resp.future_stamps or self.responses % CLOCK_CHECK_EVERY == CLOCK_CHECK_EVERY - 1:
+            self.check_clock()
+        self.responses += 1
+        self.reads += resp.n_reads
+        self.kernel_reads += resp.kernel_reads
+        self.future_stamps += resp.future_stamps
+        self.lag_sum_ns += resp.lag_sum_ns
+        if resp.lag_max_ns > self.lag_max_ns:
+            self.lag_max_ns = resp.lag_max_ns
+
+    @property
+    def source(self) -> str:
+        """``kernel``, ``user`` or ``mixed`` over every read so far (before any: what is set up)."""
+        kr, n = self.kernel_reads, self.reads
+        if not n:
+            return "kernel" if self.clock is not None else "user"
+        return "kernel" if kr == n else ("user" if not kr else "mixed")
+
+    def describe(self) -> dict:
+        kr = self.kernel_reads
+        return {"stamp_source": self.source, "clock": self.clock.describe() if self.clock else None,
+                "probe_tries": self.probe_tries, "reads": self.reads, "kernel_stamped_reads": kr,
+                "future_stamps": self.future_stamps, "clock_steps": self.clock_steps,
+                "read_lag_ns": {"max": self.lag_max_ns,
+                                "mean": self.lag_sum_ns // kr if kr else None},
+                "responses": self.responses}

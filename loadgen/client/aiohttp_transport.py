@@ -1,0 +1,205 @@
+"""``client.Client``'s transport for ``https://`` targets (and ``LOADGEN_HTTP=aiohttp``): aiohttp.
+
+    send(data, headers, rec, tally)
+        sent_at_ns ─► one pooled aiohttp session (limit = max_connections) ─► response
+        ─► each socket read stamped once (perf_counter_ns, user space, when the loop got to it)
+        ─► SSEParser ─► JSON (every chunk) ─► StreamTally ─► Record.chunks [[t, n], ...]
+
+``sent_at_ns`` is stamped before aiohttp takes a pooled connection: size the pool to the in-flight
+cap so no request waits for one. ``timeout_s`` is aiohttp's total timeout (send to last byte).
+
+Stale keep-alive connections (llama.cpp's llama-server answers ``Keep-Alive: timeout=5`` and then
+closes the socket after a streamed answer): a request that fails on a REUSED pooled connection
+before any byte of the answer arrived (the write failed, or the peer closed before the status
+line) never reached the server, so it is sent once more on a fresh connection. The record says
+so: ``retries`` 1, ``first_sent_at_ns`` (the first attempt), ``retry_error``; ``sent_at_ns`` is
+the attempt that reached the server and ``scheduled_at_ns`` is unchanged (TTFT from scheduled
+carries the cost). Nothing else is retried. After the first such retry the transport stops
+reusing connections (``reuse_connections`` false: each request on its own connection, sent with
+``Connection: close``): that server closes them anyway, and a connect is cheaper than a failed
+write and a retry. A server that answers ``Connection: close`` is honoured by aiohttp itself.
+Whether a connection was new is told by ``_Connector`` through a context variable of the
+request's own task (no tracing hooks).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+from typing import Any, Optional
+
+import aiohttp
+from yarl import URL
+
+from loadgen.client.request import SNIPPET, apply_body, end_stream
+from loadgen.client.request import fail as _fail
+from loadgen.client.sse import DONE, NamedEvent, SSEParser, StreamTally, _scan, error_message, loads as _loads
+from loadgen.record import Record, now_ns
+
+READ_BUFSIZE = 4 * 2**20      # aiohttp's default 64 KiB throttles long-context bodies (vllm #39963)
+KEEPALIVE_S = 4.0             # below uvicorn's 5 s keep-alive: never reuse a socket the server closes
+_json_loads = json.loads
+
+# True once the current task's request opened a new connection (set by _Connector, read by
+# AiohttpTransport._post in the same task: coroutines awaited in one task share its context)
+_new_connection: contextvars.ContextVar[bool] = contextvars.ContextVar("loadgen_new_connection",
+                                                                       default=False)
+
+
+class _Connector(aiohttp.TCPConnector):
+    """aiohttp's TCPConnector, telling the request's task when its connection is a new one."""
+
+    async def _create_connection(self, req, traces, timeout):  # type: ignore[override]
+        proto = await super()._create_connection(req, traces, timeout)
+        _new_connection.set(True)
+        return proto
+
+
+def stale_connection_error(e: BaseException) -> bool:
+    """An error that, on a reused connection and before any response byte, means the server
+    closed the socket before it saw the request: the write failed (``ClientOSError``: "Can not
+    write request body", a reset, a broken pipe) or the peer closed before the status line
+    (``ServerDisconnectedError`` with no partial response). A failed connect is not one."""
+    if isinstance(e, aiohttp.ServerDisconnectedError):
+        return isinstance(e.message, str)        # else a partial response message arrived
+    if isinstance(e, aiohttp.ClientConnectorError):
+        return False
+    return isinstance(e, aiohttp.ClientOSError)
+
+
+class AiohttpTransport:
+    name = "aiohttp"
+
+    def __init__(self, url: str, max_connections: int, timeout_s: float,
+                 connect_timeout_s: Optional[float], stream: bool):
+        self._url = URL(url)                     # parsed once, not per request
+        self.max_connections, self.stream = max_connections, stream
+        self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s
+        self._session: Optional[aiohttp.ClientSession] = None
+        self._fresh: Optional[aiohttp.ClientSession] = None   # retries: never a pooled socket
+        self.first_response_headers: Optional[dict] = None    # of the first answer (sut.json)
+        self.retries = 0                         # stale-connection retries so far
+        self.reuse_connections = True            # False after the first (see module doc)
+
+    def _new_session(self, connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
+        timeout = aiohttp.ClientTimeout(total=self.timeout_s, connect=self.connect_timeout_s)
+        return aiohttp.ClientSession(connector=connector, timeout=timeout,
+                                     read_bufsize=READ_BUFSIZE, max_field_size=65536,
+                                     trust_env=False, raise_for_status=False)
+
+    async def open(self) -> None:
+        self._session = self._new_session(_Connector(
+            limit=self.max_connections, limit_per_host=0, keepalive_timeout=KEEPALIVE_S,
+            ttl_dns_cache=None))
+
+    async def close(self) -> None:
+        for s in (self._session, self._fresh):
+            if s is not None:
+                await s.close()
+        self._session = self._fresh = None
+
+    def describe(self) -> dict:
+        return {"transport": "aiohttp", "stamp_source": "user",
+                "clock": {"method": "perf_counter_ns when the event loop got each read"},
+                "coalesced_reads": None, "stale_connection_retries": self.retries,
+                "reuse_connections": self.reuse_connections}
+
+    async def _post(self, data: bytes, headers: dict, rec: Record) -> aiohttp.ClientResponse:
+        """POST; on a stale pooled connection (see module doc) once more on a fresh one."""
+        session = self._fresh or self._session
+        _new_connection.set(False)
+        rec.sent_at_ns = now_ns()
+        try:
+            return await session.post(self._url, data=data, headers=headers)
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError) as e:
+            if _new_connection.get() or not stale_connection_error(e):
+                raise
+            err = f"{type(e).__name__}: {e}"
+        rec.retries += 1
+        rec.first_sent_at_ns, rec.retry_error = rec.sent_at_ns, err[:SNIPPET]
+        self.retries += 1
+        self.reuse_connections = False
+        if self._fresh is None:   # from now on no pooling: each request on its own connection
+            self._fresh = self._new_session(_Connector(force_close=True, limit=0,
+                                                       ttl_dns_cache=None))
+        _new_connection.set(False)
+        rec.sent_at_ns = now_ns()
+        return await self._fresh.post(self._url, data=data, headers=headers)
+
+    async def send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally) -> None:
+        """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError and
+        what no rule here names (the Client makes that a ``client`` error)."""
+        try:
+            async with await self._post(data, headers, rec) as resp:
+                if self.first_response_headers is None:
+                    self.first_response_headers = dict(resp.headers)
+                rec.http_status = resp.status
+                if resp.status >= 300:
+                    snippet = (await resp.content.read(SNIPPET)).decode("utf-8", "replace")
+                    _fail(rec, "http", f"HTTP {resp.status}: {' '.join(snippet.split())}")
+                elif self.stream and resp.content_type != "application/json":
+                    await read_stream(resp, rec, tally)
+                else:
+                    raw = await resp.read()
+                    t = rec.end_at_ns = now_ns()
+                    apply_body(rec, tally, raw, t)
+        except asyncio.TimeoutError:
+            if rec.status == "pending":
+                _fail(rec, "timeout", f"no complete answer within {self.timeout_s:g} s")
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as e:
+            if rec.status == "pending":
+                _fail(rec, "connection", f"{type(e).__name__}: {e}")
+
+
+async def read_stream(resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally) -> None:
+    """Every read stamped as the loop gets it, its SSE events parsed and counted at once."""
+    parser = SSEParser()
+    feed = parser.feed
+    add = tally.add
+    append = rec.chunks.append
+    readany = resp.content.readany
+    clock = now_ns
+    scan = _scan
+    done = eof = False
+    ev: Any = None
+    try:
+        while not eof:
+            data = await readany()
+            t = clock()                     # one stamp per socket read, shared by its events
+            if data:
+                events = feed(data)
+            else:
+                events = parser.finish()
+                eof = True
+            for ev in events:
+                if ev.__class__ is bytes:
+                    try:                    # sse.loads, inlined: the C scanner, else json.loads
+                        s = ev.decode()
+                        obj, end = scan(s, 0)
+                        if end != len(s):
+                            obj = _json_loads(ev)
+                    except (StopIteration, ValueError):
+                        if not ev:              # "data:" with nothing: not a chunk, skip it
+                            continue
+                        obj = _json_loads(ev)   # exact: raises ValueError if really bad
+                    n = add(obj)
+                    if n < 0:               # an error object inside the 200 stream
+                        append([t, 0])
+                        return _fail(rec, "server_error", error_message(tally.error), t)
+                    append([t, n])
+                elif ev is DONE:
+                    if not done:
+                        done = True
+                        rec.end_at_ns = t
+                        rec.status = "ok"   # a later timeout or drop does not undo it
+                elif ev.__class__ is NamedEvent:
+                    if ev.event == "error":
+                        append([t, 0])
+                        return _fail(rec, "server_error", ev.data.decode("utf-8", "replace"), t)
+                    append([t, max(add(_loads(ev.data)), 0)])
+                else:
+                    return _fail(rec, "malformed", f"not server-sent events: {ev.line!r}", t)
+    except ValueError as e:  # json.loads / a chunk that is not an object
+        what = ev[:120] if isinstance(ev, bytes) else ev
+        return _fail(rec, "malformed", f"bad JSON in stream ({e}): {what!r}", clock())
+    end_stream(rec, tally, done, t)

@@ -1,0 +1,22 @@
+"""wire: a minimal HTTP/1.1 client for plain ``http://`` targets, every read stamped by the kernel.
+
+    transport.WireTransport.send (client.Client's default transport for http://)
+      ─► pool.WirePool.request: an idle keep-alive connection (LIFO) or a connect; a stale pooled
+             one retried once, fresh; sent_at_ns immediately before the send syscall
+           ─► mux.ReadMux: the pool's own epoll, one loop reader for every socket
+           ─► conn.Conn.on_readable: recvmsg ─► SCM_TIMESTAMPNS ─► kstamp clock map ─► t
+                  ─► httptools (C) framing ─► WireResponse.reads [(t, bytes)]   (http1.py)
+      ─► pool.WirePool.fill ─► fill.RecordFiller: fill_steps in slices of <= 250 µs per loop
+             turn: SSE, JSON, tokens (sse.py), request.py's record rules ─► Record
+    kstamp.py   kernel receive stamps on the records' clock (probe, offset, steps, per-pool figures)
+
+No JSON, no SSE and no task switch per read: the loop's only per-read work is one recvmsg, one
+clock read (user time, kept to measure how late the loop got to the read) and one parser feed. A
+read that coalesced several TCP segments carries the LAST segment's kernel stamp; ``fill`` counts
+reads that carried more than one token chunk (``coalesced_reads``). A read without the cmsg
+(stamping refused, or a packet that reached the socket before the host turned stamping on) is
+stamped in user space; ``stamp_source`` says ``kernel``, ``user`` or ``mixed`` per response and per
+pool. Linux gives kernel stamps; elsewhere the same code path stamps in user space.
+
+May import: httptools, loadgen.record, loadgen.client.sse / request. Nothing else of loadgen.
+"""

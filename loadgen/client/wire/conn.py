@@ -1,0 +1,229 @@
+"""One keep-alive socket of the wire pool: reads stamped, HTTP/1.1 framing by httptools, writes.
+
+    mux says readable ─► Conn.on_readable (no coroutine per read), until the socket is drained:
+        recvmsg(BUFSIZE, ANCBUFSIZE) ─► SCM_TIMESTAMPNS (REALTIME) − clock.offset_ns ─► t
+                                        (no cmsg: t = the user-space time of the read)
+        ─► httptools.HttpResponseParser.feed_data (C) ─► on_header / on_headers_complete /
+           on_body: resp.reads.append((t, bytes)) / on_message_complete
+    the awaiting coroutine (pool._exchange) wakes twice: ``headers_fut``, then ``done_fut``
+    (message complete, EOF, error, timeout, close).
+
+Framing: chunked, Content-Length, or read-until-close (no length, no chunking: EOF ends it);
+``Connection: close`` / HTTP/1.0 come from ``should_keep_alive``; ``Keep-Alive: timeout=N``
+shortens this connection's reuse window to N − 1 s. Endings: ``eof`` (an until-close body ends,
+else a ``connection`` failure), ``failed`` (sets the response's error once; ``stale`` when a
+REUSED connection failed before any byte of the answer: the pool may retry), ``close``.
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from typing import Optional
+
+import httptools
+
+from loadgen.client.wire import kstamp
+from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.wire.mux import ReadMux
+from loadgen.record import now_ns
+
+BUFSIZE = 65536               # one recvmsg; level-triggered readiness brings the loop back for more
+_SCM_TS, _SOL_SOCKET = kstamp.SCM_TIMESTAMPNS, kstamp.SOL_SOCKET
+_FUTURE = -kstamp.FUTURE_SLACK_NS
+_unpack_ts = struct.Struct("qq").unpack_from
+
+
+def _wake(fut: Optional[asyncio.Future]) -> None:
+    if fut is not None and not fut.done():
+        fut.set_result(None)
+
+
+class Conn:
+    """One socket; the httptools parser's protocol for the exchange in flight. Watched by ``mux``
+    from creation to ``close`` (an idle connection too: a server's FIN is seen before reuse);
+    listed in ``conns`` (the pool's open connections) for as long."""
+
+    def __init__(self, sock: socket.socket, key: tuple, loop: asyncio.AbstractEventLoop,
+                 mux: ReadMux, clock: Optional[kstamp.ClockMap], keepalive_s: float, conns: set):
+        self.sock, self.key, self.fd = sock, key, sock.fileno()
+        self.loop, self.mux, self.clock, self.conns = loop, mux, clock, conns
+        self.resp: Optional[WireResponse] = None
+        self.active = False                 # an exchange is reading
+        self.closed = False
+        self.reused = False
+        self.idle_since = 0.0
+        self.keepalive_s = keepalive_s
+        self.nbytes = 0
+        self.t = 0
+        self._hdrs: list = []
+        self.parser: Optional[httptools.HttpResponseParser] = None
+        self.until_close = False
+        self.headers_fut: Optional[asyncio.Future] = None
+        self.done_fut: Optional[asyncio.Future] = None
+        self.wfut: Optional[asyncio.Future] = None
+        self._append = None
+        conns.add(self)
+        mux.watch(self.fd, self.on_readable)
+
+    # ---------------------------------------------------------------- exchange
+    def begin(self, resp: WireResponse) -> None:
+        self.resp, self.active, self.nbytes, self._hdrs = resp, True, 0, []
+        self.until_close = False
+        self.parser = httptools.HttpResponseParser(self)
+        self._append = resp.reads.append
+        self.headers_fut = self.loop.create_future()
+        self.done_fut = self.loop.create_future()
+
+    def idle(self, now: float) -> None:
+        """The exchange ended with the connection reusable: park it."""
+        self.active, self.resp, self.parser, self._append = False, None, None, None
+        self.headers_fut = self.done_fut = None
+        self.idle_since = now
+
+    def on_readable(self) -> None:
+        recvmsg = self.sock.recvmsg
+        offset = self.clock.offset_ns if self.clock is not None else None
+        while True:
+            try:
+                data, anc, _flags, _addr = recvmsg(BUFSIZE, kstamp.ANCBUFSIZE)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                return self.failed("connection", f"{type(e).__name__}: {e}", now_ns())
+            tu = now_ns()
+            if not self.active:                          # idle or finished: EOF or stray bytes
+                return self.close()
+            if not data:
+                return self.eof(tu)
+            resp = self.resp
+            t = tu
+            if anc and offset is not None:
+                level, kind, cdata = anc[0]           # the only cmsg asked for
+                if kind == _SCM_TS and level == _SOL_SOCKET:
+                    sec, nsec = _unpack_ts(cdata)
+                    t = sec * 1_000_000_000 + nsec - offset
+                    lag = tu - t
+                    if lag > resp.lag_max_ns:
+                        resp.lag_max_ns = lag
+                    elif lag < _FUTURE:
+                        resp.future_stamps += 1
+                    resp.lag_sum_ns += lag
+                    resp.kernel_reads += 1
+            self.nbytes += len(data)
+            resp.n_reads += 1
+            self.t = t
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserUpgrade:
+                return self.failed("malformed", "unexpected protocol upgrade", t)
+            except httptools.HttpParserError as e:
+                return self.failed("malformed", f"bad HTTP response: {e}", t)
+            if len(data) < BUFSIZE:
+                return
+
+    # ---------------------------------------------------------------- httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._hdrs.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        resp = self.resp
+        resp.status = status = self.parser.get_status_code()
+        h: dict = {}
+        raw = resp.raw_headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in self._hdrs]
+        for n, v in raw:
+            k = n.lower()
+            h[k] = f"{h[k]}, {v}" if k in h else v
+        resp.headers = h
+        resp.headers_at_ns = self.t
+        self.until_close = ("content-length" not in h and "chunked" not in h.get("transfer-encoding", "")
+                            and status >= 200 and status not in (204, 304))
+        ka = h.get("keep-alive")
+        if ka:
+            self._keep_alive_timeout(ka)
+        _wake(self.headers_fut)
+
+    def _keep_alive_timeout(self, value: str) -> None:
+        for part in value.split(","):
+            k, _, v = part.strip().partition("=")
+            if k.lower() == "timeout":
+                try:
+                    self.keepalive_s = min(self.keepalive_s, max(float(v) - 1.0, 0.0))
+                except ValueError:
+                    pass
+
+    def on_body(self, body: bytes) -> None:
+        self._append((self.t, body))
+
+    def on_message_complete(self) -> None:
+        resp = self.resp
+        resp.complete = True
+        resp.end_at_ns = self.t
+        resp.keep_alive = self.parser.should_keep_alive() and not self.until_close
+        self.active = False
+        _wake(self.headers_fut)
+        _wake(self.done_fut)
+
+    # ---------------------------------------------------------------- endings
+    def eof(self, t: int) -> None:
+        resp = self.resp
+        if resp.status is not None and self.until_close and self.parser is not None:
+            resp.complete, resp.end_at_ns = True, t           # read-until-close body: EOF ends it
+            self.active = False
+            self.close()
+            return
+        what = "before the response was complete" if self.nbytes else "before the status line"
+        self.failed("connection", f"ServerDisconnected: the server closed the connection {what}", t)
+
+    def failed(self, kind: str, msg: str, t: int) -> None:
+        resp = self.resp
+        if self.active and resp is not None and resp.error_kind is None:
+            resp.error_kind, resp.error, resp.end_at_ns = kind, msg, t
+            resp.stale = self.reused and self.nbytes == 0 and kind == "connection"
+        self.active = False
+        self.close()
+
+    def timed_out(self, timeout_s: float) -> None:
+        self.failed("timeout", f"no complete answer within {timeout_s:g} s", now_ns())
+
+    def close(self) -> None:
+        self.active = False
+        if not self.closed:
+            self.closed = True
+            self.conns.discard(self)
+            self.mux.unwatch(self.fd, self.on_readable)
+            self.loop.remove_writer(self.fd)
+            self.sock.close()
+        _wake(self.headers_fut)
+        _wake(self.done_fut)
+        if self.wfut is not None and not self.wfut.done():
+            self.wfut.set_exception(ConnectionResetError("connection closed"))
+
+    # ---------------------------------------------------------------- writing
+    async def send(self, data: bytes) -> None:
+        """Write all of ``data``; the first send syscall is the caller's (see WirePool._exchange)."""
+        view = memoryview(data)
+        fut = self.wfut = self.loop.create_future()
+
+        def writable() -> None:
+            nonlocal view
+            try:
+                n = self.sock.send(view)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                self.loop.remove_writer(self.fd)
+                if not fut.done():
+                    fut.set_exception(e)
+                return
+            view = view[n:]
+            if not view:
+                self.loop.remove_writer(self.fd)
+                if not fut.done():
+                    fut.set_result(None)
+
+        self.loop.add_writer(self.fd, writable)
+        try:
+            await fut
+        finally:
+            self.wfut = None

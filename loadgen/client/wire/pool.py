@@ -1,0 +1,255 @@
+"""The wire pool: keep-alive connections per (host, port), one exchange at a time on each, and
+the one retry a stale pooled connection earns.
+
+    request(method, url, headers, body, resp)
+        in-flight slot (limit) ─► an idle connection (LIFO, within its keep-alive window), else
+        connect ─► _exchange: sent_at_ns = perf_counter_ns() immediately before the send syscall,
+        then wait for the headers (``on_headers(resp)``) and the end ─► release (park or close)
+        a REUSED connection that failed before any response byte (send error, reset, EOF before
+        the status line) never reached the server: once more on a fresh connection (``retries``
+        1, ``first_sent_at_ns``, ``retry_error``), and from then on no reuse (``Connection:
+        close`` on every request) when ``stop_reuse_after_retry``. A fresh connection's failure
+        is never retried.
+    fill(resp, rec, tally, stream)  the record, through the pool's RecordFiller (sliced)
+
+Timeouts: ``connect_timeout_s`` per connect, ``timeout_s`` from the call to the last byte (slot
+wait and connect included, like aiohttp's total). Cancellation closes the socket and re-raises;
+the caller's ``WireResponse`` (pass one in) keeps what was read and says ``cancelled``.
+``request`` never raises anything else: failures are ``error_kind`` / ``error`` on the response.
+"""
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from typing import Callable, Optional
+
+from loadgen.client.sse import StreamTally
+from loadgen.client.wire import kstamp
+from loadgen.client.wire.conn import Conn
+from loadgen.client.wire.fill import RecordFiller
+from loadgen.client.wire.http1 import Target, WireResponse, request_head
+from loadgen.client.wire.mux import ReadMux
+from loadgen.record import Record, now_ns
+
+KEEPALIVE_S = 4.0             # below uvicorn's 5 s keep-alive (aiohttp_transport.KEEPALIVE_S)
+CANCELLED = "the run was interrupted before the request ended"
+
+
+class WirePool:
+    """``async with WirePool(limit=N) as pool: resp = await pool.request("POST", url, headers, body)``.
+
+    ``limit``: most requests in flight at once (0: unbounded; size it to the in-flight cap).
+    ``stamps``: ``"auto"`` (kernel receive stamps where the platform gives them) or ``"user"``.
+    ``mux``: ``"epoll"`` (one loop reader for every socket) or ``"loop"`` (one each).
+    """
+
+    def __init__(self, limit: int = 0, timeout_s: float = 600.0, connect_timeout_s: Optional[float] = 30.0,
+                 keepalive_s: float = KEEPALIVE_S, stamps: str = "auto",
+                 stop_reuse_after_retry: bool = True, mux: str = "epoll"):
+        self.stamps = kstamp.Stamps(stamps)
+        self.mux = ReadMux(mux)
+        self.limit, self.timeout_s, self.connect_timeout_s = limit or 0, timeout_s, connect_timeout_s
+        self.keepalive_s = keepalive_s
+        self.stop_reuse_after_retry = stop_reuse_after_retry
+        self.reuse_connections = True
+        self.filler = RecordFiller()                # fill(): records of finished streams, sliced
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._sem: Optional[asyncio.Semaphore] = None
+        self._idle: dict = {}                       # key -> [Conn] (LIFO)
+        self._conns: set = set()                    # every open Conn
+        self._targets: dict = {}
+        self.retries = self.connections_opened = 0
+        self.coalesced_reads = 0                    # over the records filled by fill()
+
+    async def __aenter__(self) -> "WirePool":
+        self.open()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """On the running loop: the mux, the slots, kernel stamping (probed, clock measured)."""
+        self._loop = asyncio.get_running_loop()
+        self.mux.open(self._loop)
+        if self.limit:
+            self._sem = asyncio.Semaphore(self.limit)
+        self.stamps.open()
+
+    def close(self) -> None:
+        """Close every connection (an exchange in flight ends as a ``connection`` error)."""
+        for c in list(self._conns):
+            c.failed("connection", "the client closed the connection (pool closed)", now_ns())
+        self._idle.clear()
+        self.mux.close()
+        self.stamps.close()
+
+    def describe(self) -> dict:
+        """For meta.json / sut.json: the stamping method and what the transport did."""
+        return {"transport": "wire", "mux": self.mux.kind, **self.stamps.describe(),
+                "coalesced_reads": self.coalesced_reads, "connections_opened": self.connections_opened,
+                "stale_connection_retries": self.retries, "reuse_connections": self.reuse_connections}
+
+    async def fill(self, resp: WireResponse, rec: Record, tally: StreamTally, *, stream: bool) -> None:
+        """``fill.fill_steps`` through the pool's RecordFiller (bounded slices; see there);
+        ``request.finish`` is the caller's."""
+        try:
+            await self.filler.fill(resp, rec, tally, stream=stream)
+        finally:
+            self.coalesced_reads += resp.coalesced_reads or 0
+
+    # ---------------------------------------------------------------- connections
+    def _target(self, url: str) -> Target:
+        t = self._targets.get(url)
+        if t is None:
+            t = self._targets[url] = Target(url)
+        return t
+
+    async def _addresses(self, tg: Target) -> list:
+        if tg.addrs is None:
+            try:
+                ip = ipaddress.ip_address(tg.host)
+                tg.addrs = [(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, (tg.host, tg.port))]
+            except ValueError:
+                infos = await self._loop.getaddrinfo(tg.host, tg.port, type=socket.SOCK_STREAM)
+                tg.addrs = [(fam, addr) for fam, _, _, _, addr in infos]
+        return tg.addrs
+
+    async def _connect(self, tg: Target) -> Conn:
+        err: Optional[BaseException] = None
+        clock = self.stamps.clock
+        for fam, addr in list(await self._addresses(tg)):
+            sock = socket.socket(fam, socket.SOCK_STREAM)
+            try:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if clock is not None:
+                    kstamp.enable_rx_timestamps(sock)
+                await asyncio.wait_for(self._loop.sock_connect(sock, addr), self.connect_timeout_s)
+            except BaseException as e:
+                sock.close()
+                if not isinstance(e, OSError) or isinstance(e, asyncio.TimeoutError):
+                    raise
+                err = e
+                continue
+            if tg.addrs[0][1] != addr:                       # remember the address that answered
+                tg.addrs.remove((fam, addr))
+                tg.addrs.insert(0, (fam, addr))
+            self.connections_opened += 1
+            return Conn(sock, tg.key, self._loop, self.mux, clock, self.keepalive_s, self._conns)
+        raise err if err is not None else OSError(f"no address for {tg.host}")
+
+    def _idle_conn(self, key: tuple) -> Optional[Conn]:
+        idle = self._idle.get(key)
+        now = self._loop.time()
+        while idle:
+            c = idle.pop()
+            if c.closed:
+                continue
+            if now - c.idle_since > c.keepalive_s:
+                c.close()
+                continue
+            c.reused = True
+            return c
+        return None
+
+    def _release(self, conn: Conn, resp: WireResponse) -> None:
+        if (conn.closed or not resp.complete or not resp.keep_alive or not self.reuse_connections
+                or conn.keepalive_s <= 0):
+            conn.close()
+            return
+        conn.idle(self._loop.time())
+        self._idle.setdefault(conn.key, []).append(conn)
+
+    # ---------------------------------------------------------------- requests
+    async def request(self, method: str, url: str, headers: Optional[dict] = None, body: bytes = b"",
+                      resp: Optional[WireResponse] = None,
+                      on_headers: Optional[Callable[[WireResponse], None]] = None) -> WireResponse:
+        """One exchange, filled into ``resp`` (made if not given) and returned. Never raises but
+        ``CancelledError`` (after closing the socket; ``resp`` then says ``cancelled``)."""
+        if resp is None:
+            resp = WireResponse()
+        if self._loop is None:
+            self.open()
+        deadline = self._loop.time() + self.timeout_s
+        try:
+            tg = self._target(url)
+        except ValueError as e:
+            resp.error_kind, resp.error, resp.end_at_ns = "client", str(e), now_ns()
+            return resp
+        acquired = False
+        try:
+            if self._sem is not None:
+                await asyncio.wait_for(self._sem.acquire(), self._left(deadline))
+                acquired = True
+            for attempt in (0, 1):
+                conn = self._idle_conn(tg.key) if attempt == 0 and self.reuse_connections else None
+                if conn is None:
+                    conn = await asyncio.wait_for(self._connect(tg), self._left(deadline))
+                data = request_head(method, tg, headers, body, close=not self.reuse_connections)
+                await self._exchange(conn, data, resp, deadline, on_headers)
+                if not (resp.stale and attempt == 0):
+                    break
+                self._stale(resp)                    # never reached the server: once more, fresh
+        except asyncio.TimeoutError:                 # waiting for a slot or connecting
+            resp.error_kind = "timeout"
+            resp.error = f"no complete answer within {self.timeout_s:g} s (no connection)"
+            resp.end_at_ns = now_ns()
+        except OSError as e:                         # connect refused / unreachable / no address
+            resp.error_kind, resp.error, resp.end_at_ns = "connection", f"{type(e).__name__}: {e}", now_ns()
+        except asyncio.CancelledError:
+            if resp.error_kind is None:
+                resp.error_kind, resp.error, resp.end_at_ns = "cancelled", CANCELLED, now_ns()
+            raise
+        finally:
+            self.stamps.fold(resp)
+            if acquired:
+                self._sem.release()
+        return resp
+
+    def _left(self, deadline: float) -> float:
+        return max(deadline - self._loop.time(), 0)
+
+    def _stale(self, resp: WireResponse) -> None:
+        """The first attempt failed on a stale pooled connection: keep why, clear the failure."""
+        resp.retries += 1
+        resp.first_sent_at_ns, resp.retry_error = resp.sent_at_ns, resp.error
+        resp.error_kind = resp.error = resp.end_at_ns = None
+        resp.stale = False
+        self.retries += 1
+        if self.stop_reuse_after_retry:
+            self.reuse_connections = False
+
+    async def _exchange(self, conn: Conn, data: bytes, resp: WireResponse, deadline: float,
+                        on_headers: Optional[Callable[[WireResponse], None]]) -> None:
+        conn.begin(resp)
+        resp.new_connection = not conn.reused
+        timer = self._loop.call_at(deadline, conn.timed_out, self.timeout_s)
+        try:
+            resp.sent_at_ns = now_ns()
+            try:
+                n = conn.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                n = 0
+            except OSError as e:
+                conn.failed("connection", f"{type(e).__name__}: {e}", now_ns())
+                return
+            if n < len(data):
+                try:
+                    await conn.send(data[n:])
+                except OSError as e:
+                    conn.failed("connection", f"{type(e).__name__}: {e}", now_ns())
+                    return
+            await conn.headers_fut
+            if resp.error_kind is None and resp.status is not None and on_headers is not None:
+                on_headers(resp)
+            await conn.done_fut
+        except asyncio.CancelledError:
+            if resp.error_kind is None:
+                resp.error_kind, resp.error, resp.end_at_ns = "cancelled", CANCELLED, now_ns()
+            conn.close()
+            raise
+        finally:
+            timer.cancel()
+            self._release(conn, resp)

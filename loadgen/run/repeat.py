@@ -1,0 +1,50 @@
+"""``loadgen run --repeat N``: the same scenario N times, then the spread of every headline.
+
+    Scenario ─► parent dir  output.dir/{YYYYmmdd-HHMMSS}-{name}-x{N}/ (or output.run_name + -xN)
+             ─► run-1/, run-2/, ... (each a full run directory: records, summary, report)
+             ─► analysis.metrics.repeats.repeat_summary(summaries) ─► repeat.json
+             ─► analysis.report.repeats.write_repeat_report ─► report.md / report.html
+
+A managed server is started once per run (each run is independent, cold or warm alike); an
+interrupted run stops the series, and what finished is still summarised.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+from analysis.metrics.repeats import repeat_summary
+from analysis.report.repeats import write_repeat_report
+from loadgen.scenario.model import Scenario, ScenarioError
+
+
+def repeat_dir(sc: Scenario, n: int) -> Path:
+    base = sc.output.run_name or f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}"
+    d = Path(sc.output.dir) / f"{base}-x{n}"
+    if (d / "repeat.json").exists():
+        raise ScenarioError(f"output.run_name: {d} already holds a repeat series (repeat.json)")
+    return d
+
+
+def run_repeats(sc: Scenario, n: int, run_one: Callable) -> tuple[Path, list, dict]:
+    """Run ``sc`` ``n`` times through ``run_one(scenario) -> RunResult``; returns
+    (parent dir, results, the repeat.json dict)."""
+    parent = repeat_dir(sc, n)
+    results = []
+    for i in range(1, n + 1):
+        one = sc.model_copy(update={"output": sc.output.model_copy(
+            update={"dir": str(parent), "run_name": f"run-{i}"})})
+        res = run_one(one)
+        results.append(res)
+        if res.interrupted:
+            break
+    rep = repeat_summary([r.summary or {} for r in results])
+    rep["run_dirs"] = [str(r.run_dir) for r in results]
+    rep["scenario"] = sc.name
+    rep["interrupted"] = any(r.interrupted for r in results)
+    parent.mkdir(parents=True, exist_ok=True)
+    (parent / "repeat.json").write_text(json.dumps(rep, indent=2, default=str))
+    write_repeat_report(parent, rep)
+    return parent, results, rep

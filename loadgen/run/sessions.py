@@ -1,0 +1,102 @@
+"""The session driver: multi-turn conversations through the dispatcher, turn after turn.
+
+    SessionPlan (loadgen.scenario.sessions) ─► Session(id, turns)
+      concurrency mode: N users, each plays one session to its end, then takes the next
+      server mode:      session i starts at t0 + offsets[i] (a rate of NEW sessions), open loop
+    one session: turn 1 ─► answer ─► sleep think_s ─► turn 2 (messages = every earlier user turn
+                 and the assistant text the server returned) ─► ... ; each turn is one RequestSpec
+                 through Dispatcher._one ─► one Record (session_id, turn) in the ledger
+    budget: load.num_requests counts TURNS; load.duration_s stops new turns; a failed turn ends its
+            session (the conversation has no answer to build on); turns never sent are not records
+
+scheduled_at of turn k > 1 = the previous answer's end + think_s: the time it was due, so a late
+send shows as schedule lag and TTFT from scheduled still carries it.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Callable, Iterator, Optional
+
+from loadgen.record import now_ns
+from loadgen.run.dispatch import Dispatcher, sleep_until
+from loadgen.scenario.sessions import Session
+
+NS = 1_000_000_000
+
+
+class SessionDriver:
+    """Plays sessions through ``dispatcher``; ``make_spec(turn, k, messages, session, id)``
+    builds the RequestSpec of one turn (the runner knows the spec class and the header name)."""
+
+    def __init__(self, dispatcher: Dispatcher, sessions: Iterator[Session], make_spec: Callable,
+                 first_id: int, num_requests: Optional[int], end_ns: Optional[int]):
+        self.d, self.sessions, self.make_spec = dispatcher, sessions, make_spec
+        self.next_id, self.num_requests, self.end_ns = first_id, num_requests, end_ns
+        self.issued = 0
+        self.sessions_started = 0
+
+    def _budget_left(self) -> bool:
+        if self.d.stop.is_set():
+            return False
+        if self.num_requests is not None and self.issued >= self.num_requests:
+            return False
+        return self.end_ns is None or now_ns() < self.end_ns
+
+    async def play(self, session: Session, start_ns: int) -> None:
+        """One session from its first turn (due at ``start_ns``) to its last or the budget's end."""
+        messages: list[dict] = []
+        due = start_ns
+        self.sessions_started += 1
+        for k, turn in enumerate(session.turns, 1):
+            if k > 1:
+                due += int(turn.think_s * NS)
+                if await sleep_until(due, self.d.stop):
+                    return
+            if not self._budget_left():
+                return
+            messages = messages + [{"role": "user", "content": turn.user}]
+            spec = self.make_spec(turn, k, messages, session, self.next_id)
+            spec.scheduled_at_ns = due
+            self.next_id += 1
+            self.issued += 1
+            self.d.last_issue_ns = due
+            rec = await self.d._one(spec, None)
+            if rec is None or rec.status != "ok":
+                return
+            messages = messages + [{"role": "assistant", "content": rec.output_text or ""}]
+            due = rec.end_at_ns or now_ns()
+
+    async def concurrency(self, users: int, t0_ns: int) -> None:
+        """``users`` concurrent sessions; a user starts its next session when its last ended."""
+        async def user() -> None:
+            start = t0_ns
+            while self._budget_left():
+                await self.play(next(self.sessions), start)
+                start = now_ns()
+
+        tasks = [self.d._spawn(user()) for _ in range(users)]
+        await self._wait(tasks)
+
+    async def server(self, offsets_ns, t0_ns: int) -> None:
+        """Session i starts at t0 + offsets[i], whatever earlier sessions are doing."""
+        tasks = []
+        for off in offsets_ns:
+            start = t0_ns + int(off)
+            if await sleep_until(start, self.d.stop) or not self._budget_left():
+                break
+            tasks.append(self.d._spawn(self.play(next(self.sessions), start)))
+        await self._wait(tasks)
+
+    async def _wait(self, tasks: list) -> None:
+        """Until every session ended, the stop flag, or drain_timeout_s after the last send."""
+        while tasks and not self.d.stop.is_set() and any(not t.done() for t in tasks):
+            last = self.d.last_issue_ns or now_ns()
+            if now_ns() - last > int(self.d.drain_timeout_s * NS):
+                self.d.cancel_reason = (f"not finished {self.d.drain_timeout_s:g} s after the "
+                                        "last send (load.drain_timeout_s)")
+                break
+            await asyncio.wait([t for t in tasks if not t.done()], timeout=0.1)
+        await self.d.cancel_all()
+
+    def describe(self) -> dict:
+        return {"sessions_started": self.sessions_started, "turns_issued": self.issued}

@@ -1,0 +1,36 @@
+"""``loadgen run --repeat N`` against the calibration server: N run dirs, repeat.json, its report."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_repeat_runs_and_summarises_with_confidence_intervals(calib_server, tmp_path):
+    sc = {"name": "rep", "target": {"url": calib_server.url},
+          "api": {"extra_body": {"calib": {"ttft_ms": 2, "itl_ms": 1}}},
+          "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 8},
+                       "output_tokens": {"dist": "fixed", "value": 3}},
+          "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 6},
+          "output": {"dir": str(tmp_path), "run_name": "series", "report": "text"}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(sc))
+    out = subprocess.run([sys.executable, "-m", "loadgen.cli", "run", str(path), "--repeat", "3",
+                          "--json"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr
+    line = json.loads(out.stdout.strip().splitlines()[-1])
+    parent = Path(line["repeat_dir"])
+    assert parent == tmp_path / "series-x3"
+    rep = json.loads((parent / "repeat.json").read_text())
+    assert rep["runs"] == 3 and rep["verdicts"] == [True, True, True]
+    f = rep["figures"]["request_throughput"]
+    assert f["n"] == 3 and f["ci95_low"] <= f["mean"] <= f["ci95_high"]
+    for i in (1, 2, 3):
+        assert (parent / f"run-{i}" / "summary.json").is_file()
+    assert "95 % CI" in (parent / "report.md").read_text()
+    bad = subprocess.run([sys.executable, "-m", "loadgen.cli", "run", str(path), "--repeat", "0"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--repeat 0" in bad.stderr and "Traceback" not in bad.stderr
