@@ -142,12 +142,47 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
     for w in list(summary.get("warnings") or []) + list(
             (summary.get("client") or {}).get("warnings") or []):
         c.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+    line = roofline_line(summary, run_dir)
+    if line:
+        c.print(line, highlight=False)
     v = summary.get("verdict") or {}
     if v:
         head = "[bold green]VALID[/]" if v.get("valid") else "[bold red]INVALID[/]"
         c.print(f"verdict: {head}")
         for r in v.get("reasons") or []:
             c.print(f"  - {r}")
+
+
+def roofline_line(summary: dict, run_dir) -> Optional[str]:
+    """One line: measured TPOT against the decode step's bytes / bandwidth floor, MBU, and the
+    fastest TTFT against the prefill floor (the report's roofline section, in brief)."""
+    import json
+    from pathlib import Path
+
+    from analysis.report.conditions import roofline_section
+    from loadgen.record import read_records
+    d = Path(run_dir)
+    try:
+        meta = json.loads((d / "meta.json").read_text())
+        sut = json.loads((d / "sut.json").read_text())
+        r = roofline_section(summary, meta, sut, read_records(d / "records.jsonl"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if r.get("status") != "calculated":
+        return f"roofline: not shown ({r.get('reason')})"
+    b, step = r["bounds"], r["bounds"]["decode_step"]
+    mbu = r.get("mbu")
+    out = (f"roofline ({r['device']}, {r['spec_from'].split(' (')[0]}): TPOT p50 "
+           f"{_fmt(r.get('measured_tpot_p50_ms'), ' ms')} vs decode floor "
+           f"{_fmt(b.get('tpot_lower_bound_ms'), ' ms')} ({step['bytes'] / 1e6:.0f} MB/step ÷ "
+           + (f"{step['bandwidth'] / 1e9:.1f} GB/s" if step.get("bandwidth") else "unknown bandwidth")
+           + f", batch {b.get('batch')})")
+    if mbu is not None:
+        out += f", MBU {mbu:.2f}"
+    if b.get("ttft_lower_bound_ms") is not None:
+        out += (f"; TTFT min {_fmt(r.get('measured_ttft_min_ms'), ' ms')} vs prefill floor "
+                f"{_fmt(b.get('ttft_lower_bound_ms'), ' ms')}")
+    return out
 
 
 def failure_causes(records, top: int = 3, statuses=("error",)) -> list[dict]:

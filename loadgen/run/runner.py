@@ -41,6 +41,7 @@ from loadgen.scenario.model import Scenario, ScenarioError
 from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
 from loadgen.targets.scrape import ServerMetricsScraper
 from loadgen.scenario.workload import WorkloadPlan, build_workload
+from loadgen.run.calibration import ensure_host_calibration
 from loadgen.run.sessions import SessionDriver
 
 T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
@@ -147,6 +148,9 @@ class Run:
             if self.writer is not None:  # the load phase began: its files are always finished
                 meta = self.meta()
                 write_json(self.run_dir / "meta.json", meta)
+                if self.server is not None and self.shared_server is None and not self.crashed:
+                    meta["calibration"] = ensure_host_calibration(self.run_dir)  # server stopped
+                    write_json(self.run_dir / "meta.json", meta)
                 try:
                     self.summary = summarize_dir(self.run_dir, meta, self.sc.output.report)
                 except Exception:
