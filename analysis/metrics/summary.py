@@ -173,6 +173,9 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     probe = meta.get("probe") or {}
     out["dropped_fields"] = list(probe.get("dropped_fields") or [])
     out["warnings"] = list(probe.get("warnings") or [])
+    hygiene = meta.get("cache_hygiene") or {}     # a sweep point after others (loadgen/run/sweep)
+    if hygiene.get("warning"):
+        out["warnings"].append(hygiene["warning"])
     out["token_counts"] = m.token_provenance(records)
     out["client"] = client_block(records, meta, slo)
     out["slo"] = slo

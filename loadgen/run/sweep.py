@@ -22,6 +22,8 @@ import shutil
 from pathlib import Path
 from typing import Callable, Optional
 
+from loadgen.run.cache_hygiene import hygiene, reset_prefix_cache, sent_count
+from loadgen.run.rundir import summarize_dir
 from loadgen.scenario.model import Scenario, ScenarioError
 
 RunFn = Callable[[Scenario], dict]   # scenario ─► summary dict (runs it, or raises)
@@ -73,6 +75,7 @@ class Sweep:
         self.points: list[dict] = []
         self.search: Optional[dict] = None
         self.fp = fingerprint(sc)
+        self.max_sent = 0                   # the most requests an earlier point sent (hygiene)
 
     # -- bookkeeping ---------------------------------------------------------------------
     def _check_dir(self) -> None:
@@ -110,12 +113,32 @@ class Sweep:
             tree["sweep"] = None
             tree["load"][self.spec.param.split(".")[1]] = val
             tree["output"].update(dir=str(self.dir), run_name=name)
+            reset = None
+            if self.spec.reset_prefix_cache and self.max_sent:
+                reset = reset_prefix_cache(self._base_url())
             summary = self.run_fn(Scenario.model_validate(tree))
+            summary = self._hygiene(d, reset) or summary
         row = {"value": value, "run_dir": name, "reused": reused, **point_figures(summary)}
         self.points = [p for p in self.points if p["value"] != value] + [row]
         self.points.sort(key=lambda p: p["value"])
         self._save()
         return row
+
+    def _base_url(self) -> str:
+        return self.managed.base_url if self.managed is not None else (self.sc.target.url or "")
+
+    def _hygiene(self, d: Path, reset: Optional[dict]) -> Optional[dict]:
+        """Record what earlier points left in a prefix cache; re-summarise when it warns."""
+        now = sent_count(d)
+        h = hygiene(now, self.max_sent, reset)
+        self.max_sent = max(self.max_sent, now)
+        meta_path = d / "meta.json"
+        if not meta_path.is_file() or not (h["prompts_seen_before"] or reset):
+            return None
+        meta = json.loads(meta_path.read_text())
+        meta["cache_hygiene"] = h
+        meta_path.write_text(json.dumps(meta, indent=2, default=str))
+        return summarize_dir(d, meta, self.sc.output.report)
 
     def _server(self):
         """The target.server process shared by all points (started at the first run)."""

@@ -216,6 +216,8 @@ class Sweep(Strict):
     rate_high: Optional[float] = Field(None, gt=0)
     tolerance: float = Field(0.05, gt=0)      # relative width of the final bracket
     max_probes: int = Field(12, gt=0)
+    # before each point after the first: POST /reset_prefix_cache (vLLM's dev mode); recorded
+    reset_prefix_cache: bool = False
 
     @model_validator(mode="after")
     def _shape(self) -> "Sweep":

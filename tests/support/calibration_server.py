@@ -426,6 +426,16 @@ def make_app(defaults: Optional[dict] = None, log: bool = True) -> web.Applicati
     app.router.add_get("/health", cal.health)
     app.router.add_get("/calib/log", cal.get_log)
     app.router.add_get("/calib/clock", cal.get_clock)
+    resets = []                        # POST /reset_prefix_cache (vLLM dev mode): counted
+
+    async def reset(request):
+        resets.append(time.perf_counter_ns())
+        return web.json_response({"ok": True})
+
+    async def get_resets(request):
+        return web.json_response(resets)
+    app.router.add_post("/reset_prefix_cache", reset)
+    app.router.add_get("/calib/resets", get_resets)
     app["calibration"] = cal
     return app
 

@@ -144,3 +144,43 @@ def test_managed_server_is_shared_by_the_points(tmp_path):
     assert len(pids) == 1 and (d / "server.log").is_file()
     assert all(p["requests_completed"] == 2 for p in res["points"])
     assert not (d / "concurrency-1" / "server.log").exists()
+
+
+def _warnings(d, name):
+    return json.loads((d / name / "summary.json").read_text())["warnings"]
+
+
+def test_later_points_warn_of_prompts_the_server_has_seen(calib_server, tmp_path):
+    sc = scenario_from_dict(base(tmp_path, {"mode": "concurrency", "concurrency": 1,
+                                            "num_requests": 4},
+                                 {"param": "load.concurrency", "values": [1, 2]},
+                                 url=calib_server.url))
+    d, res = run_sweep(sc)
+    assert _warnings(d, "concurrency-1") == []
+    (w,) = _warnings(d, "concurrency-2")
+    assert w.startswith("4 prompts of this point were sent to the same server earlier")
+    meta = json.loads((d / "concurrency-2" / "meta.json").read_text())
+    assert meta["cache_hygiene"]["prompts_seen_before"] == 4 and meta["cache_hygiene"]["reset"] is None
+
+
+def test_reset_prefix_cache_before_each_later_point(calib_server, tmp_path):
+    import urllib.request
+    with urllib.request.urlopen(f"{calib_server.url}/calib/resets", timeout=10) as r:
+        before = len(json.loads(r.read()))
+    sc = scenario_from_dict(base(tmp_path, {"mode": "concurrency", "concurrency": 1,
+                                            "num_requests": 3},
+                                 {"param": "load.concurrency", "values": [1, 2, 3],
+                                  "reset_prefix_cache": True}, url=calib_server.url))
+    d, _ = run_sweep(sc)
+    with urllib.request.urlopen(f"{calib_server.url}/calib/resets", timeout=10) as r:
+        assert len(json.loads(r.read())) - before == 2          # before points 2 and 3
+    meta = json.loads((d / "concurrency-3" / "meta.json").read_text())
+    assert meta["cache_hygiene"]["reset"]["ok"] is True
+    assert _warnings(d, "concurrency-2") == [] and _warnings(d, "concurrency-3") == []
+
+
+def test_a_failed_reset_still_warns_and_says_why():
+    from loadgen.run.cache_hygiene import hygiene
+    h = hygiene(5, 3, {"ok": False, "status": 404, "detail": "HTTP 404 from /reset_prefix_cache"})
+    assert h["prompts_seen_before"] == 3 and "reset failed: HTTP 404" in h["warning"]
+    assert hygiene(5, 0, None)["warning"] is None
