@@ -21,6 +21,7 @@ from analysis.metrics import series
 from analysis.metrics.metrics import open_loop
 from analysis.metrics import summary as summary_mod
 from analysis.report.render import Block, fmt, render_html, render_md
+from analysis.report.workloads import workload_blocks
 
 __all__ = ["build_sections", "write_report", "write_any", "render_md", "render_html", "fmt"]
 
@@ -203,7 +204,7 @@ def build_sections(run_dir: str | Path, with_plots: bool = True) -> tuple[list[B
                            ("p", f"mode: {s['mode']}; records: {len(records)} "
                                  f"({s['requests_warmup']} warm-up excluded)")]
     blocks += _headline(s) + _verdict(s) + _client(s) + _latencies(s)
-    blocks += _plots(records, s, run_dir, with_plots)
+    blocks += workload_blocks(s) + _plots(records, s, run_dir, with_plots)
     blocks += _failures(s) + _tokens(s) + _energy(s) + _server_metrics(run_dir)
     blocks += _roofline(conditions.roofline_section(s, meta, sut, records))
     rows = [[c["item"], c["value"], c["evidence"]]

@@ -173,3 +173,26 @@ def test_conditions_use_what_loadgen_knows_of_a_managed_vllm():
     rows = {r["item"]: r for r in conditions.conditions_table(s, {}, ext, [])}
     assert rows["software versions"]["value"] == ("server: version 0.32.0 (GET /version), "
                                                   "server header uvicorn")
+
+
+def test_stage_session_and_reasoning_sections(tmp_path):
+    from analysis.report.render import render_md
+    from analysis.report.workloads import workload_blocks
+    s = {"ttft_ms": {"p50": 30.0, "p99": 40.0},
+         "stages": [{"index": 0, "rate": 2.0, "start_s": 0.0, "duration_s": 30.0, "requests": 60,
+                     "completed": 60, "failed": 0, "achieved_send_rate": 2.0,
+                     "ttft_from_scheduled_ms": {"p50": 21.0, "p99": 25.0},
+                     "tpot_ms": {"p50": 10.0, "p99": 12.0}, "itl_ms_p99": 14.0,
+                     "output_throughput": 256.0}],
+         "sessions": {"sessions": 2, "turns": 5, "turns_per_session_mean": 2.5,
+                      "turns_per_session_max": 3,
+                      "by_turn": [{"turn": 1, "requests": 2, "prompt_tokens_mean": 10.0,
+                                   "ttft_ms": {"p50": 20.0, "p99": 21.0},
+                                   "tpot_ms": {"p50": 10.0, "p99": 11.0}}]},
+         "reasoning": {"ttft_answer_ms": {"p50": 90.0, "p99": 120.0}, "reasoning_tokens": 40,
+                       "answer_tokens": 60, "requests_with_reasoning": 4, "rule": "r"}}
+    md = render_md(workload_blocks(s))
+    assert "## Stages" in md and "| 0 | 2.00 | 0.00–30.00 | 60 | 0 |" in md
+    assert "## Sessions by turn" in md and "2 sessions, 5 turns" in md
+    assert "time to first answer token p50 / p99 ms | 90.00 / 120.00" in md
+    assert workload_blocks({}) == []
