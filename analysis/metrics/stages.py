@@ -1,6 +1,6 @@
 """Per-stage figures of a staged run: each stage is summarised on its own window.
 
-    meta.json schedule.stages [{"index", "rate", "start_s", "duration_s"}] + t0_ns
+    meta.json schedule.stages [{"index", "rate" | "concurrency", "start_s", "duration_s"}] + t0_ns
     records ─► stage k = the measured requests SCHEDULED in [t0 + start_k, t0 + start_k + duration_k)
            ─► requests, failures, achieved send rate, TTFT from scheduled and TPOT (p50, p99),
               ITL p99, goodput-free throughput: output tokens that ARRIVED inside the stage's
@@ -49,6 +49,7 @@ def stage_summaries(records: list[dict], meta: dict) -> Optional[list[dict]]:
     for s in stages:
         lo = t0 + int(round(s["start_s"] * NS))
         hi = lo + int(round(s["duration_s"] * NS))
-        out.append({"index": s["index"], "rate": s.get("rate"), "start_s": s["start_s"],
+        out.append({"index": s["index"], "rate": s.get("rate"),
+                    "concurrency": s.get("concurrency"), "start_s": s["start_s"],
                     "duration_s": s["duration_s"], **stage_summary(records, lo, hi)})
     return out

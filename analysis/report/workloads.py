@@ -19,14 +19,15 @@ def stage_blocks(s: dict) -> list[Block]:
     st = s.get("stages")
     if not st:
         return []
-    rows = [[str(x["index"]), fmt(x.get("rate")), f"{fmt(x['start_s'])}–{fmt(x['start_s'] + x['duration_s'])}",
+    rows = [[str(x["index"]), (f"{x['concurrency']} users" if x.get("concurrency")
+                               else f"{fmt(x.get('rate'))} /s"), f"{fmt(x['start_s'])}–{fmt(x['start_s'] + x['duration_s'])}",
              str(x["requests"]), str(x["failed"]), fmt(x.get("achieved_send_rate")),
              _pair(x, "ttft_from_scheduled_ms"), _pair(x, "tpot_ms"), fmt(x.get("itl_ms_p99")),
              fmt(x.get("output_throughput"))] for x in st]
     return [("h", "Stages"),
             ("p", "Each stage on its own window: the requests scheduled in it; output tok/s = tokens "
                   "that arrived inside the window / its length."),
-            ("table", ["stage", "rate /s", "window s", "requests", "failed", "sent /s",
+            ("table", ["stage", "load", "window s", "requests", "failed", "sent /s",
                        "TTFT sched. p50 / p99 ms", "TPOT p50 / p99 ms", "ITL p99 ms", "output tok/s"],
              rows)]
 

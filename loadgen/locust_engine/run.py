@@ -87,6 +87,12 @@ class LocustRun:
         from loadgen.run.runner import Run
         from loadgen.scenario.model import ScenarioError
         self.sc, self.opts, self.progress = sc, opts, progress
+        if sc.workload.source == "sessions":
+            raise ScenarioError("workload.source: sessions run on the native engine only "
+                                "(drop --engine locust)")
+        if sc.load.mode == "concurrency" and sc.load.stages:
+            raise ScenarioError("load.stages: concurrency stages run on the native engine only "
+                                "(drop --engine locust)")
         self.run = Run(sc)              # run_dir, plan, schedule, api key: as the native engine
         users = self.users = users_for(sc, self.run.schedule)
         if opts.workers and users < opts.workers:

@@ -206,6 +206,48 @@ class Dispatcher:
         return issued
 
 
+async def closed_stages(d: "Dispatcher", make_spec: Callable[[], object], stages: list[dict],
+                        t0_ns: int, num_requests: Optional[int]) -> int:
+    """Closed loop whose number of users changes by stage: user i sends only while i < the
+    current stage's concurrency (a user over the limit finishes its request, then waits for a
+    stage that needs it); stops at the end of the last stage or after ``num_requests``."""
+    bounds = [(t0_ns + int(s["start_s"] * 1e9), t0_ns + int((s["start_s"] + s["duration_s"]) * 1e9),
+               s["concurrency"]) for s in stages]
+    end_ns = bounds[-1][1]
+    state = {"issued": 0}
+
+    def wanted(i: int, t: int) -> Optional[int]:
+        """Now if user i is needed at time t, else the start of the next stage that needs it."""
+        for lo, hi, n in bounds:
+            if t < hi and i < n:
+                return max(t, lo)
+        return None
+
+    async def user(i: int) -> None:
+        while not d.stop.is_set():
+            t = wanted(i, now_ns())
+            if t is None or (num_requests is not None and state["issued"] >= num_requests):
+                return
+            if t > now_ns() and await sleep_until(t, d.stop):
+                return
+            if now_ns() >= end_ns:
+                return
+            state["issued"] += 1
+            spec = make_spec()
+            spec.scheduled_at_ns = now_ns()
+            await d._one(spec, None)
+
+    users = [d._spawn(user(i)) for i in range(max(n for _, _, n in bounds))]
+    while not d.stop.is_set() and any(not u.done() for u in users):
+        if now_ns() - end_ns > int(d.drain_timeout_s * 1e9):
+            d.cancel_reason = (f"not finished {d.drain_timeout_s:g} s after the last stage "
+                               "(load.drain_timeout_s)")
+            break
+        await asyncio.wait([u for u in users if not u.done()], timeout=MAX_NAP_S * 2)
+    await d.cancel_all()
+    return state["issued"]
+
+
 def spec_factory(specs: Iterator, make: Callable[[object, int], object], first_id: int):
     """Wrap a PromptSpec iterator into a zero-arg factory of RequestSpecs with sequential ids."""
     state = {"next": first_id}

@@ -32,7 +32,7 @@ from loadgen.targets import probe as probe_mod
 from loadgen.targets import sut as sut_mod
 from loadgen.client.client import Client, ClientConfig, RequestSpec
 from loadgen.client.clientload import ClientLoad
-from loadgen.run.dispatch import Dispatcher, Ledger, spec_factory
+from loadgen.run.dispatch import Dispatcher, Ledger, closed_stages, spec_factory
 from loadgen.targets.managed import ManagedServer, ServerStartError
 from loadgen.run.progress import RunProgress
 from loadgen.record import RecordWriter, now_ns
@@ -297,6 +297,8 @@ class Run:
             await d.offline(planned, self.t0, cap)
         elif ld.mode in ("server", "trace"):     # open loop: the schedule's send times
             await d.server(planned, self.schedule.offsets_ns, self.t0, cap)
+        elif self.schedule.stages:
+            await closed_stages(d, next_spec, self.schedule.stages, self.t0, ld.num_requests)
         else:
             await d.closed(next_spec, cap or 1, self.t0, ld.num_requests, ld.duration_s)
         self.end = now_ns()

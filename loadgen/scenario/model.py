@@ -124,9 +124,11 @@ class Workload(Strict):
 
 
 class Stage(Strict):
-    """One stage of a staged server run: arrivals at ``rate`` for ``duration_s``."""
+    """One stage of a staged run for ``duration_s``: arrivals at ``rate`` (server) or
+    ``concurrency`` virtual users (concurrency)."""
 
-    rate: float = Field(gt=0)
+    rate: Optional[float] = Field(None, gt=0)
+    concurrency: Optional[int] = Field(None, gt=0)
     duration_s: float = Field(gt=0)
 
 
@@ -152,14 +154,17 @@ class Load(Strict):
         if self.num_requests is None and self.duration_s is None:
             raise ValueError("give num_requests and/or duration_s to bound the run")
         if self.stages is not None:
-            if self.mode != "server" or not self.stages:
-                raise ValueError("'stages' needs mode server and at least one stage")
-            if self.rate is not None:
-                raise ValueError("give 'rate' or 'stages', not both")
+            key = {"server": "rate", "concurrency": "concurrency"}.get(self.mode)
+            if key is None or not self.stages:
+                raise ValueError("'stages' needs mode server or concurrency and at least one stage")
+            if any(getattr(s, key) is None for s in self.stages):
+                raise ValueError(f"each stage of mode {self.mode} needs '{key}'")
+            if getattr(self, key) is not None:
+                raise ValueError(f"give '{key}' or 'stages', not both")
         elif self.mode == "server" and self.rate is None:
             raise ValueError("mode server needs 'rate' (or 'stages')")
-        if self.mode == "concurrency" and self.concurrency is None:
-            raise ValueError("mode concurrency needs 'concurrency'")
+        if self.mode == "concurrency" and self.concurrency is None and self.stages is None:
+            raise ValueError("mode concurrency needs 'concurrency' (or 'stages')")
         if self.mode == "offline" and self.num_requests is None:
             raise ValueError("mode offline needs 'num_requests' (every request is issued at t0)")
         return self
@@ -169,6 +174,8 @@ class Load(Strict):
         """The limit on requests in flight: None means unbounded (open-loop server)."""
         if self.mode in ("server", "trace"):
             return self.max_concurrency or self.concurrency
+        if self.mode == "concurrency" and self.stages:
+            return max(s.concurrency for s in self.stages)
         return self.concurrency or (None if self.mode == "offline" else 1)
 
 

@@ -11,7 +11,8 @@ the same seed gives the same schedule, so a run can be repeated exactly.
                  where stage k-1 ends; its arrivals are drawn at its own rate from its start
     trace        the trace file's timestamps (loadgen.scenario.trace), times load.time_scale
     offline      every request at t0 (MLPerf Offline)
-    concurrency  no schedule: a closed loop sends when a virtual user becomes free
+    concurrency  no schedule: a closed loop sends when a virtual user becomes free; with stages,
+                 stage k has its own number of users ({"concurrency", "duration_s"}, back to back)
 
 The first request is at offset 0; request i is at the sum of the first i gaps.
 The seed of a scenario's schedule is ``seed_for(scenario)`` (load.seed, else workload.seed + 1).
@@ -175,4 +176,16 @@ def build_schedule(load, seed: int, trace_offsets: Optional[np.ndarray] = None) 
                         load.burstiness if load.arrival == "gamma" else None)
     if load.mode == "offline":
         return Schedule("offline", offline_offsets_ns(load.num_requests or 0))
-    return Schedule("concurrency", None)
+    return Schedule("concurrency", None, stages=concurrency_stages(load.stages))
+
+
+def concurrency_stages(stages) -> Optional[list[dict]]:
+    """Back-to-back closed-loop stages: {"index", "concurrency", "start_s", "duration_s"}."""
+    if not stages:
+        return None
+    out, start = [], 0.0
+    for i, s in enumerate(stages):
+        out.append({"index": i, "concurrency": s.concurrency, "start_s": start,
+                    "duration_s": s.duration_s})
+        start += s.duration_s
+    return out

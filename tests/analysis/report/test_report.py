@@ -192,7 +192,7 @@ def test_stage_session_and_reasoning_sections(tmp_path):
          "reasoning": {"ttft_answer_ms": {"p50": 90.0, "p99": 120.0}, "reasoning_tokens": 40,
                        "answer_tokens": 60, "requests_with_reasoning": 4, "rule": "r"}}
     md = render_md(workload_blocks(s))
-    assert "## Stages" in md and "| 0 | 2.00 | 0.00–30.00 | 60 | 0 |" in md
+    assert "## Stages" in md and "| 0 | 2.00 /s | 0.00–30.00 | 60 | 0 |" in md
     assert "## Sessions by turn" in md and "2 sessions, 5 turns" in md
     assert "time to first answer token p50 / p99 ms | 90.00 / 120.00" in md
     assert workload_blocks({}) == []

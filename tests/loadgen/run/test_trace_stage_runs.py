@@ -78,3 +78,30 @@ def test_stages_switch_rates_and_are_summarised_apart(calib_server, tmp_path):
     s0, s1 = summary["stages"]
     assert (s0["requests"], s1["requests"], s0["rate"], s1["rate"]) == (5, 20, 10, 40)
     assert s0["failed"] == s1["failed"] == 0
+
+
+def test_concurrency_stages_change_the_number_of_users(calib_server, tmp_path):
+    from loadgen.scenario.model import scenario_from_dict as sfd
+    tree = base(calib_server, tmp_path, {"prompt_tokens": {"dist": "fixed", "value": 8},
+                                         "output_tokens": {"dist": "fixed", "value": 2}},
+                {"mode": "concurrency", "duration_s": 1.2,
+                 "stages": [{"concurrency": 1, "duration_s": 0.6},
+                            {"concurrency": 4, "duration_s": 0.6}]})
+    tree["api"]["extra_body"]["calib"] = {"ttft_ms": 20, "itl_ms": 10}   # ~30 ms per request
+    res = run_scenario(sfd(tree))
+    meta = json.loads((res.run_dir / "meta.json").read_text())
+    recs = [r for r in read_records(res.run_dir / "records.jsonl") if r["phase"] == "measured"]
+    assert all(r["status"] == "ok" for r in recs)
+    t0 = meta["t0_ns"]
+
+    def max_in_flight(lo_ms, hi_ms):
+        ev = sorted([(r["sent_at_ns"], 1) for r in recs] + [(r["end_at_ns"], -1) for r in recs])
+        n = top = 0
+        for t, d in ev:
+            n += d
+            if lo_ms * MS <= t - t0 < hi_ms * MS:
+                top = max(top, n)
+        return top
+    assert max_in_flight(0, 550) == 1 and max_in_flight(650, 1150) == 4
+    s0, s1 = json.loads((res.run_dir / "summary.json").read_text())["stages"]
+    assert (s0["concurrency"], s1["concurrency"]) == (1, 4) and s1["requests"] > 2 * s0["requests"]
