@@ -13,6 +13,8 @@ import json
 from rich.console import Console
 from rich.table import Table
 
+from loadgen.scenario.model import ScenarioError
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -23,6 +25,9 @@ def register(subparsers) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[],
                    metavar="KEY.PATH=VALUE", help="override one scenario field (repeatable)")
     p.add_argument("--json", action="store_true", help="print sweep.json as one JSON line")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run the whole sweep N times; repeat.json gives, per point, the mean and "
+                        "a 95%% confidence interval of every headline figure")
     p.set_defaults(func=main)
 
 
@@ -51,6 +56,10 @@ def main(args: argparse.Namespace) -> int:
     from loadgen.run.sweep import run_sweep
 
     sc = load_scenario(args.scenario, args.overrides)
+    if args.repeat < 1:
+        raise ScenarioError(f"--repeat {args.repeat}: must be at least 1")
+    if args.repeat > 1:
+        return _repeat(sc, args)
     d, result = run_sweep(sc, live=not args.json)
     if args.json:
         print(json.dumps({"sweep_dir": str(d), **result}, default=str))
@@ -63,4 +72,23 @@ def main(args: argparse.Namespace) -> int:
                 f"{_f(s['min_failing_rate'], 3)}; {len(s['probes'])} probes"
                 + ("; converged" if s["converged"] else f"; {s['stopped']}") + ")")
     c.print(f"sweep directory: {d}")
+    return 0
+
+
+def _repeat(sc, args: argparse.Namespace) -> int:
+    """The whole sweep N times; per point, the mean and 95 % CI of each headline figure."""
+    from loadgen.run.repeat import sweep_repeats
+    from loadgen.run.sweep import run_sweep
+    base, rep = sweep_repeats(sc, args.repeat, lambda one: run_sweep(one, live=not args.json))
+    if args.json:
+        print(json.dumps({"repeat_dir": str(base), "repeat": rep}, default=str))
+        return 0
+    c = Console()
+    for pt in rep["points"]:
+        f = pt["figures"]
+        c.print(f"{sc.sweep.param} = {pt['value']:g}: " + ", ".join(
+            f"{k} {f[k]['mean']:.3f}" + (f" (95% CI {f[k]['ci95_low']:.3f}–{f[k]['ci95_high']:.3f})"
+                                         if f[k]["ci95_low"] is not None else "")
+            for k in ("output_throughput", "tpot_ms_p50", "ttft_ms_p99") if f[k]["mean"] is not None))
+    c.print(f"repeat directory: {base}")
     return 0

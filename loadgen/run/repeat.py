@@ -1,4 +1,5 @@
-"""``loadgen run --repeat N``: the same scenario N times, then the spread of every headline.
+"""``loadgen run --repeat N`` / ``loadgen sweep --repeat N``: the same scenario (or sweep) N times,
+then the spread of every headline figure (per sweep point for sweeps).
 
     Scenario ─► parent dir  output.dir/{YYYYmmdd-HHMMSS}-{name}-x{N}/ (or output.run_name + -xN)
              ─► run-1/, run-2/, ... (each a full run directory: records, summary, report)
@@ -48,3 +49,26 @@ def run_repeats(sc: Scenario, n: int, run_one: Callable) -> tuple[Path, list, di
     (parent / "repeat.json").write_text(json.dumps(rep, indent=2, default=str))
     write_repeat_report(parent, rep)
     return parent, results, rep
+
+
+def sweep_repeats(sc: Scenario, n: int, run_sweep_fn: Callable) -> tuple[Path, dict]:
+    """Run the sweep ``n`` times (fresh sweep dirs sweep-1..sweep-n under one parent); per point
+    value, the repeat summary of that point's runs ─► parent/repeat.json."""
+    base = Path(sc.output.dir) / f"{sc.output.run_name or 'sweep-' + sc.name}-x{n}"
+    if (base / "repeat.json").exists():
+        raise ScenarioError(f"output.run_name: {base} already holds a repeat series (repeat.json)")
+    by_value: dict = {}
+    dirs = []
+    for i in range(1, n + 1):
+        one = sc.model_copy(update={"output": sc.output.model_copy(
+            update={"dir": str(base), "run_name": f"sweep-{i}"})})
+        d, result = run_sweep_fn(one)
+        dirs.append(str(d))
+        for pt in result.get("points") or []:
+            s = json.loads((Path(d) / pt["run_dir"] / "summary.json").read_text())
+            by_value.setdefault(pt["value"], []).append(s)
+    rep = {"sweeps": n, "sweep_dirs": dirs, "scenario": sc.name,
+           "points": [{"value": v, **repeat_summary(ss)} for v, ss in sorted(by_value.items())]}
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "repeat.json").write_text(json.dumps(rep, indent=2, default=str))
+    return base, rep

@@ -34,3 +34,22 @@ def test_repeat_runs_and_summarises_with_confidence_intervals(calib_server, tmp_
     bad = subprocess.run([sys.executable, "-m", "loadgen.cli", "run", str(path), "--repeat", "0"],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--repeat 0" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_sweep_repeat_gives_each_point_a_confidence_interval(calib_server, tmp_path):
+    sc = {"name": "rs", "target": {"url": calib_server.url},
+          "api": {"extra_body": {"calib": {"ttft_ms": 2, "itl_ms": 1}}},
+          "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 8},
+                       "output_tokens": {"dist": "fixed", "value": 3}},
+          "load": {"mode": "concurrency", "concurrency": 1, "num_requests": 4},
+          "sweep": {"param": "load.concurrency", "values": [1, 2]},
+          "output": {"dir": str(tmp_path), "report": "none"}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(sc))
+    out = subprocess.run([sys.executable, "-m", "loadgen.cli", "sweep", str(path), "--repeat", "2",
+                          "--json"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout.strip().splitlines()[-1])["repeat"]
+    assert rep["sweeps"] == 2 and [p["value"] for p in rep["points"]] == [1, 2]
+    assert all(p["runs"] == 2 and p["figures"]["request_throughput"]["n"] == 2 for p in rep["points"])
+    assert (tmp_path / "sweep-rs-x2" / "repeat.json").is_file()
