@@ -25,7 +25,7 @@ import numpy as np
 
 from loadgen.scenario.model import Dist, ScenarioError, Workload
 from loadgen.scenario.tokens import make_counter
-from loadgen.scenario.sessions import SessionPlan
+from loadgen.scenario.sessions import SessionPlan, read_sharegpt_sessions
 from loadgen.scenario.trace import TracePrompts, read_trace, trace_offsets_ns
 
 @dataclass(frozen=True)
@@ -77,25 +77,12 @@ def _read_jsonl(path: Path) -> list[tuple[str, Optional[int]]]:
 
 
 def _read_sharegpt(path: Path, counter) -> list[tuple[str, Optional[int]]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ScenarioError(f"workload.path: {path}: not valid JSON (line {e.lineno}: {e.msg})") \
-            from None
-    if not isinstance(data, list):
-        raise ScenarioError(f"workload.path: {path}: ShareGPT file must be a JSON list")
+    """The first human turn of every conversation; the gpt reply after it sets max_tokens."""
     out = []
-    for conv in data:
-        turns = conv.get("conversations") if isinstance(conv, dict) else None
-        if not isinstance(turns, list):
-            continue
-        for i, t in enumerate(turns):
-            if isinstance(t, dict) and t.get("from") == "human" and t.get("value"):
-                reply = next((u.get("value") for u in turns[i + 1:]
-                              if isinstance(u, dict) and u.get("from") == "gpt"), None)
-                mt = counter.count(reply) if reply else None
-                out.append((t["value"], mt if mt else None))
-                break
+    for pairs in read_sharegpt_sessions(path):
+        prompt, reply = pairs[0]
+        mt = counter.count(reply) if reply else None
+        out.append((prompt, mt if mt else None))
     return out
 
 

@@ -48,15 +48,14 @@ import asyncio
 import collections
 import json
 import os
-import select
-import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 from typing import Any, Optional
 
 from aiohttp import web
+
+from tests.support.procs import PortServer
 
 now_ns = time.perf_counter_ns
 MODEL = "calib-model"
@@ -476,39 +475,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
-class CalibrationServer:
+class CalibrationServer(PortServer):
     """``with CalibrationServer(ttft_ms=50) as s: s.url, s.log()`` — a subprocess on 127.0.0.1."""
+
+    label = "calibration server"
 
     def __init__(self, ttft_ms: float = 0.0, itl_ms: float = 0.0, log: bool = True,
                  cpu: Optional[int] = None, startup_timeout_s: float = 20.0, lockstep: bool = False):
-        self.argv = [sys.executable, "-m", "tests.support.calibration_server", "--port", "0",
-                     "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
+        argv = [sys.executable, "-m", "tests.support.calibration_server", "--port", "0",
+                "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
         if lockstep:
-            self.argv.append("--lockstep")
+            argv.append("--lockstep")
         if not log:
-            self.argv.append("--no-log")
+            argv.append("--no-log")
         if cpu is not None:
-            self.argv += ["--cpu", str(cpu)]
-        self.startup_timeout_s = startup_timeout_s
-        self.proc: Optional[subprocess.Popen] = None
-        self.port: Optional[int] = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> "CalibrationServer":
-        root = Path(__file__).resolve().parents[2]
-        env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen(self.argv, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.startup_timeout_s)
-        line = self.proc.stdout.readline() if ready else ""  # "PORT n", or "" if it died
-        if not line.startswith("PORT "):
-            self.stop()
-            raise RuntimeError(f"calibration server did not start within {self.startup_timeout_s:g} s: "
-                               f"{line!r}")
-        self.port = int(line.split()[1])
-        return self
+            argv += ["--cpu", str(cpu)]
+        super().__init__(argv, startup_timeout_s)
 
     def log(self, clear: bool = False) -> list[dict]:
         q = "?clear=1" if clear else ""
@@ -523,23 +505,6 @@ class CalibrationServer:
         q = "?clear=1" if clear else ""
         with urllib.request.urlopen(f"{self.url}/calib/clock{q}", timeout=30) as r:
             return json.loads(r.read())
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc is not None and self.proc.stdout:
-            self.proc.stdout.close()
-
-    def __enter__(self) -> "CalibrationServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 if __name__ == "__main__":

@@ -12,3 +12,53 @@ def alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:
         return f.read().split()[2] != "Z"
+
+
+class PortServer:
+    """A test server in its own interpreter: ``argv`` prints ``PORT <n>`` once it listens on
+    127.0.0.1. ``with Sub(...) as s: s.url``; stopped with SIGTERM, then SIGKILL after 5 s."""
+
+    label = "server"
+
+    def __init__(self, argv: list, startup_timeout_s: float = 20.0):
+        self.argv, self.startup_timeout_s = argv, startup_timeout_s
+        self.proc = None
+        self.port = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        import select
+        import subprocess
+        from pathlib import Path
+        root = Path(__file__).resolve().parents[2]
+        env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen(self.argv, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.startup_timeout_s)
+        line = self.proc.stdout.readline() if ready else ""   # "PORT n", or "" if it died
+        if not line.startswith("PORT "):
+            self.stop()
+            raise RuntimeError(f"{self.label} did not start within {self.startup_timeout_s:g} s: "
+                               f"{line!r}")
+        self.port = int(line.split()[1])
+        return self
+
+    def stop(self) -> None:
+        import subprocess
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc is not None and self.proc.stdout:
+            self.proc.stdout.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -29,9 +29,6 @@ import argparse
 import asyncio
 import base64
 import json
-import os
-import select
-import subprocess
 import sys
 import time
 import urllib.request
@@ -39,6 +36,8 @@ from pathlib import Path
 from typing import Optional
 
 from aiohttp import web
+
+from tests.support.procs import PortServer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "servers"
 KNOWN = {"model", "prompt", "messages", "max_tokens", "stream", "stream_options", "temperature", "top_p",
@@ -197,58 +196,24 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
-class ReplayServer:
+class ReplayServer(PortServer):
     """``with ReplayServer("llama.cpp") as s: s.url, s.log()`` — a subprocess on 127.0.0.1."""
+
+    label = "replay server"
 
     def __init__(self, server: str, delay_scale: float = 0.0, startup_timeout_s: float = 20.0):
         self.server = server
-        self.argv = [sys.executable, "-m", "tests.support.replay_server", "--server", server, "--port", "0",
-                     "--delay-scale", str(delay_scale)]
-        self.startup_timeout_s = startup_timeout_s
-        self.proc: Optional[subprocess.Popen] = None
-        self.port: Optional[int] = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__([sys.executable, "-m", "tests.support.replay_server", "--server", server,
+                          "--port", "0", "--delay-scale", str(delay_scale)], startup_timeout_s)
 
     @property
     def meta(self) -> dict:
         return json.loads((FIXTURES / self.server / "_server.json").read_text())
 
-    def start(self) -> "ReplayServer":
-        root = Path(__file__).resolve().parents[2]
-        env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen(self.argv, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.startup_timeout_s)
-        line = self.proc.stdout.readline() if ready else ""
-        if not line.startswith("PORT "):
-            self.stop()
-            raise RuntimeError(f"replay server did not start within {self.startup_timeout_s:g} s: {line!r}")
-        self.port = int(line.split()[1])
-        return self
-
     def log(self, clear: bool = False) -> list:
         q = "?clear=1" if clear else ""
         with urllib.request.urlopen(f"{self.url}/replay/log{q}", timeout=30) as r:
             return json.loads(r.read())
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc is not None and self.proc.stdout:
-            self.proc.stdout.close()
-
-    def __enter__(self) -> "ReplayServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 if __name__ == "__main__":

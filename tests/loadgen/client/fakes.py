@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import select
-import subprocess
 import sys
 import urllib.request
-from pathlib import Path
 from typing import Optional
 
 from aiohttp import web
+
+from tests.support.procs import PortServer
 
 
 def sse(*objs, done: bool = True, sep: bytes = b"\n\n") -> list[bytes]:
@@ -139,8 +137,10 @@ class FakeApp:
         await asyncio.Event().wait()
 
 
-class FakeOpenAI:
+class FakeOpenAI(PortServer):
     """``with FakeOpenAI(reject=("ignore_eos",)) as s: s.url, s.bodies`` — a subprocess."""
+
+    label = "fake server"
 
     def __init__(self, stream: Optional[list[bytes]] = None, reject: tuple = (),
                  api_key: Optional[str] = None, models: tuple = ("fake-model",),
@@ -148,42 +148,13 @@ class FakeOpenAI:
         self.config = {"stream": None if stream is None else [b.decode("latin-1") for b in stream],
                        "reject": list(reject), "api_key": api_key, "models": list(models),
                        "models_status": models_status, "tokens": tokens}
-        self.proc: Optional[subprocess.Popen] = None
-        self.port: Optional[int] = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__([sys.executable, "-m", "tests.loadgen.client.fakes",
+                          json.dumps(self.config)])
 
     @property
     def bodies(self) -> list[dict]:
         with urllib.request.urlopen(f"{self.url}/fake/bodies", timeout=30) as r:
             return json.loads(r.read())
-
-    def __enter__(self) -> "FakeOpenAI":
-        root = Path(__file__).resolve().parents[3]
-        env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.loadgen.client.fakes",
-                                      json.dumps(self.config)], cwd=root, env=env,
-                                     stdout=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 20)
-        line = self.proc.stdout.readline() if ready else ""
-        if not line.startswith("PORT "):
-            self.__exit__()
-            raise RuntimeError(f"fake server did not start: {line!r}")
-        self.port = int(line.split()[1])
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-            self.proc.stdout.close()
 
 
 def main(argv: list[str]) -> int:
