@@ -12,6 +12,7 @@ evidence status; a missing figure says why.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from analysis.report import conditions
@@ -264,5 +265,16 @@ def write_any(path: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
         return write_sweep_report(d, with_plots)
     if (d / "records.jsonl").is_file():
         return write_report(d, with_plots)
-    raise ValueError(f"{d}: neither a run directory (records.jsonl) nor a sweep directory "
-                     "(sweep.json)")
+    if (d / "repeat.json").is_file() and "figures" in json.loads((d / "repeat.json").read_text()):
+        from analysis.metrics.repeats import repeat_summary
+        from analysis.metrics.summary import summarize_run
+        from analysis.report.repeats import write_repeat_report
+        rep = json.loads((d / "repeat.json").read_text())
+        runs = [Path(r) for r in rep.get("run_dirs") or []]
+        fresh = repeat_summary([summarize_run(r) for r in runs if (r / "records.jsonl").is_file()])
+        rep.update(fresh)                   # recomputed from the runs' records, like a run's report
+        (d / "repeat.json").write_text(json.dumps(rep, indent=2, default=str))
+        write_repeat_report(d, rep)
+        return d / "report.md", d / "report.html"
+    raise ValueError(f"{d}: neither a run directory (records.jsonl), a sweep directory "
+                     "(sweep.json) nor a repeat directory (repeat.json)")

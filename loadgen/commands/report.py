@@ -30,6 +30,11 @@ def main(args: argparse.Namespace) -> int:
         for p in write_sweep_report(d, with_plots=not args.no_plots):
             print(f"wrote {p}")
         return 0
+    if (d / "repeat.json").is_file() and not (d / "records.jsonl").is_file():
+        from analysis.report.report import write_any   # a repeat series: recomputed from its runs
+        for p in write_any(d, with_plots=not args.no_plots):
+            print(f"wrote {p}")
+        return 0
     if not (d / "records.jsonl").is_file():
         raise ScenarioError(f"RUN_DIR: {d}: not a run or sweep directory (no records.jsonl, "
                             "no sweep.json)")

@@ -31,6 +31,12 @@ def test_repeat_runs_and_summarises_with_confidence_intervals(calib_server, tmp_
     for i in (1, 2, 3):
         assert (parent / f"run-{i}" / "summary.json").is_file()
     assert "95 % CI" in (parent / "report.md").read_text()
+    (parent / "report.md").unlink()
+    again = subprocess.run([sys.executable, "-m", "loadgen.cli", "report", str(parent)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "95 % CI" in (parent / "report.md").read_text()
+    assert json.loads((parent / "repeat.json").read_text())["figures"]["request_throughput"]["n"] == 3
     bad = subprocess.run([sys.executable, "-m", "loadgen.cli", "run", str(path), "--repeat", "0"],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--repeat 0" in bad.stderr and "Traceback" not in bad.stderr
