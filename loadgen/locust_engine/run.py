@@ -168,7 +168,7 @@ class LocustRun:
 
     def _processes(self) -> None:
         from loadgen.targets.managed import free_port
-        from loadgen.run.runner import PowerHook
+        from loadgen.run.power_hook import PowerHook
         o, r = self.opts, self.run
         common = ["--run-dir", str(self.dir), "--base-url", r.base_url, "--model", r.model,
                   "--connect-timeout", str(o.connect_timeout_s),

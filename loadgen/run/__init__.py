@@ -6,7 +6,11 @@
                                  └► Ledger: exactly one Record per request ─► records.jsonl
                           ─► progress.py (live bar)   ─► power/ (samplers ─► power.jsonl)
                           ─► rundir.py ─► analysis/ (summary.json, report.html / report.md)
-    sweep.py: one run per load point, resumable; max rate under the SLO by bisection
+                          ─► sessions.py (multi-turn: turn k+1 after turn k's answer + think time)
+                          ─► meta.py (meta.json), calibration.py (host rates for the roofline, once)
+    sweep.py: one run per load point, resumable; max rate under the SLO by bisection;
+              cache_hygiene.py (prompts a point re-sends; /reset_prefix_cache)
+    repeat.py: --repeat N (runs or sweeps) ─► repeat.json with 95 % confidence intervals
 
 May import: everything in loadgen, analysis and servers (it is the orchestrator).
 """

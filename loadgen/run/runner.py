@@ -21,12 +21,10 @@ import asyncio
 import contextlib
 import os
 import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import loadgen
 from loadgen.client import eventloop
 from loadgen.targets import probe as probe_mod
 from loadgen.targets import sut as sut_mod
@@ -42,6 +40,8 @@ from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
 from loadgen.targets.scrape import ServerMetricsScraper
 from loadgen.scenario.workload import WorkloadPlan, build_workload
 from loadgen.run.calibration import ensure_host_calibration
+from loadgen.run.meta import run_meta
+from loadgen.run.power_hook import PowerHook
 from loadgen.run.sessions import SessionDriver
 
 T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
@@ -53,38 +53,6 @@ class RunResult:
     meta: dict
     summary: Optional[dict]
     interrupted: bool
-
-
-class PowerHook:
-    """loadgen.power around the measured window; does nothing for sources ["none"]."""
-
-    def __init__(self, cfg, run_dir: Path):
-        self.cfg, self.run_dir = cfg, run_dir
-        self.session = None
-        self.result: Optional[dict] = None
-
-    def start(self) -> "PowerHook":
-        if all(s == "none" for s in self.cfg.sources):
-            return self
-        try:
-            from loadgen import power
-        except ImportError as e:
-            self.result = {"sources": [{"name": s, "status": "unavailable",
-                                        "reason": f"loadgen.power not importable: {e}"}
-                                       for s in self.cfg.sources]}
-            return self
-        self.session = power.start(self.cfg, self.run_dir)
-        self.session.idle_baseline()
-        return self
-
-    def mark(self, name: str) -> None:
-        if self.session is not None:
-            self.session.mark(name)
-
-    def stop(self) -> Optional[dict]:
-        if self.session is not None and self.result is None:
-            self.result = self.session.stop()
-        return self.result
 
 
 class Run:
@@ -353,42 +321,8 @@ class Run:
         await self.dispatcher.closed(warm_spec, min(w, cap or w), now_ns(), w, None)
 
     def meta(self) -> dict:
-        sc, ld = self.sc, self.sc.load
-        sched = self.schedule.describe()
-        cpu_info = self.cpu.result or {}  # ClientLoad: CPU share of one core, loop lag
-        power_info = self.power.result if self.power is not None else None
-        return {
-            "loadgen_version": loadgen.__version__, "scenario": sc.name,
-            "run_dir": str(self.run_dir), "started_at_unix": time.time(),
-            "engine": "native", "event_loop": eventloop.loop_name(), "mode": ld.mode,
-            "target_url": self.base_url, "model": self.model,
-            "endpoint": sc.api.endpoint, "stream": sc.api.stream,
-            "t0_ns": self.t0, "end_ns": self.end, "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)",
-            "rate": ld.rate if ld.mode == "server" else None,   # None for stages and traces
-            "scheduled_rate": sched["scheduled_rate"], "schedule": sched,
-            "schedule_seed": seed_for(sc),
-            "in_flight_cap": ld.in_flight_cap, "num_requests": ld.num_requests,
-            "duration_s": ld.duration_s, "warmup_requests": ld.warmup_requests,
-            "records_written": self.writer.count if self.writer else 0,
-            "min_duration_s": ld.min_duration_s, "min_queries": ld.min_queries,
-            "drain_timeout_s": ld.drain_timeout_s,
-            "slo": sc.slo.model_dump(mode="json"),
-            "workload": self.plan.describe(),
-            "client_cpu": cpu_info.get("cpu_util"), "client_load": cpu_info,
-            "power_sources": (power_info or {}).get("sources") or list(sc.power.sources),
-            "power": power_info,
-            "interrupted": bool(self.interrupted or self.crashed),
-            "interrupt_signal": self.interrupted, "crashed": self.crashed,
-            "managed_server_alive_at_end": self.server_alive_at_end,
-            "client_cpus": self.client_cpus,
-            "server_metrics": self.server_metrics,
-            "probe": self.probe,
-            "client_connections": self.client.describe() if self.client is not None else None,
-            # wire | aiohttp, stamp_source kernel | user | mixed, clock method and bracket,
-            # coalesced reads, retries (Client.transport_info, kept after the client closed)
-            "client_transport": self.client.transport_info() if self.client is not None else None,
-        }
-
+        """meta.json: how the run went (loadgen.run.meta.run_meta)."""
+        return run_meta(self)
 
 def run_scenario(sc: Scenario, progress: Optional[RunProgress] = None,
                  server: Optional[ManagedServer] = None) -> RunResult:
