@@ -62,3 +62,20 @@ class PortServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+async def serve_app(app, port: int = 0, handle_signals: bool = False) -> None:
+    """Serve an aiohttp ``app`` on 127.0.0.1:``port``, print ``PORT <n>`` (what PortServer reads),
+    and run until cancelled."""
+    import asyncio
+
+    from aiohttp import web
+    runner = web.AppRunner(app, access_log=None, handle_signals=handle_signals)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    print(f"PORT {site._server.sockets[0].getsockname()[1]}", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()

@@ -37,7 +37,7 @@ from typing import Optional
 
 from aiohttp import web
 
-from tests.support.procs import PortServer
+from tests.support.procs import PortServer, serve_app
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "servers"
 KNOWN = {"model", "prompt", "messages", "max_tokens", "stream", "stream_options", "temperature", "top_p",
@@ -171,16 +171,7 @@ def make_app(server: str, delay_scale: float = 0.0, root: Path = FIXTURES) -> we
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    runner = web.AppRunner(make_app(args.server, args.delay_scale), access_log=None, handle_signals=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", args.port)
-    await site.start()
-    print(f"PORT {site._server.sockets[0].getsockname()[1]}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await runner.cleanup()
-
+    await serve_app(make_app(args.server, args.delay_scale), args.port, handle_signals=True)
 
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="replay a recorded real server's answers (127.0.0.1 only)")

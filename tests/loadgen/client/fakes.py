@@ -24,7 +24,7 @@ from typing import Optional
 
 from aiohttp import web
 
-from tests.support.procs import PortServer
+from tests.support.procs import PortServer, serve_app
 
 
 def sse(*objs, done: bool = True, sep: bytes = b"\n\n") -> list[bytes]:
@@ -129,12 +129,7 @@ class FakeApp:
         app.router.add_post("/v1/completions", self._generate)
         app.router.add_post("/v1/chat/completions", self._generate)
         app.router.add_get("/fake/bodies", self._bodies)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        print(f"PORT {site._server.sockets[0].getsockname()[1]}", flush=True)
-        await asyncio.Event().wait()
+        await serve_app(app)
 
 
 class FakeOpenAI(PortServer):

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import select
-import subprocess
 import sys
-from pathlib import Path
 from typing import Optional
 
 from aiohttp import web
+
+from tests.support.procs import PortServer, serve_app
 
 VERSION = "0.32.0-fake"
 MODEL = "calib-model"
@@ -161,50 +159,14 @@ def make_app(calibration: bool = False) -> web.Application:
     return app
 
 
-async def _serve(port: int, calibration: bool) -> None:
-    runner = web.AppRunner(make_app(calibration), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port)
-    await site.start()
-    print(f"PORT {site._server.sockets[0].getsockname()[1]}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await runner.cleanup()
-
-
-class FakeVllmMetrics:
+class FakeVllmMetrics(PortServer):
     """``with FakeVllmMetrics(calibration=True) as s: s.url`` — a subprocess on 127.0.0.1."""
 
+    label = "fake vLLM metrics server"
+
     def __init__(self, calibration: bool = False):
-        self.argv = [sys.executable, "-m", "tests.loadgen.targets.vllm_metrics_fake", "--port", "0"]
-        if calibration:
-            self.argv.append("--calibration")
-        self.proc: Optional[subprocess.Popen] = None
-        self.url: Optional[str] = None
-
-    def __enter__(self) -> "FakeVllmMetrics":
-        root = Path(__file__).resolve().parents[3]
-        env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen(self.argv, cwd=root, env=env, stdout=subprocess.PIPE,
-                                     text=True)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
-        line = self.proc.stdout.readline() if ready else ""
-        if not line.startswith("PORT "):
-            self.__exit__()
-            raise RuntimeError(f"fake vLLM metrics server did not start: {line!r}")
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
+        argv = [sys.executable, "-m", "tests.loadgen.targets.vllm_metrics_fake", "--port", "0"]
+        super().__init__(argv + (["--calibration"] if calibration else []), 30.0)
 
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -212,7 +174,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--calibration", action="store_true")
     a = ap.parse_args(argv)
     try:
-        asyncio.run(_serve(a.port, a.calibration))
+        asyncio.run(serve_app(make_app(a.calibration), a.port))
     except KeyboardInterrupt:
         pass
     return 0
