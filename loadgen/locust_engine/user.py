@@ -126,6 +126,18 @@ def read_body(raw, rec: Record, tally: StreamTally) -> None:
     apply_body(rec, tally, data, t)
 
 
+def _post(agent, url: str, data: bytes, headers: dict):
+    """(response, None), or (None, the exception) when no response came; a timeout passes.
+    An HTTP error status comes back as its response (``e.response``), not as an exception."""
+    try:
+        return agent.urlopen(url, method="POST", payload=data, headers=headers), None
+    except gevent.Timeout:
+        raise
+    except Exception as e:
+        resp = getattr(e, "response", None)
+        return resp, (e if resp is None else None)
+
+
 def execute(agent, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
             tally: StreamTally, timeout_s: float) -> None:
     """POST ``data``; fill ``rec``. Never raises for a failed request (GreenletExit passes)."""
@@ -134,29 +146,17 @@ def execute(agent, url: str, headers: dict, data: bytes, stream: bool, rec: Reco
         with gevent.Timeout(timeout_s):
             reused = _pooled(agent, url)
             rec.sent_at_ns = now_ns()
-            try:
-                resp = agent.urlopen(url, method="POST", payload=data, headers=headers)
-            except gevent.Timeout:
-                raise
-            except Exception as e:
-                resp = getattr(e, "response", None)
-                if resp is None and reused and isinstance(e, _STALE):
-                    # the server closed the kept-alive socket before it saw the request
-                    rec.retries += 1
-                    rec.first_sent_at_ns = rec.sent_at_ns
-                    rec.retry_error = f"{type(e).__name__}: {e}"[:SNIPPET]
-                    agent.clientpool.close()        # the other pooled sockets: as stale
-                    rec.sent_at_ns = now_ns()
-                    try:
-                        resp = agent.urlopen(url, method="POST", payload=data, headers=headers)
-                    except gevent.Timeout:
-                        raise
-                    except Exception as e2:
-                        resp = getattr(e2, "response", None)
-                        if resp is None:
-                            return fail(rec, "connection", f"{type(e2).__name__}: {e2}")
-                elif resp is None:
-                    return fail(rec, "connection", f"{type(e).__name__}: {e}")
+            resp, err = _post(agent, url, data, headers)
+            if err is not None and reused and isinstance(err, _STALE):
+                # the server closed the kept-alive socket before it saw the request
+                rec.retries += 1
+                rec.first_sent_at_ns = rec.sent_at_ns
+                rec.retry_error = f"{type(err).__name__}: {err}"[:SNIPPET]
+                agent.clientpool.close()        # the other pooled sockets: as stale
+                rec.sent_at_ns = now_ns()
+                resp, err = _post(agent, url, data, headers)
+            if err is not None:
+                return fail(rec, "connection", f"{type(err).__name__}: {err}")
             rec.http_status = resp.status_code
             raw = resp._response
             if resp.status_code >= 300:
