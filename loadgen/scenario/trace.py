@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 
@@ -43,7 +43,7 @@ class TraceRow:
     messages: Optional[list] = field(default=None, compare=False)   # jsonl, chat
 
 
-def _positive_int(row: dict, key: str, where: str, required: bool) -> Optional[int]:
+def positive_int(row: dict, key: str, where: str, required: bool) -> Optional[int]:
     v = row.get(key)
     if v is None and not required:
         return None
@@ -62,23 +62,20 @@ def _row(obj, fmt: str, where: str) -> TraceRow:
         ids = obj.get("hash_ids", [])
         if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
             raise ScenarioError(f"{where}: 'hash_ids' must be a list of integers")
-        return TraceRow(float(ts), _positive_int(obj, "output_length", where, True),
-                        _positive_int(obj, "input_length", where, True), tuple(ids))
+        return TraceRow(float(ts), positive_int(obj, "output_length", where, True),
+                        positive_int(obj, "input_length", where, True), tuple(ids))
     prompt, messages = obj.get("prompt"), obj.get("messages")
     if not isinstance(prompt, str) and not (isinstance(messages, list) and messages):
         raise ScenarioError(f"{where}: needs a string 'prompt' or a list 'messages'")
-    return TraceRow(float(ts), _positive_int(obj, "max_tokens", where, False),
+    return TraceRow(float(ts), positive_int(obj, "max_tokens", where, False),
                     prompt=prompt if isinstance(prompt, str) else None,
                     messages=messages if isinstance(messages, list) else None)
 
 
-def read_trace(path: str | Path, fmt: str) -> list[TraceRow]:
-    """The rows of a trace file in timestamp order (stable for equal times)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ScenarioError(f"workload.path: {path}: no such file")
-    rows = []
-    with open(p, encoding="utf-8") as f:
+def jsonl_objects(path: str | Path) -> Iterator[tuple[str, object]]:
+    """("workload.path: FILE line N", the parsed line) for every non-blank line; a line that is
+    not JSON is a ScenarioError naming it."""
+    with open(path, encoding="utf-8") as f:
         for no, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -87,7 +84,14 @@ def read_trace(path: str | Path, fmt: str) -> list[TraceRow]:
             except json.JSONDecodeError as e:
                 raise ScenarioError(f"workload.path: {path} line {no}: not valid JSON ({e.msg})") \
                     from None
-            rows.append(_row(obj, fmt, f"workload.path: {path} line {no}"))
+            yield f"workload.path: {path} line {no}", obj
+
+
+def read_trace(path: str | Path, fmt: str) -> list[TraceRow]:
+    """The rows of a trace file in timestamp order (stable for equal times)."""
+    if not Path(path).is_file():
+        raise ScenarioError(f"workload.path: {path}: no such file")
+    rows = [_row(obj, fmt, where) for where, obj in jsonl_objects(path)]
     if not rows:
         raise ScenarioError(f"workload.path: {path}: no requests in the trace")
     return sorted(rows, key=lambda r: r.timestamp_ms)

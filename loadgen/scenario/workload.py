@@ -16,7 +16,6 @@ token each), labelled ``approximate``.
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
@@ -26,7 +25,8 @@ import numpy as np
 from loadgen.scenario.model import Dist, ScenarioError, Workload
 from loadgen.scenario.tokens import make_counter
 from loadgen.scenario.sessions import SessionPlan, read_sharegpt_sessions
-from loadgen.scenario.trace import TracePrompts, read_trace, trace_offsets_ns
+from loadgen.scenario.trace import (TracePrompts, jsonl_objects, positive_int, read_trace,
+                                    trace_offsets_ns)
 
 @dataclass(frozen=True)
 class PromptSpec:
@@ -57,22 +57,10 @@ def sample_lengths(d: Dist, rng: np.random.Generator, n: int) -> np.ndarray:
 
 def _read_jsonl(path: Path) -> list[tuple[str, Optional[int]]]:
     out = []
-    with open(path, encoding="utf-8") as f:
-        for no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ScenarioError(f"workload.path: {path} line {no}: not valid JSON ({e.msg})") \
-                    from None
-            if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
-                raise ScenarioError(f"workload.path: {path} line {no}: needs a string 'prompt'")
-            mt = row.get("max_tokens")
-            if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt <= 0):
-                raise ScenarioError(f"workload.path: {path} line {no}: 'max_tokens' must be a "
-                                    "positive integer")
-            out.append((row["prompt"], mt))
+    for where, row in jsonl_objects(path):
+        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
+            raise ScenarioError(f"{where}: needs a string 'prompt'")
+        out.append((row["prompt"], positive_int(row, "max_tokens", where, False)))
     return out
 
 
