@@ -59,3 +59,11 @@ def test_the_checker_sees_lazy_and_from_imports(tmp_path):
     assert violations(tmp_path, ("loadgen",)) == [f"{tmp_path.name}/m.py imports loadgen.run",
                                                   f"{tmp_path.name}/m.py imports loadgen.run.runner"]
     assert violations(tmp_path, ("os.path",)) == []
+
+
+def test_pytest_process_never_gevent_patched():
+    """Collection has imported every test module by now: none may pull in locust or gevent, whose
+    import-time monkey-patching would turn every later test's sockets, threads and subprocess forks
+    into greenlets (Locust runs in its own processes; the suite checks it there)."""
+    import sys
+    assert "gevent" not in sys.modules and "locust" not in sys.modules

@@ -215,14 +215,14 @@ class LocustRun:
         if self.scrape is not None:
             self.scrape.mark("measure_end")
         r.power.stop()
-        if self.progress is not None:
-            follow.poll(self.progress)
-            self.progress.stop()
         for p in self.procs[1:]:                 # the master told them to quit
             try:
                 p.wait(KILL_GRACE_S)
             except subprocess.TimeoutExpired:
                 _stop(p, 2.0)
+        if self.progress is not None:            # after the workers flushed their last rows
+            follow.poll(self.progress)
+            self.progress.stop()
 
     def _state(self) -> dict:
         try:
