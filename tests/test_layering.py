@@ -62,8 +62,12 @@ def test_the_checker_sees_lazy_and_from_imports(tmp_path):
 
 
 def test_pytest_process_never_gevent_patched():
-    """Collection has imported every test module by now: none may pull in locust or gevent, whose
-    import-time monkey-patching would turn every later test's sockets, threads and subprocess forks
+    """No test module may import locust into the pytest process (runs last, after every test):
+    locust's import-time monkey-patching would turn every later test's sockets, threads and subprocess forks
     into greenlets (Locust runs in its own processes; the suite checks it there)."""
     import sys
-    assert "gevent" not in sys.modules and "locust" not in sys.modules
+    assert "locust" not in sys.modules                  # its import calls monkey.patch_all()
+    if "gevent" in sys.modules:                         # imported (clock helpers), never patched
+        from gevent import monkey
+        assert not [m for m in ("socket", "thread", "os", "subprocess", "select")
+                    if monkey.is_module_patched(m)]

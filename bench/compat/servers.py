@@ -10,7 +10,7 @@
     name          argv (the model: bench/compat/models.py)                          health    /metrics
     vllm          vllm serve <hf dir> --load-format dummy --dtype float32            /health   yes
                   --max-model-len 4096 (env VLLM_CPU_KVCACHE_SPACE=2)
-    llama.cpp     llama-server -m <f32 gguf> -c 8192 -np 8 --metrics -t 2            /health   yes (--metrics)
+    llama.cpp     llama-server -m <f32 gguf> -c 1024·np -np 8 --metrics -t 2         /health   yes (--metrics)
     transformers  transformers serve <hf dir> --device cpu --dtype float32          /health   no
 
 Use: ``with Server("vllm") as s: s.url, s.model, s.version``.
@@ -64,8 +64,9 @@ class Spec:
     health: str = "/health"
 
 
-def spec(name: str, port: int) -> Spec:
-    """How to start ``name`` on ``port``; installs it and makes its model when missing."""
+def spec(name: str, port: int, slots: int = 8) -> Spec:
+    """How to start ``name`` on ``port``; installs it and makes its model when missing.
+    ``slots``: llama.cpp's parallel sequences (-np), each with a 1024-token context (-c = 1024·slots)."""
     info = install.ensure(name)
     if name == "vllm":
         d = str(models.make_hf())
@@ -76,8 +77,8 @@ def spec(name: str, port: int) -> Spec:
                      "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}, d, startup_s=420)
     if name == "llama.cpp":
         g = str(models.make_gguf())
-        return Spec([info["executable"], "-m", g, "--host", "127.0.0.1", "--port", str(port), "-c", "8192",
-                     "-np", "8", "--metrics", "-t", "2", "--alias", "small-f32"],
+        return Spec([info["executable"], "-m", g, "--host", "127.0.0.1", "--port", str(port), "-c", str(1024 * slots),
+                     "-np", str(slots), "--metrics", "-t", "2", "--alias", "small-f32"],
                     {}, "small-f32", startup_s=120)
     if name == "transformers":
         d = str(models.make_hf())
@@ -98,6 +99,7 @@ class Server:
     argv: list = field(default_factory=list)
     log_path: Optional[Path] = None
     startup_s: float = 0.0
+    slots: int = 8                # llama.cpp -np
 
     @property
     def url(self) -> str:
@@ -109,7 +111,7 @@ class Server:
 
     def start(self) -> "Server":
         self.port = self.port or free_port()
-        sp = spec(self.name, self.port)
+        sp = spec(self.name, self.port, self.slots)
         self.model, self.argv = sp.model, [str(a) for a in sp.argv]
         logs = cache_dir() / "logs"
         logs.mkdir(exist_ok=True)

@@ -1,0 +1,146 @@
+"""Where a decode step of the built-in JAX engine goes, operation by operation, against its floor.
+
+    the engine's own weights (preset, fp32) ─► each piece jitted alone, all layers, median of N runs:
+        wqkv / wo / w13 / w2 GEMVs ([B, K] @ [K, N], every layer)     floor = weight bytes / GEMV BW
+        lm_head GEMV ([B, D] @ [D, V])                                 floor = bytes / GEMV BW
+        attention over the KV cache (attn_len positions, every layer)  floor = KV bytes / GEMV BW
+        the whole jitted decode step (engine._decode)                  floor = all of the above
+        sampling (greedy, [B, V])
+        engine.generate(): the step + sampling + the host work between steps (what the server runs)
+    GEMV BW = XLA's own best [1, 4096] @ [4096, 8192] fp32 GEMV (134 MB of weights), the rate a
+    decode step could reach on this host; the copy bandwidth the reports use is printed beside it.
+
+    .venv/bin/python bench/decode_profile.py [--preset small] [--batch 1,8] [--ctx 128] [--runs 30]
+
+Ends with ONE JSON line. Evidence: measured (floors calculated from the measured GEMV rate).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bench.decode_roofline import _best, measure_bandwidth  # noqa: E402
+
+
+def gemv_bandwidth(runs: int) -> float:
+    """Best bytes/s of XLA's fp32 GEMV over a weight far larger than the caches."""
+    w = jnp.asarray(np.random.default_rng(0).standard_normal((4096, 8192), np.float32))
+    x = jnp.ones((1, 4096), jnp.float32)
+    f = jax.jit(lambda a, b: a @ b)
+    _, best = _best(lambda: f(x, w).block_until_ready(), runs)
+    return w.nbytes / best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="small")
+    ap.add_argument("--batch", default="1,8")
+    ap.add_argument("--ctx", type=int, default=128)
+    ap.add_argument("--runs", type=int, default=30)
+    opt = ap.parse_args()
+    from servers.jax import build
+    from servers.jax import model as M
+    from servers.jax.sampling import greedy
+
+    batches = [int(b) for b in opt.batch.split(",")]
+    engine, _, _ = build(opt.preset, dtype="fp32", slots=max(batches), max_model_len=512, warmup=False)
+    a, p = engine.args, engine.params
+    gbw = gemv_bandwidth(opt.runs)
+    copy = measure_bandwidth(n=5)["numpy_copy_GBps"] * 1e9
+    print(f"# {opt.preset}: {a.n_params() / 1e6:.1f}M params fp32, {os.cpu_count()} CPUs, jax {jax.__version__}")
+    print(f"# GEMV bandwidth (XLA, 134 MB fp32 weight): {gbw / 1e9:.1f} GB/s; copy (read+write): "
+          f"{copy / 1e9:.1f} GB/s   [measured]")
+    result = {"bench": "decode_profile", "preset": opt.preset, "ctx": opt.ctx, "host": platform.node(),
+              "cpus": os.cpu_count(), "gemv_GBps": gbw / 1e9, "copy_GBps": copy / 1e9,
+              "evidence": "measured; floors calculated from the measured GEMV bandwidth", "batches": {}}
+    L = p["layers"]
+    for b in batches:
+        x = jnp.ones((b, a.dim), jnp.float32)
+        rows = []
+
+        def piece(name, fn, args, nbytes):
+            f = jax.jit(fn)
+            med, mn = _best(lambda: jax.block_until_ready(f(*args)), opt.runs)
+            rows.append({"op": name, "median_ms": med * 1e3, "min_ms": mn * 1e3,
+                         "floor_ms": nbytes / gbw * 1e3, "bytes": nbytes})
+
+        for key, k_in in (("wqkv", a.dim), ("wo", a.q_dim), ("w13", a.dim), ("w2", a.ffn_dim)):
+            ws = [lp[key] for lp in L]
+            xin = jnp.ones((b, k_in), jnp.float32)
+            # sum of every layer's product: one read of each weight, nothing elided
+            piece(f"{key} x{len(ws)}", lambda v, *w: sum(jnp.sum(v @ wi) for wi in w), (xin, *ws),
+                  sum(w.nbytes for w in ws))
+        head = p.get("lm_head", p["embed"].T)
+        piece("lm_head", lambda v, w: v @ w, (x, head), head.nbytes)
+        engine.active[:] = False
+        engine.active[:b] = True
+        engine.pos[:b] = opt.ctx
+        attn = engine.attn_bucket()
+        kc, vc = engine.cache[0]
+        g = a.n_heads // a.n_kv_heads
+        q = jnp.ones((b, a.n_kv_heads, g, a.head_dim), jnp.float32)
+        pos = jnp.full((b,), opt.ctx, jnp.int32)
+
+        def attention(q, pos, *cache):
+            out = 0.0
+            valid = jnp.arange(attn)[None, :] <= pos[:, None]
+            for kc, vc in cache:
+                ka, va = kc[:b, :, :, :attn], vc[:b, :, :attn, :]
+                sc = jnp.sum(q[..., None] * ka[:, :, None], axis=-2)
+                sc = jnp.where(valid[:, None, None, :], sc, -jnp.inf)
+                pr = jax.nn.softmax(sc, axis=-1)
+                out = out + jnp.sum(jnp.einsum("skga,skad->skgd", pr, va))
+            return out
+        kv_bytes = 2 * a.n_layers * b * a.n_kv_heads * attn * a.head_dim * 4
+        piece(f"attention x{a.n_layers} (attn_len {attn})", attention, (q, pos, *engine.cache), kv_bytes)
+        logits = jnp.ones((b, a.vocab_size), jnp.float32)
+        piece("sampling (greedy)", greedy, (logits,), logits.nbytes)
+        bb = engine.batch_bucket()
+        toks = np.zeros(bb, np.int32)
+
+        def step():
+            engine.pos[:b] = opt.ctx
+            lg, engine.cache = engine._decode(engine.params, engine.cache, toks.copy(),
+                                              engine.pos[:bb].copy(), attn)
+            lg.block_until_ready()
+        step()
+        med, mn = _best(step, opt.runs)
+        weights = sum(r["bytes"] for r in rows[:5])
+        rows.append({"op": "decode step (jitted, whole)", "median_ms": med * 1e3, "min_ms": mn * 1e3,
+                     "floor_ms": (weights + kv_bytes) / gbw * 1e3, "bytes": weights + kv_bytes})
+
+        def gen():
+            engine.pos[:b] = opt.ctx
+            engine.generate()
+        gen()
+        med, mn = _best(gen, opt.runs)
+        rows.append({"op": "engine.generate() (step + sampling + host)", "median_ms": med * 1e3,
+                     "min_ms": mn * 1e3, "floor_ms": (weights + kv_bytes) / gbw * 1e3,
+                     "bytes": weights + kv_bytes})
+        engine.active[:] = False
+        print(f"\n## batch {b} (engine batch bucket {bb}), context {opt.ctx}")
+        print(f"{'operation':44} {'median ms':>9} {'min ms':>7} {'floor ms':>8} {'floor/median':>12}")
+        for r in rows:
+            r["of_floor"] = r["floor_ms"] / r["median_ms"] if r["median_ms"] else None
+            print(f"{r['op']:44} {r['median_ms']:9.2f} {r['min_ms']:7.2f} {r['floor_ms']:8.2f} "
+                  f"{r['of_floor']:12.2f}")
+        parts = sum(r["median_ms"] for r in rows[:7])
+        print(f"{'sum of the pieces':44} {parts:9.2f}")
+        result["batches"][str(b)] = rows
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

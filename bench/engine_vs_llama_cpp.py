@@ -1,0 +1,194 @@
+"""The built-in JAX engine against llama.cpp's C++ server, same model, same shapes, same loadgen run.
+
+    bench/compat (cached): llama-server built from the llama-cpp-python sdist (cmake, GGML_NATIVE=ON)
+                           random-weight model with the JAX `small` preset's shapes, written twice from
+                           one seeded set of weights: small-f32.gguf (llama.cpp) and small-hf/ (JAX)
+    for engine in llama.cpp, jax (one after the other, never together on this 2-core machine):
+        start it on 127.0.0.1 with 32 slots ─► for N in 1, 8, 32:
+            subprocess `python -m loadgen run <scenario> --json`   (the user's path, real HTTP + SSE)
+            scenario: completions, stream, ignore_eos, 64 prompt tokens, 128 output tokens
+                      (both engines read the same tokenizer.json), N concurrent streams,
+                      N warm-up requests, then 2·N (at least 4) measured requests
+        ─► stop it
+    table: TPOT p50, TTFT p50, ITL p99, output tok/s per engine and N; speed = llama.cpp TPOT / JAX TPOT
+    (at N = 32: JAX tok/s / llama.cpp tok/s) ─► bench/results/engine_vs_llama_cpp-<date>.{json,md}
+
+    .venv/bin/python bench/engine_vs_llama_cpp.py [--levels 1,8,32] [--engines llama.cpp,jax]
+                                                  [--threads 2] [--out bench/results]
+
+Builds llama.cpp on first use (~12 min on 2 cores, `python -m bench.compat.install llama.cpp`).
+Ends with ONE JSON line. Evidence: measured (this host, loadgen's own records).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from bench.compat import models  # noqa: E402
+from bench.compat.paths import cache_dir  # noqa: E402
+from bench.compat.servers import Server, free_port, http  # noqa: E402
+
+PROMPT, OUTPUT, SLOTS, MAX_LEN = 64, 128, 32, 256
+RUN_TIMEOUT_S = 600
+
+
+class JaxServer:
+    """`python -m servers.jax --model small-hf --slots 32 --max-model-len 256` on a free port."""
+
+    def __init__(self, slots: int, max_len: int, extra: list[str]):
+        self.slots, self.max_len, self.extra = slots, max_len, extra
+        self.proc: Optional[subprocess.Popen] = None
+        self.model, self.version = "small-hf", "servers.jax (this repo)"
+
+    def __enter__(self) -> "JaxServer":
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.argv = [sys.executable, "-m", "servers.jax", "--model", str(models.make_hf()),
+                     "--served-model-name", self.model, "--slots", str(self.slots),
+                     "--max-model-len", str(self.max_len), "--port", str(self.port), *self.extra]
+        self.log_path = cache_dir() / "logs" / "jax-engine-bench.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(self.argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        while time.monotonic() - t0 < 900:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"servers.jax exited with {self.proc.returncode}; see {self.log_path}")
+            if http(self.url + "/health", timeout=2)[0] == 200:
+                self.startup_s = round(time.monotonic() - t0, 1)
+                return self
+            time.sleep(0.5)
+        self.__exit__()
+        raise RuntimeError(f"servers.jax not healthy within 900 s; see {self.log_path}")
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def scenario(url: str, n: int, out: Path) -> dict:
+    return {
+        "name": f"engine-bench-c{n}",
+        "target": {"url": url},
+        "api": {"endpoint": "completions", "stream": True, "ignore_eos": True, "include_usage": True},
+        "workload": {"prompt_tokens": {"dist": "fixed", "value": PROMPT},
+                     "output_tokens": {"dist": "fixed", "value": OUTPUT},
+                     "tokenizer": str(models.hf_dir() / "tokenizer.json"), "seed": 0},
+        "load": {"mode": "concurrency", "concurrency": n, "num_requests": max(4, 2 * n),
+                 "warmup_requests": n, "duration_s": 300},
+        "output": {"dir": str(out), "report": "none"},
+    }
+
+
+def run_level(url: str, n: int, work: Path) -> dict:
+    """One `loadgen run` subprocess; the figures from its summary.json."""
+    sc = scenario(url, n, work / "runs")
+    path = work / f"c{n}.yaml"
+    path.write_text(yaml.safe_dump(sc, sort_keys=False))
+    p = subprocess.run([sys.executable, "-m", "loadgen", "run", str(path), "--json"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    if p.returncode != 0:
+        return {"error": f"loadgen run exited {p.returncode}: {p.stderr.strip()[-400:]}"}
+    s = json.loads(p.stdout.strip().splitlines()[-1])
+    run_dir = s.get("run_dir")
+    s = json.loads((Path(run_dir) / "summary.json").read_text()) if run_dir else s
+    g = lambda k, q: (s.get(k) or {}).get(q)  # noqa: E731
+    return {"tpot_p50_ms": g("tpot_ms", "p50"), "ttft_p50_ms": g("ttft_ms", "p50"),
+            "ttft_min_ms": g("ttft_ms", "min"), "itl_p99_ms": g("itl_ms", "p99"),
+            "output_tok_s": s.get("output_throughput"), "ok": s.get("requests_completed"),
+            "failed": s.get("requests_failed"), "run_dir": run_dir}
+
+
+def _f(v, nd=1) -> str:
+    return "missing" if v is None else f"{v:.{nd}f}"
+
+
+def speed(ll: dict, jx: dict, n: int) -> Optional[float]:
+    """JAX speed relative to llama.cpp: TPOT ratio below 32 streams, throughput ratio at 32."""
+    if n >= 32:
+        a, b = jx.get("output_tok_s"), ll.get("output_tok_s")
+    else:
+        a, b = ll.get("tpot_p50_ms"), jx.get("tpot_p50_ms")
+    return a / b if a and b else None
+
+
+def table(res: dict, levels: list[int]) -> str:
+    ll, jx = res.get("llama.cpp", {}), res.get("jax", {})
+    rows = ["| streams | llama.cpp TPOT p50 | JAX TPOT p50 | llama.cpp tok/s | JAX tok/s | JAX speed | "
+            "TTFT p50 llama.cpp / JAX | ITL p99 llama.cpp / JAX |", "|" + "---|" * 8]
+    for n in levels:
+        a, b = ll.get(str(n), {}), jx.get(str(n), {})
+        sp = speed(a, b, n)
+        rows.append(f"| {n} | {_f(a.get('tpot_p50_ms'))} ms | {_f(b.get('tpot_p50_ms'))} ms | "
+                    f"{_f(a.get('output_tok_s'), 0)} | {_f(b.get('output_tok_s'), 0)} | "
+                    f"{'missing' if sp is None else f'{sp:.2f}×'} | "
+                    f"{_f(a.get('ttft_p50_ms'))} / {_f(b.get('ttft_p50_ms'))} ms | "
+                    f"{_f(a.get('itl_p99_ms'))} / {_f(b.get('itl_p99_ms'))} ms |")
+    return "\n".join(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--levels", default="1,8,32")
+    ap.add_argument("--engines", default="llama.cpp,jax")
+    ap.add_argument("--jax-arg", action="append", default=[], help="extra flag for servers.jax")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    a = ap.parse_args(argv)
+    levels = [int(x) for x in a.levels.split(",")]
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    work = cache_dir() / "engine-bench" / stamp
+    work.mkdir(parents=True, exist_ok=True)
+    res: dict = {}
+    for eng in a.engines.split(","):
+        srv = Server("llama.cpp", slots=SLOTS) if eng == "llama.cpp" else JaxServer(SLOTS, MAX_LEN, a.jax_arg)
+        with srv as s:
+            res[eng] = {"version": s.version, "startup_s": s.startup_s, "argv": [str(x) for x in s.argv]}
+            for n in levels:
+                r = run_level(s.url, n, work / eng.replace(".", ""))
+                res[eng][str(n)] = r
+                print(f"{eng:9s} streams {n:3d}: TPOT p50 {_f(r.get('tpot_p50_ms'))} ms  TTFT p50 "
+                      f"{_f(r.get('ttft_p50_ms'))} ms  ITL p99 {_f(r.get('itl_p99_ms'))} ms  "
+                      f"{_f(r.get('output_tok_s'), 0)} tok/s  {r.get('error', '')}", flush=True)
+    md = table(res, levels)
+    print(md)
+    out = {"bench": "engine_vs_llama_cpp", "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+           "host": platform.node(), "cpus": os.cpu_count(), "evidence": "measured",
+           "conditions": f"completions, stream, ignore_eos, {PROMPT} prompt tokens, {OUTPUT} output "
+                         f"tokens, {SLOTS} server slots, fp32, same seeded weights and tokenizer",
+           "command": "python bench/engine_vs_llama_cpp.py " + " ".join(argv or sys.argv[1:]),
+           "speed": {str(n): speed(res.get("llama.cpp", {}).get(str(n), {}),
+                                   res.get("jax", {}).get(str(n), {}), n) for n in levels},
+           "results": res}
+    if a.out:
+        d = Path(a.out)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"engine_vs_llama_cpp-{stamp[:8]}.json").write_text(json.dumps(out, indent=1) + "\n")
+        (d / f"engine_vs_llama_cpp-{stamp[:8]}.md").write_text(
+            f"# JAX engine vs llama.cpp ({out['when']})\n\n`{out['command']}`\n\n{out['conditions']}\n\n"
+            f"{md}\n")
+    print(json.dumps({k: out[k] for k in ("bench", "when", "speed")} |
+                     {"tpot_p50_ms": {e: {n: res[e][n].get("tpot_p50_ms") for n in map(str, levels)}
+                                      for e in res}}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
