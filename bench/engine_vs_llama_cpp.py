@@ -101,6 +101,7 @@ def scenario(url: str, n: int, out: Path) -> dict:
 def run_level(url: str, n: int, work: Path) -> dict:
     """One `loadgen run` subprocess; the figures from its summary.json."""
     sc = scenario(url, n, work / "runs")
+    work.mkdir(parents=True, exist_ok=True)
     path = work / f"c{n}.yaml"
     path.write_text(yaml.safe_dump(sc, sort_keys=False))
     p = subprocess.run([sys.executable, "-m", "loadgen", "run", str(path), "--json"], cwd=ROOT,

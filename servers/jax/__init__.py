@@ -129,6 +129,7 @@ def build(source: Optional[str] = None, dtype: Optional[str] = None, slots: int 
         "compile_s": None if engine.compile_s is None else round(engine.compile_s, 3),
         "prefill_buckets": engine.prefill_buckets, "attn_buckets": engine.attn_buckets,
         "batch_buckets": engine.batch_buckets, "prefill_chunk": engine.prefill_chunk,
+        "interleave_chunk": engine.interleave_chunk,
         "eos_ids": sorted(eos), "tokenizer": tok.describe(),
         "model": shape_dict(args, dtype, engine.max_model_len, engine.slots),
     }

@@ -20,7 +20,9 @@ Three entry points, all pure functions to be jitted by the engine:
     in chunks (interleaved with decode steps by the orchestrator);
   * ``insert_prefix(cache, kv, slot) -> cache``  writes a prefill's K/V into one slot's rows;
   * ``decode(params, args, cache, tokens[S], pos[S], attn_len) -> (logits[S, V], cache)``  one token
-    per slot; attention reads only the first ``attn_len`` cache positions (a static bucket).
+    per slot; attention reads only the first ``attn_len`` cache positions (a static bucket);
+    with ``chunk=(tokens[C], slot, offset)`` it also prefills C prompt tokens of one slot in the
+    same matmuls (one weight read for both) and returns (logits, hidden[C, D], cache).
 
 Norms, softmax and logits are computed in fp32 whatever the weight dtype.
 """
@@ -223,32 +225,62 @@ def _write_k(kc: jax.Array, k: jax.Array, rows: jax.Array, pos: jax.Array) -> ja
 
 
 def decode(params: Params, args: ModelArgs, cache: Cache, tokens: jax.Array, pos: jax.Array,
-           attn_len: int) -> tuple[jax.Array, Cache]:
+           attn_len: int, chunk=None):
     """One token for each of the first B slots. tokens/pos [B], B <= cache slots (pos = where this
     token goes = current length). Writes each slot's new K/V at pos, attends over cache positions
     [0, attn_len) masked to <= pos. Cost: the attention reads B·attn_len·2·Hkv·Dh values per layer,
     so attn_len is a bucket just above the longest active sequence, not max_len, and B a bucket
-    just above the highest active slot. Returns fp32 logits [B, V] and the whole cache."""
+    just above the highest active slot. Returns fp32 logits [B, V] and the whole cache.
+
+    chunk = (ctoks [C], cslot, coff): also prefill C prompt tokens of the sequence in slot cslot,
+    positions [coff, coff + C) (vLLM's chunked prefill): their rows join the decode rows in every
+    matmul, so the weights are read once for both; their K/V go straight into cslot's cache rows
+    and they attend to cslot's positions <= their own (attn_len must cover coff + C). Then the
+    return is (logits [B, V], hidden [C, D] of the chunk rows, cache)."""
     inv = rope_inv_freq(args)
     s_, g = tokens.shape[0], args.n_heads // args.n_kv_heads
+    c = 0 if chunk is None else chunk[0].shape[0]
     rows = jnp.arange(s_)
     x = params["embed"][tokens]                                    # [B, D]
+    allpos = pos
+    if chunk is not None:
+        ctoks, cslot, coff = chunk
+        cpos = coff + jnp.arange(c)                                # [C]
+        x = jnp.concatenate([x, params["embed"][ctoks]])           # [B + C, D]
+        allpos = jnp.concatenate([pos, cpos])
+        cvalid = jnp.arange(attn_len)[None, :] <= cpos[:, None]    # [C, A]
     valid = jnp.arange(attn_len)[None, :] <= pos[:, None]          # [B, A]
     new_cache = []
     for lp, (kc, vc) in zip(params["layers"], cache):
         h = rms_norm(x, lp["attn_norm"], args.norm_eps)
-        q, k, v = _qkv(lp, args, h)                                # [B, H|Hkv, Dh]
-        q, k = apply_rope(q, pos, inv), apply_rope(k, pos, inv)
-        kc = _write_k(kc, k, rows, pos)                            # [S, Hkv, Dh, T] at (b, pos[b])
-        vc = vc.at[rows, :, pos, :].set(v)                         # [S, Hkv, T, Dh]
+        q, k, v = _qkv(lp, args, h)                                # [B+C, H|Hkv, Dh]
+        q, k = apply_rope(q, allpos, inv), apply_rope(k, allpos, inv)
+        kc = _write_k(kc, k[:s_], rows, pos)                       # [S, Hkv, Dh, T] at (b, pos[b])
+        vc = vc.at[rows, :, pos, :].set(v[:s_])                    # [S, Hkv, T, Dh]
+        if chunk is not None:                                      # after: the chunk's rows win
+            # scatters, not dynamic_update_slice: XLA:CPU would copy the whole cache for the latter
+            # (advanced indices apart: the update is [C, Hkv, Dh] for both layouts)
+            kc = kc.at[cslot, :, :, cpos].set(k[s_:])
+            vc = vc.at[cslot, :, cpos, :].set(v[s_:])
         new_cache.append((kc, vc))
         ka, va = kc[:s_, :, :, :attn_len], vc[:s_, :, :attn_len, :]  # [B, Hkv, Dh, A], [B, Hkv, A, Dh]
-        qg = q.reshape(s_, args.n_kv_heads, g, args.head_dim)      # [B, Hkv, G, Dh]
+        qg = q[:s_].reshape(s_, args.n_kv_heads, g, args.head_dim)  # [B, Hkv, G, Dh]
         # fused multiply + reduce over Dh (middle axis), vectorised along A
         sc = jnp.sum(qg[..., None].astype(jnp.float32) * ka[:, :, None].astype(jnp.float32), axis=-2)
         sc = jnp.where(valid[:, None, None, :], sc / math.sqrt(args.head_dim), -jnp.inf)  # [B, Hkv, G, A]
         p = jax.nn.softmax(sc, axis=-1).astype(va.dtype)           # [B, Hkv, G, A]
         o = jnp.einsum("skga,skad->skgd", p, va).reshape(s_, args.q_dim)
+        if chunk is not None:
+            kz = jax.lax.dynamic_slice_in_dim(kc, cslot, 1, 0)[0, :, :, :attn_len]   # [Hkv, Dh, A]
+            vz = jax.lax.dynamic_slice_in_dim(vc, cslot, 1, 0)[0, :, :attn_len, :]   # [Hkv, A, Dh]
+            qc = q[s_:].reshape(c, args.n_kv_heads, g, args.head_dim)              # [C, Hkv, G, Dh]
+            scc = jnp.einsum("ckgd,kda->kgca", qc, kz, preferred_element_type=jnp.float32)
+            scc = jnp.where(cvalid, scc / math.sqrt(args.head_dim), -jnp.inf)       # [Hkv, G, C, A]
+            pc = jax.nn.softmax(scc, axis=-1).astype(vz.dtype)
+            oc = jnp.einsum("kgca,kad->ckgd", pc, vz).reshape(c, args.q_dim)
+            o = jnp.concatenate([o, oc])                                            # [B + C, Q]
         x = x + o @ lp["wo"]
         x = _mlp(lp, args, x)
-    return logits_of(params, args, x), tuple(new_cache)
+    if chunk is None:
+        return logits_of(params, args, x), tuple(new_cache)
+    return logits_of(params, args, x[:s_]), x[s_:], tuple(new_cache)

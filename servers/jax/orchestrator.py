@@ -10,6 +10,8 @@ Loop, one iteration (the thread sleeps on a condition variable while there is no
     cancels ──► free those slots, on_token(None, "abort")
     waiting queue ──(free slot)──► engine.start_prefill ──(prefill token budget per iteration:
         whole short prompts, or one chunk of a long one)──► first token ─► engine.insert
+      (admitted while streams decode and longer than interleave_chunk: a fused job, whose
+       pieces ride in the decode steps below: engine.generate_with(job), one weight read)
     active slots ──► engine.generate()  (ONE batched decode step, one device→host copy)
                  ──► on_token(tok, None) per slot ──► finished? on_token(last|None, reason); engine.free
 
@@ -226,7 +228,8 @@ class Orchestrator:
                     else:
                         self._admit(req)
                 self._prefill_some()
-                if len(self._running) > len(self._prefilling):
+                if (len(self._running) > len(self._prefilling)
+                        or any(r.job.slot is not None for r in self._prefilling)):
                     self._step()
         except BaseException as e:  # noqa: BLE001 - record, abort everyone, let stats show it
             log.exception("engine loop died")
@@ -243,25 +246,34 @@ class Orchestrator:
     def _admit(self, req: GenRequest) -> None:
         slot = heapq.heappop(self._free)       # lowest free slot keeps the decode batch small
         req.admitted_ns = time.perf_counter_ns()
-        run = _Running(req, slot, job=self.engine.start_prefill(req.prompt_ids, req.params))
+        decoding = len(self._running) > len(self._prefilling)      # streams a long prefill would stall
+        run = _Running(req, slot, job=self.engine.start_prefill(req.prompt_ids, req.params,
+                                                                slot=slot if decoding else None))
         self._running[slot] = run
         self._prefilling.append(run)
 
     def _prefill_some(self) -> None:
         """Prefill work worth about prefill_budget tokens (at least one piece), oldest first: a
-        whole short prompt or one chunk of a long one, so decoding streams keep moving."""
-        budget = self.prefill_budget
-        while self._prefilling and budget > 0:
-            run = self._prefilling[0]
+        whole short prompt or one chunk of a long one. While streams decode, the budget is one
+        interleave chunk, so a decode step waits for at most one such piece. Fused jobs (admitted
+        while streams decode) are not run here: their pieces ride in the decode steps."""
+        decoding = len(self._running) > len(self._prefilling)
+        budget = (self.engine.interleave_chunk or self.prefill_budget) if decoding else self.prefill_budget
+        while budget > 0:
+            run = next((r for r in self._prefilling if r.job.slot is None), None)
+            if run is None:
+                return
             chunked = bool(run.job.offsets)
             prefix = self.engine.prefill_step(run.job)
-            budget -= self.engine.prefill_chunk if chunked else run.job.length
-            if prefix is None:
-                continue
-            self._prefilling.pop(0)
-            run.job = None
-            self._counters["prefill_tokens_total"] += prefix.length
-            self._start_decoding(run, prefix)
+            budget -= run.job.chunk if chunked else run.job.length
+            if prefix is not None:
+                self._prefilled(run, prefix)
+
+    def _prefilled(self, run: _Running, prefix: Any) -> None:
+        self._prefilling.remove(run)
+        run.job = None
+        self._counters["prefill_tokens_total"] += prefix.length
+        self._start_decoding(run, prefix)
 
     def _start_decoding(self, run: _Running, prefix: Any) -> None:
         tok = int(prefix.first_token)
@@ -275,7 +287,13 @@ class Orchestrator:
         self.engine.insert(prefix, run.slot)
 
     def _step(self) -> None:
-        toks = self.engine.generate()                      # [slots] numpy int, one D2H copy
+        """One decode step (carrying the next piece of the oldest fused prefill, if any)."""
+        fused = next((r for r in self._prefilling if r.job.slot is not None), None)
+        prefix = None
+        if fused is None:
+            toks = self.engine.generate()                  # [slots] numpy int, one D2H copy
+        else:
+            toks, prefix = self.engine.generate_with(fused.job)
         self._counters["decode_steps_total"] += 1
         self._counters["decode_slot_steps_total"] += len(self._running) - len(self._prefilling)
         for slot, run in list(self._running.items()):
@@ -287,3 +305,5 @@ class Orchestrator:
                 self._finish(run, *done)
             elif not self._deliver(run, tok, None):
                 self._finish(run, None, "abort")
+        if prefix is not None and fused.job is not None:   # (not cancelled meanwhile)
+            self._prefilled(fused, prefix)

@@ -24,7 +24,7 @@ PARAMS = M.init_params(ARGS, "fp32", seed=3, std=0.2)      # std 0.2: varied gre
 @pytest.fixture(scope="module")
 def engine() -> Engine:
     e = Engine(ARGS, PARAMS, dtype="fp32", slots=SLOTS, max_model_len=MAX_LEN, eos_ids=set(),
-               prefill_chunk=16)              # prompts > 16 tokens are prefilled in chunks
+               prefill_chunk=16, interleave_chunk=16)   # prompts > 16 tokens: prefilled in chunks
     e.warmup()
     return e
 
@@ -233,7 +233,8 @@ def test_sample_distribution_and_nucleus():
 
 def test_long_prompt_is_prefilled_in_chunks_between_decode_steps(engine):
     log: list[tuple[str, int | None]] = []
-    orch = Orchestrator(engine, max_queue=4, prefill_budget=16)   # one 16-token chunk per step
+    orch = Orchestrator(engine, max_queue=4)   # budget 512, but one interleave chunk per step
+                                               # while a stream decodes
     long_prompt = prompt_of(60, 13)                                # 4 chunks of 16
     done = {k: threading.Event() for k in "ab"}
     toks: dict[str, list[int]] = {"a": [], "b": []}
@@ -261,3 +262,47 @@ def test_long_prompt_is_prefilled_in_chunks_between_decode_steps(engine):
     assert between.count("a") >= 2            # a kept decoding while b's chunks ran
     assert toks["b"] == reference_greedy(long_prompt, 3)
     assert toks["a"] == reference_greedy(prompt_of(4, 1), 12)
+
+
+def test_fused_pieces_only_while_streams_decode():
+    e = Engine(ARGS, PARAMS, dtype="fp32", slots=SLOTS, max_model_len=MAX_LEN, eos_ids=set(),
+               prefill_chunk=32, interleave_chunk=16)
+    p = prompt_of(40, 5)                                           # bucket 64
+    alone, crowd = e.start_prefill(p), e.start_prefill(p, slot=1)
+    assert (alone.offsets, alone.chunk, alone.slot) == ([0, 32], 32, None)
+    assert (crowd.offsets, crowd.chunk, crowd.slot) == ([0, 16, 32], 16, 1)
+    assert e.pos[1] == MAX_LEN - 1               # the step's garbage row for slot 1 lands there
+    assert e.start_prefill(prompt_of(12, 5), slot=1).slot is None   # short: one shot
+    assert e.prefill_buckets == [16, 32, 64]
+    with pytest.raises(ValueError, match="interleave_chunk 24"):
+        Engine(ARGS, PARAMS, slots=SLOTS, max_model_len=MAX_LEN, interleave_chunk=24)
+    big = Engine(ARGS, PARAMS, slots=1, max_model_len=512)
+    assert big.prefill_buckets == [16, 32, 64, 96, 128, 192, 256, 384, 512]   # 1.5x steps from 64
+    assert e.prefill(p).first_token == reference_greedy(p, 1)[0]
+
+
+def test_fused_prefill_rides_in_decode_steps_and_matches_reference(engine):
+    a, b = prompt_of(6, 2), prompt_of(45, 31)                     # b: 3 pieces of 16, fused
+    pre = engine.prefill(a, SamplingParams(max_tokens=99))
+    engine.insert(pre, 0)
+    got_a = [pre.first_token]
+    job = engine.start_prefill(b, SamplingParams(max_tokens=99), slot=2)
+    assert (job.slot, job.chunk, job.offsets) == (2, 16, [0, 16, 32])
+    pieces = 0
+    while True:                                                    # a decodes while b prefills
+        toks, prefix = engine.generate_with(job)
+        got_a.append(int(toks[0]))
+        pieces += 1
+        if prefix is not None:
+            break
+    assert pieces == 3 and prefix.kv is None                      # K/V already in slot 2's rows
+    engine.insert(prefix, 2)
+    got_b = [prefix.first_token]
+    for _ in range(5):
+        toks = engine.generate()
+        got_a.append(int(toks[0]))
+        got_b.append(int(toks[2]))
+    engine.free(0)
+    engine.free(2)
+    assert got_a == reference_greedy(a, len(got_a))
+    assert got_b == reference_greedy(b, len(got_b))
