@@ -118,8 +118,8 @@ def run_level(url: str, n: int, work: Path) -> dict:
             "failed": s.get("requests_failed"), "run_dir": run_dir}
 
 
-def _f(v, nd=1) -> str:
-    return "missing" if v is None else f"{v:.{nd}f}"
+def _f(v, nd=1, unit="") -> str:
+    return "missing" if v is None else f"{v:.{nd}f}{unit}"
 
 
 def speed(ll: dict, jx: dict, n: int) -> Optional[float]:
@@ -138,11 +138,10 @@ def table(res: dict, levels: list[int]) -> str:
     for n in levels:
         a, b = ll.get(str(n), {}), jx.get(str(n), {})
         sp = speed(a, b, n)
-        rows.append(f"| {n} | {_f(a.get('tpot_p50_ms'))} ms | {_f(b.get('tpot_p50_ms'))} ms | "
-                    f"{_f(a.get('output_tok_s'), 0)} | {_f(b.get('output_tok_s'), 0)} | "
-                    f"{'missing' if sp is None else f'{sp:.2f}×'} | "
-                    f"{_f(a.get('ttft_p50_ms'))} / {_f(b.get('ttft_p50_ms'))} ms | "
-                    f"{_f(a.get('itl_p99_ms'))} / {_f(b.get('itl_p99_ms'))} ms |")
+        rows.append(f"| {n} | {_f(a.get('tpot_p50_ms'), 1, ' ms')} | {_f(b.get('tpot_p50_ms'), 1, ' ms')} | "
+                    f"{_f(a.get('output_tok_s'), 0)} | {_f(b.get('output_tok_s'), 0)} | {_f(sp, 2, '×')} | "
+                    f"{_f(a.get('ttft_p50_ms'))} / {_f(b.get('ttft_p50_ms'), 1, ' ms')} | "
+                    f"{_f(a.get('itl_p99_ms'))} / {_f(b.get('itl_p99_ms'), 1, ' ms')} |")
     return "\n".join(rows)
 
 
@@ -170,7 +169,7 @@ def main(argv=None) -> int:
                       f"{_f(r.get('output_tok_s'), 0)} tok/s  {r.get('error', '')}", flush=True)
     md = table(res, levels)
     print(md)
-    out = {"bench": "engine_vs_llama_cpp", "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    out = {"bench": "engine_vs_llama_cpp", "started": stamp, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
            "host": platform.node(), "cpus": os.cpu_count(), "evidence": "measured",
            "conditions": f"completions, stream, ignore_eos, {PROMPT} prompt tokens, {OUTPUT} output "
                          f"tokens, {SLOTS} server slots, fp32, same seeded weights and tokenizer",
