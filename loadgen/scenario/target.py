@@ -23,6 +23,8 @@ class ServerSpec(Strict):
     slots: Optional[int] = Field(None, gt=0)        # jax: decode batch slots
     max_model_len: Optional[int] = Field(None, gt=0)
     max_queue: Optional[int] = Field(None, gt=0)    # jax: waiting-queue bound (503 beyond)
+    interleave_chunk: Optional[int] = Field(None, ge=0)  # jax: prompt tokens per decode step
+                                                          # while streams decode (0: whole prefills)
     port: Optional[int] = Field(None, gt=0, lt=65536)  # None: a free port is picked
     args: dict[str, Any] = Field(default_factory=dict)  # extra CLI flags, key -> value
     command: Optional[list[str]] = None   # kind=command: argv; "{port}" is substituted

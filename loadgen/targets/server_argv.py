@@ -41,7 +41,8 @@ def build_argv(spec: ServerSpec, port: int, launch: Optional[Launcher] = None) -
         argv += ["--port", str(port), "--host", "127.0.0.1"]
         for flag, val in (("--dtype", spec.dtype), ("--slots", spec.slots),
                           ("--max-model-len", spec.max_model_len),
-                          ("--max-queue", spec.max_queue), ("--model", spec.model)):
+                          ("--max-queue", spec.max_queue), ("--model", spec.model),
+                          ("--interleave-chunk", spec.interleave_chunk)):
             if val is not None:
                 argv += [flag, str(val)]
         return argv + extra_args(spec.args)

@@ -96,9 +96,11 @@ class Engine:
         # while other streams decode, a prompt longer than interleave_chunk is prefilled in pieces
         # of that many tokens, each inside a decode step (0: never; the orchestrator asks)
         self.interleave_chunk = int(interleave_chunk) if 0 < interleave_chunk < max_model_len else 0
-        for name, c in (("prefill_chunk", self.prefill_chunk), ("interleave_chunk", self.interleave_chunk)):
-            if c and c not in self.prefill_buckets:
-                raise ValueError(f"{name} {c} must be one of the prefill buckets {self.prefill_buckets}")
+        if self.prefill_chunk and self.prefill_chunk not in self.prefill_buckets:
+            raise ValueError(f"prefill_chunk {prefill_chunk} must be one of the prefill buckets "
+                             f"{self.prefill_buckets}")
+        if interleave_chunk < 0:
+            raise ValueError(f"interleave_chunk must be >= 0, got {interleave_chunk}")
         self.attn_buckets = attn_buckets(min(min_attn_bucket, max_model_len), max_model_len)
         self.batch_buckets = buckets(1, self.slots)
         self.cache = M.init_cache(args, self.slots, self.max_model_len, dtype)

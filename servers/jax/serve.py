@@ -44,6 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slots", type=int, default=8, help="concurrent sequences in the decode batch (default 8)")
     p.add_argument("--max-model-len", type=int, default=None,
                    help="context length: prompt + generated tokens (default 1024)")
+    p.add_argument("--interleave-chunk", type=int, default=16, metavar="N",
+                   help="while streams decode, a new prompt is prefilled N tokens per decode step, "
+                        "inside the step (lower: smoother ITL, later first token; 0: whole "
+                        "prefills between steps; default 16)")
     p.add_argument("--max-queue", type=int, default=256,
                    help="requests allowed to wait for a slot; more get 503 (default 256)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -67,6 +71,8 @@ def check_args(args: argparse.Namespace) -> str | None:
         return f"--model: {args.model!r} is not a directory"
     if args.slots < 1:
         return f"--slots: must be >= 1, got {args.slots}"
+    if args.interleave_chunk < 0:
+        return f"--interleave-chunk: must be >= 0, got {args.interleave_chunk}"
     if args.max_queue < 1:
         return f"--max-queue: must be >= 1, got {args.max_queue}"
     if args.max_model_len is not None and args.max_model_len < 2:
@@ -118,7 +124,9 @@ def _run(args: argparse.Namespace, prog: str) -> int:
     preset = args.preset if args.preset is not None or args.model is not None else "tiny"
     t0 = time.perf_counter()
     try:
-        kw = {} if args.max_model_len is None else {"max_model_len": args.max_model_len}
+        kw = {"interleave_chunk": args.interleave_chunk}
+        if args.max_model_len is not None:
+            kw["max_model_len"] = args.max_model_len
         engine, tokenizer, describe = build(preset=preset, model_dir=args.model, dtype=args.dtype,
                                             slots=args.slots, seed=args.seed, warmup=False, **kw)
     except (ValueError, OSError, KeyError) as e:

@@ -274,8 +274,12 @@ def test_fused_pieces_only_while_streams_decode():
     assert e.pos[1] == MAX_LEN - 1               # the step's garbage row for slot 1 lands there
     assert e.start_prefill(prompt_of(12, 5), slot=1).slot is None   # short: one shot
     assert e.prefill_buckets == [16, 32, 64]
-    with pytest.raises(ValueError, match="interleave_chunk 24"):
-        Engine(ARGS, PARAMS, slots=SLOTS, max_model_len=MAX_LEN, interleave_chunk=24)
+    with pytest.raises(ValueError, match="interleave_chunk"):
+        Engine(ARGS, PARAMS, slots=SLOTS, max_model_len=MAX_LEN, interleave_chunk=-1)
+    assert Engine(ARGS, PARAMS, slots=1, max_model_len=MAX_LEN, interleave_chunk=0).start_prefill(
+        p, slot=0).slot is None                                    # 0: never fused
+    eight = Engine(ARGS, PARAMS, slots=2, max_model_len=MAX_LEN, interleave_chunk=8)  # not a bucket
+    assert eight.start_prefill(p, slot=1).offsets == [0, 8, 16, 24, 32]
     big = Engine(ARGS, PARAMS, slots=1, max_model_len=512)
     assert big.prefill_buckets == [16, 32, 64, 96, 128, 192, 256, 384, 512]   # 1.5x steps from 64
     assert e.prefill(p).first_token == reference_greedy(p, 1)[0]

@@ -11,6 +11,7 @@ from tests.servers.jax.conftest import REPO
 BAD_FLAGS = [
     (["--slots", "0"], "--slots"),
     (["--max-queue", "0"], "--max-queue"),
+    (["--interleave-chunk", "-1"], "--interleave-chunk"),
     (["--port", "70000"], "--port"),
     (["--port", "abc"], "--port"),
     (["--max-model-len", "1"], "--max-model-len"),
