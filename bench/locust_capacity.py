@@ -59,7 +59,7 @@ def _rates(run_dir: Path) -> dict:
 
 
 def one(engine: str, workers: int, url: str, conc: int, duration_s: float, tmp: Path) -> dict:
-    from loadgen.scenario.model import load_scenario
+    from loadgen.scenario.loader import load_scenario
     name = f"{engine}-{workers}-{conc}"
     p = _scenario(tmp, url, name, conc, duration_s)
     sc = load_scenario(p)

@@ -66,7 +66,7 @@ def _term_as_interrupt(signum, frame):  # only while no event loop owns the sign
 def main(args: argparse.Namespace) -> int:
     from loadgen.run.progress import RunProgress, print_summary
     from loadgen.run.runner import run_scenario
-    from loadgen.scenario.model import load_scenario
+    from loadgen.scenario.loader import load_scenario
 
     from loadgen.locust_engine.cli import check_flags, run_from_cli
 

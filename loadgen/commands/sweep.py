@@ -52,7 +52,7 @@ def sweep_table(result: dict) -> Table:
 
 
 def main(args: argparse.Namespace) -> int:
-    from loadgen.scenario.model import load_scenario
+    from loadgen.scenario.loader import load_scenario
     from loadgen.run.sweep import run_sweep
 
     sc = load_scenario(args.scenario, args.overrides)

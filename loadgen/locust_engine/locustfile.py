@@ -31,7 +31,7 @@ from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
 from loadgen.locust_engine.user import LLMUser  # noqa: F401  (the user class Locust runs)
-from loadgen.scenario.model import load_scenario
+from loadgen.scenario.loader import load_scenario
 
 _STATE: dict = {}
 

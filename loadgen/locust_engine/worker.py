@@ -125,7 +125,8 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     from loadgen.locust_engine import user as user_mod
     from loadgen.locust_engine.coordinator import Coordinator
-    from loadgen.scenario.model import ScenarioError, load_scenario
+    from loadgen.scenario.model import ScenarioError
+    from loadgen.scenario.loader import load_scenario
     try:
         sc = load_scenario(args.scenario, args.overrides)
     except ScenarioError as e:

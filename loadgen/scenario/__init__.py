@@ -1,6 +1,6 @@
 """scenario: what to run, decided before anything runs. Pure: no I/O beyond reading the files named.
 
-    scenarios/*.yaml ─► model.py (strict pydantic; defaults → YAML → --set; ScenarioError = one line)
+    scenarios/*.yaml ─► loader.py (defaults → YAML → --set; ScenarioError = one line) ─► model.py (strict pydantic)
                     ─► workload.py (prompts and output lengths: synthetic, JSONL, ShareGPT; seeded)
                     ─► schedule.py (arrival offsets: poisson | constant | gamma; seeded, pure)
                     ─► run/ (the runner hands specs + schedule to dispatch)

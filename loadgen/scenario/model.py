@@ -2,19 +2,17 @@
 
 Precedence: model defaults, then the YAML file, then each ``--set key.path=value``.
 Every model is strict (``extra="forbid"``) so a typo is an error, not a silent default.
-``load_scenario`` turns any problem into a ``ScenarioError`` whose message is one line naming
-the field (``load.rate: Input should be greater than 0``); the CLI prints it and exits 2.
+``loadgen.scenario.loader`` reads a file or a dict (``load_scenario``, ``scenario_from_dict``) and
+turns any problem into a ``ScenarioError`` whose message is one line naming the field
+(``load.rate: Input should be greater than 0``); the CLI prints it and exits 2.
 """
 from __future__ import annotations
 
-import copy
-from pathlib import Path
 from typing import Any, Literal, Optional
 
-import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from loadgen.scenario.strict import ScenarioError, Strict
+from loadgen.scenario.strict import ScenarioError, Strict  # noqa: F401 (ScenarioError: re-exported)
 from loadgen.scenario.target import Target
 
 
@@ -280,67 +278,3 @@ class Scenario(Strict):
             raise ValueError("load.mode trace and workload.source trace go together (the trace "
                              "file gives both the prompts and the send times)")
         return self
-
-
-def _set_path(tree: dict, dotted: str, raw: str) -> None:
-    keys = dotted.split(".")
-    if not all(keys):
-        raise ScenarioError(f"--set {dotted}={raw}: empty key in path")
-    node = tree
-    for k in keys[:-1]:
-        nxt = node.get(k)
-        if nxt is None:
-            nxt = node[k] = {}
-        if not isinstance(nxt, dict):
-            raise ScenarioError(f"--set {dotted}: '{k}' is not a mapping")
-        node = nxt
-    try:
-        node[keys[-1]] = yaml.safe_load(raw) if raw != "" else None
-    except yaml.YAMLError:
-        node[keys[-1]] = raw
-
-
-def parse_overrides(items: list[str]) -> list[tuple[str, str]]:
-    out = []
-    for item in items:
-        if "=" not in item:
-            raise ScenarioError(f"--set {item}: expected key.path=value")
-        k, v = item.split("=", 1)
-        out.append((k.strip(), v))
-    return out
-
-
-def format_validation_error(err: ValidationError) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
-    msg = first["msg"].removeprefix("Value error, ")
-    more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
-    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"  # top-level messages name the field
-
-
-def scenario_from_dict(tree: dict, overrides: list[str] = ()) -> Scenario:
-    tree = copy.deepcopy(tree)  # overrides never leak into the caller's (nested) dicts
-    for k, v in parse_overrides(list(overrides)):
-        _set_path(tree, k, v)
-    try:
-        return Scenario.model_validate(tree)
-    except ValidationError as e:
-        raise ScenarioError(format_validation_error(e)) from None
-
-
-def load_scenario(path: str | Path, overrides: list[str] = ()) -> Scenario:
-    p = Path(path)
-    if not p.is_file():
-        raise ScenarioError(f"{p}: no such scenario file")
-    try:
-        tree = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ScenarioError(f"{p}:{where} not valid YAML ({getattr(e, 'problem', e)})") from None
-    if not isinstance(tree, dict):
-        raise ScenarioError(f"{p}: top level must be a mapping")
-    try:
-        return scenario_from_dict(tree, overrides)
-    except ScenarioError as e:
-        raise ScenarioError(f"{p}: {e}") from None

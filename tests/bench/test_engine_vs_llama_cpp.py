@@ -1,6 +1,6 @@
 """The engine bench's pure parts: its scenario is a valid loadgen scenario, speed and table."""
 from bench.engine_vs_llama_cpp import scenario, speed, table
-from loadgen.scenario.model import scenario_from_dict
+from loadgen.scenario.loader import scenario_from_dict
 
 
 def test_scenario_is_a_strict_loadgen_scenario(tmp_path):

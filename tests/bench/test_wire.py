@@ -234,7 +234,7 @@ def test_scenario_prompts_carry_the_record_ids(tmp_path):
     assert stag["load"] == {"num_requests": 96, "warmup_requests": 32, "mode": "server",
                             "arrival": "constant", "rate": 25.0, "max_concurrency": 32}
     try:                                                    # valid for loadgen as written
-        from loadgen.scenario.model import scenario_from_dict
+        from loadgen.scenario.loader import scenario_from_dict
     except ImportError:                                     # pragma: no cover - a later layout
         from loadgen.scenario import scenario_from_dict
     scenario_from_dict(lock), scenario_from_dict(stag)

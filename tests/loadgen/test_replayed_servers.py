@@ -11,7 +11,7 @@ import pytest
 
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
-from loadgen.scenario.model import scenario_from_dict
+from loadgen.scenario.loader import scenario_from_dict
 from tests.support.replay_server import ReplayServer, servers
 
 SERVERS = servers()

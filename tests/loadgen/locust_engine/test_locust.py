@@ -26,7 +26,7 @@ from loadgen.locust_engine.plan import Plan, owner
 from loadgen.locust_engine.cli import check_flags
 from loadgen.locust_engine.run import LocustOptions, run_locust
 from loadgen.record import read_records
-from loadgen.scenario.model import load_scenario
+from loadgen.scenario.loader import load_scenario
 from tests.support.calibration_server import CalibrationServer
 
 ROOT = Path(__file__).resolve().parents[3]

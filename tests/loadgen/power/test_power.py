@@ -314,7 +314,7 @@ def test_estimate_is_labelled_and_kept_apart(tmp_path):
 # ---- the whole chain: runner ─► power session ─► summary.json["energy"] ---------------------
 def test_run_with_a_live_rapl_tree_reports_energy(calib_server, tmp_path):
     from loadgen.run.runner import run_scenario
-    from loadgen.scenario.model import scenario_from_dict
+    from loadgen.scenario.loader import scenario_from_dict
 
     files = make_rapl(tmp_path / "powercap", pkg_max_uj=10**12)
     stop = threading.Event()

@@ -7,7 +7,8 @@ import pytest
 
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
-from loadgen.scenario.model import ScenarioError, scenario_from_dict
+from loadgen.scenario.model import ScenarioError
+from loadgen.scenario.loader import scenario_from_dict
 from loadgen.targets.probe import ProbeError, check_models, rejected_fields, server_message
 from tests.loadgen.client.fakes import FakeOpenAI
 

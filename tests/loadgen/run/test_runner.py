@@ -17,7 +17,8 @@ import yaml
 from loadgen.run.progress import RunProgress
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
-from loadgen.scenario.model import ScenarioError, scenario_from_dict
+from loadgen.scenario.model import ScenarioError
+from loadgen.scenario.loader import scenario_from_dict
 
 ROOT = Path(__file__).resolve().parents[3]
 MS = 1_000_000

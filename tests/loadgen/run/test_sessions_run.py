@@ -3,7 +3,7 @@ import json
 
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
-from loadgen.scenario.model import scenario_from_dict
+from loadgen.scenario.loader import scenario_from_dict
 from tests.loadgen.client.fakes import FakeOpenAI
 
 

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from loadgen.record import read_records
-from loadgen.scenario.model import ScenarioError, scenario_from_dict
+from loadgen.scenario.model import ScenarioError
+from loadgen.scenario.loader import scenario_from_dict
 from loadgen.run.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[3]

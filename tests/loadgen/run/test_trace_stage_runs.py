@@ -3,7 +3,7 @@ import json
 
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
-from loadgen.scenario.model import scenario_from_dict
+from loadgen.scenario.loader import scenario_from_dict
 from loadgen.scenario.trace import TracePrompts, TraceRow
 from loadgen.scenario.tokens import ByteCounter
 
@@ -81,7 +81,7 @@ def test_stages_switch_rates_and_are_summarised_apart(calib_server, tmp_path):
 
 
 def test_concurrency_stages_change_the_number_of_users(calib_server, tmp_path):
-    from loadgen.scenario.model import scenario_from_dict as sfd
+    from loadgen.scenario.loader import scenario_from_dict as sfd
     tree = base(calib_server, tmp_path, {"prompt_tokens": {"dist": "fixed", "value": 8},
                                          "output_tokens": {"dist": "fixed", "value": 2}},
                 {"mode": "concurrency", "duration_s": 1.2,

@@ -3,7 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.scenario.model import ScenarioError, load_scenario, scenario_from_dict
+from loadgen.scenario.model import ScenarioError
+
+from loadgen.scenario.loader import load_scenario, scenario_from_dict
 from loadgen.scenario.workload import build_workload
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -4,7 +4,9 @@ import json
 import numpy as np
 import pytest
 
-from loadgen.scenario.model import ScenarioError, Seconds, Workload, scenario_from_dict
+from loadgen.scenario.model import ScenarioError, Seconds, Workload
+
+from loadgen.scenario.loader import scenario_from_dict
 from loadgen.scenario.sessions import draw_seconds, read_sharegpt_sessions
 from loadgen.scenario.workload import build_workload
 

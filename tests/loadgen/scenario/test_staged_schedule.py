@@ -2,7 +2,9 @@
 import numpy as np
 import pytest
 
-from loadgen.scenario.model import ScenarioError, scenario_from_dict
+from loadgen.scenario.model import ScenarioError
+
+from loadgen.scenario.loader import scenario_from_dict
 from loadgen.scenario.schedule import NS, build_schedule, staged_offsets_ns
 
 

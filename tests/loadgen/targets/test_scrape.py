@@ -190,7 +190,7 @@ def jax_url(tmp_path_factory, request):
 
 def test_loadgen_run_scrapes_the_jax_server(jax_url, tmp_path):
     from loadgen.run.runner import run_scenario
-    from loadgen.scenario.model import scenario_from_dict
+    from loadgen.scenario.loader import scenario_from_dict
     sc = scenario_from_dict({
         "name": "scrape", "target": {"url": jax_url, "metrics_interval_s": 0.05},
         "api": {"continuous_usage": True},

@@ -14,7 +14,7 @@ import pytest
 from analysis.server.metrics import server_metrics_summary
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
-from loadgen.scenario.model import scenario_from_dict
+from loadgen.scenario.loader import scenario_from_dict
 
 MODEL = os.environ.get("LOADGEN_VLLM_MODEL")
 EXECUTABLE = os.environ.get("LOADGEN_VLLM_EXECUTABLE")

@@ -10,7 +10,7 @@ import pytest
 
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
-from loadgen.scenario.model import scenario_from_dict
+from loadgen.scenario.loader import scenario_from_dict
 from tests.servers.vllm.fakes import FAKE_VLLM, ROOT, VLLM_HERE, exe
 from tests.support.procs import alive
 
