@@ -8,7 +8,7 @@
             subprocess `python -m loadgen run <scenario> --json`   (the user's path, real HTTP + SSE)
             scenario: completions, stream, ignore_eos, 64 prompt tokens, 128 output tokens
                       (both engines read the same tokenizer.json), N concurrent streams,
-                      N warm-up requests, then 2·N (at least 4) measured requests
+                      N warm-up requests, then 3·N (at least 4) measured requests
         ─► stop it
     table: TPOT p50, TTFT p50, ITL p99, output tok/s per engine and N; speed = llama.cpp TPOT / JAX TPOT
     (at N = 32: JAX tok/s / llama.cpp tok/s) ─► bench/results/engine_vs_llama_cpp-<date>.{json,md}
@@ -92,7 +92,7 @@ def scenario(url: str, n: int, out: Path) -> dict:
         "workload": {"prompt_tokens": {"dist": "fixed", "value": PROMPT},
                      "output_tokens": {"dist": "fixed", "value": OUTPUT},
                      "tokenizer": str(models.hf_dir() / "tokenizer.json"), "seed": 0},
-        "load": {"mode": "concurrency", "concurrency": n, "num_requests": max(4, 2 * n),
+        "load": {"mode": "concurrency", "concurrency": n, "num_requests": max(4, 3 * n),
                  "warmup_requests": n, "duration_s": 300},
         "output": {"dir": str(out), "report": "none"},
     }

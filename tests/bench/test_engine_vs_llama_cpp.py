@@ -6,7 +6,7 @@ from loadgen.scenario.loader import scenario_from_dict
 def test_scenario_is_a_strict_loadgen_scenario(tmp_path):
     sc = scenario_from_dict(scenario("http://127.0.0.1:9", 8, tmp_path))
     assert (sc.load.mode, sc.load.concurrency, sc.load.num_requests, sc.load.warmup_requests) == \
-        ("concurrency", 8, 16, 8)
+        ("concurrency", 8, 24, 8)
     assert sc.api.ignore_eos and sc.api.stream and sc.target.server is None
     assert scenario_from_dict(scenario("http://127.0.0.1:9", 1, tmp_path)).load.num_requests == 4
 
