@@ -67,6 +67,7 @@ class PrefillJob:
     chunk: int = 0                # tokens per chunk (when offsets)
     kv: Any = None
     slot: Optional[int] = None    # set: fused job, its chunks ride in decode steps (generate_with)
+    done: int = 0                 # fused: prompt positions [0, done) are in the slot's cache
 
 
 @dataclass
@@ -96,6 +97,9 @@ class Engine:
         # while other streams decode, a prompt longer than interleave_chunk is prefilled in pieces
         # of that many tokens, each inside a decode step (0: never; the orchestrator asks)
         self.interleave_chunk = int(interleave_chunk) if 0 < interleave_chunk < max_model_len else 0
+        # the catch-up piece, 4x, used while the prefill backlog is long (generate_with(long=True))
+        c4 = 4 * self.interleave_chunk
+        self.interleave_long = c4 if 0 < c4 < max_model_len else 0
         if self.prefill_chunk and self.prefill_chunk not in self.prefill_buckets:
             raise ValueError(f"prefill_chunk {prefill_chunk} must be one of the prefill buckets "
                              f"{self.prefill_buckets}")
@@ -175,8 +179,7 @@ class Engine:
             toks[:n] = prompt_ids
             self.active[slot] = False
             self.pos[slot] = self.max_model_len - 1    # the step's garbage row writes land here,
-            return PrefillJob(toks, n, temp, top_p, key,   # never on the prompt's positions
-                              M.chunk_offsets(n, c, self.max_model_len), c, slot=int(slot))
+            return PrefillJob(toks, n, temp, top_p, key, [], c, slot=int(slot))  # not on the prompt
         c = self.prefill_chunk
         offsets = M.chunk_offsets(n, c, b) if c and n > c else []
         return PrefillJob(toks, n, temp, top_p, key, offsets, c)
@@ -239,15 +242,21 @@ class Engine:
         """One decode step → sampled tokens [slots] (valid for active slots, 0 elsewhere)."""
         return self._generate(self.batch_bucket(), self.attn_bucket())
 
-    def generate_with(self, job: PrefillJob) -> tuple[np.ndarray, Optional[Prefix]]:
+    def generate_with(self, job: PrefillJob, long: bool = False) -> tuple[np.ndarray, Optional[Prefix]]:
         """One decode step that also runs the next piece of the fused ``job`` in its matmuls →
-        (tokens [slots] as generate(), the Prefix once the prompt is done, else None)."""
-        off = job.offsets.pop(0)
-        need = off + job.chunk
-        attn = max(self.attn_bucket(), next(a for a in self.attn_buckets if a >= need))
-        out = self._generate(self.batch_bucket(), attn, (job.tokens[off:off + job.chunk].copy(),
+        (tokens [slots] as generate(), the Prefix once the prompt is done, else None). The piece is
+        ``interleave_chunk`` tokens, or ``interleave_long`` with ``long`` (the orchestrator's call
+        when the prefill backlog is long) while at least that many prompt tokens remain. A last
+        piece may reach back over positions already written (same K/V) or past the prompt (garbage
+        that decoding overwrites before anything reads it)."""
+        c = self.interleave_long if long and self.interleave_long and \
+            job.length - job.done >= self.interleave_long else job.chunk
+        off = min(job.done, self.max_model_len - c)
+        job.done = off + c
+        attn = max(self.attn_bucket(), next(a for a in self.attn_buckets if a >= job.done))
+        out = self._generate(self.batch_bucket(), attn, (job.tokens[off:off + c].copy(),
                                                          np.int32(job.slot), np.int32(off)))
-        if job.offsets:
+        if job.done < job.length:
             return out, None
         logits = self._last_logits(self.params, self._hidden, np.int32(job.length - 1 - off))
         tok = self._sample(logits, np.full(1, job.temperature, np.float32),
@@ -300,14 +309,14 @@ class Engine:
             self.free(0)
         saved = self.pos.copy(), self.active.copy(), self.tokens.copy(), self.step.copy()
         self.active[:] = False                                     # nothing advances
-        c = self.interleave_chunk
+        pieces = [c for c in (self.interleave_chunk, self.interleave_long) if c]
         for b in self.batch_buckets:
             for a in self.attn_buckets:
                 self._generate(b, a)
-                if c and a >= c:                                   # the fused step, slot 0 rows
-                    self._generate(b, a, (np.zeros(c, np.int32), np.int32(0), np.int32(0)))
-        if c:
-            self._last_logits(self.params, self._hidden, np.int32(0))
+                for c in pieces:                                   # the fused steps, slot 0 rows
+                    if a >= c:
+                        self._generate(b, a, (np.zeros(c, np.int32), np.int32(0), np.int32(0)))
+                        self._last_logits(self.params, self._hidden, np.int32(0))
         self.pos, self.active, self.tokens, self.step = saved
         jax.block_until_ready(self.cache)
         self.compile_s = time.perf_counter() - t0

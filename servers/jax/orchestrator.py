@@ -78,12 +78,19 @@ class Orchestrator:
 
     ``prefill_budget`` caps the prompt tokens prefilled between two decode steps (at least one
     request is always admitted), so a burst of arrivals does not stall running streams for long.
+    A prompt admitted while streams decode rides in the steps in ``engine.interleave_chunk``
+    pieces, ``engine.interleave_long`` ones while ``catch_up_tokens`` or more wait to be prefilled.
     """
 
-    def __init__(self, engine: Any, max_queue: int = 256, prefill_budget: int = 512) -> None:
+    def __init__(self, engine: Any, max_queue: int = 256, prefill_budget: int = 512,
+                 catch_up_tokens: Optional[int] = None) -> None:
         self.engine = engine
         self.max_queue = int(max_queue)
         self.prefill_budget = int(prefill_budget)
+        # prompt tokens still to prefill from which fused pieces grow to engine.interleave_long
+        # (TTFT would otherwise run away under a long-prompt backlog); default 4 long pieces
+        self.catch_up_tokens = int(catch_up_tokens if catch_up_tokens is not None
+                                   else 4 * (getattr(engine, "interleave_long", 0) or 64))
         self._cv = threading.Condition()
         self._waiting: collections.deque[GenRequest] = collections.deque()
         self._cancels: set[str] = set()
@@ -292,8 +299,10 @@ class Orchestrator:
         prefix = None
         if fused is None:
             toks = self.engine.generate()                  # [slots] numpy int, one D2H copy
-        else:
-            toks, prefix = self.engine.generate_with(fused.job)
+        else:                                              # a long backlog: catch-up pieces
+            backlog = sum(r.job.length - r.job.done for r in self._prefilling)
+            long = backlog >= self.catch_up_tokens
+            toks, prefix = self.engine.generate_with(fused.job, long=long)
         self._counters["decode_steps_total"] += 1
         self._counters["decode_slot_steps_total"] += len(self._running) - len(self._prefilling)
         for slot, run in list(self._running.items()):

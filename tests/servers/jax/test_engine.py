@@ -270,7 +270,7 @@ def test_fused_pieces_only_while_streams_decode():
     p = prompt_of(40, 5)                                           # bucket 64
     alone, crowd = e.start_prefill(p), e.start_prefill(p, slot=1)
     assert (alone.offsets, alone.chunk, alone.slot) == ([0, 32], 32, None)
-    assert (crowd.offsets, crowd.chunk, crowd.slot) == ([0, 16, 32], 16, 1)
+    assert (crowd.chunk, crowd.slot, crowd.done) == (16, 1, 0)
     assert e.pos[1] == MAX_LEN - 1               # the step's garbage row for slot 1 lands there
     assert e.start_prefill(prompt_of(12, 5), slot=1).slot is None   # short: one shot
     assert e.prefill_buckets == [16, 32, 64]
@@ -279,7 +279,16 @@ def test_fused_pieces_only_while_streams_decode():
     assert Engine(ARGS, PARAMS, slots=1, max_model_len=MAX_LEN, interleave_chunk=0).start_prefill(
         p, slot=0).slot is None                                    # 0: never fused
     eight = Engine(ARGS, PARAMS, slots=2, max_model_len=MAX_LEN, interleave_chunk=8)  # not a bucket
-    assert eight.start_prefill(p, slot=1).offsets == [0, 8, 16, 24, 32]
+    assert (eight.interleave_chunk, eight.interleave_long) == (8, 32)
+    assert e.interleave_long == 0                                  # 4 x 16 does not fit in 64
+    job, sizes = eight.start_prefill(p, slot=1), []
+    while True:                                # a long backlog: one 32-token piece, then 8s
+        before = job.done
+        _, prefix = eight.generate_with(job, long=True)
+        sizes.append(job.done - before)
+        if prefix is not None:
+            break
+    assert sizes == [32, 8] and job.done == 40 and prefix.first_token == reference_greedy(p, 1)[0]
     big = Engine(ARGS, PARAMS, slots=1, max_model_len=512)
     assert big.prefill_buckets == [16, 32, 64, 96, 128, 192, 256, 384, 512]   # 1.5x steps from 64
     assert e.prefill(p).first_token == reference_greedy(p, 1)[0]
@@ -291,7 +300,7 @@ def test_fused_prefill_rides_in_decode_steps_and_matches_reference(engine):
     engine.insert(pre, 0)
     got_a = [pre.first_token]
     job = engine.start_prefill(b, SamplingParams(max_tokens=99), slot=2)
-    assert (job.slot, job.chunk, job.offsets) == (2, 16, [0, 16, 32])
+    assert (job.slot, job.chunk, job.done) == (2, 16, 0)
     pieces = 0
     while True:                                                    # a decodes while b prefills
         toks, prefix = engine.generate_with(job)
@@ -310,3 +319,33 @@ def test_fused_prefill_rides_in_decode_steps_and_matches_reference(engine):
     engine.free(2)
     assert got_a == reference_greedy(a, len(got_a))
     assert got_b == reference_greedy(b, len(got_b))
+
+
+@pytest.mark.parametrize("catch_up,pieces", [(1, 3), (10_000, 6)])
+def test_long_backlog_prefills_in_catch_up_pieces(catch_up, pieces):
+    e = Engine(ARGS, PARAMS, slots=2, max_model_len=MAX_LEN, eos_ids=set(), interleave_chunk=8)
+    orch = Orchestrator(e, max_queue=4, catch_up_tokens=catch_up)
+    long_prompt, log = prompt_of(45, 3), []                        # 32 + 8 + 8, or 6 x 8
+    done = {k: threading.Event() for k in "ab"}
+    toks: dict[str, list[int]] = {"a": [], "b": []}
+
+    def cb(name):
+        def on_token(tok, reason):
+            if tok is not None:
+                toks[name].append(tok)
+                log.append(name)
+            if name == "a" and len(toks["a"]) == 2 and reason is None:
+                log.append("submit-b")
+                orch.submit(GenRequest("b", long_prompt, SamplingParams(max_tokens=3), cb("b")))
+            if reason is not None:
+                done[name].set()
+        return on_token
+
+    orch.start()
+    try:
+        orch.submit(GenRequest("a", prompt_of(4, 1), SamplingParams(max_tokens=20), cb("a")))
+        assert done["a"].wait(60) and done["b"].wait(60)
+    finally:
+        orch.stop()
+    assert log[log.index("submit-b"):log.index("b")].count("a") == pieces   # one piece per step
+    assert toks["b"] == reference_greedy(long_prompt, 3)
