@@ -6,8 +6,9 @@
                                                 ``prefill_chunk`` runs one chunk per call, so the
                                                 orchestrator can interleave it with decode steps
     start_prefill(..., slot=s) -> fused job     (other streams decoding) pieces of
-                                                ``interleave_chunk`` tokens that ride in decode
-                                                steps: generate_with(job) -> (tokens, Prefix|None)
+                                                ``interleave_chunk`` tokens (``interleave_long``
+                                                with long=True) that ride in decode steps:
+                                                generate_with(job, long) -> (tokens, Prefix|None)
     insert(prefix, slot)                        copies the prefix K/V into the slot's cache rows
     generate() -> np.ndarray[slots]             ONE jitted decode step for all slots, KV cache
                                                 donated (updated in place); one device→host copy
