@@ -231,11 +231,10 @@ def test_sample_distribution_and_nucleus():
     assert (np.asarray(greedy(rnd)) == np.argmax(rnd, axis=-1)).all()
 
 
-def test_long_prompt_is_prefilled_in_chunks_between_decode_steps(engine):
-    log: list[tuple[str, int | None]] = []
-    orch = Orchestrator(engine, max_queue=4)   # budget 512, but one interleave chunk per step
-                                               # while a stream decodes
-    long_prompt = prompt_of(60, 13)                                # 4 chunks of 16
+def a_then_b(orch: Orchestrator, long_prompt: list[int], a_tokens: int):
+    """Stream "a" decodes; at its 2nd token "b" (long_prompt) is submitted. Returns the order of
+    events ("a", "submit-b", "b" per token) and each stream's tokens."""
+    log: list[str] = []
     done = {k: threading.Event() for k in "ab"}
     toks: dict[str, list[int]] = {"a": [], "b": []}
 
@@ -243,9 +242,9 @@ def test_long_prompt_is_prefilled_in_chunks_between_decode_steps(engine):
         def on_token(tok, reason):
             if tok is not None:
                 toks[name].append(tok)
-                log.append((name, tok))
+                log.append(name)
             if name == "a" and len(toks["a"]) == 2 and reason is None:
-                log.append(("submit-b", None))
+                log.append("submit-b")
                 orch.submit(GenRequest("b", long_prompt, SamplingParams(max_tokens=3), cb("b")))
             if reason is not None:
                 done[name].set()
@@ -253,12 +252,19 @@ def test_long_prompt_is_prefilled_in_chunks_between_decode_steps(engine):
 
     orch.start()
     try:
-        orch.submit(GenRequest("a", prompt_of(4, 1), SamplingParams(max_tokens=12), cb("a")))
-        assert done["a"].wait(30) and done["b"].wait(30)
+        orch.submit(GenRequest("a", prompt_of(4, 1), SamplingParams(max_tokens=a_tokens), cb("a")))
+        assert done["a"].wait(60) and done["b"].wait(60)
     finally:
         orch.stop()
-    names = [n for n, _ in log]
-    between = names[names.index("submit-b"):names.index("b")]
+    return log, toks
+
+
+def test_long_prompt_is_prefilled_in_chunks_between_decode_steps(engine):
+    orch = Orchestrator(engine, max_queue=4)   # budget 512, but one interleave chunk per step
+                                               # while a stream decodes
+    long_prompt = prompt_of(60, 13)                                # 4 pieces of 16
+    log, toks = a_then_b(orch, long_prompt, 12)
+    between = log[log.index("submit-b"):log.index("b")]
     assert between.count("a") >= 2            # a kept decoding while b's chunks ran
     assert toks["b"] == reference_greedy(long_prompt, 3)
     assert toks["a"] == reference_greedy(prompt_of(4, 1), 12)
@@ -324,28 +330,7 @@ def test_fused_prefill_rides_in_decode_steps_and_matches_reference(engine):
 @pytest.mark.parametrize("catch_up,pieces", [(1, 3), (10_000, 6)])
 def test_long_backlog_prefills_in_catch_up_pieces(catch_up, pieces):
     e = Engine(ARGS, PARAMS, slots=2, max_model_len=MAX_LEN, eos_ids=set(), interleave_chunk=8)
-    orch = Orchestrator(e, max_queue=4, catch_up_tokens=catch_up)
-    long_prompt, log = prompt_of(45, 3), []                        # 32 + 8 + 8, or 6 x 8
-    done = {k: threading.Event() for k in "ab"}
-    toks: dict[str, list[int]] = {"a": [], "b": []}
-
-    def cb(name):
-        def on_token(tok, reason):
-            if tok is not None:
-                toks[name].append(tok)
-                log.append(name)
-            if name == "a" and len(toks["a"]) == 2 and reason is None:
-                log.append("submit-b")
-                orch.submit(GenRequest("b", long_prompt, SamplingParams(max_tokens=3), cb("b")))
-            if reason is not None:
-                done[name].set()
-        return on_token
-
-    orch.start()
-    try:
-        orch.submit(GenRequest("a", prompt_of(4, 1), SamplingParams(max_tokens=20), cb("a")))
-        assert done["a"].wait(60) and done["b"].wait(60)
-    finally:
-        orch.stop()
+    long_prompt = prompt_of(45, 3)                                 # 32 + 8 + 8, or 6 x 8
+    log, toks = a_then_b(Orchestrator(e, max_queue=4, catch_up_tokens=catch_up), long_prompt, 20)
     assert log[log.index("submit-b"):log.index("b")].count("a") == pieces   # one piece per step
     assert toks["b"] == reference_greedy(long_prompt, 3)
