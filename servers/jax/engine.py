@@ -118,7 +118,6 @@ class Engine:
         self.step = np.zeros(s, np.int32)
         self.active = np.zeros(s, bool)
         self.compile_s: Optional[float] = None
-        self._hidden: Any = None          # the last fused step's chunk rows [C, D]
         self._prefill = jax.jit(self._prefill_fn)
         self._chunk = jax.jit(self._chunk_fn, donate_argnums=(1,))
         self._last_logits = jax.jit(self._last_logits_fn)
@@ -197,6 +196,10 @@ class Engine:
             if job.offsets:
                 return None
             logits, kv = self._last_logits(self.params, x, np.int32(job.length - 1 - off)), job.kv
+        return self._prefix(job, logits, kv)
+
+    def _prefix(self, job: PrefillJob, logits, kv) -> Prefix:
+        """The finished prompt: its first token sampled from the last position's logits [1, V]."""
         tok = self._sample(logits, np.full(1, job.temperature, np.float32),
                            np.full(1, job.top_p, np.float32), job.key[None], np.zeros(1, np.int32))
         return Prefix(kv, job.length, int(tok[0]), job.temperature, job.top_p, job.key)
@@ -241,7 +244,7 @@ class Engine:
 
     def generate(self) -> np.ndarray:
         """One decode step → sampled tokens [slots] (valid for active slots, 0 elsewhere)."""
-        return self._generate(self.batch_bucket(), self.attn_bucket())
+        return self._generate(self.batch_bucket(), self.attn_bucket())[0]
 
     def generate_with(self, job: PrefillJob, long: bool = False) -> tuple[np.ndarray, Optional[Prefix]]:
         """One decode step that also runs the next piece of the fused ``job`` in its matmuls →
@@ -255,25 +258,25 @@ class Engine:
         off = min(job.done, self.max_model_len - c)
         job.done = off + c
         attn = max(self.attn_bucket(), next(a for a in self.attn_buckets if a >= job.done))
-        out = self._generate(self.batch_bucket(), attn, (job.tokens[off:off + c].copy(),
-                                                         np.int32(job.slot), np.int32(off)))
+        out, hidden = self._generate(self.batch_bucket(), attn, (job.tokens[off:off + c].copy(),
+                                                                 np.int32(job.slot), np.int32(off)))
         if job.done < job.length:
             return out, None
-        logits = self._last_logits(self.params, self._hidden, np.int32(job.length - 1 - off))
-        tok = self._sample(logits, np.full(1, job.temperature, np.float32),
-                           np.full(1, job.top_p, np.float32), job.key[None], np.zeros(1, np.int32))
-        return out, Prefix(None, job.length, int(tok[0]), job.temperature, job.top_p, job.key)
+        logits = self._last_logits(self.params, hidden, np.int32(job.length - 1 - off))
+        return out, self._prefix(job, logits, None)
 
-    def _generate(self, b: int, attn_len: int, chunk=None) -> np.ndarray:
+    def _generate(self, b: int, attn_len: int, chunk=None) -> tuple[np.ndarray, Any]:
+        """The step for slots [0, b) → (tokens [slots], the chunk rows' hidden [C, D] or None)."""
         # fresh arrays, never views of the state: XLA:CPU may read a numpy argument in place
         # while the step runs asynchronously, after the host has moved on
         pos = np.minimum(self.pos[:b], self.max_model_len - 1)     # a full slot is finished anyway
+        hidden = None
         if chunk is None:
             logits, self.cache = self._decode(self.params, self.cache, self.tokens[:b].copy(), pos,
                                               attn_len)
         else:
-            logits, self._hidden, self.cache = self._fused(self.params, self.cache,
-                                                           self.tokens[:b].copy(), pos, *chunk, attn_len)
+            logits, hidden, self.cache = self._fused(self.params, self.cache, self.tokens[:b].copy(),
+                                                     pos, *chunk, attn_len)
         toks = self._sample(logits, self.temperature[:b].copy(), self.top_p[:b].copy(),
                             self.keys[:b].copy(), self.step[:b].copy())
         out = np.zeros(self.slots, np.int32)
@@ -282,7 +285,7 @@ class Engine:
         self.tokens = np.where(a, out, self.tokens).astype(np.int32)
         self.pos[a] += 1
         self.step[a] += 1
-        return out
+        return out, hidden
 
     def free(self, slot: int) -> None:
         self.active[slot] = False
@@ -310,14 +313,16 @@ class Engine:
             self.free(0)
         saved = self.pos.copy(), self.active.copy(), self.tokens.copy(), self.step.copy()
         self.active[:] = False                                     # nothing advances
-        pieces = [c for c in (self.interleave_chunk, self.interleave_long) if c]
+        hidden = {}                                                # piece size -> [C, D]
         for b in self.batch_buckets:
             for a in self.attn_buckets:
                 self._generate(b, a)
-                for c in pieces:                                   # the fused steps, slot 0 rows
-                    if a >= c:
-                        self._generate(b, a, (np.zeros(c, np.int32), np.int32(0), np.int32(0)))
-                        self._last_logits(self.params, self._hidden, np.int32(0))
+                for c in (self.interleave_chunk, self.interleave_long):  # fused steps, slot 0 rows
+                    if c and a >= c:
+                        hidden[c] = self._generate(b, a, (np.zeros(c, np.int32), np.int32(0),
+                                                          np.int32(0)))[1]
+        for h in hidden.values():                                  # one compile per piece size
+            self._last_logits(self.params, h, np.int32(0))
         self.pos, self.active, self.tokens, self.step = saved
         jax.block_until_ready(self.cache)
         self.compile_s = time.perf_counter() - t0

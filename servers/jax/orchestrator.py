@@ -235,8 +235,7 @@ class Orchestrator:
                     else:
                         self._admit(req)
                 self._prefill_some()
-                if (len(self._running) > len(self._prefilling)
-                        or any(r.job.slot is not None for r in self._prefilling)):
+                if self._decoding or self._next_fused() is not None:
                     self._step()
         except BaseException as e:  # noqa: BLE001 - record, abort everyone, let stats show it
             log.exception("engine loop died")
@@ -250,12 +249,20 @@ class Orchestrator:
             for run in list(self._running.values()):
                 self._finish(run, None, "abort")
 
+    @property
+    def _decoding(self) -> int:
+        """Streams past their prefill (the ones a whole prefill between steps would stall)."""
+        return len(self._running) - len(self._prefilling)
+
+    def _next_fused(self) -> Optional[_Running]:
+        """The oldest fused prefill (its pieces ride in the decode steps), if any."""
+        return next((r for r in self._prefilling if r.job.slot is not None), None)
+
     def _admit(self, req: GenRequest) -> None:
         slot = heapq.heappop(self._free)       # lowest free slot keeps the decode batch small
         req.admitted_ns = time.perf_counter_ns()
-        decoding = len(self._running) > len(self._prefilling)      # streams a long prefill would stall
-        run = _Running(req, slot, job=self.engine.start_prefill(req.prompt_ids, req.params,
-                                                                slot=slot if decoding else None))
+        run = _Running(req, slot, job=self.engine.start_prefill(
+            req.prompt_ids, req.params, slot=slot if self._decoding else None))
         self._running[slot] = run
         self._prefilling.append(run)
 
@@ -264,8 +271,8 @@ class Orchestrator:
         whole short prompt or one chunk of a long one. While streams decode, the budget is one
         interleave chunk, so a decode step waits for at most one such piece. Fused jobs (admitted
         while streams decode) are not run here: their pieces ride in the decode steps."""
-        decoding = len(self._running) > len(self._prefilling)
-        budget = (self.engine.interleave_chunk or self.prefill_budget) if decoding else self.prefill_budget
+        budget = (self.engine.interleave_chunk or self.prefill_budget) if self._decoding \
+            else self.prefill_budget
         while budget > 0:
             run = next((r for r in self._prefilling if r.job.slot is None), None)
             if run is None:
@@ -295,16 +302,15 @@ class Orchestrator:
 
     def _step(self) -> None:
         """One decode step (carrying the next piece of the oldest fused prefill, if any)."""
-        fused = next((r for r in self._prefilling if r.job.slot is not None), None)
+        fused = self._next_fused()
         prefix = None
         if fused is None:
             toks = self.engine.generate()                  # [slots] numpy int, one D2H copy
-        else:                                              # a long backlog: catch-up pieces
+        else:                                              # catch-up pieces under a long backlog
             backlog = sum(r.job.length - r.job.done for r in self._prefilling)
-            long = backlog >= self.catch_up_tokens
-            toks, prefix = self.engine.generate_with(fused.job, long=long)
+            toks, prefix = self.engine.generate_with(fused.job, long=backlog >= self.catch_up_tokens)
         self._counters["decode_steps_total"] += 1
-        self._counters["decode_slot_steps_total"] += len(self._running) - len(self._prefilling)
+        self._counters["decode_slot_steps_total"] += self._decoding
         for slot, run in list(self._running.items()):
             if run.job is not None:                        # still prefilling
                 continue
