@@ -228,7 +228,7 @@ def timing(server, conc: int, rounds: int, tokens: int, tmp: Path, pin: bool = F
 
 
 def main() -> int:
-    from tests.support.calibration_server import CalibrationServer
+    from servers.calib import CalibrationServer
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--worker", choices=["capacity", "timing"])

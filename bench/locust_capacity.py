@@ -84,7 +84,7 @@ def main() -> int:
     args = ap.parse_args()
     levels = [64] if args.quick else [int(x) for x in args.levels.split(",")]
     dur = 2.0 if args.quick else args.duration
-    from tests.support.calibration_server import CalibrationServer
+    from servers.calib import CalibrationServer
     engines = [("native", 1), ("locust", 1), ("locust", 2)]
     rows = []
     t_start = time.time()

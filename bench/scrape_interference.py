@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.loadgen.targets.vllm_metrics_fake import FakeVllmMetrics, exposition  # noqa: E402
-from tests.support.calibration_server import CalibrationServer  # noqa: E402
+from servers.calib import CalibrationServer  # noqa: E402
 
 LEGACY = "bench.scrape_interference:legacy_main"
 

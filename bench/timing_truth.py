@@ -66,7 +66,7 @@ def one_run(engine: str, mode: str, streams: int, args, tmp: Path,
             profile: Optional[Path] = None, rep: int = 0) -> dict:
     """One ``loadgen run`` under capture; the errors and the figures around them.
     ``profile``: run the native engine under cProfile (main thread) and write the dump there."""
-    from tests.support.calibration_server import CalibrationServer
+    from servers.calib import CalibrationServer
     n = _requests(streams, args.quick)
     warm = streams
     name = f"{engine}-{mode}-c{streams}" + ("-cprofile" if profile else "") + (f"-r{rep}" if rep else "")

@@ -38,7 +38,7 @@ from loadgen.client.request import finish  # noqa: E402
 from loadgen.client.sse import StreamTally  # noqa: E402
 from loadgen.client.wire.fill import fill_record  # noqa: E402
 from loadgen.client.wire.pool import WirePool  # noqa: E402
-from tests.support.calibration_server import CalibrationServer  # noqa: E402
+from servers.calib import CalibrationServer  # noqa: E402
 
 SERVER_CPU, CLIENT_CPU = 0, 1
 MUX = "epoll"

@@ -8,7 +8,8 @@
 
 Each ``loadgen/commands/<name>.py`` exposes ``register(subparsers)`` (sets ``func``) and
 ``main(args) -> int``. User errors (``ScenarioError``, a server that will not start) print one
-line ``loadgen: error: ...`` and exit 2 (1 for a server failure); Ctrl-C exits 130.
+line ``loadgen: error: ...`` and exit 2 (1 for a server failure, or a disk that failed mid-run:
+``loadgen.run.storage.StorageError``); Ctrl-C exits 130.
 """
 from __future__ import annotations
 
@@ -24,33 +25,25 @@ from loadgen.scenario.model import ScenarioError
 COMMANDS = ("run", "sweep", "report", "compare", "serve", "kernel", "calibrate")
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="loadgen", description="Measure LLM inference servers: TTFT, TPOT/ITL, goodput "
         "under SLOs, energy, MLPerf-style Offline and Server scenarios.")
     ap.add_argument("--version", action="version", version=f"loadgen {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
-    missing: dict[str, str] = {}
-    for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"loadgen.commands.{name}")
-        except ImportError as e:  # one broken command must not take the others down
-            missing[name] = f"{type(e).__name__}: {e}"
-            continue
-        mod.register(sub)
-    return ap, missing
+    for name in COMMANDS:   # an import error here is a bug in loadgen: it must show, not hide
+        importlib.import_module(f"loadgen.commands.{name}").register(sub)
+    return ap
 
 
 def _error(msg: str) -> None:
-    print(f"loadgen: error: {msg}", file=sys.stderr)
+    from loadgen.redact import redact
+    print(f"loadgen: error: {redact(msg)}", file=sys.stderr)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    ap, missing = build_parser()
-    if argv and argv[0] in missing:
-        _error(f"command '{argv[0]}' is unavailable here ({missing[argv[0]]})")
-        return 2
+    ap = build_parser()
     args = ap.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:
@@ -70,7 +63,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
-    except Exception:
+    except Exception as e:
+        from loadgen.run.storage import STORAGE_ERRNOS, StorageError
+        if isinstance(e, StorageError) or (isinstance(e, OSError) and e.errno in STORAGE_ERRNOS):
+            # the disk failed (full, read-only, I/O error): one line, records kept to the last
+            # whole line; not a bug in loadgen
+            _error(str(e) if isinstance(e, StorageError) else
+                   f"{e.filename or 'a run file'}: could not be written ({e.strerror})")
+            return 1
         traceback.print_exc()
         _error("unexpected failure (a bug in loadgen, not in your input): please report it "
                "with the traceback above")

@@ -12,12 +12,13 @@ and empty chunks have ``n_tokens == 0``. The first token is the first chunk with
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
+
+from loadgen.redact import redact
 
 now_ns = time.perf_counter_ns
 
@@ -26,11 +27,13 @@ ERROR_KINDS = (
     "http",            # non-2xx status (http_status says which)
     "timeout",         # no complete answer within api.timeout_s
     "connection",      # refused, reset, dropped mid-stream
-    "malformed",       # a line of the stream or body that is not valid SSE / JSON
+    "protocol",        # the server broke HTTP/SSE/JSON (bad framing, not SSE, bad JSON, bad encoding)
+    "too_large",       # the answer exceeded an api.limits bound (headers, one event, body, events)
+    "redirect",        # a 3xx answer, not followed (api.follow_redirects); its Location in error
     "server_error",    # an error event inside a 200 stream
     "incomplete",      # stream ended without [DONE] / finish_reason
     "cancelled",       # the run was interrupted before the request ended
-    "client",          # anything else raised in the client
+    "client",          # a fault of loadgen itself (never the server's)
 )
 
 
@@ -84,29 +87,48 @@ class Record:
 
 
 class RecordWriter:
-    """Appends records to ``records.jsonl``, one line each, flushed and fsync'd per record."""
+    """Appends records to ``records.jsonl``, one line each, each line one write (no torn line),
+    fsync'd per record with ``fsync=True``. A failed write (disk full, I/O error) cuts the file
+    back to its last whole line and raises ``loadgen.run.storage.StorageError``; ``failed`` keeps
+    it and every later write raises it again."""
 
-    def __init__(self, path: str | Path, fsync: bool = False):
+    def __init__(self, path: str | Path, fsync: bool = False, file=None):
+        from loadgen.run.storage import LineWriter   # lazy: the client imports this module
         self.path = Path(path)
-        self._f = open(self.path, "a", buffering=1, encoding="utf-8")
+        self._f = LineWriter(file, self.path.name) if file is not None else LineWriter.open(self.path)
         self._fsync = fsync
         self._lock = threading.Lock()
         self.count = 0
 
+    @property
+    def failed(self):
+        return self._f.failed
+
     def write(self, rec: Record) -> None:
-        line = rec.to_json() + "\n"
+        line = (redact(rec.to_json()) + "\n").encode("utf-8")   # no secret, whatever echoed it
         with self._lock:
             self._f.write(line)
-            self._f.flush()
             if self._fsync:
-                os.fsync(self._f.fileno())
+                self._f.fsync()
             self.count += 1
+
+    def write_many(self, recs) -> None:
+        """Several records in one write (a bulk of cancelled ones); whole lines only on failure."""
+        data = "".join(redact(r.to_json()) + "\n" for r in recs).encode("utf-8")
+        if not data:
+            return
+        with self._lock:
+            before = self._f.lines
+            try:
+                self._f.write(data)
+            finally:
+                self.count += self._f.lines - before
+            if self._fsync:
+                self._f.fsync()
 
     def close(self) -> None:
         with self._lock:
-            if not self._f.closed:
-                self._f.flush()
-                self._f.close()
+            self._f.close()
 
     def __enter__(self) -> "RecordWriter":
         return self

@@ -6,6 +6,10 @@
                     ─► steady.py (the steady-state window: ramp-up and drain cut by a stated rule)
                     ─► series.py (per-second series for plots; power via analysis.energy)
                     ─► summary.py (summary.json: the stable contract of key names)
+                       └─ saturation.py (client saturated only when it changed the measurement)
+    two runs / two repeat series ─► noise.py (per headline figure: change, 95 % interval, verdict)
+                                    └─ significance.py (bootstrap over requests/buckets, Welch's t)
 
-May import: numpy, analysis.energy. Never analysis.report (reports read metrics, not the reverse).
+May import: numpy, scipy, analysis.energy. Never analysis.report (reports read metrics, not the
+reverse).
 """

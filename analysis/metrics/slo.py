@@ -1,7 +1,14 @@
 """SLO presets (MLPerf Inference latency constraints) and the MLPerf-style run verdict.
 
     slo dict (scenario's Slo, maybe a preset name) ─► resolve_slo ─► limits
+    limits + api.stream ─► stream_warnings (before a run: a preset's TTFT/TPOT on a
+                           non-streamed run)
     records + meta ─► verdict ─► {"valid", "reasons", "checks", "notes"}
+    records + limits + meta ─► goodput_fields ─► {"goodput", "goodput_rule"} (what it judged)
+
+TTFT, TPOT and ITL need a streamed run (STREAM_ONLY): a non-streamed answer arrives whole, with
+no first-token time. The scenario refuses such a limit given explicitly; one that comes from a
+preset is warned about, fails the verdict with that reason, and leaves goodput None.
 
 Presets are the P99 TTFT / TPOT limits (ms) that mlcommons/inference publishes in
 ``loadgen/mlperf.conf`` (keys ``<model>.Server.ttft_latency`` / ``tpot_latency``; the
@@ -17,7 +24,8 @@ from analysis.metrics import metrics as m
 MLPERF_CONF = "mlcommons/inference loadgen/mlperf.conf"
 # Client CPU (fraction of one core over the run) at or above this counts as saturated.
 CPU_SATURATION = 0.9
-# p99 event-loop lag of the client (meta.client_load.loop_lag_ms_p99) above this: saturated.
+# p99 event-loop lag of the client (meta.client_load.loop_lag_ms_p99) above this: saturated where
+# stamps are user-space (analysis.metrics.saturation; kernel receive stamps do not move with it).
 LOOP_LAG_MS = 5.0
 
 
@@ -56,6 +64,13 @@ PRESETS: dict[str, SloPreset] = {
     "interactive/gpt-oss-120b": _conf(2000, 15, 163),
 }
 LIMIT_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
+STREAM_ONLY = ("ttft_ms", "tpot_ms", "itl_ms")     # need a first-token time / token chunks
+NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2el_ms": "E2E"}
+# why a configured limit has no value although requests completed (a streamed run)
+NO_DATA = {"ttft_ms": "no completed request had a first-token time",
+           "tpot_ms": "every completed output had ≤ 1 token (TPOT needs 2 or more)",
+           "itl_ms": "no completed stream had 2 or more token chunks",
+           "e2el_ms": "no completed request had an end time"}
 
 
 class UnknownPreset(ValueError):
@@ -113,6 +128,53 @@ def client_cpu(meta: dict) -> Optional[float]:
     return float(cpu) if isinstance(cpu, (int, float)) else None
 
 
+def streamed(meta: dict) -> bool:
+    """Whether the run streamed its answers (meta.json ``stream``; unrecorded: assumed so)."""
+    return meta.get("stream") is not False
+
+
+def not_streamed_why(keys) -> str:
+    names = "/".join(NAMES[k] for k in keys)
+    return (f"{names} not measured: the run was not streamed (api.stream: false), so no answer "
+            "has a first-token time; they need api.stream: true")
+
+
+def stream_warnings(slo: Optional[dict], stream: bool) -> list[str]:
+    """Before a run: the TTFT/TPOT/ITL limits a non-streamed run cannot measure (a preset's; an
+    explicit one is refused by the scenario)."""
+    if stream:
+        return []
+    limits, _ = resolve_slo_lenient(slo)
+    keys = [k for k in STREAM_ONLY if limits.get(k) is not None]
+    if not keys:
+        return []
+    return [f"slo: {not_streamed_why(keys)} ({limits['source']}): the verdict will be INVALID "
+            f"and goodput not computed; set api.stream: true or drop slo.preset"]
+
+
+def goodput_fields(records: list[dict], slo: dict, meta: dict, win,
+                   from_scheduled: bool) -> dict:
+    """summary.json's ``goodput`` (requests/s meeting every configured limit) and
+    ``goodput_rule`` (the limits it judged, and how); goodput None when no limit is configured
+    or one needs a streamed run that this one was not."""
+    keys = [k for k in LIMIT_KEYS if slo.get(k) is not None]
+    if not keys:
+        return {"goodput": None, "goodput_rule": "not computed: no per-request limit configured "
+                "(slo.ttft_ms, tpot_ms, itl_ms, e2el_ms)"}
+    lost = [k for k in keys if k in STREAM_ONLY] if not streamed(meta) else []
+    if lost:
+        return {"goodput": None, "goodput_rule": f"not computed: {not_streamed_why(lost)}"}
+    used = []
+    for k in keys:
+        frm = " from scheduled" if from_scheduled and k in ("ttft_ms", "e2el_ms") else ""
+        worst = " (largest per request)" if k == "itl_ms" else ""
+        used.append(f"{NAMES[k]}{frm}{worst} ≤ {slo[k]:g} ms")
+    rule = "requests/s meeting every limit: " + ", ".join(used) + f" ({slo.get('source')})"
+    if "tpot_ms" in keys or "itl_ms" in keys:
+        rule += "; a request without a TPOT/ITL value (≤ 1 output token) fails that limit"
+    return {"goodput": m.goodput(records, slo, win, from_scheduled), "goodput_rule": rule}
+
+
 def _check(checks: list, reasons: list, name: str, ok: bool, value, limit, why: str) -> None:
     checks.append({"name": name, "ok": ok, "value": value, "limit": limit})
     if not ok:
@@ -133,7 +195,8 @@ def verdict(records: list[dict], meta: dict) -> dict:
     Server mode also: TTFT/E2E are taken from scheduled_at; achieved send rate must be
     ≥ min_rate_fraction × the schedule's own rate; p99 schedule lag ≤ max_schedule_lag_ms;
     client CPU < CPU_SATURATION (an unrecorded CPU figure is a note, not a failure). A client
-    event-loop lag p99 above LOOP_LAG_MS is a note (the schedule-lag check covers late sends).
+    event-loop lag p99 above LOOP_LAG_MS is a note where stamps are user-space (with kernel
+    receive stamps it moves none; the schedule-lag check covers late sends).
     """
     mode = meta.get("mode")
     server = m.open_loop(mode)
@@ -177,8 +240,13 @@ def verdict(records: list[dict], meta: dict) -> dict:
             continue
         v = m.percentile(series[key], q)
         ok = v is not None and v <= limit
-        why = (f"p{q:g} {label[key]} {_fmt(v)} ms > {limit} ms" if v is not None else
-               f"p{q:g} {label[key]}: no data (e.g. every output ≤ 1 token for TPOT)")
+        if v is not None:
+            why = f"p{q:g} {label[key]} {_fmt(v)} ms > {limit} ms"
+        elif key in STREAM_ONLY and not streamed(meta):
+            why = f"p{q:g} {label[key]} (limit {limit:g} ms): {not_streamed_why([key])}"
+        else:
+            why = (f"p{q:g} {label[key]}: no data: "
+                   + (NO_DATA[key] if done else "no measured request completed"))
         _check(checks, reasons, f"p{q:g}_{key}", ok, v, limit, why)
 
     if server:
@@ -201,7 +269,8 @@ def verdict(records: list[dict], meta: dict) -> dict:
                    f"client CPU {cpu:.2f} of a core ≥ {CPU_SATURATION}: the client may be the "
                    "bottleneck")
         loop = (meta.get("client_load") or {}).get("loop_lag_ms_p99")
-        if loop is not None and loop > LOOP_LAG_MS:  # a noisy proxy: reported, not a failure
+        kernel = (meta.get("client_transport") or {}).get("stamp_source") == "kernel"
+        if loop is not None and loop > LOOP_LAG_MS and not kernel:  # kernel stamps: lag moves none
             notes.append(f"client event-loop lag p99 {loop:.1f} ms > {LOOP_LAG_MS} ms: arrival "
                          "stamps may be late (see summary.client)")
     else:

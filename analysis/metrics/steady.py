@@ -1,6 +1,6 @@
 """The steady-state window: the part of a run with ramp-up and drain cut off, by a stated rule.
 
-    records (sent_at / end_at / chunks) + meta (mode, in_flight_cap) ─► steady_window ─► dict
+    records (sent_at / end_at / chunks) + meta (RunMeta: mode, in_flight_cap) ─► steady_window ─► dict
 
 The full window (metrics.window: first measured send to last measured end) stays the headline of
 summary.json; this one is reported beside it ("steady_state") and, when "ok", energy uses it.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from analysis.contract import RunMeta
 from analysis.metrics import metrics as m
 from analysis.energy.split import token_events
 
@@ -37,12 +38,10 @@ OPEN_RULE = ("open loop (server): from the first measured send to the last measu
 FIGURES = ("output_tokens", "output_throughput", "request_throughput", "mean_in_flight")
 
 
-def _cap(meta: dict) -> Optional[int]:
-    for v in (meta.get("in_flight_cap"), meta.get("concurrency"),
-              (meta.get("load") or {}).get("concurrency")):
-        if isinstance(v, (int, float)) and v > 0:
-            return int(v)
-    return None
+def _cap(meta: RunMeta) -> Optional[int]:
+    """meta.json ``in_flight_cap`` (concurrency, max_concurrency or Locust users); None: none."""
+    cap = meta.in_flight_cap
+    return cap if cap is not None and cap > 0 else None
 
 
 def _count_at(steps: list[tuple[int, int]], t: int) -> int:
@@ -68,11 +67,11 @@ def _mean_in_flight(steps: list[tuple[int, int]], start: int, end: int) -> float
     return area / (end - start)
 
 
-def steady_window(records: list[dict], meta: Optional[dict] = None, *, min_s: float = MIN_S,
-                  min_fraction: float = MIN_FRACTION) -> dict:
+def steady_window(records: list[dict], meta: Optional[dict | RunMeta] = None, *,
+                  min_s: float = MIN_S, min_fraction: float = MIN_FRACTION) -> dict:
     """The "steady_state" object of summary.json; see the module docstring for the rule."""
-    meta = meta or {}
-    server = m.open_loop(meta.get("mode"))
+    meta = RunMeta.read(meta, "meta")
+    server = m.open_loop(meta.mode)
     out: dict = {"rule": OPEN_RULE if server else CLOSED_RULE, "status": "unavailable",
                  "reason": None, "start_ns": None, "end_ns": None, "duration_s": None,
                  "level": None, **{k: None for k in FIGURES},

@@ -1,7 +1,10 @@
 """summary.json: the stable figures of one run, computed from its records and meta.
 
     run_dir/records.jsonl, meta.json, sut.json, power.jsonl ─► load_run / load_power
-        ─► summarize(records, meta, power_rows) ─► dict (summary.json)
+        ─► summarize(records, meta, power_rows) ─► dict
+    summarize_run(run_dir): the one summary of a run (+ server metrics) ─► store_summary
+        ─► analysis.contract.Summary.dump ─► summary.json ─► summary_of(run_dir) (report, open_run)
+meta.json and sut.json are read through analysis.contract (RunMeta, Sut): one typed reading.
 
 Key names are a contract (users' scripts read them). Counts and figures cover the measured phase
 only (warm-up excluded); latency distributions use completed requests; cancelled requests are
@@ -13,8 +16,10 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut
 from analysis.metrics import metrics as m
 from analysis.metrics import slo as slo_mod
+from analysis.metrics import saturation as saturation_mod
 from analysis.metrics.stages import stage_summaries
 from analysis.metrics.steady import steady_window
 from analysis.metrics.turns import reasoning_block, sessions_block
@@ -64,10 +69,7 @@ def _energy_block(recs: list[dict], meta: dict, power_rows: Optional[list[dict]]
     sources = meta.get("power_sources")
     if _no_power(sources):
         return {"status": "unmeasured", "reason": "no power source configured"}
-    try:
-        from analysis.energy.energy import energy_summary  # lazy: written by the energy helper
-    except ImportError as e:
-        return {"status": "unmeasured", "reason": f"analysis.energy.energy not available ({e})"}
+    from analysis.energy.energy import energy_summary
     if not power_rows and all(isinstance(s, str) for s in sources):
         return {"status": "unmeasured", "reason": f"power source(s) {', '.join(sources)} configured "
                 "but no sampling session ran and power.jsonl holds no samples"}
@@ -84,10 +86,7 @@ def _transport_figures(recs: list[dict], meta: dict) -> dict:
     a read share its stamp, so may be late), as a share of the reads that carried any token
     chunk (distinct chunk stamps). None where the transport does not count them (aiohttp)."""
     tr = meta.get("client_transport") or {}
-    counted = [r for r in recs if r.get("coalesced_reads") is not None]
-    coalesced = sum(r["coalesced_reads"] for r in counted) if counted else None
-    token_reads = sum(len({c[0] for c in r.get("chunks") or () if c[1]}) for r in counted)
-    share = coalesced / token_reads if coalesced is not None and token_reads else None
+    coalesced, share = saturation_mod.coalesced_share(recs)
     return {"transport": tr.get("transport"), "stamp_source": tr.get("stamp_source"),
             "coalesced_reads": coalesced, "coalesced_reads_share": share,
             "coalesced_reads_rule": "reads with > 1 token chunk / reads with any token chunk, "
@@ -95,41 +94,32 @@ def _transport_figures(recs: list[dict], meta: dict) -> dict:
 
 
 def client_block(records: list[dict], meta: dict, slo: dict) -> dict:
-    """Client health: CPU share, schedule-lag growth, a ``saturated`` flag and warning text;
-    the transport, its stamp source and the coalesced reads (``_transport_figures``)."""
+    """Client health: CPU share, loop lag, schedule lag; ``saturated`` with ``reasons``
+    ([{"rule", "value", "limit"}], analysis.metrics.saturation: only what changed the measurement)
+    and one warning line per reason; the transport, its stamp source and the coalesced reads."""
     cpu = _client_cpu(meta)
-    growth = m.lag_growth_ms(records)
-    lim = float(slo["max_schedule_lag_ms"])
-    warnings = []
-    if cpu is not None and cpu >= slo_mod.CPU_SATURATION:
-        warnings.append(f"client process used {cpu:.0%} of a core: latencies may include client "
-                        "queueing and should not be read as the server's")
-    loop_lag = (meta.get("client_load") or {}).get("loop_lag_ms_p99")
-    if loop_lag is not None and loop_lag > slo_mod.LOOP_LAG_MS:
-        warnings.append(f"client event-loop lag p99 {loop_lag:.1f} ms (> {slo_mod.LOOP_LAG_MS} ms): "
-                        "the client stamped arrivals late; latencies may be inflated by the client")
-    # offline: every request is scheduled at t0 and waits for a free slot, so lag grows by design
-    if growth is not None and growth > lim and meta.get("mode") != "offline":
-        warnings.append(f"schedule lag grew by {growth:.1f} ms over the run (> {lim} ms): the "
-                        "client (or its in-flight cap) fell behind its schedule; latencies from "
-                        "send may hide the wait, read the from-scheduled figures")
+    sat = saturation_mod.saturation(records, meta, slo)
     recs = m.measured(records)
     return {**_transport_figures(recs, meta),
             "cpu_fraction": cpu, "cpu_saturation_threshold": slo_mod.CPU_SATURATION,
-            "loop_lag_ms_p99": loop_lag, "lag_growth_ms": growth,
+            "loop_lag_ms_p99": sat["figures"]["loop_lag_ms_p99"],
+            "schedule_lag_ms_p99": sat["figures"]["schedule_lag_ms_p99"],
+            "lag_growth_ms": m.lag_growth_ms(records),
             "lag_growth_rule": "median lag, last third − first third",
             "achieved_send_rate": m.rate_of(r.get("sent_at_ns") for r in recs),
             "schedule_rate": m.rate_of(r.get("scheduled_at_ns") for r in recs),
             "target_rate": meta.get("rate"), "meta_scheduled_rate": meta.get("scheduled_rate"),
-            "saturated": bool(warnings), "warnings": warnings,
+            "saturated": sat["saturated"], "reasons": sat["reasons"],
+            "saturation_limits": sat["limits"], "warnings": sat["warnings"],
             "evidence": "measured" if cpu is not None else "unmeasured"}
 
 
 def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] = None) -> dict:
     """The summary.json dict for one run (see the module docstring and docs/metrics.md)."""
-    meta = meta or {}
-    mode = meta.get("mode")
-    slo, _ = slo_mod.resolve_slo_lenient(meta.get("slo"))
+    mm = RunMeta.read(meta, "meta")             # typed; older forms normalised (client_cpu)
+    meta = mm.as_dict()
+    mode = mm.mode
+    slo, _ = slo_mod.resolve_slo_lenient(mm.slo)
     recs = m.measured(records)
     done = m.completed(recs)
     sent = [r for r in recs if r.get("status") in ("ok", "error")]
@@ -146,6 +136,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
         "chunk_gap_ms": m.pooled(done, m.chunk_gaps_ms),
     }
     out: dict = {
+        "schema_version": SCHEMA_VERSION,
         "summary_version": SUMMARY_VERSION,
         "mode": mode,
         "requests_completed": len(done),
@@ -158,10 +149,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
         "request_throughput": m.request_throughput(records, win),
         "output_throughput": m.output_throughput(records, win),
         "total_token_throughput": m.total_token_throughput(records, win),
-        "goodput": m.goodput(records, slo, win, from_scheduled=server),
-        "goodput_rule": ("requests/s meeting every configured limit (TTFT"
-                         + (" and E2E from scheduled" if server else "")
-                         + "; no TPOT/ITL value fails that limit)"),
+        **slo_mod.goodput_fields(records, slo, meta, win, from_scheduled=server),
         "headline_ttft": "ttft_from_scheduled_ms" if server else "ttft_ms",
     }
     for key in LATENCY_KEYS:
@@ -170,12 +158,10 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["failures_by_kind"] = m.failures_by_kind(records)
     # stale keep-alive retries (records' "retries") and what the start-up probe found (meta "probe")
     out["requests_retried"] = sum(1 for r in recs if r.get("retries"))
-    probe = meta.get("probe") or {}
-    out["dropped_fields"] = list(probe.get("dropped_fields") or [])
-    out["warnings"] = list(probe.get("warnings") or [])
-    hygiene = meta.get("cache_hygiene") or {}     # a sweep point after others (loadgen/run/sweep)
-    if hygiene.get("warning"):
-        out["warnings"].append(hygiene["warning"])
+    out["dropped_fields"] = list(mm.probe.dropped_fields) if mm.probe else []
+    out["warnings"] = list(mm.probe.warnings) if mm.probe else []
+    if mm.cache_hygiene and mm.cache_hygiene.warning:   # a sweep point after others (run/sweep)
+        out["warnings"].append(mm.cache_hygiene.warning)
     out["token_counts"] = m.token_provenance(records)
     out["client"] = client_block(records, meta, slo)
     out["slo"] = slo
@@ -208,12 +194,16 @@ def _read_json(path: Path) -> dict:
 
 
 def load_run(run_dir: str | Path) -> tuple[list[dict], dict, dict]:
-    """(records, meta, sut) of a run directory; meta/sut are {} when their files are missing."""
+    """(records, meta, sut) of a run directory; meta/sut are {} when their files are missing.
+    meta and sut pass through their models (ContractError naming a field that does not fit)."""
     d = Path(run_dir)
     rec_path = d / "records.jsonl"
     if not rec_path.is_file():
         raise FileNotFoundError(f"{d}: no records.jsonl (not a run directory?)")
-    return _read_jsonl(rec_path), _read_json(d / "meta.json"), _read_json(d / "sut.json")
+    meta, sut = d / "meta.json", d / "sut.json"
+    return (_read_jsonl(rec_path),
+            RunMeta.read_file(meta).as_dict() if meta.is_file() else {},
+            Sut.read_file(sut).as_dict() if sut.is_file() else {})
 
 
 def load_power(run_dir: str | Path) -> list[dict]:
@@ -222,20 +212,62 @@ def load_power(run_dir: str | Path) -> list[dict]:
     return _read_jsonl(p) if p.is_file() else []
 
 
-def summarize_run(run_dir: str | Path) -> dict:
-    """summarize() over the files of a run directory."""
-    records, meta, _sut = load_run(run_dir)
+def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
+    """The summary of a run directory: summarize() over its files, with the server's /metrics
+    figures. The one function both engines, ``loadgen report`` and open_run use. ``meta``: the
+    writer's meta.json content (default: read from the directory)."""
+    records, file_meta, _sut = load_run(run_dir)
+    meta = file_meta if meta is None else RunMeta.read(meta).as_dict()
     src = Path(run_dir) / "power_sources.json"
     if not meta.get("power_sources") and src.is_file():  # the sampler's own description
         meta = {**meta, "power_sources": _read_json(src).get("sources") or []}
     from analysis.server.metrics import server_metrics_summary
     summary = summarize(records, meta, load_power(run_dir))
     summary["server_metrics"] = server_metrics_summary(run_dir)
+    from analysis.roofline.run_roofline import for_run as roofline_for_run  # frozen device.json
+    summary["roofline"] = roofline_for_run(run_dir, records)
     return summary
 
 
-def write_summary(run_dir: str | Path) -> Path:
-    """Compute and write run_dir/summary.json; returns its path."""
+def store_summary(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
+    """summarize_run, written to run_dir/summary.json through the contract (Summary.dump:
+    closed keys, schema_version; a non-finite figure is written as null); returns what it wrote."""
+    out = Summary.dump(_finite(summarize_run(run_dir, meta)))
     path = Path(run_dir) / "summary.json"
-    path.write_text(json.dumps(summarize_run(run_dir), indent=2, allow_nan=False) + "\n")
-    return path
+    path.write_text(json.dumps(out, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    return out
+
+
+def write_summary(run_dir: str | Path, meta: Optional[dict] = None) -> Path:
+    """store_summary; returns the path of summary.json."""
+    store_summary(run_dir, meta)
+    return Path(run_dir) / "summary.json"
+
+
+def load_summary(run_dir: str | Path) -> Optional[dict]:
+    """summary.json through the contract when it was written by this contract version; None
+    when absent, older (no or another schema_version) or not matching (then: summarize_run)."""
+    path = Path(run_dir) / "summary.json"
+    if not path.is_file():
+        return None
+    try:
+        s = Summary.read_file(path)
+    except ContractError:
+        return None
+    return s.as_dict() if s.schema_version == SCHEMA_VERSION else None
+
+
+def summary_of(run_dir: str | Path) -> dict:
+    """What the run computed (summary.json), else computed now by the same function."""
+    s = load_summary(run_dir)
+    return s if s is not None else summarize_run(run_dir)
+
+
+def _finite(v):
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    return v

@@ -1,8 +1,14 @@
 """Runs side by side, refused where a comparison would mislead.
 
     run dirs ─► conditions(run_dir): must-match (scenario type, workload, SLO) + other conditions
-             ─► compare(dirs) ─► {"comparable", "refusals", "differences", "metrics" rows}
-             ─► blocks() ─► render.render_md / render_html
+             ─► compare(dirs) ─► {"comparable", "refusals", "differences", "metrics" rows,
+                                  "figures" (2nd vs 1st), "pairs" (each later run vs the 1st)}
+             ─► blocks() ─► render.render_md / render_html;  regressions(result, PCT) ─► gate
+
+A repeat series (the parent of run-1/ … run-N/ that ``--repeat N`` writes) counts as one entry:
+its table column is the mean over its runs, its noise test Welch's t on the run figures; two
+single runs get bootstrap intervals (analysis.metrics.noise). Each later entry is tested
+against the first: change, 95 % interval, "significant" or "within noise".
 
 Must match (else refused, with every differing field named): the scenario type (load.mode:
 offline / server / concurrency, whose numbers mean different things), the workload (source,
@@ -17,6 +23,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from analysis.report import manifest as man_mod
+from analysis.metrics import noise
 from analysis.metrics import slo as slo_mod
 from analysis.metrics import summary as summary_mod
 from analysis.report.render import Block, fmt
@@ -39,6 +46,49 @@ def load_summary(run_dir: Path) -> dict:
     """summary.json, or a fresh summary when the file is missing."""
     s = man_mod.read_json(run_dir / "summary.json")
     return s or summary_mod.summarize_run(run_dir)
+
+
+def repeat_runs(d: Path) -> list[Path]:
+    """run-1/ … run-N/ (numeric order) of a repeat series' parent; [] for anything else."""
+    if (d / "records.jsonl").is_file():
+        return []
+    runs = [r for r in d.glob("run-*") if (r / "records.jsonl").is_file()
+            and r.name[4:].isdigit()]
+    return sorted(runs, key=lambda r: int(r.name[4:]))
+
+
+def _mean(values: list) -> Optional[float]:
+    v = [x for x in values if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    return sum(v) / len(v) if v else None
+
+
+def mean_summary(summaries: list[dict]) -> dict:
+    """The table's view of a repeat series: each figure the mean over its runs, counts summed,
+    VALID only if every run is."""
+    out = dict(summaries[0])
+    for k in ("duration_s", "request_throughput", "output_throughput", "goodput"):
+        out[k] = _mean([s.get(k) for s in summaries])
+    for k in summary_mod.LATENCY_KEYS:
+        out[k] = {f: _mean([(s.get(k) or {}).get(f) for s in summaries])
+                  for f in summary_mod.STAT_FIELDS}
+    for k in ("requests_completed", "requests_failed"):
+        out[k] = sum(s.get(k) or 0 for s in summaries)
+    out["energy"] = {**(summaries[0].get("energy") or {}), "j_per_output_token": _mean(
+        [(s.get("energy") or {}).get("j_per_output_token") for s in summaries])}
+    out["verdict"] = {"valid": all((s.get("verdict") or {}).get("valid") for s in summaries)}
+    return out
+
+
+def _noise(a: Path, b: Path, ra: list[Path], rb: list[Path]) -> dict:
+    """noise.compare_repeats for two series, noise.compare_runs for two single runs."""
+    if ra and rb:
+        return noise.compare_repeats([load_summary(r) for r in ra], [load_summary(r) for r in rb])
+    if ra or rb:
+        return noise.unavailable("one side is a repeat series, the other a single run: "
+                                 "compare like with like", (len(ra), len(rb)))
+    rec_a, meta_a, _ = summary_mod.load_run(a)
+    rec_b, meta_b, _ = summary_mod.load_run(b)
+    return noise.compare_runs(rec_a, meta_a, rec_b, meta_b)
 
 
 def conditions(run_dir: str | Path, summary: Optional[dict] = None) -> dict:
@@ -134,9 +184,13 @@ def metric_rows(summaries: list[dict]) -> list[list[str]]:
 def compare(dirs: list[str | Path]) -> dict:
     """The comparison of two or more run directories (see the module docstring)."""
     paths = [Path(d) for d in dirs]
-    summaries = [load_summary(p) for p in paths]
-    conds = [conditions(p, s) for p, s in zip(paths, summaries)]
-    label = names(paths)
+    series = [repeat_runs(p) for p in paths]
+    per_run = [[load_summary(r) for r in rs] if rs else [load_summary(p)]
+               for p, rs in zip(paths, series)]
+    summaries = [mean_summary(ss) if rs else ss[0] for ss, rs in zip(per_run, series)]
+    conds = [conditions(rs[0] if rs else p, ss[0]) for p, rs, ss in zip(paths, series, per_run)]
+    label = [f"{n} (mean of {len(rs)} runs)" if rs else n
+             for n, rs in zip(names(paths), series)]
     refusals = []
     for group in ("scenario type", "workload", "slo"):
         vals = [c["must"][group] for c in conds]
@@ -145,9 +199,39 @@ def compare(dirs: list[str | Path]) -> dict:
             refusals.append(f"{group} not recorded for {', '.join(missing)}: cannot check it")
             continue
         refusals += [f"{group} differs: {d}" for d in _diff([flatten(v) for v in vals])]
+    pairs = [] if refusals else [
+        {"a": label[0], "b": label[i], **_noise(paths[0], paths[i], series[0], series[i])}
+        for i in range(1, len(paths))]
     return {"runs": label, "dirs": [str(p) for p in paths], "comparable": not refusals,
             "refusals": refusals, "differences": _diff([c["other"] for c in conds]),
-            "metrics": metric_rows(summaries), "summaries": summaries}
+            "metrics": metric_rows(summaries), "figures": pairs[0]["figures"] if pairs else {},
+            "pairs": pairs, "summaries": summaries}
+
+
+def regressions(result: dict, pct: float) -> list[str]:
+    """'figure: +x.x % (b vs a)' for every figure worse by more than ``pct`` % and significant,
+    over every pair (each later run against the first)."""
+    out = []
+    for pair in result.get("pairs") or []:
+        for name in noise.regressions(pair["figures"], pct):
+            f = pair["figures"][name]
+            out.append(f"{name} {f['change_pct']:+.1f}% ({pair['b']} vs {pair['a']}, 95 % "
+                       f"interval {f['ci_pct'][0]:+.1f}% .. {f['ci_pct'][1]:+.1f}%)")
+    return out
+
+
+def _pct(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{x:+.1f}%"
+
+
+def noise_rows(figures: dict) -> list[list[str]]:
+    """figure | A | B | change | 95 % interval | verdict."""
+    rows = []
+    for name, f in figures.items():
+        ci = f["ci_pct"]
+        rows.append([noise.LABELS[name], fmt(f["a"], 3), fmt(f["b"], 3), _pct(f["change_pct"]),
+                     f"{_pct(ci[0])} .. {_pct(ci[1])}" if ci else "n/a", noise.verdict(f)])
+    return rows
 
 
 def blocks(result: dict) -> list[Block]:
@@ -158,8 +242,15 @@ def blocks(result: dict) -> list[Block]:
         return out
     out += [("p", "Scenario type, workload and SLO match (checked); figures measured "
                   "client-side. Percentages: change against the first run."),
-            ("table", ["figure", *result["runs"]], result["metrics"]),
-            ("h", "Conditions that differ")]
+            ("table", ["figure", *result["runs"]], result["metrics"])]
+    for pair in result.get("pairs") or []:
+        method = "; ".join(sorted({f["method"] for f in pair["figures"].values() if f["method"]}))
+        out += [("h", f"Change and noise: {pair['b']} against {pair['a']}"),
+                ("p", "95 % interval of the change; 'significant' when it excludes 0 (" + method
+                 + "). Within-run intervals do not see run-to-run drift; --repeat runs do."),
+                ("table", ["figure", "A", "B", "change", "95 % interval", "verdict"],
+                 noise_rows(pair["figures"]))]
+    out += [("h", "Conditions that differ")]
     diffs = result["differences"]
     out += [("table", ["condition: values in run order"], [[d] for d in diffs])] if diffs \
         else [("p", "No recorded condition differs.")]

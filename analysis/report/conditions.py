@@ -1,21 +1,21 @@
-"""The comparison conditions beside the numbers, and the roofline relation, for the report.
+"""The comparison conditions beside the numbers, and the roofline section, rendered for the report.
 
     summary + meta + sut.json (+ records) ─► conditions_table ─► 11 rows (item, value, evidence),
         one helper a row where it takes more than a line; what sut.json says comes from sut.py
-    sut.json "model" shape + device spec   ─► roofline_section ─► measured TPOT/TTFT vs the floors
+    summary.json "roofline" (analysis.roofline.run_roofline, from the run's frozen device.json)
+        ─► roofline_blocks ─► device and its evidence, floors vs measured, broken floors
 
 A figure is never guessed: a missing one reads ``not recorded`` / ``unmeasured`` with the reason.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 
 from analysis.metrics import metrics as m
-from analysis.report.sut import (launch_description, model_shape, precision, server_info,
-                                 server_software)
+from analysis.report.render import Block, fmt
+from analysis.report.sut import launch_description, precision, server_info, server_software
 
 NO_INFO = "not recorded: the server published no /info"
 
@@ -159,93 +159,61 @@ def conditions_table(summary: dict, meta: dict, sut: dict, records: list[dict]) 
     return [{"item": a, "value": b, "evidence": c} for a, b, c in rows]
 
 
-CALIBRATION = Path("~/.cache/loadgen/calibration.json")  # where `loadgen calibrate` saves
+def _device_row(dev: dict) -> list:
+    """The roofline's device row: name, where the spec came from, its evidence."""
+    where = {"frozen": "frozen into the run's device.json",
+             "override": "recomputed now (not the run's frozen spec)",
+             "meta.device_spec": "meta.json's spec file"}.get(dev.get("source"), "source unknown")
+    when = (f"; measured {dev['measured_at']}" + (f" on {dev['host']}" if dev.get("host") else "")
+            if dev.get("measured_at") else "")
+    return ["device", f"{dev.get('name')} ({where}: {dev.get('how')}{when})",
+            _or(dev.get("evidence"), "unknown")]
 
 
-def device_spec(meta: dict, sut: dict, calibration: Path = CALIBRATION):
-    """(spec, how it was chosen): a spec file named in meta (``device_spec``); else the catalogue
-    entry matching the server's device name; else the local calibration when it was measured on
-    the run's host for the same kind of device (cpu vs not); else (None, why)."""
-    try:
-        from analysis.roofline import devices
-    except ImportError as e:
-        return None, f"analysis.roofline.devices not importable ({e})"
-    path = meta.get("device_spec")
-    if isinstance(path, str):
-        try:
-            return devices.load_spec(path), f"spec file {path}"
-        except (OSError, ValueError, KeyError) as e:
-            return None, f"device spec {path} unreadable ({e})"
-    info = server_info(sut)
-    name = info.get("device_kind") or info.get("device")
-    spec = devices.find(str(name)) if name else None
-    if spec is not None:
-        return spec, "catalogue match on the server's device name"
-    cal = calibration.expanduser()
-    if cal.is_file():
-        try:
-            spec = devices.load_spec(cal)
-        except (OSError, ValueError, KeyError):
-            spec = None
-        host = (sut.get("client_host") or {}).get("hostname")
-        same_kind = (spec is not None and (spec.meta.get("kind") == "cpu")
-                     == (info.get("backend") == "cpu"))
-        if spec is not None and host and spec.meta.get("host") == host and same_kind:
-            return spec, f"local calibration {cal} (measured on {host})"
-    return None, ("no device spec: the server's device is not in analysis.roofline.devices, no spec file "
-                  "was named (meta.device_spec) and no local calibration of this host matches")
-
-
-def roofline_section(summary: dict, meta: dict, sut: dict, records: list[dict],
-                     calibration: Path = CALIBRATION) -> dict:
-    """Measured TPOT / TTFT against the roofline floors (analysis.roofline.roofline.serving_bounds).
-
-    batch = time-weighted mean requests in flight over the window, capped at the server's slots
-    (at least 1); context_len = mean prompt + half the mean output (mean context during decode);
-    prompt_tokens = mean prompt. Returns {"status": ..., "reason"/...} — never a guessed figure.
-    """
-    try:
-        from analysis.roofline import roofline
-    except ImportError as e:
-        return {"status": "unavailable", "reason": f"analysis.roofline.roofline not importable ({e})"}
-    shape = model_shape(sut)
-    if shape is None:
-        return {"status": "unavailable", "reason": "sut.json has no model shape (n_layers, dim, ...)"}
-    spec, spec_from = device_spec(meta, sut, calibration)
-    if spec is None:
-        return {"status": "unavailable", "reason": spec_from}
-    done = m.completed(m.measured(records))
-    p_in = _mean(r.get("prompt_tokens") for r in done)
-    p_out = _mean(r.get("output_tokens") for r in done)
-    win = m.window(records)
-    if p_in is None or p_out is None or win is None:
-        return {"status": "unavailable", "reason": "no completed requests with token counts"}
-    steps = m.in_flight(m.measured(records))
-    area = sum((t1 - t0) * n for (t0, n), (t1, _) in zip(steps, steps[1:]))
-    batch = max(1, round(area / (win[1] - win[0])))
-    slots = server_info(sut).get("slots") or shape.get("slots")
-    if isinstance(slots, int):
-        batch = min(batch, slots)
-    ctx = max(1, round(p_in + p_out / 2))
-    b = roofline.serving_bounds(shape, spec, batch, ctx, max(1, round(p_in)))
-    tpot = (summary.get("tpot_ms") or {}).get("p50")
-    ttft = (summary.get("ttft_ms") or {}).get("min")
-    step_bytes = b["decode_step"]["bytes"]
-    achieved_bw = step_bytes / (tpot / 1e3) if tpot else None
-    tpot_frac = roofline.fraction_of_bound(
-        None if b["tpot_lower_bound_ms"] is None else b["tpot_lower_bound_ms"] / 1e3,
-        None if tpot is None else tpot / 1e3)
-    ttft_frac = roofline.fraction_of_bound(
-        None if b["ttft_lower_bound_ms"] is None else b["ttft_lower_bound_ms"] / 1e3,
-        None if ttft is None else ttft / 1e3)
-    warnings = [f"measured {what} is below its calculated floor (floor/measured {f:.2f}): the "
-                "spec's rates are lower than this device achieved (e.g. a calibration's achieved, "
-                "not peak, rate), so this floor is not a bound here"
-                for what, f in (("TPOT", tpot_frac), ("TTFT", ttft_frac)) if f is not None and f > 1]
-    return {"status": "calculated", "device": getattr(spec, "name", "spec"), "spec_from": spec_from,
-            "bounds": b, "measured_tpot_p50_ms": tpot, "measured_ttft_min_ms": ttft,
-            "tpot_fraction_of_bound": tpot_frac, "ttft_fraction_of_bound": ttft_frac,
-            "achieved_decode_bandwidth": achieved_bw,
-            "mbu": roofline.mbu(achieved_bw, b["decode_step"]["bandwidth"]), "warnings": warnings,
-            "rule": "TPOT p50 vs decode-step floor (bytes/BW vs FLOPs/peak) at the mean batch; "
-                    "fastest TTFT (least queueing) vs the prefill floor of the mean prompt"}
+def roofline_blocks(r: Optional[dict]) -> list[Block]:
+    """The report's roofline section, rendered from summary.json's "roofline" block
+    (analysis.roofline.run_roofline computed it from the spec frozen into the run)."""
+    out: list[Block] = [("h", "Roofline (calculated floors vs measured)")]
+    if not r:
+        return out + [("p", "Not shown: this summary has no roofline block (written before the "
+                            "roofline was frozen into the run).")]
+    dev = r.get("device") or {}
+    if dev.get("source") == "override":
+        out.append(("warn", f"Recomputed against {dev.get('how')}, not the spec frozen into the "
+                            f"run ({_or(dev.get('frozen'), 'none was recorded')})."))
+    if r.get("status") != "calculated":
+        return out + [("p", f"Not shown: {r.get('reason')}.")]
+    out += [("warn", b["text"]) for b in r.get("broken_floors") or []]
+    d, p = r.get("decode") or {}, r.get("prefill") or {}
+    gb = lambda x: "n/a" if x is None else f"{x / 1e9:.4g} GB/s"  # noqa: E731
+    tf = lambda x: "n/a" if x is None else f"{x / 1e12:.4g} TFLOP/s"  # noqa: E731
+    mbu = fmt(r.get("mbu"), 4) if r.get("mbu") is not None or not r.get("broken_floors") \
+        else "n/a (broken floor)"
+    rows = [_device_row(dev),
+            [f"memory bandwidth, peak {dev.get('dtype')}",
+             f"{gb(dev.get('mem_bandwidth'))}, {tf(dev.get('peak_flops'))}",
+             _or(dev.get("evidence"), "unknown")],
+            ["decode batch (mean in flight), context",
+             f"{d.get('batch')} ({fmt(d.get('mean_in_flight'))}), {d.get('context_len')}",
+             "measured (means)"],
+            ["decode step bytes / FLOPs", f"{d['step_bytes']:.4g} / {d['step_flops']:.4g}",
+             "calculated"],
+            ["decode floor (ms): memory / compute, binding",
+             f"{fmt(r.get('decode_floor_ms'), 4)}: {fmt(d.get('memory_floor_ms'), 4)} / "
+             f"{fmt(d.get('compute_floor_ms'), 4)}, {d.get('binding')}", "calculated"],
+            ["measured TPOT p50 (ms)", fmt(r.get("tpot_p50_ms"), 4), "measured"],
+            ["floor / measured TPOT", fmt(d.get("floor_over_measured"), 4), "calculated"],
+            ["achieved decode bandwidth, MBU", f"{gb(d.get('achieved_bandwidth'))}, {mbu}",
+             "calculated"]]
+    if p:
+        rows += [["prefill: the request nearest its own floor",
+                  f"TTFT {fmt(p.get('ttft_ms'), 4)} ms vs floor {fmt(p.get('floor_ms'), 4)} ms "
+                  f"({p.get('prompt_tokens')}-token prompt; floor / TTFT "
+                  f"{fmt(p.get('floor_over_ttft'), 4)}, {p.get('binding')})",
+                  "measured vs calculated"],
+                 ["prefill floors (ms), each request's own prompt",
+                  f"{fmt(p.get('floor_ms_min'), 4)} to {fmt(p.get('floor_ms_max'), 4)} over "
+                  f"{p.get('requests')} requests; {p.get('below_floor')} below their floor",
+                  "calculated"]]
+    return out + [("table", ["figure", "value", "evidence"], rows),
+                  ("p", f"Rule: {r.get('rule')}. Assumptions: {r.get('assumptions')}.")]

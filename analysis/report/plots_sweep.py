@@ -140,7 +140,7 @@ def roofline_png(points: list[dict], curve: Optional[list[dict]]) -> tuple[Optio
     if plt is None:
         return None, NO_MPL
     pts = [p for p in points if (p.get("roofline") or {}).get("status") == "calculated"
-           and p["roofline"].get("measured_tpot_p50_ms") is not None]
+           and p["roofline"].get("tpot_p50_ms") is not None]
     if not pts or not curve:
         why = next((p["roofline"].get("reason") for p in points if p.get("roofline")
                     and p["roofline"].get("status") != "calculated"), "no point has a TPOT")
@@ -152,7 +152,7 @@ def roofline_png(points: list[dict], curve: Optional[list[dict]]) -> tuple[Optio
                      else c["decode_step"]["compute_s"] * 1e3 for c in curve])
     floor = np.fmax(mem, comp)
     xb = [p["roofline"]["bounds"]["batch"] for p in pts]
-    tp = [p["roofline"]["measured_tpot_p50_ms"] for p in pts]
+    tp = [p["roofline"]["tpot_p50_ms"] for p in pts]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 3.8))
     a1.plot(b, mem, color=COLORS[0], label="bandwidth floor: bytes / BW [calculated]")
     a1.plot(b, comp, color=COLORS[1], label="compute floor: FLOPs / peak [calculated]")

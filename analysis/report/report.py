@@ -1,8 +1,11 @@
 """The human report of one run: report.md and a self-contained report.html (inline CSS and PNGs).
 
-    run_dir ─► summary.load_run / summarize ─► sections (headings, tables, figures)
+    run_dir ─► summary.load_run (records; meta, sut through analysis.contract)
+            ─► summary.summary_of: summary.json as the run computed it (analysis.contract.Summary),
+               computed by the same summarize_run only when absent or of an older contract
+            ─► sections (headings, tables, figures)
             ─► plots (CDFs; series.run_series per-second throughput, in flight, power)
-            ─► conditions.conditions_table / roofline_section, manifest.manifest
+            ─► conditions.conditions_table / roofline_blocks, manifest.manifest
             ─► render.render_md, render.render_html
 
 Sections: headline, verdict, client health, latency percentiles, plots (HTML only), failures,
@@ -172,42 +175,17 @@ def _energy(s: dict) -> list[Block]:
     return out + [("p", f"Method: {e.get('method')}.")]
 
 
-def _roofline(r: dict) -> list[Block]:
-    out: list[Block] = [("h", "Roofline (calculated bounds vs measured)")]
-    if r.get("status") != "calculated":
-        return out + [("p", f"Not shown: {r.get('reason')}.")]
-    b = r["bounds"]
-    rows = [["device", f"{r['device']} ({r['spec_from']})", "documented / measured spec"],
-            ["batch, context, prompt used", f"{b['batch']}, {b['context_len']}, {b['prompt_tokens']}",
-             "measured (means)"],
-            ["decode step bytes / FLOPs", f"{b['decode_step']['bytes']:.4g} / "
-                                          f"{b['decode_step']['flops']:.4g}", "calculated"],
-            ["TPOT floor (ms), binding", f"{fmt(b['tpot_lower_bound_ms'], 4)}, {b['tpot_binding']}",
-             "calculated"],
-            ["measured TPOT p50 (ms)", fmt(r["measured_tpot_p50_ms"], 4), "measured"],
-            ["floor / measured TPOT", fmt(r["tpot_fraction_of_bound"], 4), "calculated"],
-            ["achieved decode bandwidth (B/s), MBU",
-             f"{fmt(r['achieved_decode_bandwidth'])}, {fmt(r['mbu'], 4)}", "calculated"],
-            ["TTFT floor (ms), binding", f"{fmt(b['ttft_lower_bound_ms'], 4)}, {b['ttft_binding']}",
-             "calculated"],
-            ["measured TTFT min (ms)", fmt(r["measured_ttft_min_ms"], 4), "measured"],
-            ["floor / measured TTFT", fmt(r["ttft_fraction_of_bound"], 4), "calculated"]]
-    return out + [("warn", w) for w in r["warnings"]] + [
-        ("table", ["figure", "value", "evidence"], rows),
-        ("p", f"Rule: {r['rule']}. Assumptions: {b['assumptions']}.")]
-
-
 def build_sections(run_dir: str | Path, with_plots: bool = True) -> tuple[list[Block], dict]:
     """All report blocks and the summary they came from."""
     records, meta, sut = summary_mod.load_run(run_dir)
-    s = summary_mod.summarize_run(run_dir)
+    s = summary_mod.summary_of(run_dir)     # what the run computed; never a second computation
     blocks: list[Block] = [("title", f"loadgen report — {Path(run_dir).name}"),
                            ("p", f"mode: {s['mode']}; records: {len(records)} "
                                  f"({s['requests_warmup']} warm-up excluded)")]
     blocks += _headline(s) + _verdict(s) + _client(s) + _latencies(s)
     blocks += workload_blocks(s) + _plots(records, s, run_dir, with_plots)
     blocks += _failures(s) + _tokens(s) + _energy(s) + _server_metrics(run_dir)
-    blocks += _roofline(conditions.roofline_section(s, meta, sut, records))
+    blocks += conditions.roofline_blocks(s.get("roofline"))   # frozen spec (run_roofline)
     rows = [[c["item"], c["value"], c["evidence"]]
             for c in conditions.conditions_table(s, meta, sut, records)]
     blocks += [("h", "Comparison conditions"), ("table", ["condition", "value", "evidence"], rows)]
@@ -218,14 +196,11 @@ def build_sections(run_dir: str | Path, with_plots: bool = True) -> tuple[list[B
 
 
 def _server_metrics(run_dir) -> list[Block]:
-    """The server's own Prometheus figures (analysis.server.metrics), when that module is here;
-    its failure must not take the rest of the report down."""
+    """The server's own Prometheus figures (analysis.server.metrics); a failure in reading them
+    must not take the rest of the report down."""
+    from analysis.report.server_metrics import server_metrics_section
     try:
-        from analysis.report.server_metrics import server_metrics_section
         md, page = server_metrics_section(run_dir)
-    except ImportError as e:
-        return [("h", "Server metrics"), ("p", f"Not shown: analysis.server.metrics "
-                                                f"unavailable ({e}).")]
     except Exception as e:  # noqa: BLE001 (a bug there is reported here, not raised)
         return [("h", "Server metrics"), ("p", f"Not shown: {type(e).__name__}: {e}.")]
     return [("raw", md, page)]
@@ -267,12 +242,12 @@ def write_any(path: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
         return write_report(d, with_plots)
     if (d / "repeat.json").is_file() and "figures" in json.loads((d / "repeat.json").read_text()):
         from analysis.metrics.repeats import repeat_summary
-        from analysis.metrics.summary import summarize_run
+        from analysis.metrics.summary import summary_of
         from analysis.report.repeats import write_repeat_report
         rep = json.loads((d / "repeat.json").read_text())
         runs = [Path(r) for r in rep.get("run_dirs") or []]
-        fresh = repeat_summary([summarize_run(r) for r in runs if (r / "records.jsonl").is_file()])
-        rep.update(fresh)                   # recomputed from the runs' records, like a run's report
+        fresh = repeat_summary([summary_of(r) for r in runs if (r / "records.jsonl").is_file()])
+        rep.update(fresh)                   # from the runs' own summaries, like a run's report
         (d / "repeat.json").write_text(json.dumps(rep, indent=2, default=str))
         write_repeat_report(d, rep)
         return d / "report.md", d / "report.html"

@@ -22,6 +22,7 @@ from analysis.report import manifest
 from analysis.report import plots_sweep
 from analysis.metrics import summary as summary_mod
 from analysis.report.render import Block, fmt, render_html, render_md
+from analysis.roofline import run_roofline
 
 MAX_CURVE_POINTS = 64
 
@@ -44,7 +45,7 @@ def load_sweep(sweep_dir: str | Path) -> dict:
         s = manifest.read_json(rd / "summary.json") or summary_mod.summarize_run(rd)
         points.append({"value": p["value"], "dir": rd, "summary": s, "meta": meta, "sut": sut,
                        "records": records,
-                       "roofline": conditions.roofline_section(s, meta, sut, records)})
+                       "roofline": run_roofline.sweep_point(rd, records)})   # frozen device.json
     return {"sweep": sw, "points": points, "missing": missing}
 
 
@@ -58,7 +59,7 @@ def roofline_curve(points: list[dict]) -> Optional[list[dict]]:
     from analysis.report import sut as sut_mod
     p = ok[0]
     shape = sut_mod.model_shape(p["sut"])
-    spec, _ = conditions.device_spec(p["meta"], p["sut"])
+    spec = p["roofline"]["spec"]                     # the spec the point froze
     b0 = p["roofline"]["bounds"]
     slots = sut_mod.server_info(p["sut"]).get("slots") or shape.get("slots") or 1
     top = max([int(slots)] + [q["roofline"]["bounds"]["batch"] for q in ok])
@@ -111,11 +112,13 @@ def _roofline_table(points: list[dict]) -> list[Block]:
         st = r["bounds"]["decode_step"]
         ms = lambda x: None if x is None else x * 1e3  # noqa: E731
         rows.append([f"{p['value']:g}", r["bounds"]["batch"], fmt(ms(st["memory_s"]), 4),
-                     fmt(ms(st["compute_s"]), 4), fmt(r["measured_tpot_p50_ms"], 4),
+                     fmt(ms(st["compute_s"]), 4), fmt(r["tpot_p50_ms"], 4),
                      fmt(r["mbu"], 3), r["bounds"]["tpot_binding"]])
     first = next((p["roofline"] for p in points if p["roofline"].get("status") == "calculated"),
                  None)
-    note = (f"Device {first['device']} ({first['spec_from']}). {first['rule']}." if first
+    note = (f"Device {first['device']['name']} ({first['device']['how']}"
+            + (", recomputed, not the spec frozen into the run" if first['device']['source']
+               == "override" else "") + f"). {first['rule']}." if first
             else "No point has a roofline.")
     return [("table", ["value", "batch", "bandwidth floor (ms)", "compute floor (ms)",
                        "measured TPOT p50 (ms)", "MBU", "binding"], rows), ("p", note)]

@@ -1,7 +1,7 @@
 """A model's shape dict from a Hugging Face config.json (or the JAX server's /info description).
 
     config.json (dict or path to the file / its directory) ─► from_hf_config ─► shape dict
-    sut.json (server_info "model")                         ─► sut.model_shape
+    sut.json (server_info "model")                         ─► shape_in_sut
     shape dict ─► model_cost (bytes, FLOPs) ─► roofline
 
 The shape dict is the one the JAX server publishes under /info "model":
@@ -97,3 +97,20 @@ def from_hf_config(config: dict | str | Path, *, name: Optional[str] = None,
         n += shape["n_layers"] * (shape["n_heads"] + 2 * shape["n_kv_heads"]) * shape["head_dim"]
     shape["n_params"] = n
     return shape
+
+
+def shape_in_sut(sut: dict) -> Optional[dict]:
+    """The first dict in sut.json that looks like a model shape (has n_layers and dim), searched
+    breadth-first (JAX /info puts it under "model"; a top-level "model" may be just a name)."""
+    level = [sut]
+    while level:
+        nxt = []
+        for node in level:
+            if isinstance(node, dict):
+                if "n_layers" in node and "dim" in node:
+                    return node
+                nxt.extend(v for v in node.values() if isinstance(v, (dict, list)))
+            elif isinstance(node, list):
+                nxt.extend(v for v in node if isinstance(v, (dict, list)))
+        level = nxt
+    return None

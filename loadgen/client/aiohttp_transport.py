@@ -3,7 +3,7 @@
     send(data, headers, rec, tally)
         sent_at_ns ─► one pooled aiohttp session (limit = max_connections) ─► response
         ─► each socket read stamped once (perf_counter_ns, user space, when the loop got to it)
-        ─► SSEParser ─► JSON (every chunk) ─► StreamTally ─► Record.chunks [[t, n], ...]
+        ─► stream_step.StreamStep (the one stream step: SSE, JSON, tally, limits) ─► Record.chunks
 
 ``sent_at_ns`` is stamped before aiohttp takes a pooled connection: size the pool to the in-flight
 cap so no request waits for one. ``timeout_s`` is aiohttp's total timeout (send to last byte).
@@ -25,20 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 from typing import Any, Optional
 
 import aiohttp
 from yarl import URL
 
-from loadgen.client.request import SNIPPET, apply_body, end_stream
+from loadgen.client.redirects import MAX_HOPS, REDIRECTS, redirect_message, redirect_target
+from loadgen.client.request import SNIPPET, apply_body
 from loadgen.client.request import fail as _fail
-from loadgen.client.sse import DONE, NamedEvent, SSEParser, StreamTally, _scan, error_message, loads as _loads
+from loadgen.client.sse import StreamTally
+from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large
 from loadgen.record import Record, now_ns
 
 READ_BUFSIZE = 4 * 2**20      # aiohttp's default 64 KiB throttles long-context bodies (vllm #39963)
 KEEPALIVE_S = 4.0             # below uvicorn's 5 s keep-alive: never reuse a socket the server closes
-_json_loads = json.loads
 
 # True once the current task's request opened a new connection (set by _Connector, read by
 # AiohttpTransport._post in the same task: coroutines awaited in one task share its context)
@@ -71,8 +71,10 @@ class AiohttpTransport:
     name = "aiohttp"
 
     def __init__(self, url: str, max_connections: int, timeout_s: float,
-                 connect_timeout_s: Optional[float], stream: bool):
+                 connect_timeout_s: Optional[float], stream: bool, limits: Limits = DEFAULT_LIMITS,
+                 follow_redirects: str = "never"):
         self._url = URL(url)                     # parsed once, not per request
+        self.limits, self.follow_redirects = limits, follow_redirects
         self.max_connections, self.stream = max_connections, stream
         self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s
         self._session: Optional[aiohttp.ClientSession] = None
@@ -84,7 +86,9 @@ class AiohttpTransport:
     def _new_session(self, connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
         timeout = aiohttp.ClientTimeout(total=self.timeout_s, connect=self.connect_timeout_s)
         return aiohttp.ClientSession(connector=connector, timeout=timeout,
-                                     read_bufsize=READ_BUFSIZE, max_field_size=65536,
+                                     read_bufsize=READ_BUFSIZE,
+                                     max_field_size=self.limits.max_header_bytes,
+                                     max_line_size=self.limits.max_header_bytes,
                                      trust_env=False, raise_for_status=False)
 
     async def open(self) -> None:
@@ -104,13 +108,13 @@ class AiohttpTransport:
                 "coalesced_reads": None, "stale_connection_retries": self.retries,
                 "reuse_connections": self.reuse_connections}
 
-    async def _post(self, data: bytes, headers: dict, rec: Record) -> aiohttp.ClientResponse:
+    async def _post(self, data: bytes, headers: dict, rec: Record, url: URL) -> aiohttp.ClientResponse:
         """POST; on a stale pooled connection (see module doc) once more on a fresh one."""
         session = self._fresh or self._session
         _new_connection.set(False)
         rec.sent_at_ns = now_ns()
         try:
-            return await session.post(self._url, data=data, headers=headers)
+            return await session.post(url, data=data, headers=headers, allow_redirects=False)
         except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError) as e:
             if _new_connection.get() or not stale_connection_error(e):
                 raise
@@ -124,82 +128,87 @@ class AiohttpTransport:
                                                        ttl_dns_cache=None))
         _new_connection.set(False)
         rec.sent_at_ns = now_ns()
-        return await self._fresh.post(self._url, data=data, headers=headers)
+        return await self._fresh.post(url, data=data, headers=headers, allow_redirects=False)
 
     async def send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally) -> None:
         """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError and
-        what no rule here names (the Client makes that a ``client`` error)."""
+        what no rule here names (the Client makes that a ``client`` error). Redirects are
+        never followed by aiohttp: ``redirects.redirect_target`` decides (see there)."""
+        url = self._url
         try:
-            async with await self._post(data, headers, rec) as resp:
-                if self.first_response_headers is None:
-                    self.first_response_headers = dict(resp.headers)
-                rec.http_status = resp.status
-                if resp.status >= 300:
-                    snippet = (await resp.content.read(SNIPPET)).decode("utf-8", "replace")
-                    _fail(rec, "http", f"HTTP {resp.status}: {' '.join(snippet.split())}")
-                elif self.stream and resp.content_type != "application/json":
-                    await read_stream(resp, rec, tally)
-                else:
-                    raw = await resp.read()
-                    t = rec.end_at_ns = now_ns()
-                    apply_body(rec, tally, raw, t)
+            for _hop in range(MAX_HOPS + 1):
+                async with await self._post(data, headers, rec, url) as resp:
+                    if self.first_response_headers is None:
+                        self.first_response_headers = dict(resp.headers)
+                    rec.http_status = status = resp.status
+                    nxt = redirect_target(str(url), status, resp.headers.get("Location"),
+                                          self.follow_redirects)
+                    if nxt is not None:
+                        url = URL(nxt)
+                        continue
+                    if status in REDIRECTS:
+                        _fail(rec, "redirect", redirect_message(status, resp.headers.get("Location")))
+                    elif status >= 300 or status < 200:
+                        snippet = (await resp.content.read(SNIPPET)).decode("utf-8", "replace")
+                        _fail(rec, "http", f"HTTP {status}: {' '.join(snippet.split())}")
+                    elif self.stream and resp.content_type != "application/json":
+                        await read_stream(resp, rec, tally, self.limits)
+                    else:
+                        await self._whole_body(resp, rec, tally)
+                    return
         except asyncio.TimeoutError:
             if rec.status == "pending":
                 _fail(rec, "timeout", f"no complete answer within {self.timeout_s:g} s")
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as e:
+        except (aiohttp.ClientResponseError, aiohttp.ClientPayloadError) as e:
+            if rec.status == "pending":
+                _fail(rec, *protocol_failure(e))
+        except (aiohttp.ClientConnectionError, OSError) as e:
             if rec.status == "pending":
                 _fail(rec, "connection", f"{type(e).__name__}: {e}")
 
+    async def _whole_body(self, resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally) -> None:
+        cap = self.limits.max_body_bytes
+        raw = await resp.content.read(cap + 1)          # -1 would read any size
+        if len(raw) > cap or not resp.content.at_eof():
+            rest = await resp.content.read(1)
+            if len(raw) > cap or rest:
+                return _fail(rec, "too_large", body_too_large(cap + 1, self.limits) or "too large")
+        t = rec.end_at_ns = now_ns()
+        apply_body(rec, tally, raw, t)
 
-async def read_stream(resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally) -> None:
-    """Every read stamped as the loop gets it, its SSE events parsed and counted at once."""
-    parser = SSEParser()
-    feed = parser.feed
-    add = tally.add
-    append = rec.chunks.append
+
+def protocol_failure(e: BaseException) -> tuple:
+    """(kind, message) for aiohttp's parse errors, the wire transport's taxonomy: a header over
+    the limit is ``too_large``; a body that ended short of its Content-Length is ``connection``
+    (the peer closed early, as the wire transport sees it); anything else malformed from the
+    server is ``protocol``."""
+    text = f"{type(e).__name__}: {e}"
+    cause = e.__cause__ or e.__context__
+    name = type(cause).__name__ if cause is not None else ""
+    low = text.lower()
+    if "LineTooLong" in name or "got more than" in low or "too long" in low or "too many headers" in low:
+        return "too_large", f"response headers over the limit (api.limits.max_header_bytes): {text}"
+    if "ContentLengthError" in name or "ContentLengthError" in text or "Not enough data" in text:
+        return "connection", f"ServerDisconnected: the server closed the connection before the " \
+                             f"response was complete ({text})"
+    return "protocol", f"bad HTTP response: {text}"
+
+
+async def read_stream(resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally,
+                      limits: Limits = DEFAULT_LIMITS) -> None:
+    """Every read stamped as the loop gets it and fed to the one stream step at once (aiohttp
+    has already decoded any Content-Encoding)."""
+    step = StreamStep(rec, tally, limits)
     readany = resp.content.readany
     clock = now_ns
-    scan = _scan
-    done = eof = False
-    ev: Any = None
-    try:
-        while not eof:
-            data = await readany()
-            t = clock()                     # one stamp per socket read, shared by its events
-            if data:
-                events = feed(data)
-            else:
-                events = parser.finish()
-                eof = True
-            for ev in events:
-                if ev.__class__ is bytes:
-                    try:                    # sse.loads, inlined: the C scanner, else json.loads
-                        s = ev.decode()
-                        obj, end = scan(s, 0)
-                        if end != len(s):
-                            obj = _json_loads(ev)
-                    except (StopIteration, ValueError):
-                        if not ev:              # "data:" with nothing: not a chunk, skip it
-                            continue
-                        obj = _json_loads(ev)   # exact: raises ValueError if really bad
-                    n = add(obj)
-                    if n < 0:               # an error object inside the 200 stream
-                        append([t, 0])
-                        return _fail(rec, "server_error", error_message(tally.error), t)
-                    append([t, n])
-                elif ev is DONE:
-                    if not done:
-                        done = True
-                        rec.end_at_ns = t
-                        rec.status = "ok"   # a later timeout or drop does not undo it
-                elif ev.__class__ is NamedEvent:
-                    if ev.event == "error":
-                        append([t, 0])
-                        return _fail(rec, "server_error", ev.data.decode("utf-8", "replace"), t)
-                    append([t, max(add(_loads(ev.data)), 0)])
-                else:
-                    return _fail(rec, "malformed", f"not server-sent events: {ev.line!r}", t)
-    except ValueError as e:  # json.loads / a chunk that is not an object
-        what = ev[:120] if isinstance(ev, bytes) else ev
-        return _fail(rec, "malformed", f"bad JSON in stream ({e}): {what!r}", clock())
-    end_stream(rec, tally, done, t)
+    feed = step.feed
+    t = clock()
+    while True:
+        data = await readany()
+        t = clock()                         # one stamp per socket read, shared by its events
+        if not data:
+            break
+        if feed(t, data):                   # settled: failed (error event, protocol, limit)
+            resp.close()                    # stop reading an endless or broken stream
+            return
+    step.end(t)

@@ -42,6 +42,7 @@ from loadgen.client.request import (base_body, endpoint_path, finish, request_bo
                                     with_headers)
 from loadgen.client.request import fail as _fail
 from loadgen.client.sse import StreamTally
+from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
 from loadgen.client.wire.transport import WireTransport
 from loadgen.record import Record, now_ns
 
@@ -89,6 +90,8 @@ class ClientConfig:
     timeout_s: float = 600.0                    # per request, send to last byte
     connect_timeout_s: Optional[float] = 30.0
     drop_fields: tuple = ()                     # fields the server rejected (targets.probe)
+    limits: Limits = DEFAULT_LIMITS             # api.limits: what one answer may cost the client
+    follow_redirects: str = "never"             # "never" | "same-host" (loadgen.client.redirects)
 
     @classmethod
     def from_api(cls, api: Any, base_url: str, model: str, api_key: Optional[str],
@@ -98,7 +101,9 @@ class ClientConfig:
                    ignore_eos=api.ignore_eos, include_usage=api.include_usage,
                    continuous_usage=api.continuous_usage, extra_body=dict(api.extra_body),
                    headers=dict(api.headers), api_key=api_key, timeout_s=api.timeout_s,
-                   connect_timeout_s=api.connect_timeout_s, drop_fields=tuple(drop_fields))
+                   connect_timeout_s=api.connect_timeout_s, drop_fields=tuple(drop_fields),
+                   limits=Limits.from_api(getattr(api, "limits", None)),
+                   follow_redirects=getattr(api, "follow_redirects", "never"))
 
 
 def build_base_body(cfg: ClientConfig) -> dict:
@@ -134,7 +139,8 @@ class Client:
     async def __aenter__(self) -> "Client":
         kind = WireTransport if self.transport == "wire" else AiohttpTransport
         self._t = kind(self.url, self.max_connections, self.cfg.timeout_s,
-                       self.cfg.connect_timeout_s, self.cfg.stream)
+                       self.cfg.connect_timeout_s, self.cfg.stream, self.cfg.limits,
+                       self.cfg.follow_redirects)
         await self._t.open()
         self._open = True
         gc_hold()
@@ -198,7 +204,7 @@ class Client:
                 rec.end_at_ns = now_ns()
             finish(rec, tally, spec.prompt_tokens)
             raise
-        except Exception as e:  # a failed request is a record, whatever raised
+        except Exception as e:  # a failed request is a record, whatever raised: loadgen's own fault
             if rec.status == "pending":
                 _fail(rec, "client", f"{type(e).__name__}: {e}")
         finish(rec, tally, spec.prompt_tokens)

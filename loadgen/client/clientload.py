@@ -2,11 +2,12 @@
 
     ClientLoad.start() ─► every interval_s: process CPU delta (time.process_time, all threads)
                                          + how late the sampler's own wake-up was (loop lag)
-    ClientLoad.stop()  ─► summary dict for summary.json's meta ("client" key)
+    ClientLoad.stop()  ─► dict for meta.json (``client_load``; ``client_cpu`` = its cpu_util)
 
-A client near one full core (the asyncio loop runs on one) or whose loop wakes up late queues
-requests itself, so its TTFT/ITL figures include its own delay: ``saturated`` says so with the
-reason. Costs one timer per interval (default 100 ms), nothing per request.
+Figures only: whether they mean the client changed what it measured (a loop near one full
+core; a late loop where stamps are user-space, not with the wire transport's kernel stamps) is
+judged after the run by analysis.metrics.saturation, which also sees the schedule lag and the
+coalesced reads. Costs one timer per interval (default 100 ms), nothing per request.
 
 ``gc_hold()``/``gc_release()`` (called by ``Client``) keep the cyclic GC out of the hot path.
 """
@@ -16,9 +17,6 @@ import asyncio
 import gc
 import time
 from typing import Optional
-
-CPU_SATURATED = 0.90        # fraction of one core over the window
-LAG_SATURATED_MS = 5.0      # p99 loop lag
 
 
 def _pct(sorted_vals: list, q: float) -> Optional[float]:
@@ -65,21 +63,13 @@ class ClientLoad:
         lags = sorted(self._lags_ms)
         utils = sorted(self._utils)
         util = cpu_s / wall_s if wall_s > 0 else None
-        lag99 = _pct(lags, 99)
-        reasons = []
-        if util is not None and util >= CPU_SATURATED:
-            reasons.append(f"client CPU {util:.0%} of one core over the run")
-        if lag99 is not None and lag99 > LAG_SATURATED_MS:
-            reasons.append(f"event-loop lag p99 {lag99:.1f} ms")
         self.result = {
             "cpu_s": round(cpu_s, 3), "wall_s": round(wall_s, 3),
             "cpu_util": None if util is None else round(util, 3),
             "cpu_util_p90_interval": _pct(utils, 90),
-            "loop_lag_ms_p50": _pct(lags, 50), "loop_lag_ms_p99": lag99,
+            "loop_lag_ms_p50": _pct(lags, 50), "loop_lag_ms_p99": _pct(lags, 99),
             "loop_lag_ms_max": lags[-1] if lags else None,
-            "samples": len(lags), "saturated": bool(reasons),
-            "reason": "; ".join(reasons) if reasons else None,
-            "evidence": "measured",
+            "samples": len(lags), "evidence": "measured",
         }
         return self.result
 

@@ -5,7 +5,8 @@
         ─► apply_body (non-streaming JSON) / end_stream (after the last event) / fail
         ─► finish: first-chunk/first-token times, usage vs chunk counts, mismatch, sources
 
-No I/O, no asyncio, no aiohttp and no gevent here (only json, loadgen.record and loadgen.client.sse):
+No I/O, no asyncio, no aiohttp and no gevent here (only json, loadgen.record, loadgen.redact and
+loadgen.client.sse):
 ``loadgen.client.client`` (asyncio) and ``loadgen.locust_engine`` (gevent-patched processes) both import
 it, so the two engines build the same bodies and fill the same records by construction.
 ``api`` below is anything with the ``scenario.Api`` fields used (``client.ClientConfig`` too).
@@ -16,6 +17,7 @@ import json
 from operator import itemgetter
 from typing import Any, Iterable, Optional
 
+from loadgen import redact
 from loadgen.record import Record, now_ns
 from loadgen.client.sse import error_message, loads
 
@@ -30,13 +32,16 @@ def endpoint_path(endpoint: str) -> str:
 
 
 def request_headers(api: Any, api_key: Optional[str]) -> dict:
-    """The headers of every request; ``api.headers`` is merged last."""
+    """The headers of every request; ``api.headers`` is merged last. The key and every
+    secret-looking header value are registered with ``loadgen.redact`` (never written)."""
     h = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
     if api.stream:
         h["Accept"] = "text/event-stream"
     if api_key:
         h["Authorization"] = f"Bearer {api_key}"
     h.update(api.headers)
+    redact.register(api_key)
+    redact.register_headers(h)
     return h
 
 
@@ -151,9 +156,9 @@ def apply_body(rec: Record, tally: Any, raw: bytes, t: int) -> None:
     try:
         obj = loads(raw)
     except ValueError:
-        return fail(rec, "malformed", f"response is not JSON: {raw[:120]!r}", t)
+        return fail(rec, "protocol", f"response is not JSON: {raw[:120]!r}", t)
     if not isinstance(obj, dict):
-        return fail(rec, "malformed", f"response is not a JSON object: {raw[:120]!r}", t)
+        return fail(rec, "protocol", f"response is not a JSON object: {raw[:120]!r}", t)
     if "error" in obj or obj.get("object") == "error":
         return fail(rec, "server_error", error_message(obj.get("error", obj)), t)
     usage = obj.get("usage") or {}
@@ -210,3 +215,4 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
         rec.prompt_tokens, rec.prompt_tokens_source = workload_prompt_tokens, "workload"
     rec.finish_reason = tally.finish_reason
     rec.output_chars = tally.chars
+    redact.redact_record(rec)

@@ -85,59 +85,116 @@ class NamedEvent:
         return isinstance(other, NamedEvent) and (other.event, other.data) == (self.event, self.data)
 
 
-Event = Union[bytes, _Done, NamedEvent, Malformed]
+Event = Union[bytes, _Done, NamedEvent, Malformed, "TooLarge"]
 _KNOWN = (b"event", b"id", b"retry")
 IGNORED_EVENTS = (b"ping", b"keepalive", b"keep-alive", b"heartbeat")   # keep-alives, not data
 
 
+class TooLarge:
+    """An event (or one line) longer than the parser's ``max_event_bytes``: the stream is refused."""
+
+    __slots__ = ("size", "limit")
+
+    def __init__(self, size: int, limit: int):
+        self.size, self.limit = size, limit
+
+    def __repr__(self) -> str:
+        return f"TooLarge({self.size}, {self.limit})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TooLarge) and (other.size, other.limit) == (self.size, self.limit)
+
+
+MAX_EVENT_BYTES = 8 * 2**20     # default cap on one unfinished event (lines of one block)
+
+
 class SSEParser:
-    """Bytes in, events out. Keeps the unfinished tail line between calls."""
+    """Bytes in, events out. Keeps the unfinished block between calls as a list of pieces that is
+    joined once, when its blank line arrives: linear in the input whatever the line length (a
+    50 MB line costs one join, not one re-scan per read). An unfinished block longer than
+    ``max_event_bytes`` yields one ``TooLarge`` and nothing more is parsed."""
 
-    __slots__ = ("_tail", "_data", "_event", "_cr")
+    __slots__ = ("_tail", "_pend", "_plen", "_nl", "_data", "_event", "_cr", "max_event_bytes",
+                 "overflow")
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self._tail = b""
+        self._pend: list = []                # pieces of the unfinished block after _tail
+        self._plen = 0                       # bytes in _tail + _pend
+        self._nl = False                     # the unfinished block ends with "\n"
         self._cr = False                     # the last read ended in \r: a leading \n is its LF
         self._data: Optional[list] = None    # data lines of the event being built
         self._event: Optional[bytes] = None  # its event type, when given
+        self.max_event_bytes = max_event_bytes
+        self.overflow = False                # a TooLarge was returned: the parser is spent
 
     def feed(self, chunk: bytes) -> list:
-        if self._cr and chunk:
+        if self.overflow or not chunk:
+            return []
+        if self._cr:
             self._cr = False
             if chunk[:1] == b"\n":            # the second half of a \r\n split across reads
                 chunk = chunk[1:]
-        buf = self._tail + chunk if self._tail else chunk
-        if b"\r" in buf:
+                if not chunk:
+                    return []
+        if b"\r" in chunk:
             # a trailing \r ends its line now (the event it completes is returned in this read);
             # a \n opening the next read is then dropped as its LF
-            self._cr = buf.endswith(b"\r")
-            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            self._cr = chunk.endswith(b"\r")
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if self._plen and not (b"\n\n" in chunk or (self._nl and chunk[:1] == b"\n")):
+            # the block is still unfinished: keep the piece, scan nothing again
+            self._pend.append(chunk)
+            self._plen += len(chunk)
+            self._nl = chunk.endswith(b"\n")
+            return self._check()
+        if self._pend:
+            self._pend.append(chunk)
+            buf = self._tail + b"".join(self._pend)
+            self._pend = []
+        else:
+            buf = self._tail + chunk if self._tail else chunk
         # Fast path, the usual stream: nothing but "data: <one line>" blocks. Then the newlines
         # are exactly two per block end, and splitting on the separators yields the payloads.
         end = buf.rfind(b"\n\n")
         if end >= 0 and buf.startswith(b"data: "):
             payloads = buf[6:end].split(b"\n\ndata: ")
             if buf.count(b"\n", 0, end) == 2 * len(payloads) - 2:
-                self._tail = buf[end + 2:]
+                self._keep(buf[end + 2:])
                 if b"[DONE]" in payloads:
                     return [DONE if e == b"[DONE]" else e for e in payloads]
-                return payloads
+                return payloads + self._check() if self._plen > self.max_event_bytes else payloads
         # General path. The state is clean at every block start (each block ends in a dispatch
         # and a tail is re-split whole).
         blocks = buf.split(b"\n\n")         # every block but the last ends with a blank line
-        self._tail = blocks.pop()
+        self._keep(blocks.pop())
         out = []
         line = self._line
         for blk in blocks:
             for ln in blk.split(b"\n"):
                 line(ln, out)
             line(b"", out)
+        if self._plen > self.max_event_bytes:
+            out += self._check()
         return out
+
+    def _keep(self, tail: bytes) -> None:
+        self._tail, self._plen, self._nl = tail, len(tail), tail.endswith(b"\n")
+
+    def _check(self) -> list:
+        if self._plen > self.max_event_bytes:
+            self.overflow = True
+            self._tail, self._pend = b"", []
+            return [TooLarge(self._plen, self.max_event_bytes)]
+        return []
 
     def finish(self) -> list:
         """End of stream: the pending tail line and a pending event are dispatched."""
         out: list = []
-        tail, self._tail = self._tail, b""
+        if self.overflow:
+            return out
+        tail = self._tail + b"".join(self._pend) if self._pend else self._tail
+        self._tail, self._pend, self._plen = b"", [], 0
         for ln in tail.split(b"\n"):               # feed() left it with \n line ends only
             if ln:
                 self._line(ln, out)

@@ -1,7 +1,10 @@
 """`loadgen calibrate`: measure this machine's memory bandwidth and matmul rate, save them as a spec.
 
     flags ─► analysis.roofline.calibrate.calibrate() (copy + matmul, medians) ─► DeviceSpec (evidence: measured)
-          ─► devices.save_spec ─► ~/.cache/loadgen/calibration.json (or --out) ─► `loadgen kernel` roofline
+          (the host's load around it: a busy host is measured once more, else labelled
+           "measured (busy host: load 1.9, spread 22 %)")
+          ─► devices.save_spec ─► ~/.cache/loadgen/calibration.json (or --out) ─► `loadgen kernel` roofline,
+             and the device spec later runs of a managed server on this host freeze (device.json)
 
 Runnable as `python -m loadgen.commands.calibrate` too.
 """
@@ -48,12 +51,15 @@ def main(args) -> int:
         spec = cal.calibrate(args.device, args.copy_mib * 2**20 if args.copy_mib else None,
                              args.matmul_n, args.repeats, dtypes,
                              log=lambda s: print(f"  {s}", file=sys.stderr))
-    except ImportError as e:
+    except ImportError as e:               # torch or jax missing; a module of ours: a bug
+        if (e.name or "").split(".")[0] in ("loadgen", "analysis", "servers"):
+            raise
         return _fail(f"--device {args.device}: {e}")
     path = devices.save_spec(spec, args.out.expanduser())
     from rich.console import Console
     from rich.table import Table
-    t = Table(title=f"{spec.name} — measured {spec.meta['date']} on {spec.meta['host']}",
+    t = Table(title=f"{spec.name} — {spec.meta['evidence']}, {spec.meta['date']} on "
+                    f"{spec.meta['host']}",
               title_justify="left")
     for h in ("figure", "value", "evidence", "method"):
         t.add_column(h)
@@ -64,6 +70,10 @@ def main(args) -> int:
         t.add_row(f"matmul {dt}", val, f.evidence, f.conditions)
     con = Console()
     (con if con.is_terminal else Console(width=160)).print(t)
+    load = spec.meta.get("host_load") or {}
+    if load.get("busy"):
+        print(f"warning: {spec.meta['evidence']}: {'; '.join(load.get('reasons') or [])} "
+              "(kept the better of two tries; calibrate again on a quiet host)", file=sys.stderr)
     print(f"saved {path}")
     return 0
 

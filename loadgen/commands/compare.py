@@ -1,14 +1,19 @@
 """``loadgen compare A B ...``: runs side by side, refused when they must not be compared.
 
-    RUN_DIR ... (a SWEEP_DIR stands for its points) ─► analysis.report.compare.compare
+    RUN_DIR ... (a SWEEP_DIR stands for its points; a --repeat parent, run-1/ … run-N/, is one
+    entry) ─► analysis.report.compare.compare
         ─► refused: one line naming every must-match condition that differs, exit 2
-        ─► else a Markdown table on stdout (figures, change vs the first run, conditions that
-           differ); --out FILE.md|FILE.html writes it too; --json prints the result as JSON
+        ─► else a Markdown table on stdout (figures, change vs the first run; per headline
+           figure the change, its 95 % interval and "significant" / "within noise"; conditions
+           that differ); --out FILE.md|FILE.html writes it too; --json prints the result as JSON
+        ─► --fail-on-regression PCT: exit 1 when a figure is worse than the first run's by more
+           than PCT % and the change is significant (each regression named on stderr)
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from loadgen.scenario.model import ScenarioError
@@ -22,10 +27,16 @@ def register(subparsers) -> None:
                     "fields, when their scenario type (load.mode), workload or SLO differ; "
                     "lists every other condition that differs.")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
-                   help="run directories (a sweep directory stands for all its points)")
+                   help="run directories (a sweep directory stands for all its points; a "
+                        "--repeat parent holding run-1/ … run-N/ is one entry)")
     p.add_argument("--out", metavar="FILE", help="also write the comparison to FILE "
                                                  "(.html: self-contained page; else Markdown)")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON line")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON line "
+                   '(per figure: {"a", "b", "change_pct", "ci_pct": [lo, hi], "significant"})')
+    p.add_argument("--fail-on-regression", metavar="PCT", type=float, default=None,
+                   help="exit 1 when some headline figure is worse than the first run's by more "
+                        "than PCT %% and the change is significant (95 %% interval excludes 0); "
+                        "higher latency and lower throughput/goodput are worse")
     p.set_defaults(func=main)
 
 
@@ -43,9 +54,11 @@ def expand(paths: list[str]) -> list[Path]:
             out += [d / str(p.get("run_dir")) for p in sorted(pts, key=lambda p: p["value"])]
         else:
             out.append(d)
+    from analysis.report.compare import repeat_runs
     for d in out:
-        if not (d / "records.jsonl").is_file():
-            raise ScenarioError(f"RUN_DIR: {d}: not a run directory (no records.jsonl)")
+        if not (d / "records.jsonl").is_file() and not repeat_runs(d):
+            raise ScenarioError(f"RUN_DIR: {d}: not a run directory (no records.jsonl) nor a "
+                                "repeat series (no run-N/)")
     if len(out) < 2:
         raise ScenarioError("RUN_DIR: give at least two runs to compare")
     return out
@@ -55,6 +68,9 @@ def main(args: argparse.Namespace) -> int:
     from analysis.report import compare as cmp
     from analysis.report.render import render_html, render_md
 
+    pct = args.fail_on_regression
+    if pct is not None and not pct >= 0:
+        raise ScenarioError(f"--fail-on-regression: {pct:g} is not a percentage ≥ 0")
     res = cmp.compare(expand(args.runs))
     if args.json:
         print(json.dumps({k: v for k, v in res.items() if k != "summaries"}, default=str))
@@ -69,4 +85,9 @@ def main(args: argparse.Namespace) -> int:
         print(render_md(blocks), end="")
         if args.out:
             print(f"wrote {args.out}")
+    if pct is not None:
+        worse = cmp.regressions(res, pct)
+        for line in worse:
+            print(f"loadgen: regression beyond {pct:g}% and significant: {line}", file=sys.stderr)
+        return 1 if worse else 0
     return 0

@@ -3,11 +3,14 @@
     RUN_DIR/{records.jsonl, meta.json, power.jsonl} ─► analysis.metrics.summary.write_summary
                                                     ─► analysis.report.report.write_report
 Useful after changing the analysis code or the SLO in meta.json; the records are never touched.
+The roofline uses the device spec frozen into the run (device.json); ``--device NAME|PATH|calibrate``
+recomputes it against another spec (analysis.roofline.frozen.override), and the report says so.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from loadgen.scenario.model import ScenarioError
@@ -20,10 +23,28 @@ def register(subparsers) -> None:
     p.add_argument("run_dir", help="a run directory (loadgen run) or a sweep directory (loadgen sweep)")
     p.add_argument("--no-plots", action="store_true", help="skip the HTML plots (faster)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    p.add_argument("--device", default=None, metavar="NAME|PATH|calibrate",
+                   help="recompute the roofline against this device spec instead of the one "
+                        "frozen into the run: a catalogue key (e.g. h100-sxm), a spec JSON, or "
+                        "'calibrate' (this host's `loadgen calibrate` file); the report says so")
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "device", None) is None:
+        return _main(args)
+    from analysis.roofline import frozen
+    try:
+        device = frozen.parse_override(args.device)
+    except ValueError as e:
+        raise ScenarioError(str(e)) from None
+    print(f"roofline: recomputed against {device['how']}, not the spec frozen into the run",
+          file=sys.stderr)
+    with frozen.override(device):
+        return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     d = Path(args.run_dir)
     if (d / "sweep.json").is_file():
         from analysis.report.sweep import write_sweep_report
@@ -41,12 +62,8 @@ def main(args: argparse.Namespace) -> int:
     from analysis.metrics.summary import write_summary
     path = write_summary(d)
     outputs = [str(path)]
-    try:
-        from analysis.report.report import write_report
-    except ImportError as e:
-        print(f"loadgen: report not written: analysis.report.report unavailable ({e})")
-    else:
-        outputs += [str(p) for p in write_report(d, with_plots=not args.no_plots)]
+    from analysis.report.report import write_report
+    outputs += [str(p) for p in write_report(d, with_plots=not args.no_plots)]
     if args.json:
         print(json.dumps(json.loads(path.read_text())))
     else:

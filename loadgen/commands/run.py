@@ -12,7 +12,8 @@ Exit codes (fit for CI):
     2    a bad scenario, override or flag combination, or a target that cannot serve the run
          (unreachable, HTTP 401/403, api.model not listed, a field it rejects with
          api.drop_rejected_fields: false): one line ``loadgen: error: ...``, nothing measured
-    3    no measured request completed (every one failed): the most common causes are printed
+    3    no measured request completed: every one failed or was cancelled, or none was measured
+         at all (0 measured records); the most common causes are printed
     130  interrupted (Ctrl-C, SIGTERM); finished records kept, the rest marked cancelled
 """
 from __future__ import annotations
@@ -102,27 +103,34 @@ def main(args: argparse.Namespace) -> int:
             print_summary(result.summary, str(result.run_dir))
         print(f"run directory: {result.run_dir}")
         if result.interrupted:
-            print("loadgen: run interrupted; finished records kept, the rest marked cancelled",
-                  file=sys.stderr)
+            print("loadgen: run interrupted; finished records kept, the rest marked cancelled"
+                  + (f" ({result.meta['unsent_requests']:,} never started: unsent_requests)"
+                     if (result.meta or {}).get("unsent_requests") else ""), file=sys.stderr)
     if result.interrupted:
         return 130
     code = 1 if result.meta.get("crashed") else exit_code(summary, args.fail_on_invalid)
     if summary.get("requests_failed") or code == 3:
         _print_failures(result.run_dir, summary)
+    if code == 3 and not _measured(summary):
+        print("loadgen: no measured request was recorded (nothing was sent in the measured phase)",
+              file=sys.stderr)
     return code                             # crashed: the Locust master reported an error
 
 
 def exit_code(summary: dict, fail_on_invalid: bool) -> int:
-    """0, 1 (INVALID with --fail-on-invalid) or 3 (no measured request completed) for a run
-    that was neither interrupted nor crashed."""
-    done = summary.get("requests_completed") or 0
-    measured = done + (summary.get("requests_failed") or 0) + (
-        summary.get("requests_cancelled") or 0)
-    if measured and not done:
+    """0, 1 (INVALID with --fail-on-invalid) or 3 (no measured request completed: every one
+    failed or was cancelled, or there was none) for a run that was neither interrupted nor
+    crashed."""
+    if not summary.get("requests_completed"):
         return 3
     if fail_on_invalid and (summary.get("verdict") or {}).get("valid") is False:
         return 1
     return 0
+
+
+def _measured(summary: dict) -> int:
+    return sum(summary.get(k) or 0 for k in ("requests_completed", "requests_failed",
+                                              "requests_cancelled"))
 
 
 def _print_failures(run_dir, summary: dict) -> None:

@@ -1,27 +1,38 @@
-"""`loadgen serve jax [flags]`: start the built-in JAX server in this process (servers.jax.serve.main).
+"""`loadgen serve jax|calib [flags]`: start a built-in server in this process.
 
     loadgen serve jax --preset small --port 8000 ─► servers.jax.serve.main(["--preset", "small", ...])
+    loadgen serve calib --ttft-ms 50 --itl-ms 10 [--lockstep] [--port P]
+        ─► servers.calib.serve.main([...]): a server whose timing you know, to check a harness
 
-The flags after `jax` are the server's own (see `loadgen serve jax --help`); they are parsed by the server, so
-both entry points accept and reject exactly the same things.
+The flags after the server's name are the server's own (see `loadgen serve jax --help`); they are
+parsed by the server, so both entry points (`python -m servers.X`) accept and reject exactly the
+same things.
 """
 from __future__ import annotations
 
 import argparse
 
-SERVERS = ("jax",)
+SERVERS = ("jax", "calib")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("serve", help="run a built-in inference server (jax)",
-                              description="Run a built-in OpenAI-compatible inference server.")
-    p.add_argument("server", choices=SERVERS, help="which server: jax (the built-in JAX engine)")
+    p = subparsers.add_parser(
+        "serve", help="run a built-in server (jax: the JAX engine; calib: known timing)",
+        description="Run a built-in OpenAI-compatible server: jax (the built-in JAX inference "
+                    "engine) or calib (a calibration server whose TTFT and ITL you set, to check "
+                    "a load tester against known numbers).")
+    p.add_argument("server", choices=SERVERS,
+                   help="jax (the built-in JAX engine) or calib (known TTFT/ITL: --ttft-ms, --itl-ms)")
     p.add_argument("server_args", nargs=argparse.REMAINDER,
-                   help="the server's flags, e.g. --preset small --port 8000 (see `loadgen serve jax --help`)")
+                   help="the server's flags, e.g. --preset small --port 8000 "
+                        "(see `loadgen serve jax --help`, `loadgen serve calib --help`)")
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
+    prog = f"loadgen serve {args.server}"
+    if args.server == "calib":
+        from servers.calib import serve as calib   # aiohttp only: no jax import
+        return calib.main(list(args.server_args), prog=prog)
     from servers.jax import serve  # the server and jax are imported only when serving
-
-    return serve.main(list(args.server_args), prog=f"loadgen serve {args.server}")
+    return serve.main(list(args.server_args), prog=prog)

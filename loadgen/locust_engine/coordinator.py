@@ -22,6 +22,7 @@ from loadgen.locust_engine.clock import clock_pair
 from loadgen.locust_engine.node import WorkerNode
 from loadgen.locust_engine.plan import Plan, digest, users_for
 from loadgen.record import now_ns
+from loadgen.redact import redact
 
 T0_LEAD_NS = 300_000_000          # go message to t0: time for every worker to get it
 STOP_WAIT_NS = 15_000_000_000    # after an interrupt, wait this long for workers' last records
@@ -35,7 +36,7 @@ class Interrupted(Exception):
 
 def write_json_atomic(path: Path, obj: dict) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n", encoding="utf-8")
+    tmp.write_text(redact(json.dumps(obj, indent=2, default=str)) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -234,7 +234,8 @@ class LocustRun:
         from loadgen.locust_engine.merge import merge
         from loadgen.locust_engine.plan import Plan
         from loadgen.record import RecordWriter
-        from loadgen.run.rundir import summarize_dir, write_json
+        from loadgen.run.meta import write_meta
+        from loadgen.run.rundir import summarize_dir
         from loadgen.run.runner import RunResult
         r, st = self.run, self._state()
         n = int(st.get("n_workers") or self.opts.workers or 1)
@@ -270,7 +271,9 @@ class LocustRun:
                                                 for p, c in self.exits.items()},
                           "worker_reports": reports, "merge": counts, "error": st.get("error"),
                           "locust_version": _locust_version()}
-        write_json(r.run_dir / "meta.json", meta)
+        from loadgen.run.calibration import freeze_device
+        meta["calibration"] = freeze_device(r.run_dir, False)   # device.json: the frozen spec
+        meta = write_meta(r.run_dir, meta)
         summary = summarize_dir(r.run_dir, meta, self.sc.output.report)
         return RunResult(r.run_dir, meta, summary, bool(r.interrupted))
 

@@ -2,7 +2,7 @@
 
     Spec ─► body (loadgen.client.request, as loadgen.client.client) ─► FastHttpUser's pooled geventhttpclient
         sent_at_ns ─► headers ─► each socket recv stamped once (perf_counter_ns)
-                  ─► SSEParser ─► json ─► StreamTally ─► Record.chunks [[t, n], ...]
+                  ─► stream_step.StreamStep (the native client's step) ─► Record.chunks
         end ─► usage vs chunk counts, status / error_kind (the same rules as the native client)
         ─► one Locust ``request`` event per request (E2E, for Locust's UI only; never a fake
            request per token: loadgen's metrics come from the records)
@@ -30,8 +30,10 @@ from geventhttpclient.response import HTTPConnectionClosed
 from locust import FastHttpUser, constant, task
 
 from loadgen.record import Record, now_ns
-from loadgen.client.request import SNIPPET, apply_body, end_stream, fail, finish
-from loadgen.client.sse import DONE, NamedEvent, SSEParser, StreamTally, error_message, loads
+from loadgen.client.request import SNIPPET, apply_body, fail, finish
+from loadgen.client.sse import StreamTally
+from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
+from loadgen.client.redirects import REDIRECTS, redirect_message
 
 KEEPALIVE_NS = 4_000_000_000  # idle longer: reconnect (uvicorn drops idle sockets after 5 s)
 
@@ -50,22 +52,25 @@ def _discard(raw) -> None:
             sock.close()
 
 
-def read_stream(raw, rec: Record, tally: StreamTally) -> None:
-    """Parse an SSE body from a geventhttpclient response, one stamp per socket recv."""
-    parser = SSEParser()
+def read_stream(raw, rec: Record, tally: StreamTally, limits: Limits = DEFAULT_LIMITS) -> None:
+    """An SSE body from a geventhttpclient response into ``rec`` through the one stream step
+    (``loadgen.client.stream_step``), one stamp per socket recv."""
+    try:
+        enc = raw.get("content-encoding")
+    except Exception:                    # an HTTPResponse without header access: identity
+        enc = None
+    step = StreamStep(rec, tally, limits, enc)
     buf = raw._body_buffer               # body bytes the HTTP parser has decoded so far
     t = now_ns()
-    done = eof = False
-    ev: Any = None
     try:
-        while not eof:
+        while True:
             if buf:
                 data = bytes(buf)
                 del buf[:]
-                events = parser.feed(data)
+                if step.feed(t, data):       # settled: an error event, a protocol fault, a limit
+                    return
             elif raw.message_complete:
-                events = parser.finish()
-                eof = True
+                break
             else:
                 sock = raw._sock
                 if sock is None:
@@ -79,26 +84,6 @@ def read_stream(raw, rec: Record, tally: StreamTally) -> None:
                         raise ConnectionError("server closed the connection mid-stream")
                     continue
                 raw.feed(data)
-                continue
-            for ev in events:
-                if ev.__class__ is bytes:
-                    rec.chunks.append([t, tally.add(loads(ev))])
-                    if tally.error is not None:
-                        return fail(rec, "server_error", error_message(tally.error), t)
-                elif ev is DONE:
-                    if not done:
-                        done = True
-                        rec.end_at_ns, rec.status = t, "ok"
-                elif ev.__class__ is NamedEvent:
-                    if ev.event == "error":
-                        rec.chunks.append([t, 0])
-                        return fail(rec, "server_error", ev.data.decode("utf-8", "replace"), t)
-                    rec.chunks.append([t, tally.add(loads(ev.data))])
-                else:
-                    return fail(rec, "malformed", f"not server-sent events: {ev.line!r}", t)
-    except ValueError as e:
-        what = ev[:120] if isinstance(ev, bytes) else ev
-        return fail(rec, "malformed", f"bad JSON in stream ({e}): {what!r}", now_ns())
     except (ConnectionError, OSError) as e:
         if rec.status == "ok":           # [DONE] arrived: a later drop does not undo it
             return
@@ -106,7 +91,7 @@ def read_stream(raw, rec: Record, tally: StreamTally) -> None:
     finally:
         if not raw.message_complete:
             _discard(raw)
-    end_stream(rec, tally, done, t)
+    step.end(t)
 
 
 _STALE = (HTTPConnectionClosed, ConnectionResetError, BrokenPipeError)
@@ -130,7 +115,9 @@ def _post(agent, url: str, data: bytes, headers: dict):
     """(response, None), or (None, the exception) when no response came; a timeout passes.
     An HTTP error status comes back as its response (``e.response``), not as an exception."""
     try:
-        return agent.urlopen(url, method="POST", payload=data, headers=headers), None
+        # max_redirects 0: a redirect is answered as the failed request "redirect", never
+        # followed to another host with the request's headers (loadgen.client.redirects)
+        return agent.urlopen(url, method="POST", payload=data, headers=headers, max_redirects=0), None
     except gevent.Timeout:
         raise
     except Exception as e:
@@ -159,6 +146,11 @@ def execute(agent, url: str, headers: dict, data: bytes, stream: bool, rec: Reco
                 return fail(rec, "connection", f"{type(err).__name__}: {err}")
             rec.http_status = resp.status_code
             raw = resp._response
+            if resp.status_code in REDIRECTS:
+                if not raw.message_complete:
+                    _discard(raw)
+                return fail(rec, "redirect", redirect_message(resp.status_code,
+                                                              resp.headers.get("location")))
             if resp.status_code >= 300:
                 snippet = raw.read(SNIPPET)[:SNIPPET].decode("utf-8", "replace")
                 if not raw.message_complete:

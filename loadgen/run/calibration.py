@@ -1,15 +1,19 @@
-"""The roofline for every run of a managed server: this host's rates, measured once and cached.
+"""The device spec of every run, frozen into its directory (device.json) when the run ends.
 
-    run ended, managed server on this host (stopped) ─► ensure_host_calibration(run_dir)
-        sut.json model shape present? device spec already found (catalogue, spec file, a cached
-        calibration of this host)? ─► nothing to do
-        else ─► analysis.roofline.calibrate.calibrate(device, fp32, short) ─► DeviceSpec
-             (evidence measured, host, date) ─► ~/.cache/loadgen/calibration.json
+    run ended ─► freeze_device(run_dir, may_calibrate)
+        analysis.roofline.frozen.resolve(meta, sut, cache): a spec file named in meta, the
+        catalogue entry of the server's device, or this host's cached calibration
+        none (or the cached one was taken on a busy host), a managed server that stopped, a model
+        shape in sut.json ─► analysis.roofline.calibrate.calibrate(device, fp32, short; re-measured
+             once on a busy host, else labelled) ─► ~/.cache/loadgen/calibration.json
+        ─► RUN/device.json (frozen.record: the spec, its evidence, how it was chosen, when, where)
     ─► meta.json "calibration": {"status": ran | cached | skipped | failed, "reason", "seconds"}
-    ─► the report's roofline section and the console's roofline line use it
+    ─► summary.json "roofline" (analysis.roofline.run_roofline reads device.json, never the cache)
 
-It runs after the measured window and after the server stopped, so it never competes with the
-measurement; ``LOADGEN_NO_CALIBRATION=1`` skips it (the roofline is then "no device spec").
+The calibration runs after the measured window and after the server stopped, so it never competes
+with the measurement; ``LOADGEN_NO_CALIBRATION=1`` skips it (a cached or catalogue spec is still
+frozen). A run whose device.json says "none" keeps that: a later `loadgen report` does not look
+again (``--device`` recomputes against a spec you name).
 """
 from __future__ import annotations
 
@@ -18,8 +22,11 @@ import os
 import time
 from pathlib import Path
 
-from analysis.report.conditions import CALIBRATION, device_spec, model_shape, server_info
+from analysis.roofline import frozen
+from analysis.roofline.calibrate import DEFAULT_PATH
+from analysis.roofline.model_spec import shape_in_sut
 
+CALIBRATION = DEFAULT_PATH     # where `loadgen calibrate` saves (and this module caches)
 COPY_BYTES = 128 * 2**20       # a short run: ~10 s on a 2-core VM
 REPEATS = 5
 
@@ -31,24 +38,69 @@ def _read(path: Path) -> dict:
         return {}
 
 
-def ensure_host_calibration(run_dir: Path, calibration: Path = CALIBRATION) -> dict:
-    """Calibrate this host when the run's roofline would otherwise lack a device spec."""
-    if os.environ.get("LOADGEN_NO_CALIBRATION"):
-        return {"status": "skipped", "reason": "LOADGEN_NO_CALIBRATION is set"}
-    meta, sut = _read(run_dir / "meta.json"), _read(run_dir / "sut.json")
-    if model_shape(sut) is None:
-        return {"status": "skipped", "reason": "the server published no model shape"}
-    spec, how = device_spec(meta, sut, calibration)
-    if spec is not None:
-        return {"status": "cached", "reason": how}
+def _busy(spec) -> bool:
+    return bool(spec is not None and (spec.meta.get("host_load") or {}).get("busy"))
+
+
+def _calibrate(sut: dict, calibration: Path, cached):
+    """(spec, status dict, fresh?): a new calibration, saved when it beats what the cache holds."""
     from analysis.roofline import calibrate as cal
     from analysis.roofline import devices
-    device = "cpu" if server_info(sut).get("backend") == "cpu" else "auto"
+    device = "cpu" if frozen.server_info(sut).get("backend") == "cpu" else "auto"
     t0 = time.monotonic()
     try:
-        spec = cal.calibrate(device, COPY_BYTES, None, REPEATS, ("fp32",), log=lambda *_: None)
-        devices.save_spec(spec, calibration.expanduser())
-    except Exception as e:      # a failed calibration leaves the roofline "no device spec"
-        return {"status": "failed", "reason": f"{type(e).__name__}: {e}"}
-    return {"status": "ran", "reason": f"no device spec for this host; saved {calibration}",
-            "seconds": round(time.monotonic() - t0, 1), "device": device}
+        spec = cal.calibrate(device, COPY_BYTES, None, REPEATS, ("fp32",))
+    except Exception as e:      # a failed calibration keeps what there was (or none)
+        return cached, {"status": "failed", "reason": f"{type(e).__name__}: {e}"}, False
+    why = ("the cached calibration was taken on a busy host" if cached is not None
+           else "no device spec for this host")
+    status = {"status": "ran", "reason": f"{why}; saved {calibration}",
+              "seconds": round(time.monotonic() - t0, 1), "device": device,
+              "evidence": spec.meta.get("evidence")}
+    if cached is not None and _busy(spec) and cached.bandwidth() >= spec.bandwidth():
+        status["reason"] = f"{why}; busy again, the cached one kept (higher bandwidth)"
+        return cached, status, False   # both busy: the faster one is nearer the truth
+    devices.save_spec(spec, Path(calibration).expanduser())
+    return spec, status, True
+
+
+def freeze_device(run_dir: Path, may_calibrate: bool, calibration: Path = CALIBRATION) -> dict:
+    """Write run_dir/device.json; calibrate first when allowed and needed. Returns meta.json's
+    "calibration" object."""
+    meta, sut = _read(run_dir / "meta.json"), _read(run_dir / "sut.json")
+    spec, how = frozen.resolve(meta, sut, calibration)
+    status = {"status": "cached", "reason": how} if spec is not None else \
+        {"status": "skipped", "reason": how}
+    cached_busy = how.startswith("local calibration") and _busy(spec)
+    if spec is None or cached_busy:
+        why_not = ("LOADGEN_NO_CALIBRATION is set" if os.environ.get("LOADGEN_NO_CALIBRATION")
+                   else "no managed server of this run stopped on this host" if not may_calibrate
+                   else "the server published no model shape" if shape_in_sut(sut) is None
+                   else None)
+        if why_not is None:
+            spec, status, fresh = _calibrate(sut, calibration, spec)
+            if fresh:
+                how = (f"calibrated on {spec.meta.get('host')} at {spec.meta.get('date')}, after "
+                       f"this run's server stopped (saved {calibration})")
+        elif spec is None:
+            status = {"status": "skipped", "reason": f"{how}; not calibrated: {why_not}"}
+    frozen.write(run_dir, frozen.record(spec, how))
+    return status
+
+
+def refreeze_after_shared_server(run_dirs, calibration: Path = CALIBRATION) -> list[Path]:
+    """A sweep's points share one server, so none could calibrate while it ran. After it stopped:
+    each point whose device.json holds no spec gets one (the cache, or one calibration now that
+    the next points then find cached); returns the points whose device.json changed (their
+    summaries are stale)."""
+    from loadgen.run.meta import write_meta
+    changed = []
+    for d in map(Path, run_dirs):
+        rec = frozen.read(d)
+        if rec is None or rec.get("spec"):
+            continue
+        status = freeze_device(d, may_calibrate=True, calibration=calibration)
+        if (frozen.read(d) or {}).get("spec"):
+            write_meta(d, {**_read(d / "meta.json"), "calibration": status})
+            changed.append(d)
+    return changed

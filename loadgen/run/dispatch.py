@@ -10,6 +10,11 @@ Open loop never coordinates omission: ``scheduled_at_ns`` is the schedule's time
 the task exists; an in-flight cap only delays ``sent_at_ns``, so the lag shows in the records.
 Stopping (interrupt, drain timeout) cancels what is in flight and writes every unfinished or
 never-sent request as a "cancelled" record; the ledger writes each id exactly once.
+The rule: every request that was scheduled (open loop, offline) or started has one record; a
+closed loop's never-started remainder (load.num_requests − issued) is ONE count,
+``Dispatcher.unsent_requests`` (meta.json and summary.json ``unsent_requests``), never lines.
+A records.jsonl write that fails (disk full) stops the run: ``Ledger.failed`` keeps the error,
+the stop event is set, nothing more is written (the runner raises it at the end).
 """
 from __future__ import annotations
 
@@ -22,28 +27,83 @@ SPIN_NS = 1_000_000         # yield-spin the last 1 ms before a send instead of 
 MAX_NAP_S = 0.05            # nap granularity, so a stop request is noticed quickly
 
 
+BULK = 4096                 # cancelled records per write when a remainder is written at once
+
+
 class Ledger:
-    """Writes each request's record exactly once and tells the progress display."""
+    """Writes each request's record exactly once and tells the progress display. A write that
+    fails (OSError: disk full, I/O error) is kept in ``failed`` and sets every registered stop
+    event; later records are not written (the file ends at its last whole line)."""
 
     def __init__(self, writer, on_done: Optional[Callable[[Record], None]] = None):
         self.writer = writer
         self.on_done = on_done
         self.written: set[int] = set()
+        self.failed: Optional[OSError] = None
+        self._stops: list[asyncio.Event] = []
+
+    def stop_on_failure(self, stop: asyncio.Event) -> None:
+        self._stops.append(stop)
+
+    def _fail(self, e: OSError) -> None:
+        self.failed = self.failed or e
+        for ev in self._stops:
+            ev.set()
 
     def write(self, rec: Record) -> None:
         if rec.id in self.written:
             return
         self.written.add(rec.id)
-        self.writer.write(rec)
+        if self.failed is not None:
+            return
+        try:
+            self.writer.write(rec)
+        except OSError as e:
+            self._fail(e)
+            return
         if self.on_done is not None:
             self.on_done(rec)
 
+    @staticmethod
+    def cancelled(spec, why: str, sent_at_ns: Optional[int] = None) -> Record:
+        return Record(id=spec.id, phase=spec.phase, scheduled_at_ns=spec.scheduled_at_ns,
+                      sent_at_ns=sent_at_ns, end_at_ns=now_ns(), status="cancelled",
+                      error_kind="cancelled", error=why, requested_output_tokens=spec.max_tokens,
+                      workload_prompt_tokens=spec.prompt_tokens,
+                      session_id=getattr(spec, "session_id", None), turn=getattr(spec, "turn", None))
+
     def cancel(self, spec, why: str, sent_at_ns: Optional[int] = None) -> None:
-        self.write(Record(id=spec.id, phase=spec.phase, scheduled_at_ns=spec.scheduled_at_ns,
-                          sent_at_ns=sent_at_ns, end_at_ns=now_ns(), status="cancelled",
-                          error_kind="cancelled", error=why,
-                          requested_output_tokens=spec.max_tokens,
-                          workload_prompt_tokens=spec.prompt_tokens))
+        self.write(self.cancelled(spec, why, sent_at_ns))
+
+    def cancel_many(self, specs: Iterable, why: str) -> None:
+        """A cancelled record for each spec not yet written, BULK lines per write."""
+        write_many = getattr(self.writer, "write_many", None)
+        batch: list[Record] = []
+        for s in specs:
+            if s.id in self.written:
+                continue
+            if write_many is None:
+                self.cancel(s, why)
+                continue
+            self.written.add(s.id)
+            batch.append(self.cancelled(s, why))
+            if len(batch) >= BULK:
+                self._write_batch(batch)
+                batch = []
+        if batch:
+            self._write_batch(batch)
+
+    def _write_batch(self, batch: list) -> None:
+        if self.failed is not None:
+            return
+        try:
+            self.writer.write_many(batch)
+        except OSError as e:
+            self._fail(e)
+            return
+        if self.on_done is not None:
+            for r in batch:
+                self.on_done(r)
 
 
 async def sleep_until(deadline_ns: int, stop: asyncio.Event) -> bool:
@@ -74,6 +134,8 @@ class Dispatcher:
         self.tasks: set[asyncio.Task] = set()
         self.cancel_reason = "run interrupted before the request ended"
         self.last_issue_ns: Optional[int] = None
+        self.unsent_requests: Optional[int] = None   # closed loop: the never-started remainder
+        ledger.stop_on_failure(stop)
 
     # -- one request -------------------------------------------------------------------------
     async def _one(self, spec, sem: Optional[asyncio.Semaphore]) -> Optional[Record]:
@@ -140,8 +202,7 @@ class Dispatcher:
             await asyncio.gather(*pending, return_exceptions=True)
 
     def _unsent(self, specs: Iterable, why: str) -> None:
-        for s in specs:
-            self.ledger.cancel(s, why)
+        self.ledger.cancel_many(specs, why)
 
     # -- the three loops -------------------------------------------------------------------
     async def offline(self, specs: list, t0_ns: int, cap: Optional[int]) -> None:
@@ -172,7 +233,8 @@ class Dispatcher:
     async def closed(self, make_spec: Callable[[], object], users: int, t0_ns: int,
                      num_requests: Optional[int], duration_s: Optional[float]) -> int:
         """``users`` virtual users, each sending its next request when its last one ended.
-        Returns how many requests were issued."""
+        Returns how many requests were issued; a stop before ``num_requests`` leaves the rest
+        as the count ``unsent_requests`` (no records: 10^12 of them would never end)."""
         end_ns = t0_ns + int(duration_s * 1e9) if duration_s else None
         state = {"issued": 0}
 
@@ -200,9 +262,8 @@ class Dispatcher:
             await asyncio.wait([t for t in users_t if not t.done()], timeout=MAX_NAP_S * 2)
         await self.cancel_all()
         issued = state["issued"]
-        if num_requests is not None and issued < num_requests and end_ns is None:
-            self._unsent((make_spec() for _ in range(num_requests - issued)),
-                         "never sent: run interrupted")
+        if num_requests is not None and end_ns is None:
+            self.unsent_requests = max(0, num_requests - issued)
         return issued
 
 

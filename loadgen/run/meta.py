@@ -1,14 +1,21 @@
 """meta.json of a run: its settings, schedule, client health, probe and transport, as one dict.
 
-    runner.Run (after the measured phase, or after a crash) ─► run_meta(run) ─► meta.json
+    runner.Run (after the measured phase, or after a crash) ─► run_meta(run) ─► dict
+        ─► write_meta(run_dir, meta): analysis.contract.RunMeta.dump (every key named there,
+           schema_version set; a key outside the contract is a ContractError, after the raw
+           dict was still written so that nothing of the run is lost) ─► meta.json
         ─► analysis/ reads it beside records.jsonl (mode, t0, window, SLO, client load, ...)
 """
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import loadgen
+from analysis.contract import ContractError, RunMeta
 from loadgen.client import eventloop
+from loadgen.run.storage import atomic_write_text
 from loadgen.scenario.schedule import seed_for
 
 
@@ -31,6 +38,8 @@ def run_meta(run) -> dict:
         "in_flight_cap": ld.in_flight_cap, "num_requests": ld.num_requests,
         "duration_s": ld.duration_s, "warmup_requests": ld.warmup_requests,
         "records_written": run.writer.count if run.writer else 0,
+        # a closed loop's never-started remainder (load.num_requests − issued), a count, no records
+        "unsent_requests": getattr(run.dispatcher, "unsent_requests", None),
         "min_duration_s": ld.min_duration_s, "min_queries": ld.min_queries,
         "drain_timeout_s": ld.drain_timeout_s,
         "slo": sc.slo.model_dump(mode="json"),
@@ -49,3 +58,15 @@ def run_meta(run) -> dict:
         # coalesced reads, retries (Client.transport_info, kept after the client closed)
         "client_transport": run.client.transport_info() if run.client is not None else None,
     }
+
+
+def write_meta(run_dir: str | Path, meta: dict) -> dict:
+    """run_dir/meta.json through the contract (see the module docstring); returns what it wrote."""
+    path = Path(run_dir) / "meta.json"
+    try:
+        out = RunMeta.dump(meta)
+    except ContractError:
+        atomic_write_text(path, json.dumps(meta, indent=2, default=str) + "\n")
+        raise
+    atomic_write_text(path, json.dumps(out, indent=2) + "\n")   # temp + os.replace
+    return out

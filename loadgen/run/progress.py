@@ -153,35 +153,32 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
             c.print(f"  - {r}")
 
 
-def roofline_line(summary: dict, run_dir) -> Optional[str]:
-    """One line: measured TPOT against the decode step's bytes / bandwidth floor, MBU, and the
-    fastest TTFT against the prefill floor (the report's roofline section, in brief)."""
-    import json
-    from pathlib import Path
-
-    from analysis.report.conditions import roofline_section
-    from loadgen.record import read_records
-    d = Path(run_dir)
-    try:
-        meta = json.loads((d / "meta.json").read_text())
-        sut = json.loads((d / "sut.json").read_text())
-        r = roofline_section(summary, meta, sut, read_records(d / "records.jsonl"))
-    except (OSError, ValueError, KeyError, TypeError):
+def roofline_line(summary: dict, run_dir=None) -> Optional[str]:
+    """The roofline in brief, from summary.json's "roofline" block (analysis.roofline.run_roofline,
+    against the spec frozen into the run): TPOT p50 vs the decode floor and MBU; the request
+    nearest its own prefill floor; each broken floor on a line of its own. None without a block."""
+    r = summary.get("roofline")
+    if not isinstance(r, dict):
         return None
     if r.get("status") != "calculated":
         return f"roofline: not shown ({r.get('reason')})"
-    b, step = r["bounds"], r["bounds"]["decode_step"]
-    mbu = r.get("mbu")
-    out = (f"roofline ({r['device']}, {r['spec_from'].split(' (')[0]}): TPOT p50 "
-           f"{_fmt(r.get('measured_tpot_p50_ms'), ' ms')} vs decode floor "
-           f"{_fmt(b.get('tpot_lower_bound_ms'), ' ms')} ({step['bytes'] / 1e6:.0f} MB/step ÷ "
-           + (f"{step['bandwidth'] / 1e9:.1f} GB/s" if step.get("bandwidth") else "unknown bandwidth")
-           + f", batch {b.get('batch')})")
-    if mbu is not None:
-        out += f", MBU {mbu:.2f}"
-    if b.get("ttft_lower_bound_ms") is not None:
-        out += (f"; TTFT min {_fmt(r.get('measured_ttft_min_ms'), ' ms')} vs prefill floor "
-                f"{_fmt(b.get('ttft_lower_bound_ms'), ' ms')}")
+    dev, d, p = r.get("device") or {}, r.get("decode") or {}, r.get("prefill")
+    src = {"frozen": "frozen", "override": "recomputed, not the frozen spec",
+           "meta.device_spec": "spec file"}.get(dev.get("source"), "spec")
+    bw = dev.get("mem_bandwidth")
+    out = (f"roofline ({dev.get('name')}, {src}; evidence {dev.get('evidence')}): TPOT p50 "
+           f"{_fmt(r.get('tpot_p50_ms'), ' ms')} vs decode floor "
+           f"{_fmt(r.get('decode_floor_ms'), ' ms')} ({d.get('step_bytes', 0) / 1e6:.3g} MB/step ÷ "
+           + (f"{bw / 1e9:.1f} GB/s" if bw else "unknown bandwidth")
+           + f", batch {d.get('batch')})")
+    if r.get("mbu") is not None:
+        out += f", MBU {r['mbu']:.2f}"
+    if p:
+        out += (f"; TTFT nearest its own prefill floor {_fmt(p.get('ttft_ms'), ' ms')} vs "
+                f"{_fmt(p.get('floor_ms'), ' ms')} ({p.get('prompt_tokens')}-token prompt, "
+                f"{p.get('requests')} requests)")
+    for b in r.get("broken_floors") or []:
+        out += f"\nroofline: broken floor: {b.get('text')}"
     return out
 
 

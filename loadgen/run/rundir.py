@@ -4,11 +4,13 @@
         scenario.yaml   resolved scenario; secrets never written (api_key_env is a NAME;
                         header/arg/env values whose key looks secret are redacted)
         records.jsonl, sut.json, meta.json, power.jsonl   (written by runner.py and friends)
-        summary.json    analysis.metrics.summary.summarize(records, meta, power rows)
+        summary.json    analysis.metrics.summary.store_summary(run_dir, meta)
+    JSON files are written atomically (loadgen.run.storage); output.dir is checked first
         report.md/html  analysis.report.report.write_report (output.report: full | text | none)
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -17,15 +19,23 @@ from typing import Optional
 
 import yaml
 
-from loadgen.record import read_records
+from loadgen import redact
+from loadgen.run.storage import StorageError, atomic_write_text, check_output_dir
 from loadgen.scenario.model import Scenario, ScenarioError
 
 SECRET_WORDS = ("auth", "key", "token", "secret", "cookie", "password")
 
 
 def run_dir_for(sc: Scenario) -> Path:
+    """output.dir / run name, checked before anything starts: output.dir a writable directory
+    (made if absent), the run directory inside it and not holding a run yet (ScenarioError)."""
     name = sc.output.run_name or f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}"
-    d = Path(sc.output.dir) / name
+    base = check_output_dir(sc.output.dir)
+    d = base / name
+    if not d.resolve().is_relative_to(base.resolve()):
+        raise ScenarioError(f"output.run_name: {name} leaves output.dir {base}")
+    if d.exists() and not d.is_dir():
+        raise ScenarioError(f"output.run_name: {d} exists and is not a directory")
     if (d / "records.jsonl").exists():
         raise ScenarioError(f"output.run_name: {d} already holds a run (records.jsonl); "
                             "choose another name or remove it")
@@ -44,30 +54,46 @@ def resolved_yaml(sc: Scenario) -> str:
 
 
 def api_key(sc: Scenario) -> Optional[str]:
+    """The key from ``api.api_key_env``; it and every secret-looking ``api.headers`` value are
+    registered with ``loadgen.redact`` here, before anything of the run is written."""
+    redact.register_headers(sc.api.headers)
     name = sc.api.api_key_env
     if not name:
         return None
     val = os.environ.get(name)
     if not val:
         raise ScenarioError(f"api.api_key_env: environment variable {name} is not set")
+    redact.register(val)
     return val
 
 
 def write_json(path: Path, obj: dict) -> None:
-    path.write_text(json.dumps(obj, indent=2, default=str) + "\n", encoding="utf-8")
+    """``obj`` as JSON, atomically (the old file or the new one; StorageError if the disk fails)."""
+    atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
 
 
 def summarize_dir(run_dir: Path, meta: dict, report: str = "full") -> dict:
-    """summary.json from the records on disk and ``meta`` (analysis.metrics.summary); then the report."""
-    from analysis.metrics.summary import load_power, summarize
-    from analysis.server.metrics import server_metrics_summary
-    summary = summarize(read_records(run_dir / "records.jsonl"), meta, load_power(run_dir))
-    summary["server_metrics"] = server_metrics_summary(run_dir)
-    write_json(run_dir / "summary.json", summary)
+    """summary.json from the records on disk and ``meta`` (analysis.metrics.summary.store_summary:
+    the one summary function, written through analysis.contract); then the report, which renders
+    that summary.json."""
+    from analysis.metrics.summary import store_summary
+    try:
+        summary = store_summary(run_dir, meta)
+        if summary.get("unsent_requests") is None and meta.get("unsent_requests") is not None:
+            summary["unsent_requests"] = meta["unsent_requests"]   # the closed loop's count
+            write_json(run_dir / "summary.json", summary)
+    except OSError as e:   # disk full mid-write: no torn summary.json, one clear reason
+        with contextlib.suppress(OSError):
+            (run_dir / "summary.json").unlink()
+        if isinstance(e, StorageError):
+            raise
+        raise StorageError(e.errno, f"{run_dir / 'summary.json'}: could not be written "
+                           f"({e.strerror or type(e).__name__})") from None
     if report != "none":
         try:  # the report is a convenience; summary.json is the data
             from analysis.report.report import write_report
             write_report(run_dir, with_plots=report == "full")
         except Exception as e:
-            (run_dir / "report.error.txt").write_text(f"{type(e).__name__}: {e}\n")
+            with contextlib.suppress(OSError):
+                (run_dir / "report.error.txt").write_text(f"{type(e).__name__}: {e}\n")
     return summary

@@ -3,14 +3,17 @@
     Scenario ─► workload.py (PromptSpecs) + schedule.py (offsets)      [errors before any I/O]
         ─► run_dir/scenario.yaml (resolved; API key never written, only api_key_env's name)
         ─► managed.py (start + health-check target.server; server.log)    or target.url
+        ─► ready.py (wait: /health 200, no 503; api.ready_timeout_s, a live line)       [exit 2]
         ─► probe.py (GET /v1/models: reachable, authorised, api.model listed; one small request
                      with the run's body: fields the server rejects dropped or a stop) [exit 2]
+           fit.py (largest prompt + output within the server's stated context)         [exit 2]
         ─► sut.py (/v1/models, headers, /info, client host ─► sut.json)
         ─► power (loadgen.power sampler ─► power.jsonl, when power.sources != ["none"])
         ─► server_metrics.py (GET /metrics every target.metrics_interval_s ─► server_metrics.jsonl)
         ─► warm-up (phase "warmup", closed loop) ─► t0 ─► dispatch.py (offline|server|closed)
             ─► Client.execute ─► Record ─► records.jsonl (flushed per request)
-        ─► meta.json (mode, t0, rates, client CPU, interruption) ─► analysis.metrics.summary ─► summary.json
+        ─► meta.json (mode, t0, rates, client CPU, interruption) ─► device.json (calibration.py:
+           the roofline's device spec, frozen) ─► analysis.metrics.summary ─► summary.json
 
 SIGINT/SIGTERM during the run stop issuing, cancel what is in flight, write every unfinished
 request as "cancelled", and still write meta.json and summary.json (``interrupted: true``).
@@ -26,7 +29,10 @@ from pathlib import Path
 from typing import Optional
 
 from loadgen.client import eventloop
+from analysis.metrics import slo as slo_mod
+from loadgen.targets import fit as fit_mod
 from loadgen.targets import probe as probe_mod
+from loadgen.targets import ready as ready_mod
 from loadgen.targets import sut as sut_mod
 from loadgen.client.client import Client, ClientConfig, RequestSpec
 from loadgen.client.clientload import ClientLoad
@@ -34,13 +40,14 @@ from loadgen.run.dispatch import Dispatcher, Ledger, closed_stages, spec_factory
 from loadgen.targets.managed import ManagedServer, ServerStartError
 from loadgen.run.progress import RunProgress
 from loadgen.record import RecordWriter, now_ns
+from loadgen.run.storage import atomic_write_text
 from loadgen.run.rundir import api_key, resolved_yaml, run_dir_for, summarize_dir, write_json
 from loadgen.scenario.model import Scenario, ScenarioError
 from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
 from loadgen.targets.scrape import ServerMetricsScraper
 from loadgen.scenario.workload import WorkloadPlan, build_workload
-from loadgen.run.calibration import ensure_host_calibration
-from loadgen.run.meta import run_meta
+from loadgen.run.calibration import freeze_device
+from loadgen.run.meta import run_meta, write_meta
 from loadgen.run.power_hook import PowerHook
 from loadgen.run.sessions import SessionDriver
 
@@ -70,6 +77,7 @@ class Run:
         self.progress = progress or RunProgress(None, enabled=False)
         self.stop = None                    # asyncio.Event, made inside the loop
         self.interrupted: Optional[str] = None
+        self.hurry = False                  # a second signal came: finish with meta.json only
         self.server: Optional[ManagedServer] = None
         self.base_url: Optional[str] = None
         self.model: Optional[str] = None
@@ -94,8 +102,9 @@ class Run:
     # -- sync shell: run dir, managed server ----------------------------------------------
     def execute(self) -> RunResult:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "scenario.yaml").write_text(resolved_yaml(self.sc), encoding="utf-8")
+        atomic_write_text(self.run_dir / "scenario.yaml", resolved_yaml(self.sc))
         meta: dict = {}
+        self._saved_handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             with contextlib.ExitStack() as stack:
                 base_url = self.sc.target.url
@@ -113,17 +122,21 @@ class Run:
                 stack.enter_context(self.client_affinity())
                 eventloop.run(self._main(base_url.rstrip("/")))
         finally:
-            if self.writer is not None:  # the load phase began: its files are always finished
-                meta = self.meta()
-                write_json(self.run_dir / "meta.json", meta)
-                if self.server is not None and self.shared_server is None and not self.crashed:
-                    meta["calibration"] = ensure_host_calibration(self.run_dir)  # server stopped
-                    write_json(self.run_dir / "meta.json", meta)
+            if self.writer is not None and self.hurry:   # a second signal: meta.json, then out
+                meta = write_meta(self.run_dir, self.meta())
+            elif self.writer is not None:  # the load phase began: its files are always finished
+                meta = write_meta(self.run_dir, self.meta())
+                own = self.server is not None and self.shared_server is None  # stopped by now
+                meta["calibration"] = freeze_device(self.run_dir, own and not self.crashed)
+                meta = write_meta(self.run_dir, meta)                 # device.json written
                 try:
                     self.summary = summarize_dir(self.run_dir, meta, self.sc.output.report)
                 except Exception:
                     if not self.crashed:  # after a crash, the crash is the error to show
                         raise
+            for sig, handler in self._saved_handlers.items():   # the second-signal handler off
+                with contextlib.suppress(ValueError, TypeError):
+                    signal.signal(sig, handler)
         return RunResult(self.run_dir, meta, self.summary, bool(self.interrupted))
 
     @contextlib.contextmanager
@@ -146,13 +159,21 @@ class Run:
 
     # -- signals ----------------------------------------------------------------------------
     def _on_signal(self, signame: str) -> None:
+        """The first SIGINT/SIGTERM: stop issuing, cancel what is in flight, keep every record.
+        From then on a plain handler (it runs even while the loop is busy in synchronous code):
+        the second signal raises KeyboardInterrupt at once; only meta.json is still written."""
         if self.interrupted is None:
             self.interrupted = signame
             self.stop.set()
-        else:  # a second signal: give the default behaviour back (next one kills)
             loop = asyncio.get_running_loop()
             for s in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(s)
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.remove_signal_handler(s)
+                    signal.signal(s, self._second_signal)
+
+    def _second_signal(self, signum, frame) -> None:
+        self.hurry = True
+        raise KeyboardInterrupt
 
     def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()
@@ -163,36 +184,46 @@ class Run:
     # -- async body -------------------------------------------------------------------------
     async def _describe_target(self, base_url: str) -> dict:
         """The model to ask for (api.model, else /v1/models' first id) and sut.json's first form;
-        with api.probe, the checks of loadgen.targets.probe first (ProbeError: exit 2)."""
+        first the wait for readiness (loadgen.targets.ready), then with api.probe the checks of
+        loadgen.targets.probe and the context fit (loadgen.targets.fit) (ProbeError: exit 2)."""
         a = self.sc.api
-        models = await probe_mod.fetch_models(base_url, self.key, a.connect_timeout_s, a.headers)
-        warnings: list = []
+        models, ready = await ready_mod.wait_ready(
+            base_url, self.key, a.headers, a.connect_timeout_s,
+            ready_mod.ready_timeout_s(a, self.server is not None),
+            self.server.spec.health_path if self.server is not None else "/health")
+        warnings: list = slo_mod.stream_warnings(self.sc.slo.model_dump(), a.stream)
         if a.probe:
-            model, warnings = probe_mod.check_models(base_url, models, a.model, a.api_key_env,
-                                                     managed=self.server is not None)
+            model, found = probe_mod.check_models(base_url, models, a.model, a.api_key_env,
+                                                  managed=self.server is not None)
+            warnings += found
         else:
             model = a.model or sut_mod.first_model_id(models.get("models"))
         if model is None:
             raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
                                 f"({models.get('error') or 'status ' + str(models.get('status'))})")
         self.base_url, self.model = base_url, model
+        own = await sut_mod.fetch_self_description(base_url, self.key, a.connect_timeout_s)
         if a.probe:
+            info = own.get("info") or (self.server.info if self.server is not None else None)
+            context = fit_mod.check_context_fit(self.plan, self.sc.load, a.endpoint,
+                                                models.get("models"), model, info)
             mt = a.extra_body.get("min_tokens")
             res = await probe_mod.probe_request(
                 ClientConfig.from_api(a, base_url, model, self.key), a.drop_rejected_fields,
-                mt if isinstance(mt, int) and not isinstance(mt, bool) else 1)
+                mt if isinstance(mt, int) and not isinstance(mt, bool) else 1, ready)
             res.warnings[:0] = warnings
+            res.context = context
             if res.warnings and res.status == "ok":
                 res.status = "warning"
             self.drop_fields = tuple(res.dropped_fields)
             self.probe = res.to_dict()
         else:
-            self.probe = {"status": "skipped", "warnings": [], "dropped_fields": []}
+            self.probe = {"status": "skipped", "warnings": warnings, "dropped_fields": [],
+                          "ready": ready.describe()}
         warn = getattr(self.progress, "warn", None)
         for w in self.probe["warnings"]:
             if warn is not None:
                 warn(w)
-        own = await sut_mod.fetch_self_description(base_url, self.key, a.connect_timeout_s)
         sut = sut_mod.describe_sut(base_url, models,
                                    self.server.describe() if self.server else None, model,
                                    a.endpoint, own)
@@ -293,9 +324,7 @@ class Run:
 
     async def _close(self, ledger: Ledger, planned: list) -> None:
         """Whatever happened: every planned request recorded once, samplers stopped, files closed."""
-        for s in planned:
-            if s.id not in ledger.written:
-                ledger.cancel(s, "scheduled but never sent: run ended early")
+        ledger.cancel_many(planned, "scheduled but never sent: run ended early")
         if self.cpu.result is None and self.t0 is not None:
             self.cpu.stop()
         if self.power is not None:
@@ -304,6 +333,9 @@ class Run:
             self.server_metrics = await self.scraper.stop()
         self.writer.close()
         self.progress.stop()
+        if ledger.failed is not None:   # records.jsonl could not be written (disk full): a crash
+            self.crashed = self.crashed or str(ledger.failed)
+            raise ledger.failed
 
     async def _warmup(self, client: Client, ledger: Ledger, next_spec, w: int,
                       cap: Optional[int]) -> None:

@@ -7,7 +7,11 @@
                  and the assistant text the server returned) ─► ... ; each turn is one RequestSpec
                  through Dispatcher._one ─► one Record (session_id, turn) in the ledger
     budget: load.num_requests counts TURNS; load.duration_s stops new turns; a failed turn ends its
-            session (the conversation has no answer to build on); turns never sent are not records
+            session (the conversation has no answer to build on)
+    stopped (interrupt, drain timeout): the turns a started session never sent get cancelled
+            records; server mode: so do the sessions scheduled but not started; concurrency mode:
+            the rest of load.num_requests is the count ``unsent_requests`` (a closed loop)
+    a session task that raises is a crash: the others are cancelled and the error raised
 
 scheduled_at of turn k > 1 = the previous answer's end + think_s: the time it was due, so a late
 send shows as schedule lag and TTFT from scheduled still carries it.
@@ -42,32 +46,56 @@ class SessionDriver:
             return False
         return self.end_ns is None or now_ns() < self.end_ns
 
+    def _spec(self, session: Session, k: int, messages: list, due: Optional[int]):
+        spec = self.make_spec(session.turns[k - 1], k, messages, session, self.next_id)
+        spec.scheduled_at_ns = due
+        self.next_id += 1
+        self.issued += 1
+        return spec
+
+    def _cancel_rest(self, session: Session, k: int, messages: list, due: Optional[int],
+                     why: str) -> None:
+        """Turns k.. of ``session`` were never sent (the run stopped): one cancelled record each,
+        within load.num_requests. ``due``: when turn k was due (later turns: unknown, null)."""
+        for j in range(k, len(session.turns) + 1):
+            if self.num_requests is not None and self.issued >= self.num_requests:
+                return
+            self.d.ledger.cancel(self._spec(session, j, messages, due if j == k else None), why)
+
     async def play(self, session: Session, start_ns: int) -> None:
-        """One session from its first turn (due at ``start_ns``) to its last or the budget's end."""
+        """One session from its first turn (due at ``start_ns``) to its last or the budget's end;
+        stopped (interrupt, drain timeout): the turns not sent get cancelled records."""
         messages: list[dict] = []
-        due = start_ns
+        due, nxt, nxt_due = start_ns, 1, start_ns   # nxt: the first turn without a record
         self.sessions_started += 1
-        for k, turn in enumerate(session.turns, 1):
-            if k > 1:
-                due += int(turn.think_s * NS)
-                if await sleep_until(due, self.d.stop):
-                    return
-            if not self._budget_left():
-                return
-            messages = messages + [{"role": "user", "content": turn.user}]
-            spec = self.make_spec(turn, k, messages, session, self.next_id)
-            spec.scheduled_at_ns = due
-            self.next_id += 1
-            self.issued += 1
-            self.d.last_issue_ns = due
-            rec = await self.d._one(spec, None)
-            if rec is None or rec.status != "ok":
-                return
-            messages = messages + [{"role": "assistant", "content": rec.output_text or ""}]
-            due = rec.end_at_ns or now_ns()
+        try:
+            for k, turn in enumerate(session.turns, 1):
+                if k > 1:
+                    due += int(turn.think_s * NS)
+                    nxt_due = due
+                    if await sleep_until(due, self.d.stop):
+                        break
+                if not self._budget_left():
+                    break
+                messages = messages + [{"role": "user", "content": turn.user}]
+                spec = self._spec(session, k, messages, due)
+                nxt, nxt_due = k + 1, None  # from here on, _one writes this turn's record
+                self.d.last_issue_ns = due
+                rec = await self.d._one(spec, None)
+                if rec is None or rec.status != "ok":
+                    break               # a failed turn ends its session (nothing to build on)
+                messages = messages + [{"role": "assistant", "content": rec.output_text or ""}]
+                due = rec.end_at_ns or now_ns()
+        except asyncio.CancelledError:
+            self._cancel_rest(session, nxt, messages, nxt_due, self.d.cancel_reason)
+            raise
+        if self.d.stop.is_set():
+            self._cancel_rest(session, nxt, messages, nxt_due, "turn never sent: run interrupted")
 
     async def concurrency(self, users: int, t0_ns: int) -> None:
-        """``users`` concurrent sessions; a user starts its next session when its last ended."""
+        """``users`` concurrent sessions; a user starts its next session when its last ended.
+        Stopped early: the turns of load.num_requests never started are a count
+        (``unsent_requests``), as in any closed loop."""
         async def user() -> None:
             start = t0_ns
             while self._budget_left():
@@ -76,27 +104,58 @@ class SessionDriver:
 
         tasks = [self.d._spawn(user()) for _ in range(users)]
         await self._wait(tasks)
+        if self.num_requests is not None and self.end_ns is None:
+            self.d.unsent_requests = max(0, self.num_requests - self.issued)
 
     async def server(self, offsets_ns, t0_ns: int) -> None:
-        """Session i starts at t0 + offsets[i], whatever earlier sessions are doing."""
-        tasks = []
+        """Session i starts at t0 + offsets[i], whatever earlier sessions are doing. Stopped
+        early: every turn of the sessions scheduled but not started gets a cancelled record
+        (open loop: every scheduled request has one), within load.num_requests."""
+        tasks, started = [], 0
         for off in offsets_ns:
             start = t0_ns + int(off)
             if await sleep_until(start, self.d.stop) or not self._budget_left():
                 break
             tasks.append(self.d._spawn(self.play(next(self.sessions), start)))
+            started += 1
         await self._wait(tasks)
+        if self.d.stop.is_set():
+            for off in offsets_ns[started:]:
+                if self.num_requests is not None and self.issued >= self.num_requests:
+                    break
+                if self.end_ns is not None and t0_ns + int(off) >= self.end_ns:
+                    break
+                self._cancel_rest(next(self.sessions), 1, [], t0_ns + int(off),
+                                  "session scheduled but never started: run interrupted")
 
     async def _wait(self, tasks: list) -> None:
-        """Until every session ended, the stop flag, or drain_timeout_s after the last send."""
+        """Until every session ended, the stop flag, or drain_timeout_s after the last send. A
+        session task that raised is a crash: the others are cancelled and the error raised."""
         while tasks and not self.d.stop.is_set() and any(not t.done() for t in tasks):
+            if self._crashed(tasks):
+                break
             last = self.d.last_issue_ns or now_ns()
             if now_ns() - last > int(self.d.drain_timeout_s * NS):
                 self.d.cancel_reason = (f"not finished {self.d.drain_timeout_s:g} s after the "
                                         "last send (load.drain_timeout_s)")
                 break
             await asyncio.wait([t for t in tasks if not t.done()], timeout=0.1)
+        crash = self._crashed(tasks)
+        if crash is not None:
+            self.d.cancel_reason = f"run aborted ({type(crash).__name__})"
         await self.d.cancel_all()
+        crash = crash or self._crashed(tasks)
+        if crash is not None:
+            raise crash
+
+    @staticmethod
+    def _crashed(tasks: list) -> Optional[BaseException]:
+        """The first exception a finished session task raised (retrieved, so never 'Task
+        exception was never retrieved'); None when none did."""
+        for t in tasks:
+            if t.done() and not t.cancelled() and t.exception() is not None:
+                return t.exception()
+        return None
 
     def describe(self) -> dict:
         return {"sessions_started": self.sessions_started, "turns_issued": self.issued}

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from loadgen.run.cache_hygiene import hygiene, reset_prefix_cache, sent_count
+from loadgen.run.calibration import refreeze_after_shared_server
 from loadgen.run.rundir import summarize_dir
 from loadgen.scenario.model import Scenario, ScenarioError
 
@@ -161,6 +162,9 @@ class Sweep:
         finally:
             if self.managed is not None:
                 self.managed.stop()
+        if self.managed is not None:    # stopped: the points' roofline spec, calibrated once
+            for d in refreeze_after_shared_server([self.dir / p["run_dir"] for p in self.points]):
+                summarize_dir(d, json.loads((d / "meta.json").read_text()), self.sc.output.report)
         return self._save()
 
     def _search(self) -> None:

@@ -10,10 +10,22 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from loadgen.scenario import limits
 from loadgen.scenario.strict import ScenarioError, Strict  # noqa: F401 (ScenarioError: re-exported)
 from loadgen.scenario.target import Target
+
+
+class ResponseLimits(Strict):
+    """What one answer may cost the client (loadgen.client.stream_step.Limits); exceeding one
+    fails that request as ``too_large`` and the run goes on. Memory stays bounded whatever the
+    server sends: a streamed body is parsed as it comes (reading pauses above 1 MiB held)."""
+
+    max_header_bytes: int = Field(64 * 2**10, ge=1024, le=2**26)     # status line + headers
+    max_event_bytes: int = Field(8 * 2**20, ge=1024, le=2**30)       # one SSE event / line
+    max_body_bytes: int = Field(32 * 2**20, ge=1024, le=2**31)       # a non-streamed body
+    events_per_token: int = Field(4, ge=1, le=1_000_000)             # × max_tokens + 1024 events
 
 
 class Api(Strict):
@@ -36,6 +48,13 @@ class Api(Strict):
     drop_rejected_fields: bool = True
     # multi-turn sessions: this header carries each session's id (e.g. X-Session-ID, for routers)
     session_header: Optional[str] = None
+    # before the probe (loadgen.targets.ready): wait this long at most for /health 200 and answers
+    # that are not 503; None: 600 s for target.server (compiles), 120 s for target.url; 0: no wait
+    ready_timeout_s: Optional[float] = Field(None, ge=0)
+    limits: ResponseLimits = Field(default_factory=ResponseLimits)
+    # a 3xx answer is a failed request of kind "redirect" (its Location in the error); same-host:
+    # a 307/308 to the same scheme, host and port is followed (up to 3 hops); never another host
+    follow_redirects: Literal["never", "same-host"] = "never"
 
 
 class Dist(Strict):
@@ -165,6 +184,7 @@ class Load(Strict):
             raise ValueError("mode concurrency needs 'concurrency' (or 'stages')")
         if self.mode == "offline" and self.num_requests is None:
             raise ValueError("mode offline needs 'num_requests' (every request is issued at t0)")
+        limits.check_plan(self)
         return self
 
     @property
@@ -190,10 +210,7 @@ class Slo(Strict):
     @model_validator(mode="after")
     def _preset(self) -> "Slo":
         if self.preset is not None:
-            try:
-                from analysis.metrics.slo import PRESETS
-            except ImportError:  # analysis absent: the summary reports the unknown preset
-                return self
+            from analysis.metrics.slo import PRESETS
             if self.preset not in PRESETS:
                 raise ValueError(f"unknown preset '{self.preset}' (known: "
                                  f"{', '.join(sorted(PRESETS))})")
@@ -242,8 +259,13 @@ class Sweep(Strict):
 
 class Output(Strict):
     dir: str = "runs"
-    run_name: Optional[str] = None        # default: {YYYYmmdd-HHMMSS}-{name}
+    run_name: Optional[str] = None        # default: {YYYYmmdd-HHMMSS}-{name}; inside dir
     report: Literal["full", "text", "none"] = "full"  # report.md/html after the run; text: no plots
+
+    @field_validator("run_name")
+    @classmethod
+    def _inside_dir(cls, v: Optional[str]) -> Optional[str]:
+        return limits.check_run_name(v)
 
 
 class Scenario(Strict):
@@ -274,6 +296,11 @@ class Scenario(Strict):
             if self.load.mode not in ("concurrency", "server") or self.load.stages:
                 raise ValueError("workload.source sessions runs in load.mode concurrency (N "
                                  "concurrent sessions) or server (a rate of new sessions)")
+        for key in ("ttft_ms", "tpot_ms", "itl_ms"):   # analysis.metrics.slo.STREAM_ONLY
+            if getattr(self.slo, key) is not None and not self.api.stream:
+                raise ValueError(f"slo.{key}: TTFT/TPOT/ITL need api.stream: true (a non-streamed "
+                                 f"answer arrives whole, with no first-token time): set "
+                                 f"api.stream: true or drop slo.{key}")
         if (self.load.mode == "trace") != (self.workload.source == "trace"):
             raise ValueError("load.mode trace and workload.source trace go together (the trace "
                              "file gives both the prompts and the send times)")

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
 import numpy as np
 
+from loadgen.scenario.limits import MAX_PROMPT_CHARS
 from loadgen.scenario.strict import ScenarioError
+from loadgen.scenario.trace import _finite, _no_constant, _short
 
 
 @dataclass(frozen=True)
@@ -49,28 +52,88 @@ def draw_seconds(d, rng: np.random.Generator) -> float:
     return float(rng.exponential(d.mean))
 
 
+def _conversations(path: Path) -> Iterator[tuple[str, object]]:
+    """("workload.path: FILE:LINE", element) for each element of the file's top-level JSON list,
+    LINE being where the element starts. Not UTF-8, not JSON (NaN and Infinity included) or not
+    a list: a ScenarioError naming the line."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        no = raw.count(b"\n", 0, e.start) + 1
+        raise ScenarioError(f"workload.path: {path}:{no}: not valid UTF-8") from None
+    dec = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
+    ws = re.compile(r"[ \t\n\r]*")
+    line, last = 1, 0
+
+    def where(pos: int) -> str:
+        nonlocal line, last
+        line += text.count("\n", last, pos)
+        last = pos
+        return f"workload.path: {path}:{line}"
+
+    def bad(pos: int, msg: str) -> ScenarioError:
+        return ScenarioError(f"{where(pos)}: {msg}")
+
+    pos = ws.match(text, 0).end()
+    if not text.startswith("[", pos):
+        raise bad(pos, "ShareGPT file must be a JSON list")
+    pos = ws.match(text, pos + 1).end()
+    if text.startswith("]", pos):
+        return
+    while True:
+        try:
+            obj, end = dec.raw_decode(text, pos)
+        except json.JSONDecodeError as e:
+            raise bad(e.pos, f"not valid JSON ({e.msg})") from None
+        except (ValueError, RecursionError) as e:
+            raise bad(pos, f"not valid JSON ({e})") from None
+        yield where(pos), obj
+        pos = ws.match(text, end).end()
+        if text.startswith("]", pos):
+            if text[ws.match(text, pos + 1).end():]:
+                raise bad(pos + 1, "not valid JSON (extra data after the list)")
+            return
+        if not text.startswith(",", pos):
+            raise bad(pos, "not valid JSON (expected ',' or ']')")
+        pos = ws.match(text, pos + 1).end()
+
+
+def _turns(conv, at: str) -> list:
+    """The ``conversations`` list of one element (none: the element is skipped), each turn
+    checked: {"from": str, "value": str}."""
+    turns = conv.get("conversations") if isinstance(conv, dict) else None
+    if not isinstance(turns, list):
+        return []
+    for j, t in enumerate(turns):
+        if not isinstance(t, dict):
+            raise ScenarioError(f"{at}: conversations[{j}]: must be an object")
+        if not isinstance(t.get("from"), str):
+            raise ScenarioError(f"{at}: conversations[{j}].from: must be a string")
+        v = t.get("value")
+        if not isinstance(v, str):
+            raise ScenarioError(f"{at}: conversations[{j}].value: must be a string "
+                                f"(got {_short(v)})")
+        if len(v) > MAX_PROMPT_CHARS:
+            raise ScenarioError(f"{at}: conversations[{j}].value: longer than "
+                                f"{MAX_PROMPT_CHARS:,} characters")
+    return turns
+
+
 def read_sharegpt_sessions(path: str | Path) -> list[list[tuple[str, Optional[str]]]]:
-    """Every conversation as [(human text, the gpt reply after it or None), ...], in file order."""
+    """Every conversation as [(human text, the gpt reply after it or None), ...], in file order.
+    Every element is checked first (``workload.path: FILE:LINE: field: problem``)."""
     p = Path(path)
     if not p.is_file():
         raise ScenarioError(f"workload.path: {path}: no such file")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ScenarioError(f"workload.path: {path}: not valid JSON (line {e.lineno}: {e.msg})") \
-            from None
-    if not isinstance(data, list):
-        raise ScenarioError(f"workload.path: {path}: ShareGPT file must be a JSON list")
     out = []
-    for conv in data:
-        turns = conv.get("conversations") if isinstance(conv, dict) else None
-        if not isinstance(turns, list):
-            continue
+    for at, conv in _conversations(p):
+        turns = _turns(conv, at)
         pairs: list[tuple[str, Optional[str]]] = []
         for i, t in enumerate(turns):
-            if isinstance(t, dict) and t.get("from") == "human" and t.get("value"):
+            if t["from"] == "human" and t["value"]:
                 nxt = turns[i + 1] if i + 1 < len(turns) else None
-                reply = nxt.get("value") if isinstance(nxt, dict) and nxt.get("from") == "gpt" else None
+                reply = nxt["value"] if nxt is not None and nxt["from"] == "gpt" else None
                 pairs.append((t["value"], reply or None))
         if pairs:
             out.append(pairs)

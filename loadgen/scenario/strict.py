@@ -1,7 +1,18 @@
-"""The base of every scenario model, and the one error a bad scenario raises."""
+"""The base of every scenario model, and the one error a bad scenario raises.
+
+Every number in a scenario is finite (no .inf / .nan), a number (true/false is not 1/0) and at
+most its bound in ``loadgen.scenario.limits.UPPER`` (docs/limits.md): checked on every field of
+every model, so a model that adds a field gets the first two for free.
+"""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import difflib
+import typing
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+from loadgen.scenario import limits
 
 
 class ScenarioError(ValueError):
@@ -9,4 +20,41 @@ class ScenarioError(ValueError):
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _number_not_bool(cls, v, info: ValidationInfo):
+        return limits.no_bool(cls, info.field_name, v)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _within_limits(cls, v, info: ValidationInfo):
+        return limits.at_most(cls, info.field_name, v)
+
+
+def _model_in(annotation) -> Optional[type[BaseModel]]:
+    """The pydantic model inside ``Optional[M]``, ``list[M]``, ``dict[str, M]``, ``M``, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        m = _model_in(arg)
+        if m is not None:
+            return m
+    return None
+
+
+def unknown_key(root: type[BaseModel], loc: tuple) -> str:
+    """The message for an unknown key at ``loc``: "unknown key", plus " (did you mean 'x'?)"
+    when a field of the model it was given to is close (difflib over the field names)."""
+    model: Optional[type[BaseModel]] = root
+    for part in loc[:-1]:
+        if isinstance(part, int):           # a list's index: the same model
+            continue
+        field = model.model_fields.get(str(part)) if model is not None else None
+        model = _model_in(field.annotation) if field is not None else None
+        if model is None:
+            return "unknown key"
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    return f"unknown key (did you mean '{close[0]}'?)" if close else "unknown key"
+

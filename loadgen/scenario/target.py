@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 from typing import Any, Literal, Optional
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from loadgen.scenario.strict import Strict
 
@@ -79,6 +80,22 @@ class Target(Strict):
     scrape_metrics: bool = True
     metrics_path: str = "/metrics"
     metrics_interval_s: float = Field(1.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _base_url(cls, v: Optional[str]) -> Optional[str]:
+        """An http(s):// base URL; one that ends in /v1 is the API's root, not the server's."""
+        if v is None:
+            return v
+        p = urlsplit(v)
+        if p.scheme not in ("http", "https") or not p.netloc:
+            hint = f"http://{v}" if "://" not in v else "http://HOST:PORT"
+            raise ValueError(f"'{v}' is not an http:// or https:// URL (e.g. {hint})")
+        if p.path.rstrip("/").endswith("/v1"):
+            base = urlunsplit((p.scheme, p.netloc, p.path.rstrip("/")[:-3], "", ""))
+            raise ValueError(f"'{v}' ends in /v1: give the server's base URL, {base} "
+                             "(loadgen adds /v1/completions, /v1/models itself)")
+        return v
 
     @model_validator(mode="after")
     def _one_of(self) -> "Target":

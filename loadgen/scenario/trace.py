@@ -18,19 +18,26 @@ Formats (one JSON object a line):
 
 ``time_scale`` multiplies the trace's gaps: 0.5 replays twice as fast, 2 half as fast. Offsets are
 relative to the first row sent. Pure: no I/O beyond reading the file; no clock.
+
+Every line is checked before the run (``workload.path: FILE:LINE: field: problem``, exit 2): UTF-8, JSON without
+NaN/Infinity, a finite timestamp in [0, 1e14] ms, lengths in [1, 1,048,576] tokens, hash ids
+non-negative integers, text fields strings; a replay longer than 7 days is refused.
 """
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
 import numpy as np
 
+from loadgen.scenario.limits import MAX_DURATION_S, MAX_FILE_ROWS, MAX_PROMPT_CHARS, MAX_TOKENS
 from loadgen.scenario.strict import ScenarioError
 
 NS = 1_000_000_000
+MAX_TIMESTAMP_MS = 1e14         # ~3,000 years: epoch milliseconds fit, 1e15 does not
 
 
 @dataclass(frozen=True)
@@ -41,14 +48,48 @@ class TraceRow:
     hash_ids: tuple[int, ...] = ()               # mooncake
     prompt: Optional[str] = None                 # jsonl
     messages: Optional[list] = field(default=None, compare=False)   # jsonl, chat
+    where: str = field(default="", compare=False)   # "FILE:LINE", for messages about the row
 
 
 def positive_int(row: dict, key: str, where: str, required: bool) -> Optional[int]:
+    """``row[key]`` as a length in tokens: an integer in [1, MAX_TOKENS] (input_length: from 0)."""
     v = row.get(key)
     if v is None and not required:
         return None
-    if not isinstance(v, int) or isinstance(v, bool) or v < (1 if key != "input_length" else 0):
-        raise ScenarioError(f"{where}: '{key}' must be a positive integer")
+    lo = 0 if key == "input_length" else 1
+    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= MAX_TOKENS:
+        got = "missing" if v is None else f"got {_short(v)}"
+        raise ScenarioError(f"{where}: {key}: must be an integer from {lo} to {MAX_TOKENS:,} "
+                            f"tokens ({got})")
+    return v
+
+
+def _short(v) -> str:
+    r = json.dumps(v) if not isinstance(v, str) else repr(v)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
+def prompt_text(v, key: str, where: str) -> str:
+    """``v`` as a prompt: a string of at most MAX_PROMPT_CHARS characters."""
+    if not isinstance(v, str):
+        raise ScenarioError(f"{where}: {key}: must be a string (got {_short(v)})")
+    if len(v) > MAX_PROMPT_CHARS:
+        raise ScenarioError(f"{where}: {key}: longer than {MAX_PROMPT_CHARS:,} characters")
+    return v
+
+
+def _messages(v, where: str) -> list:
+    if not isinstance(v, list) or not v:
+        raise ScenarioError(f"{where}: messages: must be a non-empty list")
+    for i, m in enumerate(v):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ScenarioError(f"{where}: messages[{i}]: must be an object with a string 'role'")
+        c = m.get("content")
+        if c is not None and not isinstance(c, (str, list)):
+            raise ScenarioError(f"{where}: messages[{i}].content: must be a string or a list "
+                                f"(got {_short(c)})")
+        if isinstance(c, str):
+            prompt_text(c, f"messages[{i}].content", where)
     return v
 
 
@@ -56,42 +97,68 @@ def _row(obj, fmt: str, where: str) -> TraceRow:
     if not isinstance(obj, dict):
         raise ScenarioError(f"{where}: not a JSON object")
     ts = obj.get("timestamp")
-    if not isinstance(ts, (int, float)) or isinstance(ts, bool) or ts < 0:
-        raise ScenarioError(f"{where}: needs a non-negative number 'timestamp' (ms)")
+    if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not 0 <= ts <= MAX_TIMESTAMP_MS:
+        raise ScenarioError(f"{where}: timestamp: needs a finite number of ms from 0 to "
+                            f"{MAX_TIMESTAMP_MS:.0e} (got {_short(ts) if 'timestamp' in obj else 'none'})")
     if fmt == "mooncake":
         ids = obj.get("hash_ids", [])
-        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
-            raise ScenarioError(f"{where}: 'hash_ids' must be a list of integers")
+        if (not isinstance(ids, list) or len(ids) > MAX_TOKENS
+                or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 2 ** 64
+                           for i in ids)):
+            raise ScenarioError(f"{where}: hash_ids: must be a list of non-negative integers")
         return TraceRow(float(ts), positive_int(obj, "output_length", where, True),
-                        positive_int(obj, "input_length", where, True), tuple(ids))
+                        positive_int(obj, "input_length", where, True), tuple(ids), where=where)
     prompt, messages = obj.get("prompt"), obj.get("messages")
-    if not isinstance(prompt, str) and not (isinstance(messages, list) and messages):
+    if prompt is None and messages is None:
         raise ScenarioError(f"{where}: needs a string 'prompt' or a list 'messages'")
     return TraceRow(float(ts), positive_int(obj, "max_tokens", where, False),
-                    prompt=prompt if isinstance(prompt, str) else None,
-                    messages=messages if isinstance(messages, list) else None)
+                    prompt=prompt_text(prompt, "prompt", where) if prompt is not None else None,
+                    messages=_messages(messages, where) if prompt is None else None, where=where)
+
+
+def _finite(text: str):
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"number {text} is out of range")
+    return x
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def jsonl_objects(path: str | Path) -> Iterator[tuple[str, object]]:
-    """("workload.path: FILE line N", the parsed line) for every non-blank line; a line that is
-    not JSON is a ScenarioError naming it."""
-    with open(path, encoding="utf-8") as f:
-        for no, line in enumerate(f, 1):
+    """("workload.path: FILE:LINE", the parsed line) for every non-blank line; a line that is not
+    UTF-8 or not JSON (NaN, Infinity and numbers beyond a float's range included) is a
+    ScenarioError naming it: ``workload.path: FILE:LINE: problem``."""
+    with open(path, "rb") as f:
+        for no, raw in enumerate(f, 1):
+            where = f"workload.path: {path}:{no}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ScenarioError(f"{where}: not valid UTF-8 (byte {e.start + 1} of the line)") \
+                    from None
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json.loads(line, parse_float=_finite, parse_constant=_no_constant)
             except json.JSONDecodeError as e:
-                raise ScenarioError(f"workload.path: {path} line {no}: not valid JSON ({e.msg})") \
-                    from None
-            yield f"workload.path: {path} line {no}", obj
+                raise ScenarioError(f"{where}: not valid JSON ({e.msg})") from None
+            except (ValueError, RecursionError) as e:
+                raise ScenarioError(f"{where}: not valid JSON ({e})") from None
+            yield where, obj
 
 
 def read_trace(path: str | Path, fmt: str) -> list[TraceRow]:
     """The rows of a trace file in timestamp order (stable for equal times)."""
     if not Path(path).is_file():
         raise ScenarioError(f"workload.path: {path}: no such file")
-    rows = [_row(obj, fmt, where) for where, obj in jsonl_objects(path)]
+    rows = []
+    for where, obj in jsonl_objects(path):
+        if len(rows) >= MAX_FILE_ROWS:
+            raise ScenarioError(f"{where}: more than {MAX_FILE_ROWS:,} rows (docs/limits.md)")
+        rows.append(_row(obj, fmt, where))
     if not rows:
         raise ScenarioError(f"workload.path: {path}: no requests in the trace")
     return sorted(rows, key=lambda r: r.timestamp_ms)
@@ -100,10 +167,19 @@ def read_trace(path: str | Path, fmt: str) -> list[TraceRow]:
 def trace_offsets_ns(rows: list[TraceRow], time_scale: float = 1.0, n: Optional[int] = None,
                      duration_s: Optional[float] = None) -> np.ndarray:
     """Send offsets (int64 ns from t0) of the first ``n`` rows and/or those before ``duration_s``
-    (on the scaled time axis). shape: (count,) int64, non-decreasing, first 0."""
+    (on the scaled time axis). shape: (count,) int64, non-decreasing, first 0. A replay longer
+    than MAX_DURATION_S is a ScenarioError naming the row that ends it."""
     if time_scale <= 0:
         raise ValueError("time_scale must be > 0")
     ts = np.array([r.timestamp_ms for r in rows], dtype=np.float64)
+    if len(ts):
+        last = len(ts) - 1 if n is None else min(n, len(ts)) - 1
+        span_s = (ts[last] - ts[0]) * 1e-3 * time_scale
+        if span_s > MAX_DURATION_S and (duration_s is None or duration_s > MAX_DURATION_S):
+            raise ScenarioError(
+                f"{rows[last].where or 'workload.path'}: timestamp: the replay would last "
+                f"{span_s:,.0f} s (load.time_scale {time_scale:g}), more than {MAX_DURATION_S:,.0f}"
+                " (7 days, docs/limits.md)")
     off = np.round((ts - ts[0]) * 1e6 * time_scale).astype(np.int64) if len(ts) else ts.astype(np.int64)
     if n is not None:
         off = off[:n]

@@ -25,8 +25,9 @@ import numpy as np
 from loadgen.scenario.model import Dist, ScenarioError, Workload
 from loadgen.scenario.tokens import make_counter
 from loadgen.scenario.sessions import SessionPlan, read_sharegpt_sessions
-from loadgen.scenario.trace import (TracePrompts, jsonl_objects, positive_int, read_trace,
-                                    trace_offsets_ns)
+from loadgen.scenario.limits import MAX_FILE_ROWS, MAX_TOKENS
+from loadgen.scenario.trace import (TracePrompts, jsonl_objects, positive_int, prompt_text,
+                                    read_trace, trace_offsets_ns)
 
 @dataclass(frozen=True)
 class PromptSpec:
@@ -40,7 +41,7 @@ class PromptSpec:
 
 def sample_lengths(d: Dist, rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` integer lengths from ``d``, clipped to [d.min, d.max]. shape: (n,) int64."""
-    hi = d.max if d.max is not None else np.iinfo(np.int32).max
+    hi = d.max if d.max is not None else MAX_TOKENS
     if d.dist == "fixed":
         x = np.full(n, float(d.value))
     elif d.dist == "uniform":
@@ -58,9 +59,14 @@ def sample_lengths(d: Dist, rng: np.random.Generator, n: int) -> np.ndarray:
 def _read_jsonl(path: Path) -> list[tuple[str, Optional[int]]]:
     out = []
     for where, row in jsonl_objects(path):
-        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
-            raise ScenarioError(f"{where}: needs a string 'prompt'")
-        out.append((row["prompt"], positive_int(row, "max_tokens", where, False)))
+        if not isinstance(row, dict):
+            raise ScenarioError(f"{where}: not a JSON object")
+        if "prompt" not in row:
+            raise ScenarioError(f"{where}: prompt: missing (each line needs a string 'prompt')")
+        if len(out) >= MAX_FILE_ROWS:
+            raise ScenarioError(f"{where}: more than {MAX_FILE_ROWS:,} rows (docs/limits.md)")
+        out.append((prompt_text(row["prompt"], "prompt", where),
+                    positive_int(row, "max_tokens", where, False)))
     return out
 
 

@@ -4,7 +4,8 @@
                                   "{port}" filled)
         ─► Popen (own session, stdout+stderr ─► run_dir/server.log)
         ─► poll GET health_path until 200 (bounded by startup_timeout_s; exit or timeout
-           ─► ServerStartError with the exit code and the log's tail)
+           ─► ServerStartError with the exit code and the log's tail); meanwhile a live line on
+           stderr, ready.LiveLine: "starting jax server (23 s): <server.log's last line>"
         ─► GET /info (JSON describe of the SUT, if the server has one)
         ─► servers.vllm.describe.describe_server (flags, GPUs, vLLM version) ─► describe()["sut"]
         ─► stop: SIGINT, then SIGTERM, then SIGKILL, each with a timeout — on normal exit,
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -30,6 +32,7 @@ from typing import Optional
 
 from loadgen.scenario.model import ScenarioError
 from loadgen.scenario.target import ServerSpec
+from loadgen.targets.ready import LiveLine
 from loadgen.targets.server_argv import ADDED_ENV, build_argv, server_env
 from loadgen.targets.server_record import LIFECYCLE_FILE, ServerRecord, log_tail, shown_argv
 from servers.vllm.describe import describe_server
@@ -69,6 +72,27 @@ def tree_listens(pid: int, port: int) -> Optional[bool]:
                for c in conns):
             return True
     return False
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def last_log_line(path: Path, limit: int = 120) -> str:
+    """The last non-empty line of a log (its tail only is read; a progress bar's \r-rewritten
+    line: its last state; colour codes dropped), cut to ``limit`` characters."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    for line in reversed(tail.split("\n")):
+        for part in reversed(line.split("\r")):
+            text = " ".join(_ANSI.sub("", part).split())
+            if text:
+                return text if len(text) <= limit else text[:limit - 1] + "…"
+    return ""
 
 
 def _get(url: str, timeout: float) -> tuple[int, bytes]:
@@ -160,6 +184,13 @@ class ManagedServer:
         return self
 
     def _wait_healthy(self, t_start: float) -> None:
+        live = LiveLine(f"starting {self.spec.kind} server")
+        try:
+            self._poll_health(t_start, live)
+        finally:
+            live.close()
+
+    def _poll_health(self, t_start: float, live: LiveLine) -> None:
         url = self.base_url + self.spec.health_path
         deadline = t_start + self.spec.startup_timeout_s
         while True:
@@ -180,6 +211,7 @@ class ManagedServer:
                     f"target.server.startup_timeout_s: {url} not healthy after "
                     f"{self.spec.startup_timeout_s:g} s" + (f" ({warn})" if warn else "")
                     + f" ({self.log_path}):\n{log_tail(self.log_path)}")
+            live.update(lambda: last_log_line(self.log_path))
             time.sleep(self.poll_s)
 
     def _port_is_ours(self) -> bool:

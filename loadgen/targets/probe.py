@@ -1,5 +1,6 @@
 """Before the run: is the target there, does it serve api.model, will it take loadgen's requests?
 
+    ready.wait_ready (a 503 or an unhealthy /health waits, up to api.ready_timeout_s) ─►
     GET {url}/v1/models ─► fetch_models() ─► check_models()
         unreachable (refused, timeout, no such host) | HTTP 401/403 | 5xx (still loading)
         | api.model not in the list                    ─► ProbeError: one line, the URL and the cause
@@ -10,11 +11,14 @@
             api.drop_rejected_fields true (default) ─► drop them, a warning, probe again
             api.drop_rejected_fields false          ─► ProbeError naming the field and the fix
         401/403, 404, any other 4xx                    ─► ProbeError (the run would fail whole)
-        5xx, 429, timeout, a broken stream             ─► a warning; the run goes on and says so
+        503 (warming up, queue full)                   ─► ready.ReadyWait.pause: ask again until
+                                                          api.ready_timeout_s (then ProbeError)
+        other 5xx, 429, timeout, a broken stream       ─► a warning; the run goes on and says so
+    then fit.check_context_fit: the largest prompt + output against the server's stated context
 
 ``ProbeError`` is a ``ScenarioError``: the CLI prints its one line and exits 2, before any
-measured request. ``api.probe: false`` skips all of this (the /v1/models answer is then only
-used to pick a model when api.model is not given). Warnings and dropped fields go to meta.json
+measured request. ``api.probe: false`` skips all of this but the wait for readiness (the
+/v1/models answer is then only used to pick a model when api.model is not given). Warnings and dropped fields go to meta.json
 ``probe`` and from there to summary.json (``warnings``, ``dropped_fields``).
 """
 from __future__ import annotations
@@ -24,13 +28,16 @@ import errno
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import aiohttp
 
 from loadgen.client.client import Client, ClientConfig, RequestSpec
 from loadgen.client.request import base_body, optional_fields
 from loadgen.scenario.strict import ScenarioError
+
+if TYPE_CHECKING:
+    from loadgen.targets.ready import ReadyWait
 
 PROBE_PROMPT = "Hello"
 PROBE_TIMEOUT_S = 120.0       # at most; api.timeout_s when shorter
@@ -46,7 +53,7 @@ class ProbeError(ScenarioError):
     """The target cannot serve this run; ``str()`` is one line naming the URL and the cause."""
 
 
-def _one_line(text: Any, limit: int = SNIPPET) -> str:
+def one_line(text: Any, limit: int = SNIPPET) -> str:
     return " ".join(str(text).split())[:limit]
 
 
@@ -56,20 +63,20 @@ _MESSAGE = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)')
 def body_message(body: str) -> str:
     """The message of a JSON error body (OpenAI, vLLM, FastAPI shapes; maybe cut short), else
     the text as it came, on one line."""
-    text = _one_line(body, 400)
+    text = one_line(body, 400)
     if text.startswith("{"):
         m = _MESSAGE.search(text)
         if m:
             try:
-                return _one_line(json.loads(f'"{m.group(1)}"'))
+                return one_line(json.loads(f'"{m.group(1)}"'))
             except ValueError:
-                return _one_line(m.group(1))
+                return one_line(m.group(1))
     return text[:SNIPPET]
 
 
 def server_message(error: Optional[str]) -> str:
     """A record's ``HTTP 400: {"error": {"message": "..."}}`` as ``HTTP 400: ...``."""
-    head, sep, body = _one_line(error or "", 400).partition(": ")
+    head, sep, body = one_line(error or "", 400).partition(": ")
     return f"{head}: {body_message(body)}" if sep else body_message(head)
 
 
@@ -87,13 +94,13 @@ def connection_cause(e: BaseException, timeout_s: float) -> str:
             return "connection refused (nothing listens there)"
         if isinstance(os_err, OSError) and os_err.strerror:
             return os_err.strerror.lower()
-        return _one_line(e)
+        return one_line(e)
     if isinstance(e, aiohttp.ServerDisconnectedError):
         return "the server closed the connection without an answer"
-    return f"{type(e).__name__}: {_one_line(e)}"
+    return f"{type(e).__name__}: {one_line(e)}"
 
 
-def _headers(api_key: Optional[str], headers: Optional[dict]) -> dict:
+def request_headers(api_key: Optional[str], headers: Optional[dict]) -> dict:
     h = {"Accept-Encoding": "identity"}
     if api_key:
         h["Authorization"] = f"Bearer {api_key}"
@@ -111,7 +118,7 @@ async def fetch_models(base_url: str, api_key: Optional[str], timeout_s: float,
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s),
                                          trust_env=False) as s:
-            async with s.get(url, headers=_headers(api_key, headers)) as r:
+            async with s.get(url, headers=request_headers(api_key, headers), allow_redirects=False) as r:
                 raw = await r.read()
                 body = None
                 if r.status == 200:
@@ -201,6 +208,8 @@ class ProbeResult:
     error: Optional[str] = None
     output_tokens: Optional[int] = None
     finish_reason: Optional[str] = None
+    ready: Optional[dict] = None            # ready.ReadyWait.describe(): how long it waited
+    context: Optional[dict] = None          # fit.check_context_fit: the context and the workload
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -210,8 +219,21 @@ def _fix_for(f: str) -> str:
     return FIX.get(f, f"remove '{f}' from api.extra_body")
 
 
-async def probe_request(cfg: ClientConfig, drop_rejected: bool, min_tokens: int = 1) -> ProbeResult:
-    """One small request with the run's own body (``cfg``); see the module doc."""
+async def probe_request(cfg: ClientConfig, drop_rejected: bool, min_tokens: int = 1,
+                        ready: "Optional[ReadyWait]" = None) -> ProbeResult:
+    """One small request with the run's own body (``cfg``); see the module doc. With ``ready``
+    an HTTP 503 waits (and asks again) on its deadline instead of going ahead with a warning."""
+    try:
+        res = await _probe(cfg, drop_rejected, min_tokens, ready)
+    finally:
+        if ready is not None:
+            ready.close()
+    res.ready = ready.describe() if ready is not None else None
+    return res
+
+
+async def _probe(cfg: ClientConfig, drop_rejected: bool, min_tokens: int,
+                 ready: "Optional[ReadyWait]") -> ProbeResult:
     res = ProbeResult()
     drop: list[str] = list(cfg.drop_fields)
     max_tokens = max(1, min_tokens)
@@ -229,6 +251,9 @@ async def probe_request(cfg: ClientConfig, drop_rejected: bool, min_tokens: int 
         code = rec.http_status or 0
         if rec.status == "ok":
             break
+        if code == 503 and ready is not None:
+            await ready.pause(f"POST {path}: {server_message(rec.error)}")
+            continue
         if rec.error_kind != "http" or code >= 500 or code in (408, 429):
             # the server's or the network's trouble, not the scenario's: the run will show it
             res.status = "warning"

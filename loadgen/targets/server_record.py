@@ -11,7 +11,9 @@
     shown_argv(): the argv as recorded — secret flag values redacted, the CPU shim's program text
         shown as <CPU_SHIM>
 
-Writing the record never fails a run.
+Written through analysis.contract.ServerLife (named keys, schema_version); writing the record
+never fails a run (a key outside the contract: the dict is written as it is, and the suite's
+schema test, analysis.contract.validate_run_dir, is what flags it).
 """
 from __future__ import annotations
 
@@ -20,9 +22,11 @@ import os
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract import SCHEMA_VERSION, ContractError, ServerLife
 from loadgen.scenario.target import ServerSpec
 from servers.vllm.describe import SECRET_WORDS
 from servers.vllm.launcher import Launcher, failure_hints
+from loadgen.redact import redact
 
 LIFECYCLE_FILE = "server.json"
 
@@ -65,7 +69,8 @@ class ServerRecord:
         self.path = Path(run_dir) / LIFECYCLE_FILE
         self.log_path = Path(run_dir) / "server.log"
         self.data: dict = {
-            "kind": spec.kind, "status": "not_started", "argv": None,
+            "schema_version": SCHEMA_VERSION, "kind": spec.kind, "status": "not_started",
+            "argv": None,
             "env_added": redact_env(env_added),
             "env_inherited": "loadgen's own environment (not recorded)",
             "cwd": os.getcwd(), "cpus": spec.cpus, "base_url": base_url,
@@ -79,8 +84,11 @@ class ServerRecord:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(self.data, indent=2, default=str) + "\n",
-                           encoding="utf-8")
+            try:
+                data = ServerLife.dump(self.data)
+            except ContractError:
+                data = self.data
+            tmp.write_text(redact(json.dumps(data, indent=2, default=str)) + "\n", encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError:
             pass                          # the record must never be why a run fails

@@ -2,7 +2,8 @@
 
     base_url ─► GET /v1/models (JSON + response headers) ─┐
     managed server (argv, GET /info describe())           ├─► describe_sut() ─► sut.json
-    client host (hostname, CPUs, python, platform, pkgs) ─┘
+    client host (hostname, CPUs, python, platform, pkgs) ─┘   (analysis.contract.Sut.dump:
+                                                              named keys, schema_version)
 
 Nothing here is secret: request headers (which may hold an API key) are never stored.
 """
@@ -16,6 +17,8 @@ import sys
 from typing import Optional
 
 import aiohttp
+
+from analysis.contract import Sut
 
 PACKAGES = ("loadgen", "aiohttp", "numpy", "pydantic", "rich", "psutil", "jax", "jaxlib",
             "tokenizers", "torch", "vllm", "nvidia-ml-py")
@@ -61,7 +64,7 @@ async def fetch_models(base_url: str, api_key: Optional[str], timeout_s: float) 
     url = base_url.rstrip("/") + "/v1/models"
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as s:
-            async with s.get(url, headers=headers) as r:
+            async with s.get(url, headers=headers, allow_redirects=False) as r:
                 body = await r.json(content_type=None) if r.status == 200 else None
                 return {"status": r.status, "models": body, "headers": keep_headers(r.headers),
                         "error": None}
@@ -80,7 +83,8 @@ async def fetch_self_description(base_url: str, api_key: Optional[str], timeout_
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as s:
             for key, path in (("info", "/info"), ("version", "/version"), ("props", "/props")):
                 try:
-                    async with s.get(base_url.rstrip("/") + path, headers=headers) as r:
+                    async with s.get(base_url.rstrip("/") + path, headers=headers,
+                                     allow_redirects=False) as r:
                         if r.status == 200:
                             out[key] = await r.json(content_type=None)
                 except (aiohttp.ClientError, OSError, ValueError, TimeoutError):
@@ -119,7 +123,8 @@ def server_version(own: dict, headers: Optional[dict]) -> dict:
 def describe_sut(base_url: str, models: dict, managed: Optional[dict], model: Optional[str],
                  endpoint: str, self_described: Optional[dict] = None) -> dict:
     own = self_described or {}
-    return {"target_url": base_url, "endpoint": endpoint, "model": model,
+    return Sut.dump({  # analysis.contract: every key named there, schema_version set
+            "target_url": base_url, "endpoint": endpoint, "model": model,
             "models": models.get("models"), "models_status": models.get("status"),
             "models_error": models.get("error"), "response_headers": models.get("headers"),
             "managed_server": managed,
@@ -127,4 +132,4 @@ def describe_sut(base_url: str, models: dict, managed: Optional[dict], model: Op
             "server_version": server_version(own, models.get("headers")),
             "server_props": ({k: own["props"].get(k) for k in PROPS_KEEP}
                              if isinstance(own.get("props"), dict) else None),
-            "client_host": client_host()}
+            "client_host": client_host()})

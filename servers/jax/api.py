@@ -4,6 +4,7 @@
          ─► orchestrator (engine thread) ─► Pieces ─► SSE chunks (one per token) or one JSON response
     GET  /v1/models   served model id + max_model_len        GET /health  200 once ready, else 503
     GET  /info        engine describe() + server settings    GET /metrics vLLM-named Prometheus text
+                      (server: max_model_len and the tokenizer, which loadgen's context check reads)
 
 Status codes: 400 invalid request / 404 unknown model (protocol.py) / 401 bad API key (code
 "invalid_api_key") / 503 queue full (code "queue_full"), warming up ("not_ready") or engine stopped, all with
@@ -224,7 +225,9 @@ async def _health(request: web.Request) -> web.Response:
 async def _info(request: web.Request) -> web.Response:
     st: ServerState = request.app[STATE]
     body = dict(st.describe)
+    describe_tok = getattr(st.tokenizer, "describe", None)
     body["server"] = {**st.settings, "served_model_name": st.model_name, "max_model_len": st.max_model_len,
+                      "tokenizer": describe_tok() if callable(describe_tok) else None,
                       "api_key_required": st.api_key is not None, "ready": st.ready}
     return web.json_response(body, dumps=lambda o: json.dumps(o, default=str))
 

@@ -177,3 +177,20 @@ def spec_file(path: Path, bandwidth: float = 1e10, peak: float = 1e12) -> Path:
         "mem_bandwidth": {"value": bandwidth, "unit": "B/s", "evidence": "documented",
                           "source": "test"}}))
     return path
+
+
+def noisy_loop(seed: int, scale: float = 1.0, lanes: int = 4, per_lane: int = 60,
+               tokens: int = 16) -> list:
+    """Like ``closed_loop`` with random latencies: TTFT 50 ms × lognormal(σ 0.3), each ITL
+    10 ms × lognormal(σ 0.2), all × ``scale``; ``seed`` draws them (same seed, same run)."""
+    rng = np.random.default_rng(seed)
+    out, i = [], 0
+    for lane in range(lanes):
+        t = lane * 0.5
+        for _ in range(per_lane):
+            gaps = np.concatenate([[50 * scale * rng.lognormal(0, 0.3)],
+                                   10 * scale * rng.lognormal(0, 0.2, tokens - 1)])
+            ch = [[float(x), 1] for x in t + np.cumsum(gaps)]
+            out.append(rec(i, sched=t, sent=t, chunks=ch))
+            t, i = ch[-1][0], i + 1
+    return out

@@ -242,7 +242,7 @@ def test_scenario_prompts_carry_the_record_ids(tmp_path):
 
 async def test_lockstep_server_writes_every_running_stream_in_each_decode_step():
     aiohttp = pytest.importorskip("aiohttp")
-    from tests.support.calibration_server import CalibrationServer
+    from servers.calib import CalibrationServer
 
     async def one(s, url, i):
         body = {"model": "calib-model", "prompt": f"{compare.tag(i)} x", "max_tokens": 6,

@@ -1,12 +1,12 @@
 """Fixtures for loadgen tests: a calibration server shared by the whole session.
 
-``calib_server`` is a ``tests.support.calibration_server.CalibrationServer`` (subprocess on
+``calib_server`` is a ``servers.calib.CalibrationServer`` (subprocess on
 127.0.0.1, zero default delays); tests pick timings and faults per request through the
 ``calib`` object of the request body, so one server serves every test.
 """
 import pytest
 
-from tests.support.calibration_server import CalibrationServer
+from servers.calib import CalibrationServer
 
 
 @pytest.fixture(scope="session")

@@ -33,8 +33,7 @@ def test_version_and_help():
     h = cli("--help")
     assert h.returncode == 0
     from loadgen.cli import COMMANDS, build_parser
-    _, missing = build_parser()
-    assert missing == {}, f"subcommands that fail to import: {missing}"
+    build_parser()                    # every subcommand imports (no guard hides a broken one)
     for name in COMMANDS:
         assert f"    {name}" in h.stdout
     m = subprocess.run([sys.executable, "-m", "loadgen", "--version"], cwd=ROOT,

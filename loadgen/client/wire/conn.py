@@ -59,6 +59,7 @@ class Conn:
         self._hdrs: list = []
         self.parser: Optional[httptools.HttpResponseParser] = None
         self.until_close = False
+        self.paused = False                 # not watched while a spill parses what is held
         self.headers_fut: Optional[asyncio.Future] = None
         self.done_fut: Optional[asyncio.Future] = None
         self.wfut: Optional[asyncio.Future] = None
@@ -70,6 +71,8 @@ class Conn:
     def begin(self, resp: WireResponse) -> None:
         self.resp, self.active, self.nbytes, self._hdrs = resp, True, 0, []
         self.until_close = False
+        self.paused = False
+        resp.abort = self.abort
         self.parser = httptools.HttpResponseParser(self)
         self._append = resp.reads.append
         self.headers_fut = self.loop.create_future()
@@ -116,11 +119,45 @@ class Conn:
             try:
                 self.parser.feed_data(data)
             except httptools.HttpParserUpgrade:
-                return self.failed("malformed", "unexpected protocol upgrade", t)
+                return self.failed("protocol", "unexpected protocol upgrade", t)
             except httptools.HttpParserError as e:
-                return self.failed("malformed", f"bad HTTP response: {e}", t)
+                return self.failed("protocol", f"bad HTTP response: {e}", t)
+            if not self.active:
+                return
+            if resp.headers_at_ns is None and self.nbytes > resp.max_header_bytes:
+                # httptools has no header limit and builds a long value by concatenation
+                return self.failed("too_large", f"response headers over {resp.max_header_bytes} "
+                                   "bytes (api.limits.max_header_bytes)", t)
+            if resp.held > resp.hold_bytes:
+                return self._spill(resp, t)
             if len(data) < BUFSIZE:
                 return
+
+    def _spill(self, resp: WireResponse, t: int) -> None:
+        """More body held than ``hold_bytes``: pause reading (TCP flow control throttles the
+        server) while the transport parses what is held (``fill.catch_up_steps``), then resume.
+        No spill hook (nothing to parse it into): the body is too large."""
+        if resp.spilling:
+            return
+        if resp.on_spill is None:
+            return self.failed("too_large", f"response body over {resp.hold_bytes} bytes held", t)
+        resp.spilling = True
+        self.paused = True
+        self.mux.unwatch(self.fd, self.on_readable)
+        resp.on_spill(resp, self.resume)
+
+    def resume(self) -> None:
+        """After a spill: read again (level-triggered: what waits in the socket comes at once)."""
+        if self.resp is not None:
+            self.resp.spilling = False
+        if self.paused and not self.closed:
+            self.paused = False
+            self.mux.watch(self.fd, self.on_readable)
+
+    def abort(self, kind: str, msg: str) -> None:
+        """The record is decided (a limit, a protocol fault found by the stream step): stop."""
+        if self.active and not self.closed:
+            self.failed(kind, msg, now_ns())
 
     # ---------------------------------------------------------------- httptools callbacks
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -154,6 +191,7 @@ class Conn:
 
     def on_body(self, body: bytes) -> None:
         self._append((self.t, body))
+        self.resp.held += len(body)
 
     def on_message_complete(self) -> None:
         resp = self.resp
@@ -191,7 +229,8 @@ class Conn:
         if not self.closed:
             self.closed = True
             self.conns.discard(self)
-            self.mux.unwatch(self.fd, self.on_readable)
+            if not self.paused:
+                self.mux.unwatch(self.fd, self.on_readable)
             self.loop.remove_writer(self.fd)
             self.sock.close()
         _wake(self.headers_fut)

@@ -1,28 +1,34 @@
-"""A finished (or failed, or cancelled) wire exchange ─► the Record, off the stamping path.
+"""A wire exchange's stamped body pieces ─► the Record, off the stamping path, in bounded slices.
 
     WireResponse (status, headers, stamped body pieces, the end or the failure)
-        ─► fill_steps: http_status; streamed: sse.SSEParser over the pieces, every data event
-           parsed (sse.loads) and counted (StreamTally.add: tokens, reasoning vs answer, text),
-           Record.chunks [[stamp, n], ...]; whole JSON: request.apply_body; then the failure
-           (timeout | connection | malformed | cancelled | incomplete) ─► request.finish (caller)
-    RecordFiller   the same generator on ONE task, at most ``budget_ns`` of it between two turns of
-                   the event loop: 256 lockstep streams that end together are ~200 ms of JSON,
+        ─► fill_steps: http_status; 3xx: ``redirect`` (its Location); other ≥ 300: ``http``;
+           streamed: the pieces through stream_step.StreamStep (the one stream step every
+           transport uses: SSE, JSON, tally, Record.chunks [[stamp, n], ...], limits);
+           whole JSON: request.apply_body; then the exchange's own failure
+           (timeout | connection | protocol | too_large | cancelled | incomplete)
+    catch_up_steps the same StreamStep over the pieces read SO FAR of a response still in flight,
+                   started by the connection when it holds more than ``HOLD_BYTES`` (reading pauses
+                   until it is done): memory per response stays bounded whatever the server sends
+                   (an endless stream of comments is parsed and dropped, never kept)
+    RecordFiller   these generators on ONE task, at most ``budget_ns`` of them between two turns
+                   of the event loop: 256 lockstep streams that end together are ~200 ms of JSON,
                    which in one go would hold every socket's next read up for 20 decode steps
-                   (and a late read coalesces segments, all stamped with the last one's time)
 
-The event rules are the aiohttp transport's (``aiohttp_transport.read_stream``), so both fill the
-same fields the same way (tests compare them field by field). ``coalesced_reads``: reads whose
-pieces carried more than one token chunk (every chunk of such a read but the last got a stamp
-that may be late by the gap), on the record and on the response.
+Both generators consume ``resp.reads`` through one cursor (``resp.consumed``; the catch-up drops
+what it consumed before it yields), so a piece is parsed exactly once whoever gets to it.
+``coalesced_reads``: reads whose pieces carried more than one token chunk.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
-from typing import Optional
+import zlib
+from typing import Callable, Optional
 
-from loadgen.client.request import SNIPPET, apply_body, end_stream, fail, finish
-from loadgen.client.sse import DONE, NamedEvent, SSEParser, StreamTally, error_message, loads
+from loadgen.client.redirects import REDIRECTS, redirect_message
+from loadgen.client.request import SNIPPET, apply_body, fail
+from loadgen.client.sse import StreamTally
+from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large, decoder
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.record import Record, now_ns
 
@@ -31,10 +37,11 @@ CANCELLED = "the run was interrupted before the request ended"
 
 def fill_record(resp: WireResponse, rec: Record, *, stream: bool, continuous: bool = False,
                 want_text: bool = False, workload_prompt_tokens: Optional[int] = None,
-                tally: Optional[StreamTally] = None) -> StreamTally:
+                tally: Optional[StreamTally] = None, limits: Limits = DEFAULT_LIMITS) -> StreamTally:
     """Fill ``rec`` from one exchange at once, then ``request.finish``; returns the tally."""
+    from loadgen.client.request import finish
     tally = tally if tally is not None else StreamTally(continuous, want_text)
-    drive(fill_steps(resp, rec, tally, stream, 0))
+    drive(fill_steps(resp, rec, tally, stream, 0, limits))
     finish(rec, tally, workload_prompt_tokens)
     return tally
 
@@ -45,28 +52,106 @@ def drive(gen) -> None:
         pass
 
 
-def fill_steps(resp: WireResponse, rec: Record, tally: StreamTally, stream: bool, every: int):
+def is_stream(resp: WireResponse, stream: bool) -> bool:
+    """The body is an SSE stream to parse as it comes (a streamed request answered 2xx, not JSON)."""
+    return (stream and resp.status is not None and 200 <= resp.status < 300
+            and resp.content_type() != "application/json")
+
+
+def _step(resp: WireResponse, rec: Record, tally: StreamTally, limits: Limits) -> StreamStep:
+    if resp.step is None or resp.step.rec is not rec:     # (a finished response filled anew)
+        resp.step = StreamStep(rec, tally, limits, resp.headers.get("content-encoding"))
+        resp.consumed = 0
+    return resp.step
+
+
+def _consume(resp: WireResponse, step: StreamStep, every: int, upto: Optional[int] = None,
+             drop: bool = False):
+    """Feed unconsumed pieces (up to index ``upto`` of the list as it was) to ``step``, yielding
+    every ``every`` pieces; ``drop``: consumed pieces are dropped before each yield and at the
+    end (a response in flight; a finished one keeps its pieces for the caller)."""
+    reads = resp.reads
+    stop = len(reads) if upto is None else upto
+    k = 0
+    while resp.consumed < min(stop, len(reads)) and not step.settled:
+        t, piece = reads[resp.consumed]
+        resp.consumed += 1
+        step.feed(t, piece)
+        k += 1
+        if every and k % every == 0:
+            if drop:
+                stop -= _drop(resp)
+            yield
+    if drop:
+        _drop(resp)
+
+
+def _drop(resp: WireResponse) -> int:
+    n = resp.consumed
+    if n:
+        resp.held -= sum(len(p) for _, p in resp.reads[:n])
+        del resp.reads[:n]
+        resp.consumed = 0
+    return n
+
+
+def catch_up_steps(resp: WireResponse, rec: Record, tally: StreamTally, limits: Limits, every: int):
+    """The pieces read so far of a response in flight through its StreamStep (see module doc);
+    a response that is not a stream and holds over ``max_body_bytes`` is failed ``too_large``."""
+    if is_stream(resp, True):
+        step = _step(resp, rec, tally, limits)
+        yield from _consume(resp, step, every, len(resp.reads), drop=True)
+        if step.settled and resp.abort is not None:
+            resp.abort(rec.error_kind or "protocol", rec.error or "")   # stop reading it
+    elif resp.held > limits.max_body_bytes and resp.abort is not None:
+        resp.abort("too_large", body_too_large(resp.held, limits) or "response too large")
+
+
+def fill_steps(resp: WireResponse, rec: Record, tally: StreamTally, stream: bool, every: int,
+               limits: Limits = DEFAULT_LIMITS):
     """Fill ``rec`` (all but ``request.finish``) as a generator that yields every ``every`` body
-    pieces (0: never) — ``aiohttp_transport.AiohttpTransport.send``'s fields and rules."""
+    pieces (0: never) — the aiohttp transport's fields and rules."""
     if resp.sent_at_ns is not None:
         rec.sent_at_ns = resp.sent_at_ns
     if resp.retries:
         rec.retries, rec.first_sent_at_ns, rec.retry_error = (
             resp.retries, resp.first_sent_at_ns, (resp.retry_error or "")[:SNIPPET])
-    coalesced = 0
-    if resp.status is not None:
-        rec.http_status = resp.status
-        if resp.status >= 300:
+    status = resp.status
+    if status is not None:
+        rec.http_status = status
+        t_end = resp.end_at_ns if resp.end_at_ns is not None else resp.headers_at_ns
+        if status in REDIRECTS:
+            fail(rec, "redirect", redirect_message(status, resp.headers.get("location")), t_end)
+        elif status >= 300 or status < 200:
             snippet = resp.body()[:SNIPPET].decode("utf-8", "replace")
-            fail(rec, "http", f"HTTP {resp.status}: {' '.join(snippet.split())}",
-                 resp.end_at_ns if resp.end_at_ns is not None else resp.headers_at_ns)
-        elif stream and resp.content_type() != "application/json":
-            coalesced = yield from _stream_steps(resp, rec, tally, every)
+            fail(rec, "http", f"HTTP {status}: {' '.join(snippet.split())}", t_end)
+        elif is_stream(resp, stream):
+            step = _step(resp, rec, tally, limits)
+            yield from _consume(resp, step, every)
+            if resp.complete and not step.settled:
+                step.end(resp.end_at_ns)
+            resp.coalesced_reads = rec.coalesced_reads = step.coalesced
         elif resp.complete:
             rec.end_at_ns = resp.end_at_ns
-            apply_body(rec, tally, resp.body(), resp.end_at_ns)
+            _whole_body(resp, rec, tally, limits)
     _ending(resp, rec)
-    resp.coalesced_reads = rec.coalesced_reads = coalesced
+    if resp.coalesced_reads is None:
+        resp.coalesced_reads = rec.coalesced_reads = 0
+
+
+def _whole_body(resp: WireResponse, rec: Record, tally: StreamTally, limits: Limits) -> None:
+    raw = resp.body()
+    enc = resp.headers.get("content-encoding")
+    try:
+        z = decoder(enc)
+        if z is not None:
+            raw = z.decompress(raw, limits.max_body_bytes + 1) + (b"" if z.unconsumed_tail else z.flush())
+    except (ValueError, zlib.error) as e:
+        return fail(rec, "protocol", f"bad compressed body ({enc}): {e}", resp.end_at_ns)
+    too = body_too_large(len(raw), limits)
+    if too:
+        return fail(rec, "too_large", too, resp.end_at_ns)
+    apply_body(rec, tally, raw, resp.end_at_ns)
 
 
 def _ending(resp: WireResponse, rec: Record) -> None:
@@ -83,81 +168,35 @@ def _ending(resp: WireResponse, rec: Record) -> None:
         fail(rec, "incomplete", "the response ended without a complete body", resp.end_at_ns)
 
 
-def _stream_steps(resp: WireResponse, rec: Record, tally: StreamTally, every: int):
-    """The stamped pieces through SSEParser into ``rec.chunks``; returns ``coalesced_reads``."""
-    parser = SSEParser()
-    feed, add, append = parser.feed, tally.add, rec.chunks.append
-    done = False
-    coalesced = tokens_in_read = 0
-    last_t = ev = None
-    t = resp.end_at_ns
-    pieces = list(resp.reads)
-    if resp.complete:
-        pieces.append((resp.end_at_ns, None))        # None: the end of the body, parser.finish()
-    try:
-        for i, (t, piece) in enumerate(pieces):
-            if every and i % every == every - 1:
-                yield
-            if t != last_t:                           # pieces of one read share its stamp
-                if tokens_in_read > 1:
-                    coalesced += 1
-                last_t, tokens_in_read = t, 0
-            for ev in (feed(piece) if piece is not None else parser.finish()):
-                if ev.__class__ is bytes:
-                    if not ev:                        # "data:" with nothing: not a chunk
-                        continue
-                    n = add(loads(ev))
-                    if n < 0:                         # an error object inside the 200 stream
-                        append([t, 0])
-                        fail(rec, "server_error", error_message(tally.error), t)
-                        return coalesced
-                    append([t, n])
-                    if n:
-                        tokens_in_read += 1
-                elif ev is DONE:
-                    if not done:
-                        done, rec.end_at_ns, rec.status = True, t, "ok"
-                elif ev.__class__ is NamedEvent:
-                    if ev.event == "error":
-                        append([t, 0])
-                        fail(rec, "server_error", ev.data.decode("utf-8", "replace"), t)
-                        return coalesced
-                    append([t, max(add(loads(ev.data)), 0)])
-                else:
-                    fail(rec, "malformed", f"not server-sent events: {ev.line!r}", t)
-                    return coalesced
-    except ValueError as e:
-        what = ev[:120] if isinstance(ev, bytes) else ev
-        fail(rec, "malformed", f"bad JSON in stream ({e}): {what!r}", t)
-        return coalesced
-    if tokens_in_read > 1:
-        coalesced += 1
-    if resp.complete:
-        end_stream(rec, tally, done, resp.end_at_ns)
-    return coalesced
-
-
 class RecordFiller:
-    """``fill_steps`` for finished responses on ONE task, at most ``budget_ns`` of parsing between
-    two turns of the event loop: a burst of streams that end together (lockstep) never holds the
-    socket reads up (a held-up read coalesces segments, and all but the last get its stamp).
+    """Fill generators on ONE task, at most ``budget_ns`` of parsing between two turns of the
+    event loop: a burst of streams that end together (lockstep) never holds the socket reads up
+    (a held-up read coalesces segments, and all but the last get its stamp).
     ``await filler.fill(resp, rec, tally, stream=...)``; cancelled, it fills the record
-    synchronously and re-raises. ``request.finish`` is the caller's."""
+    synchronously and re-raises. ``submit(gen, then)`` runs a catch-up in the background.
+    ``request.finish`` is the caller's."""
 
-    def __init__(self, budget_ns: int = 250_000, every: int = 8):
-        self.budget_ns, self.every = budget_ns, every
+    def __init__(self, budget_ns: int = 250_000, every: int = 8, limits: Limits = DEFAULT_LIMITS):
+        self.budget_ns, self.every, self.limits = budget_ns, every, limits
         self._q: collections.deque = collections.deque()
         self._task: Optional[asyncio.Task] = None
 
-    async def fill(self, resp: WireResponse, rec: Record, tally: StreamTally, *, stream: bool) -> None:
-        gen = fill_steps(resp, rec, tally, stream, self.every)
-        if not (stream and resp.reads):
-            return drive(gen)                         # nothing to slice
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
+    def _enqueue(self, gen, fut: asyncio.Future) -> None:
         self._q.append((gen, fut))
         if self._task is None or self._task.done():
-            self._task = loop.create_task(self._run())
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def submit(self, gen, then: Callable[[], None]) -> None:
+        fut = asyncio.get_running_loop().create_future()
+        fut.add_done_callback(lambda f: (f.cancelled() or f.exception(), then()))
+        self._enqueue(gen, fut)
+
+    async def fill(self, resp: WireResponse, rec: Record, tally: StreamTally, *, stream: bool) -> None:
+        gen = fill_steps(resp, rec, tally, stream, self.every, self.limits)
+        if not (stream and resp.reads):
+            return drive(gen)                         # nothing to slice
+        fut = asyncio.get_running_loop().create_future()
+        self._enqueue(gen, fut)
         try:
             await fut
         except asyncio.CancelledError:

@@ -9,7 +9,7 @@ and what came back, as it happened (``WireResponse``). No I/O here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 from urllib.parse import urlsplit
 
 USER_AGENT = "loadgen-wire/1"
@@ -31,7 +31,7 @@ class WireResponse:
     headers_at_ns: Optional[int] = None              # stamp of the read that completed the headers
     end_at_ns: Optional[int] = None                  # stamp of the last read, or the failure
     complete: bool = False                           # message complete (or EOF ending an until-close body)
-    error_kind: Optional[str] = None                 # record.ERROR_KINDS: timeout | connection | malformed | cancelled
+    error_kind: Optional[str] = None                 # record.ERROR_KINDS: timeout | connection | protocol | too_large | cancelled
     error: Optional[str] = None
     n_reads: int = 0                                 # socket reads that returned bytes
     kernel_reads: int = 0                            # ... of which carried a kernel stamp
@@ -42,6 +42,16 @@ class WireResponse:
     coalesced_reads: Optional[int] = None            # set by fill: reads with > 1 token chunk
     new_connection: bool = False                     # the attempt that answered ran on a fresh connection
     stale: bool = False                              # (internal) reused connection, failed before any byte
+    # bounded memory (fill.catch_up_steps): body bytes held in ``reads``, the pieces consumed by the
+    # stream step so far, the step itself, and the hooks the connection and the transport set
+    held: int = 0
+    consumed: int = 0
+    step: Optional[object] = None                    # stream_step.StreamStep, once parsing began
+    hold_bytes: int = 1 << 20                        # held above this: spill (or too_large)
+    max_header_bytes: int = 64 * 2**10
+    on_spill: Optional[Callable] = field(default=None, repr=False)   # transport: parse what is held
+    spilling: bool = False
+    abort: Optional[Callable] = field(default=None, repr=False)      # conn: stop with (kind, msg)
 
     @property
     def stamp_source(self) -> str:

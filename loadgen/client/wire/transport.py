@@ -2,7 +2,9 @@
 
     send(data, headers, rec, tally)
         pool.request (the hot path: kernel-stamped reads, nothing parsed but HTTP framing)
-        ─► pool.fill (sliced: SSE, JSON, token tally ─► rec) ─► back to Client (request.finish)
+        ─► pool.fill (sliced: stream_step.StreamStep ─► rec) ─► back to Client (request.finish)
+        a response holding over 1 MiB unparsed: reading pauses while fill.catch_up_steps parses
+        what is held (memory bounded whatever the server sends), then resumes
     cancelled while the request is in flight: what was read fills ``rec`` at once (the response
     says ``cancelled``), then CancelledError; cancelled while filling: the filler finishes it.
 """
@@ -11,8 +13,10 @@ from __future__ import annotations
 import asyncio
 from typing import Optional
 
+from loadgen.client.redirects import MAX_HOPS, redirect_target
 from loadgen.client.sse import StreamTally
-from loadgen.client.wire.fill import drive, fill_steps
+from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
+from loadgen.client.wire.fill import catch_up_steps, drive, fill_steps
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.client.wire.pool import WirePool
 from loadgen.record import Record
@@ -22,10 +26,13 @@ class WireTransport:
     name = "wire"
 
     def __init__(self, url: str, max_connections: int, timeout_s: float,
-                 connect_timeout_s: Optional[float], stream: bool):
-        self.url, self.stream = url, stream
+                 connect_timeout_s: Optional[float], stream: bool, limits: Limits = DEFAULT_LIMITS,
+                 follow_redirects: str = "never"):
+        self.url, self.stream, self.limits = url, stream, limits
+        self.follow_redirects = follow_redirects
         self.pool = WirePool(limit=max_connections, timeout_s=timeout_s,
                              connect_timeout_s=connect_timeout_s, stop_reuse_after_retry=True)
+        self.pool.filler.limits = limits
         self.first_response_headers: Optional[dict] = None   # of the first answer (sut.json)
 
     async def open(self) -> None:
@@ -49,13 +56,31 @@ class WireTransport:
         if self.first_response_headers is None:
             self.first_response_headers = dict(resp.raw_headers)   # names as sent, like aiohttp's
 
+    def _response(self, rec: Record, tally: StreamTally) -> WireResponse:
+        resp = WireResponse(max_header_bytes=self.limits.max_header_bytes)
+        filler, limits = self.pool.filler, self.limits
+
+        def spill(r: WireResponse, then) -> None:
+            filler.submit(catch_up_steps(r, rec, tally, limits, filler.every), then)
+
+        resp.on_spill = spill
+        return resp
+
     async def send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally) -> None:
-        """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError."""
-        resp = WireResponse()
-        try:
-            await self.pool.request("POST", self.url, headers, data, resp=resp,
-                                    on_headers=self._on_headers)
-        except asyncio.CancelledError:
-            drive(fill_steps(resp, rec, tally, self.stream, 0))
-            raise
+        """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError.
+        A redirect is a failed request (``redirect``) unless ``follow_redirects`` is
+        ``same-host`` and it points to the same scheme, host and port (then up to 3 hops)."""
+        url = self.url
+        for _hop in range(MAX_HOPS + 1):
+            resp = self._response(rec, tally)
+            try:
+                await self.pool.request("POST", url, headers, data, resp=resp,
+                                        on_headers=self._on_headers)
+            except asyncio.CancelledError:
+                drive(fill_steps(resp, rec, tally, self.stream, 0, self.limits))
+                raise
+            nxt = redirect_target(url, resp.status, resp.headers.get("location"), self.follow_redirects)
+            if nxt is None:
+                break
+            url = nxt
         await self.pool.fill(resp, rec, tally, stream=self.stream)

@@ -1,11 +1,9 @@
 """report.md / report.html on synthetic run directories."""
-import json
 import sys
 
 import pytest
 
 from analysis.report import conditions
-from analysis.roofline import model_cost
 from analysis.report import plots
 from analysis.report import report
 from tests.analysis.synth import jax_sut, server_meta, steady, write_run
@@ -66,60 +64,6 @@ def test_conditions_missing_sut_say_why():
     assert rows["device unit"]["value"].startswith("not recorded")
     assert rows["memory"]["evidence"] == "unmeasured"
     assert rows["cost/power"]["value"] == "energy unmeasured: no power source configured"
-
-
-def test_roofline_section_with_a_spec_file(tmp_path):
-    spec = {"name": "test-device", "scope": "1 chip",
-            "peak": {"fp32": {"value": 1e12, "unit": "FLOP/s", "evidence": "documented",
-                              "source": "test"}},
-            "mem_bandwidth": {"value": 1e10, "unit": "B/s", "evidence": "documented",
-                              "source": "test"}}
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    # 20 requests 50 ms apart, each 100 ms long: 2 in flight on average -> batch 2
-    recs = steady(20)
-    meta = server_meta(device_spec=str(tmp_path / "spec.json"))
-    d = write_run(tmp_path / "run", recs, meta, jax_sut())
-    from analysis.metrics import summary
-    s = summary.summarize_run(d)
-    r = conditions.roofline_section(s, meta, jax_sut(), recs)
-    assert r["status"] == "calculated" and r["device"] == "test-device"
-    b = r["bounds"]
-    # mean in flight over the window = 20 * 100 ms / 1.05 s = 1.9 -> 2; context 10 + 8/2 = 14
-    assert (b["batch"], b["context_len"], b["prompt_tokens"]) == (2, 14, 10)
-    shape = jax_sut()["server_info"]["model"]
-    step_bytes = model_cost.decode_step_bytes(shape, 2, 14)
-    assert b["decode_step"]["bytes"] == step_bytes
-    # memory-bound: floor = bytes / 1e10 B/s; measured TPOT 80/7 ms
-    assert b["tpot_lower_bound_ms"] == pytest.approx(step_bytes / 1e10 * 1e3)
-    assert r["tpot_fraction_of_bound"] == pytest.approx(step_bytes / 1e10 / (80 / 7 / 1e3))
-    assert r["mbu"] == pytest.approx(step_bytes / (80 / 7 / 1e3) / 1e10)
-    assert r["warnings"] == []  # both floors are far below the measured times
-    _, page = report.write_report(d, with_plots=False)
-    assert "TPOT floor (ms), binding" in page.read_text()
-
-
-def test_local_calibration_used_only_for_the_same_host(tmp_path):
-    cal = {"name": "local cpu: test", "scope": "this host (cpu)",
-           "peak": {"fp32": {"value": 1e11, "unit": "FLOP/s", "evidence": "measured", "source": "t"}},
-           "mem_bandwidth": {"value": 2e10, "unit": "B/s", "evidence": "measured", "source": "t"},
-           "meta": {"host": "box1", "kind": "cpu"}}
-    path = tmp_path / "calibration.json"
-    path.write_text(json.dumps(cal))
-    recs = steady(10)
-    sut = jax_sut()
-    sut["client_host"]["hostname"] = "box1"
-    r = conditions.roofline_section({"tpot_ms": {"p50": 8.0}, "ttft_ms": {"min": 20.0}},
-                                    server_meta(), sut, recs, calibration=path)
-    assert r["status"] == "calculated" and "local calibration" in r["spec_from"]
-    assert r["bounds"]["decode_step"]["bandwidth"] == 2e10
-    # a measured TPOT below the floor is flagged, not reported as > 100% of the roof
-    fast = conditions.roofline_section({"tpot_ms": {"p50": 1e-6}, "ttft_ms": {"min": 20.0}},
-                                       server_meta(), sut, recs, calibration=path)
-    assert fast["tpot_fraction_of_bound"] > 1
-    assert fast["warnings"] and fast["warnings"][0].startswith("measured TPOT is below")
-    sut["client_host"]["hostname"] = "other-box"
-    r = conditions.roofline_section({}, server_meta(), sut, recs, calibration=path)
-    assert r["status"] == "unavailable" and "no local calibration of this host" in r["reason"]
 
 
 def vllm_sut(version=None, flags=None, gpus=None) -> dict:

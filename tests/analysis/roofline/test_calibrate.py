@@ -28,8 +28,11 @@ def test_jax_backend():
 
 
 def test_calibrate_spec_roundtrip(tmp_path):
-    spec = calibrate.calibrate("cpu", copy_bytes=8 * 2**20, matmul_n=128, repeats=3)
-    assert spec.meta["evidence"] == "measured" and spec.meta["kind"] == "cpu"
+    spec = calibrate.calibrate("cpu", copy_bytes=8 * 2**20, matmul_n=128, repeats=3,
+                               retry_pause_s=0)
+    # "measured", or "measured (busy host: ...)" on a loaded test machine
+    assert spec.meta["evidence"].startswith("measured") and spec.meta["kind"] == "cpu"
+    assert spec.meta["host_load"]["spreads"]["copy"] is not None
     assert spec.mem_bandwidth.evidence == "measured" and spec.bandwidth() > 0
     assert spec.peak_flops("fp32") > 0
     assert "cpu" in spec.match
@@ -54,7 +57,7 @@ def test_cli_writes_spec(tmp_path, capsys):
     rc = cmd.main(_args(device="cpu", out=out, copy_mib=8, matmul_n=128, repeats=3, dtypes="fp32"))
     assert rc == 0
     d = json.loads(out.read_text())
-    assert d["meta"]["evidence"] == "measured" and d["mem_bandwidth"]["value"] > 0
+    assert d["meta"]["evidence"].startswith("measured") and d["mem_bandwidth"]["value"] > 0
     assert "saved" in capsys.readouterr().out
 
 

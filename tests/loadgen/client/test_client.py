@@ -94,7 +94,7 @@ async def test_chat_role_only_first_chunk_is_not_the_first_token(calib_server):
 
 @pytest.mark.parametrize("fault,kind,http", [
     ("http500", "http", 500), ("http429", "http", 429), ("drop", "connection", 200),
-    ("malformed", "malformed", 200), ("bad_json", "malformed", 200),
+    ("malformed", "protocol", 200), ("bad_json", "protocol", 200),
     ("error_event", "server_error", 200), ("no_done", "incomplete", 200),
     ("stall", "timeout", 200)])
 async def test_every_fault_is_one_error_record(calib_server, fault, kind, http):
@@ -129,7 +129,7 @@ async def test_faults_and_successes_under_concurrency_give_one_record_each(calib
     ok = [r for r in recs if r.status == "ok"]
     assert len(ok) == 15 and all(r.output_tokens == 5 for r in ok)
     assert {r.error_kind for r in recs if r.status != "ok"} == {
-        "http", "connection", "malformed", "server_error", "incomplete"}
+        "http", "connection", "protocol", "server_error", "incomplete"}
 
 
 async def test_usage_missing_falls_back_to_chunk_count(calib_server):

@@ -6,7 +6,7 @@ import time
 from loadgen.client.clientload import GC_GEN0, ClientLoad, gc_hold, gc_release
 
 
-async def test_a_blocked_loop_is_reported_saturated():
+async def test_a_blocked_loop_shows_as_loop_lag():
     load = ClientLoad(interval_s=0.02).start()
     await asyncio.sleep(0.05)
     t0 = time.perf_counter()
@@ -14,8 +14,8 @@ async def test_a_blocked_loop_is_reported_saturated():
         pass
     await asyncio.sleep(0.05)
     res = load.stop()
-    assert res["saturated"] is True and res["loop_lag_ms_max"] > 150
-    assert res["cpu_s"] > 0.05 and "lag" in res["reason"]
+    assert res["loop_lag_ms_max"] > 150 and res["cpu_s"] > 0.05
+    assert "saturated" not in res      # figures only: analysis.metrics.saturation judges them
 
 
 async def test_an_idle_loop_uses_little_cpu():

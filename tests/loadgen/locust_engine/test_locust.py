@@ -27,7 +27,7 @@ from loadgen.locust_engine.cli import check_flags
 from loadgen.locust_engine.run import LocustOptions, run_locust
 from loadgen.record import read_records
 from loadgen.scenario.loader import load_scenario
-from tests.support.calibration_server import CalibrationServer
+from servers.calib import CalibrationServer
 
 ROOT = Path(__file__).resolve().parents[3]
 TTFT_MS, ITL_MS, TOKENS = 40.0, 5.0, 12

@@ -1,56 +1,164 @@
-"""The roofline for a managed server's run: a short calibration once per host, and the console line."""
+"""The device spec frozen into a run (device.json): calibrated once per host, never re-read later."""
+import argparse
 import json
+import socket
 
+import pytest
+
+from analysis.metrics.summary import summarize_run, write_summary
+from analysis.roofline import calibrate as cal
+from analysis.roofline import devices
+from loadgen.commands import report as report_cmd
 from loadgen.run import calibration as calmod
 from loadgen.run.progress import roofline_line
-from analysis.metrics.summary import summarize
+from loadgen.scenario.model import ScenarioError
 from tests.analysis.synth import jax_sut, server_meta, spec_file, steady, write_run
 
-
-def run_dir(tmp_path, meta_over=None, sut=None):
-    recs = steady(20, tokens=8)
-    meta = server_meta(**(meta_over or {}))
-    sut = sut or dict(jax_sut(), client_host=dict(jax_sut()["client_host"], hostname="h1"))
-    return write_run(tmp_path / "run", recs, meta, sut), recs, meta
+HOST = socket.gethostname()
 
 
-def test_console_line_shows_tpot_against_the_decode_floor(tmp_path):
-    d, recs, meta = run_dir(tmp_path, {"device_spec": str(spec_file(tmp_path / "spec.json"))})
-    line = roofline_line(summarize(recs, meta), d)
-    assert line.startswith("roofline (test-device, spec file")
-    assert "TPOT p50 " in line and "vs decode floor" in line and "MB/step ÷ 10.0 GB/s" in line
-    assert "MBU" in line and "prefill floor" in line
+def run_dir(tmp_path, meta_over=None, host=HOST, sut=None):
+    sut = sut or dict(jax_sut(), client_host=dict(jax_sut()["client_host"], hostname=host))
+    return write_run(tmp_path / "run", steady(20, tokens=8), server_meta(**(meta_over or {})), sut)
 
 
-def test_without_a_device_spec_the_line_says_why(tmp_path, monkeypatch):
-    monkeypatch.setattr("analysis.report.conditions.CALIBRATION", tmp_path / "none.json")
-    d, recs, meta = run_dir(tmp_path)
-    from analysis.report import conditions
-    r = conditions.roofline_section(summarize(recs, meta), meta, json.loads((d / "sut.json").read_text()),
-                                    recs, tmp_path / "none.json")
-    assert r["status"] == "unavailable" and "no device spec" in r["reason"]
+def cached(path, bandwidth, busy=False, host=HOST):
+    """A calibration file as `loadgen calibrate` saves it for this host's CPU."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    spec = json.loads(spec_file(path, bandwidth=bandwidth).read_text())
+    label = "measured (busy host: load 1.9, spread 22 %)" if busy else "measured"
+    spec["meta"] = {"host": host, "kind": "cpu", "date": "2026-12-03T10:00:00+00:00",
+                    "evidence": label, "host_load": {"busy": busy}}
+    path.write_text(json.dumps(spec))
+    return path
 
 
-def test_calibration_runs_once_then_is_cached(tmp_path, monkeypatch):
+class FakeCalibrate:
+    """Stands in for analysis.roofline.calibrate.calibrate: a fixed spec, calls counted."""
+
+    def __init__(self, bandwidth=3e10, busy=False):
+        self.bandwidth, self.busy, self.calls = bandwidth, busy, 0
+
+    def __call__(self, device, *args, **kw):
+        self.calls += 1
+        label = "measured (busy host: load 2.0, spread 30 %)" if self.busy else "measured"
+        return devices.DeviceSpec(
+            "local cpu: fake", "this host (cpu)",
+            peak={"fp32": devices.Figure(1e11, "FLOP/s", "measured", "fake")},
+            mem_bandwidth=devices.Figure(self.bandwidth, "B/s", "measured", "fake"),
+            meta={"host": HOST, "kind": "cpu", "date": "2026-12-03T12:00:00+00:00",
+                  "evidence": label, "host_load": {"busy": self.busy}})
+
+
+@pytest.fixture(autouse=True)
+def no_env(monkeypatch):
     monkeypatch.delenv("LOADGEN_NO_CALIBRATION", raising=False)
-    monkeypatch.setattr(calmod, "COPY_BYTES", 4 * 2**20)
-    monkeypatch.setattr(calmod, "REPEATS", 2)
-    import socket
-    host = socket.gethostname()
-    d, _, _ = run_dir(tmp_path, sut=dict(jax_sut(), client_host=dict(jax_sut()["client_host"],
-                                                                     hostname=host)))
-    cal = tmp_path / "calibration.json"
-    first = calmod.ensure_host_calibration(d, cal)
-    assert first["status"] == "ran" and cal.is_file(), first
-    spec = json.loads(cal.read_text())
-    assert spec["mem_bandwidth"]["evidence"] == "measured" and spec["mem_bandwidth"]["value"] > 0
-    second = calmod.ensure_host_calibration(d, cal)
-    assert second["status"] == "cached" and "local calibration" in second["reason"]
+
+
+def test_the_roofline_is_frozen_against_later_cache_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cache = cached(tmp_path / ".cache" / "loadgen" / "calibration.json", 1e10)
+    d = run_dir(tmp_path)
+    status = calmod.freeze_device(d, may_calibrate=False, calibration=cache)
+    assert status["status"] == "cached" and "local calibration" in status["reason"]
+    dev = json.loads((d / "device.json").read_text())
+    assert dev["status"] == "recorded" and dev["spec"]["mem_bandwidth"]["value"] == 1e10
+    before = summarize_run(d)["roofline"]
+    cached(cache, 2.6e10)                        # `loadgen calibrate` later measures more
+    after = summarize_run(d)["roofline"]
+    assert after == before and after["device"]["mem_bandwidth"] == 1e10
+    assert after["device"]["measured_at"] == "2026-12-03T10:00:00+00:00"
+    # `loadgen report RUN` keeps the frozen figures; --device calibrate recomputes, labelled
+    args = argparse.Namespace(run_dir=str(d), no_plots=True, json=False, device=None)
+    assert report_cmd.main(args) == 0
+    assert json.loads((d / "summary.json").read_text())["roofline"]["mbu"] == before["mbu"]
+    assert report_cmd.main(argparse.Namespace(**{**vars(args), "device": "calibrate"})) == 0
+    r = json.loads((d / "summary.json").read_text())["roofline"]
+    assert r["device"]["source"] == "override" and r["device"]["mem_bandwidth"] == 2.6e10
+    assert r["mbu"] == pytest.approx(before["mbu"] / 2.6)
+    assert "Recomputed against --device calibrate" in (d / "report.md").read_text()
+    with pytest.raises(ScenarioError, match="^--device: 'nope' is neither"):
+        report_cmd.main(argparse.Namespace(**{**vars(args), "device": "nope"}))
+
+
+def test_console_line_compares_like_with_like(tmp_path):
+    d = run_dir(tmp_path, {"device_spec": str(spec_file(tmp_path / "spec.json"))})
+    calmod.freeze_device(d, may_calibrate=False, calibration=tmp_path / "none.json")
+    line = roofline_line(summarize_run(d), d)
+    assert line.startswith("roofline (test-device, frozen; evidence documented): TPOT p50 ")
+    assert "vs decode floor" in line and "GB/s, batch 2)" in line and "MBU" in line
+    assert "TTFT nearest its own prefill floor 20.00 ms vs " in line
+    assert "(10-token prompt, 20 requests)" in line
+    slow = run_dir(tmp_path / "b", {"device_spec": str(spec_file(tmp_path / "s.json", 1e6))})
+    calmod.freeze_device(slow, may_calibrate=False, calibration=tmp_path / "none.json")
+    line = roofline_line(summarize_run(slow), slow)
+    assert "MBU" not in line
+    assert "\nroofline: broken floor: TPOT p50 " in line and "the spec is wrong" in line
+
+
+def test_no_spec_is_frozen_as_none_and_stays_none(tmp_path, monkeypatch):
+    d = run_dir(tmp_path, host="another-box")
+    status = calmod.freeze_device(d, may_calibrate=False, calibration=tmp_path / "none.json")
+    assert status["status"] == "skipped" and "no managed server" in status["reason"]
+    assert json.loads((d / "device.json").read_text())["status"] == "none"
+    r = summarize_run(d)["roofline"]
+    assert r["status"] == "unavailable" and r["reason"].startswith("no device spec at run time")
+    assert roofline_line({"roofline": r}).startswith("roofline: not shown (no device spec")
+
+
+def test_calibrates_once_then_uses_the_cache(tmp_path, monkeypatch):
+    fake = FakeCalibrate()
+    monkeypatch.setattr(cal, "calibrate", fake)
+    cache = tmp_path / "calibration.json"
+    d = run_dir(tmp_path)
+    first = calmod.freeze_device(d, may_calibrate=True, calibration=cache)
+    assert first["status"] == "ran" and first["evidence"] == "measured" and cache.is_file()
+    assert json.loads((d / "device.json").read_text())["how"].startswith(f"calibrated on {HOST}")
+    second = calmod.freeze_device(d, may_calibrate=True, calibration=cache)
+    assert second["status"] == "cached" and fake.calls == 1
+
+
+def test_a_busy_cached_calibration_is_taken_again(tmp_path, monkeypatch):
+    cache = cached(tmp_path / "calibration.json", 9.7e9, busy=True)
+    quiet = FakeCalibrate(bandwidth=2.6e10)
+    monkeypatch.setattr(cal, "calibrate", quiet)
+    d = run_dir(tmp_path)
+    st = calmod.freeze_device(d, may_calibrate=True, calibration=cache)
+    assert st["status"] == "ran" and "busy host" in st["reason"]
+    assert devices.load_spec(cache).bandwidth() == 2.6e10
+    assert summarize_run(d)["roofline"]["device"]["evidence"] == "measured"
+    # busy again and slower than the cached one: the cached one is kept, still labelled
+    cached(cache, 9.7e9, busy=True)
+    monkeypatch.setattr(cal, "calibrate", FakeCalibrate(bandwidth=5e9, busy=True))
+    st = calmod.freeze_device(d, may_calibrate=True, calibration=cache)
+    assert "the cached one kept" in st["reason"]
+    r = summarize_run(d)["roofline"]
+    assert r["device"]["mem_bandwidth"] == 9.7e9
+    assert r["device"]["evidence"] == "measured (busy host: load 1.9, spread 22 %)"
 
 
 def test_calibration_is_skipped_without_a_model_shape_or_when_asked(tmp_path, monkeypatch):
-    d, _, _ = run_dir(tmp_path, sut={"client_host": {"hostname": "h1"}})
-    monkeypatch.delenv("LOADGEN_NO_CALIBRATION", raising=False)
-    assert calmod.ensure_host_calibration(d, tmp_path / "c.json")["status"] == "skipped"
+    monkeypatch.setattr(cal, "calibrate", FakeCalibrate())
+    d = run_dir(tmp_path, sut={"client_host": {"hostname": HOST}})
+    assert calmod.freeze_device(d, True, tmp_path / "c.json")["status"] == "skipped"
     monkeypatch.setenv("LOADGEN_NO_CALIBRATION", "1")
-    assert "LOADGEN_NO_CALIBRATION" in calmod.ensure_host_calibration(d, tmp_path / "c.json")["reason"]
+    d = run_dir(tmp_path / "b")
+    st = calmod.freeze_device(d, True, tmp_path / "c.json")
+    assert st["status"] == "skipped" and "LOADGEN_NO_CALIBRATION" in st["reason"]
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_sweep_points_get_one_calibration_after_the_shared_server_stopped(tmp_path, monkeypatch):
+    fake = FakeCalibrate()
+    monkeypatch.setattr(cal, "calibrate", fake)
+    cache = tmp_path / "calibration.json"
+    points = [run_dir(tmp_path / f"p{i}") for i in range(3)]
+    for d in points:                    # while the shared server ran: nothing to freeze
+        assert calmod.freeze_device(d, False, cache)["status"] == "skipped"
+    frozen_before = json.loads((points[2] / "device.json").read_text())
+    frozen_before["spec"] = json.loads(spec_file(tmp_path / "s.json").read_text())
+    (points[2] / "device.json").write_text(json.dumps(frozen_before))   # one had a spec
+    changed = calmod.refreeze_after_shared_server(points, cache)
+    assert changed == points[:2] and fake.calls == 1
+    assert json.loads((points[1] / "meta.json").read_text())["calibration"]["status"] == "cached"
+    assert json.loads((points[2] / "device.json").read_text())["spec"]["name"] == "test-device"

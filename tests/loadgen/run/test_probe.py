@@ -149,11 +149,39 @@ def test_refused_key_stops_before_any_request(tmp_path, monkeypatch, key, match)
     assert res.summary["requests_completed"] == 4 and res.summary["warnings"] == []
 
 
-def test_a_loading_server_stops_with_its_own_message(tmp_path):
+def test_a_loading_server_is_waited_for_then_stops_with_its_own_message(tmp_path):
+    # llama-server's "503 Loading model": waited for (loadgen.targets.ready), up to the deadline
     with FakeOpenAI(models_status=503) as srv:
-        with pytest.raises(ProbeError, match=r"/v1/models answered HTTP 503 \(Loading model\): "
-                                             "the server is not ready"):
-            run_scenario(sc(srv.url, tmp_path))
+        with pytest.raises(ProbeError, match=r"^api.ready_timeout_s: .* not ready after 0 s \(last: "
+                                             r"GET /v1/models: HTTP 503 \(Loading model\)\)"):
+            run_scenario(sc(srv.url, tmp_path, api={"ready_timeout_s": 0}))
+
+
+def test_a_ttft_or_tpot_limit_on_a_non_streamed_run_is_refused_up_front(tmp_path):
+    for key in ("ttft_ms", "tpot_ms", "itl_ms"):
+        with pytest.raises(ScenarioError) as e:
+            scenario_from_dict({"target": {"url": "http://127.0.0.1:9"},
+                                "api": {"stream": False}, "slo": {key: 100},
+                                "load": {"mode": "server", "rate": 1, "num_requests": 1}})
+        assert str(e.value) == (f"slo.{key}: TTFT/TPOT/ITL need api.stream: true (a non-streamed "
+                                "answer arrives whole, with no first-token time): set "
+                                f"api.stream: true or drop slo.{key}")
+    scenario_from_dict({"target": {"url": "http://127.0.0.1:9"}, "api": {"stream": False},
+                        "slo": {"e2el_ms": 100}, "load": {"mode": "server", "rate": 1,
+                                                          "num_requests": 1}})
+
+
+def test_a_preset_on_a_non_streamed_run_is_warned_and_judged_on_what_it_measured(tmp_path):
+    with FakeOpenAI() as srv:
+        s = sc(srv.url, tmp_path, api={"stream": False})
+        s.slo.preset = "server/llama3_1-8b"
+        res = run_scenario(s)
+    (w,) = res.summary["warnings"]
+    assert w.startswith("slo: TTFT/TPOT not measured: the run was not streamed")
+    assert res.summary["requests_completed"] == 4 and res.summary["goodput"] is None
+    assert res.summary["goodput_rule"].startswith("not computed: TTFT/TPOT not measured")
+    assert any("TTFT (limit 2000 ms): TTFT not measured" in r
+               for r in res.summary["verdict"]["reasons"])
 
 
 def test_a_probe_that_meets_a_server_error_warns_and_the_run_goes_on(calib_server, tmp_path):

@@ -85,7 +85,7 @@ def test_server_run_writes_the_run_directory(calib_server, tmp_path, monkeypatch
 @pytest.mark.parametrize("calib, api, kind", [
     ({"fault": "http500"}, {}, "http"),
     ({"fault": "drop", "fault_at": 1, "itl_ms": 1}, {}, "connection"),
-    ({"fault": "malformed", "fault_at": 1, "itl_ms": 1}, {}, "malformed"),
+    ({"fault": "malformed", "fault_at": 1, "itl_ms": 1}, {}, "protocol"),
     ({"fault": "stall", "fault_at": 1, "itl_ms": 1, "stall_s": 5}, {"timeout_s": 0.3}, "timeout"),
 ])
 def test_every_request_has_one_record_whatever_the_fault(calib_server, tmp_path, calib, api, kind):
@@ -177,7 +177,7 @@ def test_drain_timeout_cancels_stragglers(calib_server, tmp_path):
 def test_managed_command_server(tmp_path):
     sc = {"name": "m", "target": {"server": {
               "kind": "command", "health_path": "/health", "startup_timeout_s": 30,
-              "command": [sys.executable, "-m", "tests.support.calibration_server",
+              "command": [sys.executable, "-m", "servers.calib",
                           "--port", "{port}"],
               "env": {"PYTHONPATH": str(ROOT)}}},
           "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 8},

@@ -137,7 +137,7 @@ def test_managed_server_is_shared_by_the_points(tmp_path):
                 {"param": "load.concurrency", "values": [1, 2]})
     tree["target"] = {"server": {"kind": "command", "startup_timeout_s": 30,
                                  "env": {"PYTHONPATH": str(ROOT)},
-                                 "command": [sys.executable, "-m", "tests.support.calibration_server",
+                                 "command": [sys.executable, "-m", "servers.calib",
                                              "--port", "{port}"]}}
     d, res = run_sweep(scenario_from_dict(tree))
     pids = {json.loads((d / p["run_dir"] / "sut.json").read_text())["managed_server"]["pid"]

@@ -27,10 +27,10 @@ def test_rows_come_back_in_time_order(tmp_path):
 
 
 @pytest.mark.parametrize("bad,msg", [
-    ("{nope", "line 2: not valid JSON"),
-    ({"timestamp": -1, "input_length": 3, "output_length": 1}, "line 2: needs a non-negative number 'timestamp'"),
-    ({"timestamp": 1, "input_length": 3, "output_length": 0}, "line 2: 'output_length' must be a positive integer"),
-    ({"timestamp": 1, "input_length": 3, "output_length": 2, "hash_ids": ["a"]}, "line 2: 'hash_ids' must be a list of integers"),
+    ("{nope", ":2: not valid JSON"),
+    ({"timestamp": -1, "input_length": 3, "output_length": 1}, ":2: timestamp: needs a finite number of ms from 0"),
+    ({"timestamp": 1, "input_length": 3, "output_length": 0}, ":2: output_length: must be an integer from 1 to 1,048,576 tokens"),
+    ({"timestamp": 1, "input_length": 3, "output_length": 2, "hash_ids": ["a"]}, ":2: hash_ids: must be a list of non-negative integers"),
 ])
 def test_bad_rows_name_the_line(tmp_path, bad, msg):
     with pytest.raises(ScenarioError, match=msg):
@@ -86,7 +86,7 @@ def test_generic_jsonl_rows(tmp_path):
     tp = TracePrompts(WordCounter(), 0, 512)
     assert tp.prompt(rows[0], 0) == ("hello there", 2)
     assert tp.prompt(rows[1], 1) == ("hi you", 2)
-    with pytest.raises(ScenarioError, match="line 1: needs a string 'prompt' or a list 'messages'"):
+    with pytest.raises(ScenarioError, match=":1: needs a string 'prompt' or a list 'messages'"):
         read_trace(write(tmp_path, [{"timestamp": 1, "max_tokens": 3}], "b.jsonl"), "jsonl")
 
 

@@ -80,9 +80,9 @@ def test_jsonl_file(tmp_path):
 
 
 @pytest.mark.parametrize("body, needle", [
-    ('{"prompt": "x"}\n{not json\n', "line 2: not valid JSON"),
-    ('{"text": "x"}\n', "line 1: needs a string 'prompt'"),
-    ('{"prompt": "x", "max_tokens": 0}\n', "line 1: 'max_tokens' must be a positive integer"),
+    ('{"prompt": "x"}\n{not json\n', ":2: not valid JSON"),
+    ('{"text": "x"}\n', ":1: prompt: missing"),
+    ('{"prompt": "x", "max_tokens": 0}\n', ":1: max_tokens: must be an integer from 1"),
     ("\n", "no usable prompts"),
 ])
 def test_jsonl_errors_name_the_field(tmp_path, body, needle):

@@ -155,3 +155,16 @@ def test_lifecycle_record_of_start_env_and_stop(script, tmp_path):
     lc = json.loads((tmp_path / "crash" / "server.json").read_text())
     assert lc["status"] == "failed" and "exited with code 3" in lc["cause"]
     assert "boom: cannot load weights" in lc["log_tail"] and lc["stop"]["exit_code"] == 3
+
+
+def test_the_start_line_shows_the_logs_last_line(tmp_path):
+    from loadgen.targets.managed import last_log_line
+    log = tmp_path / "server.log"
+    assert last_log_line(log) == ""                                  # not written yet
+    log.write_bytes(b"x" * 5000 + b"\nINFO model built\n\x1b[32mcompiling decode bucket 8"
+                    b"\x1b[0m\r 50%\r 80%  \n\n")
+    assert last_log_line(log) == "80%"                               # a progress bar's last state
+    log.write_text("INFO listening on http://127.0.0.1:8000 (warming up)\n" + "\n" * 3)
+    assert last_log_line(log) == "INFO listening on http://127.0.0.1:8000 (warming up)"
+    log.write_text("a" * 300)
+    assert last_log_line(log, limit=20) == "a" * 19 + "…"

@@ -141,7 +141,7 @@ def exposition(n: int) -> str:
 
 def make_app(calibration: bool = False) -> web.Application:
     if calibration:
-        from tests.support.calibration_server import make_app as calib_app
+        from servers.calib import make_app as calib_app
         app = calib_app()
     else:
         app = web.Application()

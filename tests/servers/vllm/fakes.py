@@ -22,7 +22,7 @@ FAKE_VLLM = textwrap.dedent(f'''\
     port = args[args.index("--port") + 1]
     sys.path.insert(0, {str(ROOT)!r})
     os.chdir({str(ROOT)!r})
-    os.execv(sys.executable, [sys.executable, "-m", "tests.support.calibration_server",
+    os.execv(sys.executable, [sys.executable, "-m", "servers.calib",
                               "--port", port])
 ''')
 VLLM_HERE = bool(shutil.which("vllm") or importlib.util.find_spec("vllm"))
@@ -58,7 +58,7 @@ FAKE_CLI = textwrap.dedent(f'''\
             return 1
         port = args[args.index("--port") + 1]
         os.chdir({str(ROOT)!r})
-        os.execv({sys.executable!r}, [{sys.executable!r}, "-m", "tests.support.calibration_server",
+        os.execv({sys.executable!r}, [{sys.executable!r}, "-m", "servers.calib",
                                       "--port", port])
 
     if __name__ == "__main__":

@@ -70,7 +70,7 @@ def test_managed_vllm_run_with_a_fake_vllm(bin_dir, tmp_path, monkeypatch):
 
 def test_kind_command_run_against_the_calibration_server(tmp_path):
     server = {"kind": "command", "health_path": "/health", "startup_timeout_s": 60,
-              "command": [sys.executable, "-m", "tests.support.calibration_server",
+              "command": [sys.executable, "-m", "servers.calib",
                           "--port", "{port}"]}
     res = run_scenario(scenario_from_dict(_tree(tmp_path, server, continuous_usage=True)))
     d = res.run_dir

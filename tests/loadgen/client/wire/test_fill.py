@@ -23,7 +23,7 @@ def shape(rec: Record) -> dict:
               "first_sent_at_ns", "retry_error", "coalesced_reads", "first_answer_at_ns"):
         d.pop(k, None)
     d["chunks"] = [n for _, n in rec.chunks]
-    if rec.error_kind in ("connection", "timeout", "malformed"):
+    if rec.error_kind in ("connection", "timeout", "protocol"):
         d.pop("error")
     return d
 

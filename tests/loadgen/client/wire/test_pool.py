@@ -186,7 +186,7 @@ async def test_bad_http_and_cut_chunked_body():
     async with RawServer(handler) as srv, WirePool() as pool:
         bad = await pool.request("POST", srv.url + "/bad", {}, b"{}")
         cut = await pool.request("POST", srv.url + "/cut", {}, b"{}")
-    assert bad.error_kind == "malformed" and bad.retries == 0
+    assert bad.error_kind == "protocol" and bad.retries == 0
     assert cut.error_kind == "connection" and cut.status == 200 and not cut.complete
     rec = blank()
     fill_record(cut, rec, stream=True)

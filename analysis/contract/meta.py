@@ -1,0 +1,139 @@
+"""meta.json: how a run went — its settings, clock marks, schedule, client health, probe, transport.
+
+    loadgen/run/meta.py (either engine) ─► RunMeta.dump ─► meta.json ─► RunMeta.read ─► analysis
+    loadgen/run/sweep.py adds cache_hygiene, runner.py calibration, the Locust engine locust
+
+Times are integers of ``time.perf_counter_ns`` (the records' clock). Blocks written by other
+modules (the probe, the client transport, the power sampler, the /metrics scraper) name the keys
+analysis reads and keep the rest as their writer gave it.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, Union
+
+from pydantic import Field, field_validator
+
+from analysis.contract.base import Model, schema_version_field
+
+Mode = Literal["offline", "server", "concurrency", "trace"]
+
+
+class Open(Model):
+    CLOSED = False
+
+
+class Schedule(Open):
+    """loadgen.scenario.schedule.Schedule.describe(): what the seeded schedule holds."""
+    mode: Optional[str] = None
+    target_rate: Optional[float] = None
+    scheduled_count: Optional[int] = None
+    scheduled_rate: Optional[float] = None
+    stages: Optional[list[dict[str, Any]]] = None
+    time_scale: Optional[float] = None
+
+
+class Workload(Open):
+    """WorkloadPlan.describe(): where the prompts came from and how they were counted."""
+    source: Optional[str] = None
+    path: Optional[str] = None
+    tokenizer: Optional[str] = None
+    token_count: Optional[str] = None
+    seed: Optional[int] = None
+    file_prompts: Optional[int] = None
+    trace: Optional[dict[str, Any]] = None
+    sessions: Optional[dict[str, Any]] = None
+
+
+class ClientLoad(Open):
+    """loadgen.client.clientload.ClientLoad's result: CPU share of one core and event-loop lag."""
+    cpu_util: Optional[float] = None
+    loop_lag_ms_p99: Optional[float] = None
+
+
+class Probe(Open):
+    """loadgen.targets.probe's findings before the run (status, dropped fields, warnings)."""
+    status: Optional[str] = None
+    dropped_fields: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ClientTransport(Open):
+    """Client.transport_info(): wire | aiohttp, the stamp source (kernel | user | mixed), clock."""
+    transport: Optional[str] = None
+    stamp_source: Optional[str] = None
+
+
+class ServerMetricsScrape(Open):
+    """targets.scrape's description of the /metrics scrape (status, file, counts)."""
+    status: Optional[str] = None
+
+
+class CacheHygiene(Open):
+    """loadgen.run.cache_hygiene: what earlier sweep points left in a prefix cache."""
+    prompts_seen_before: Optional[int] = None
+    reset: Optional[Any] = None
+    warning: Optional[str] = None
+
+
+class RunMeta(Model):
+    """meta.json (see docs/architecture.md, "The run directory")."""
+    schema_version: Optional[int] = schema_version_field()
+    loadgen_version: Optional[str] = None
+    scenario: Optional[str] = None
+    run_dir: Optional[str] = None
+    started_at_unix: Optional[float] = None
+    engine: Optional[Literal["native", "locust"]] = None
+    event_loop: Optional[str] = None
+    mode: Optional[Mode] = None
+    target_url: Optional[str] = None
+    model: Optional[str] = None
+    endpoint: Optional[str] = None
+    stream: Optional[bool] = None
+    t0_ns: Optional[int] = Field(None, description="start of the measured phase (records' clock)")
+    end_ns: Optional[int] = Field(None, description="end of the measured phase")
+    clock: Optional[str] = None
+    rate: Optional[float] = Field(None, description="load.rate in server mode, else null")
+    scheduled_rate: Optional[float] = None
+    schedule: Optional[Schedule] = None
+    schedule_seed: Optional[int] = None
+    in_flight_cap: Optional[int] = Field(
+        None, description="the most requests in flight: load.concurrency (closed loop), "
+                          "load.max_concurrency (open loop, offline), the Locust users; null: none")
+    num_requests: Optional[int] = None
+    duration_s: Optional[float] = None
+    warmup_requests: Optional[int] = None
+    records_written: Optional[int] = None
+    unsent_requests: Optional[int] = Field(
+        None, description="planned requests never sent (the run ended early); null: not counted")
+    min_duration_s: Optional[float] = None
+    min_queries: Optional[int] = None
+    drain_timeout_s: Optional[float] = None
+    slo: Optional[dict[str, Any]] = Field(None, description="the scenario's slo block")
+    workload: Optional[Workload] = None
+    client_cpu: Optional[float] = Field(None, description="client CPU share of one core")
+    client_load: Optional[ClientLoad] = None
+    power_sources: Optional[list[Union[str, dict[str, Any]]]] = None
+    power: Optional[dict[str, Any]] = None
+    interrupted: Optional[bool] = None
+    interrupt_signal: Optional[str] = None
+    crashed: Optional[str] = None
+    managed_server_alive_at_end: Optional[bool] = None
+    client_cpus: Optional[list[int]] = None
+    server_metrics: Optional[ServerMetricsScrape] = None
+    probe: Optional[Probe] = None
+    client_connections: Optional[dict[str, Any]] = None
+    client_transport: Optional[ClientTransport] = None
+    calibration: Optional[dict[str, Any]] = Field(
+        None, description="loadgen.run.calibration: the host calibration after the run")
+    cache_hygiene: Optional[CacheHygiene] = None
+    locust: Optional[dict[str, Any]] = Field(None, description="the Locust engine's workers")
+    device_spec: Optional[str] = Field(None, description="a device-spec file for the roofline")
+    accuracy: Optional[Any] = Field(None, description="an accuracy check, when one ran")
+
+    @field_validator("client_cpu", mode="before")
+    @classmethod
+    def _cpu_number(cls, v):
+        """Older writers gave a dict ({"fraction"} or {"mean"}): read as the number."""
+        if isinstance(v, dict):
+            v = v.get("fraction", v.get("mean"))
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None

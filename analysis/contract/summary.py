@@ -1,0 +1,168 @@
+"""summary.json: the figures of one run and its verdict, as analysis.metrics.summary computed them.
+
+    analysis.metrics.summary.summarize_run ─► Summary.dump ─► summary.json
+        ─► Summary.read ─► the report, compare, sweeps, loadgen.open_run(...).summary
+
+Key names are the users' contract. Figures are None (null) when the data was missing, never 0.
+Latency blocks are in milliseconds over completed measured requests. Blocks computed by another
+package (energy, server metrics, stages, sessions, reasoning, roofline) name the keys readers use
+and keep the rest as computed.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import Field
+
+from analysis.contract.base import Model, schema_version_field
+
+
+class Open(Model):
+    CLOSED = False
+
+
+class Stats(Model):
+    """One latency distribution (ms): numpy linear percentiles; all None when count is 0."""
+    mean: Optional[float] = None
+    std: Optional[float] = None
+    min: Optional[float] = None
+    p50: Optional[float] = None
+    p90: Optional[float] = None
+    p95: Optional[float] = None
+    p99: Optional[float] = None
+    p999: Optional[float] = None
+    max: Optional[float] = None
+    count: int = 0
+
+
+class Window(Model):
+    rule: Optional[str] = None
+    start_ns: Optional[int] = None
+    end_ns: Optional[int] = None
+
+
+class TokenCounts(Model):
+    output_tokens_source: dict[str, int] = Field(default_factory=dict)
+    prompt_tokens_source: dict[str, int] = Field(default_factory=dict)
+    with_both_counts: int = 0
+    mismatch_count: int = 0
+    usage_output_tokens_total: Optional[int] = None
+    chunk_output_tokens_total: Optional[int] = None
+
+
+class Client(Open):
+    """Client health (analysis.metrics.summary.client_block): CPU, lag growth, saturation."""
+    transport: Optional[str] = None
+    stamp_source: Optional[str] = None
+    coalesced_reads: Optional[int] = None
+    coalesced_reads_share: Optional[float] = None
+    cpu_fraction: Optional[float] = None
+    loop_lag_ms_p99: Optional[float] = None
+    lag_growth_ms: Optional[float] = None
+    achieved_send_rate: Optional[float] = None
+    schedule_rate: Optional[float] = None
+    target_rate: Optional[float] = None
+    saturated: bool = False
+    warnings: list[str] = Field(default_factory=list)
+    reasons: Optional[list[Any]] = Field(
+        None, description="why the client counts as saturated, each with its figure")
+    evidence: Optional[str] = None
+
+
+class Check(Open):
+    name: str
+    ok: bool
+    value: Any = None
+    limit: Any = None
+
+
+class Verdict(Open):
+    """analysis.metrics.slo.verdict: VALID only when every check passed."""
+    valid: bool
+    reasons: list[str] = Field(default_factory=list)
+    checks: list[Check] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    percentile: Optional[float] = None
+
+
+class SteadyState(Open):
+    """analysis.metrics.steady.steady_window: the window without ramp-up and drain."""
+    rule: Optional[str] = None
+    status: Optional[str] = None
+    reason: Optional[str] = None
+    start_ns: Optional[int] = None
+    end_ns: Optional[int] = None
+    duration_s: Optional[float] = None
+    level: Optional[int] = None
+    output_throughput: Optional[float] = None
+    request_throughput: Optional[float] = None
+    mean_in_flight: Optional[float] = None
+
+
+class Energy(Open):
+    """analysis.energy (or "unmeasured" with the reason)."""
+    status: Optional[str] = None
+    reason: Optional[str] = None
+    energy_j: Optional[float] = None
+    j_per_output_token: Optional[float] = None
+
+
+class RooflineDevice(Open):
+    name: Optional[str] = None
+    evidence: Optional[str] = None
+    mem_bandwidth: Optional[float] = Field(None, description="bytes/s")
+    measured_at: Optional[Any] = None
+
+
+class Roofline(Open):
+    """The roofline frozen into the run (analysis.roofline): MBU and the floors it used."""
+    mbu: Optional[float] = None
+    tpot_p50_ms: Optional[float] = None
+    decode_floor_ms: Optional[float] = None
+    prefill_floor_ms: Optional[float] = None
+    device: Optional[RooflineDevice] = None
+
+
+class Summary(Model):
+    """summary.json (docs/metrics.md defines each figure)."""
+    schema_version: Optional[int] = schema_version_field()
+    summary_version: Optional[int] = None
+    mode: Optional[str] = None
+    requests_completed: int = 0
+    requests_failed: int = 0
+    requests_cancelled: int = 0
+    requests_warmup: int = 0
+    unsent_requests: Optional[int] = Field(
+        None, description="planned requests never sent (meta.json's count)")
+    duration_s: Optional[float] = None
+    window: Optional[Window] = None
+    request_throughput: Optional[float] = None
+    output_throughput: Optional[float] = None
+    total_token_throughput: Optional[float] = None
+    goodput: Optional[float] = None
+    goodput_rule: Optional[str] = None
+    headline_ttft: Optional[str] = Field(None, description="the TTFT key the headline uses")
+    ttft_ms: Optional[Stats] = None
+    ttft_from_scheduled_ms: Optional[Stats] = None
+    tpot_ms: Optional[Stats] = None
+    itl_ms: Optional[Stats] = None
+    e2el_ms: Optional[Stats] = None
+    e2el_from_scheduled_ms: Optional[Stats] = None
+    schedule_lag_ms: Optional[Stats] = None
+    chunk_gap_ms: Optional[Stats] = None
+    failures_by_kind: dict[str, int] = Field(default_factory=dict)
+    requests_retried: int = 0
+    dropped_fields: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    token_counts: Optional[TokenCounts] = None
+    client: Optional[Client] = None
+    slo: Optional[dict[str, Any]] = None
+    verdict: Optional[Verdict] = None
+    steady_state: Optional[SteadyState] = None
+    stages: Optional[list[dict[str, Any]]] = None
+    sessions: Optional[dict[str, Any]] = None
+    reasoning: Optional[dict[str, Any]] = None
+    energy: Optional[Energy] = None
+    evidence: Optional[dict[str, Any]] = None
+    server_metrics: Optional[dict[str, Any]] = None
+    roofline: Optional[Roofline] = None

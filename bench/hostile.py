@@ -1,0 +1,297 @@
+"""Benchmark (and the harness of tests/loadgen/client/test_hostile.py): what loadgen survives.
+
+    for each case of tests/support/hostile_server.py × transport (wire | aiohttp: LOADGEN_HTTP):
+        hostile server (its own process) ◄── `python -m loadgen run` (subprocess; probe off; chat,
+            stream; N requests, concurrency C, api.timeout_s T; api key from $HOSTILE_KEY = a fresh
+            random sk-test-…, api.headers X-Api-Key = a fresh random hdr-…)
+        reaped with os.wait4 ─► exit code, wall time, max RSS (the client's own ru_maxrss)
+        killed when it outlives rounds × T + slack: a hang
+        ─► records.jsonl (one per scheduled request?), error kinds vs EXPECT, a secret in any file
+           of the output directory or in stdout/stderr?, a traceback on stderr?
+    plus the 50 MB-line parse time: loadgen.client.sse.SSEParser().feed on one 50 MB data line in
+    64 KiB pieces (stopped after --parse-budget seconds: then a lower bound)
+Prints a table and ends with one JSON line (--out FILE: also written there).
+
+    python bench/hostile.py [--cases a,b] [--transports wire,aiohttp] [--requests 8]
+                            [--concurrency 4] [--timeout 2] [--out bench/results/hostile-DATE.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.support.hostile_server import CASES, HostileServer  # noqa: E402
+
+TRANSPORTS = ("wire", "aiohttp")
+# case ─► (the kinds every record may carry: "ok" or an error_kind; the exit code). Two kinds
+# where two bounds can both fire first (an endless stream: the event/line bound or the timeout)
+# or where both readings are fair (a body cut short by a close: the framing or the connection).
+EXPECT: dict[str, tuple[tuple[str, ...], int]] = {
+    "normal": (("ok",), 0),
+    "header_flood": (("too_large",), 3),
+    "header_count_flood": (("too_large",), 3),
+    "long_line": (("too_large",), 3),
+    "long_line_no_newline": (("too_large",), 3),
+    "huge_json": (("too_large",), 3),
+    "endless_comments": (("timeout", "too_large"), 3),
+    "endless_tokens": (("timeout", "too_large"), 3),
+    "echo_secret_429": (("http",), 3),
+    "echo_secret_stream": (("server_error",), 3),
+    "echo_secret_sut": (("ok",), 0),
+    "redirect_307": (("redirect",), 3),
+    "reset": (("connection",), 3),
+    "reset_before_status": (("connection",), 3),
+    "bad_chunk_size": (("protocol",), 3),
+    "non_http_reply": (("protocol",), 3),
+    "short_content_length": (("protocol", "connection"), 3),
+    "gzip_stream": (("ok",), 0),
+    "deflate_stream": (("ok",), 0),
+    "invalid_utf8": (("protocol",), 3),
+    "http10_close": (("ok",), 0),
+    "slowloris": (("timeout",), 3),
+    "never_answers": (("timeout",), 3),
+}
+assert set(EXPECT) == set(CASES), "every server case has an expectation"
+SLACK_S = 20.0            # start-up, summary and report on a busy 2-core box, beyond rounds × timeout
+RSS_LIMIT_MB = 500
+
+
+@dataclass
+class Outcome:
+    case: str
+    transport: str
+    rc: Optional[int]
+    hung: bool                      # killed after limit_s
+    limit_s: float
+    wall_s: float
+    max_rss_mb: float
+    expected: int                   # records the schedule holds
+    records: list = field(repr=False)
+    bad_lines: int                  # lines of records.jsonl that are not JSON
+    kinds: dict                     # "ok" | error_kind | status ─► count
+    secret_in: list                 # where a secret was found: file names, "stdout", "stderr"
+    traceback: bool
+    stdout: str = field(repr=False)
+    stderr: str = field(repr=False)
+    server_log: dict = field(repr=False)
+    run_dir: str = ""
+
+    def row(self) -> dict:
+        d = asdict(self)
+        for k in ("records", "stdout", "stderr", "server_log"):
+            d.pop(k)
+        d["records"] = len(self.records)
+        return d
+
+
+def scenario(n: int, concurrency: int, timeout_s: float, header_secret: str) -> dict:
+    return {"name": "hostile",
+            "api": {"endpoint": "chat", "model": "hostile", "stream": True, "probe": False,
+                    "timeout_s": timeout_s, "connect_timeout_s": timeout_s,
+                    "api_key_env": "HOSTILE_KEY", "headers": {"X-Api-Key": header_secret}},
+            "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 16},
+                         "output_tokens": {"dist": "fixed", "value": 8}},
+            "load": {"mode": "concurrency", "concurrency": concurrency, "num_requests": n},
+            "output": {"report": "text"}}
+
+
+def kind_of(rec: dict) -> str:
+    return "ok" if rec.get("status") == "ok" else str(rec.get("error_kind") or rec.get("status"))
+
+
+def find_secrets(needles: list[str], out_dir: Path, stdout: str, stderr: str) -> list[str]:
+    """Where any needle occurs: each file under ``out_dir`` (relative name), "stdout", "stderr"."""
+    found = []
+    raw = [n.encode() for n in needles]
+    for p in sorted(out_dir.rglob("*")) if out_dir.is_dir() else []:
+        if p.is_file() and any(n in p.read_bytes() for n in raw):
+            found.append(str(p.relative_to(out_dir)))
+    found += [name for name, text in (("stdout", stdout), ("stderr", stderr))
+              if any(n in text for n in needles)]
+    return found
+
+
+def read_records(path: Path) -> tuple[list, int]:
+    recs, bad = [], 0
+    if path.is_file():
+        for line in path.read_bytes().splitlines():
+            try:
+                recs.append(json.loads(line))
+            except ValueError:
+                bad += 1
+    return recs, bad
+
+
+def reap(proc: subprocess.Popen, limit_s: float) -> tuple[int, bool, float, float]:
+    """Wait for ``proc`` at most ``limit_s`` (SIGKILL after). Returns (exit code, hung, wall s,
+    max RSS MB of the process itself, from its rusage)."""
+    t0 = time.monotonic()
+    hung = False
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() - t0 > limit_s:
+            hung = True
+            proc.kill()
+            pid, status, ru = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.02)
+    wall = time.monotonic() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)    # reaped here, not by Popen
+    return proc.returncode, hung, wall, ru.ru_maxrss / 1024.0
+
+
+def start_run(case_dir: Path, url: str, transport: str, n: int, concurrency: int,
+              timeout_s: float, key: str, header_secret: str, extra_set=()) -> subprocess.Popen:
+    import yaml
+    case_dir.mkdir(parents=True, exist_ok=True)
+    path = case_dir / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario(n, concurrency, timeout_s, header_secret)))
+    env = dict(os.environ, HOSTILE_KEY=key, LOADGEN_HTTP=transport, PYTHONUNBUFFERED="1",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    argv = [sys.executable, "-m", "loadgen", "run", str(path), "--set", f"target.url={url}",
+            "--set", f"output.dir={case_dir / 'out'}", "--set", "output.run_name=run",
+            *[a for kv in extra_set for a in ("--set", kv)]]
+    with open(case_dir / "stdout.txt", "w") as out, open(case_dir / "stderr.txt", "w") as err:
+        return subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=err)
+
+
+def run_case(case: str, transport: str, case_dir: Path, n: int = 8, concurrency: int = 4,
+             timeout_s: float = 2.0, slack_s: float = SLACK_S) -> Outcome:
+    """One `loadgen run` against one hostile case; everything the checks need."""
+    rounds = -(-n // concurrency)
+    limit = rounds * timeout_s + slack_s
+    key = "sk-test-" + secrets.token_hex(16)
+    header_secret = "hdr-" + secrets.token_hex(16)
+    needles = [key, key[len("sk-test-"):], header_secret]
+    with HostileServer(case, lifetime_s=limit + 60) as server:
+        proc = start_run(case_dir, server.url, transport, n, concurrency, timeout_s, key,
+                         header_secret)
+        rc, hung, wall, rss = reap(proc, limit)
+        try:
+            log = server.log()
+        except OSError as e:
+            log = {"error": f"log unavailable: {e}", "requests": [], "second_port": None}
+    stdout = (case_dir / "stdout.txt").read_text(errors="replace")
+    stderr = (case_dir / "stderr.txt").read_text(errors="replace")
+    run_dir = case_dir / "out" / "run"
+    recs, bad = read_records(run_dir / "records.jsonl")
+    return Outcome(case, transport, rc, hung, limit, round(wall, 2), round(rss, 1), n, recs, bad,
+                   dict(Counter(kind_of(r) for r in recs)),
+                   find_secrets(needles, case_dir / "out", stdout, stderr),
+                   "Traceback" in stderr or "never retrieved" in stderr, stdout, stderr, log,
+                   str(run_dir))
+
+
+def verdict(o: Outcome) -> list[str]:
+    """What is wrong with one outcome against EXPECT (empty: it survived as it should)."""
+    kinds, code = EXPECT[o.case]
+    bad = []
+    if o.hung:
+        bad.append(f"hung: killed after {o.limit_s:g} s")
+    elif o.rc != code:
+        bad.append(f"exit {o.rc}, expected {code}")
+    if o.traceback:
+        bad.append("traceback on stderr")
+    ids = sorted(r.get("id") for r in o.records)
+    if ids != list(range(o.expected)) or o.bad_lines:
+        bad.append(f"{len(o.records)} records (+{o.bad_lines} torn), expected ids 0..{o.expected - 1}")
+    if set(o.kinds) - set(kinds):
+        bad.append(f"kinds {o.kinds}, expected {' or '.join(kinds)} only")
+    if o.max_rss_mb >= RSS_LIMIT_MB:
+        bad.append(f"max RSS {o.max_rss_mb:.0f} MB")
+    if o.secret_in:
+        bad.append(f"secret in {o.secret_in}")
+    return bad
+
+
+def parse_time(size: int = 50_000_000, piece: int = 64 * 1024, budget_s: float = 60.0) -> dict:
+    """SSEParser().feed on one ``size``-byte data line in ``piece``-byte reads (then its end)."""
+    from loadgen.client.sse import SSEParser
+    p = SSEParser()
+    data = b"data: " + b"a" * size
+    t0 = time.perf_counter()
+    fed, error, events = 0, None, 0
+    try:
+        for i in range(0, len(data), piece):
+            events += len(p.feed(data[i:i + piece]) or ())
+            fed = min(len(data), i + piece)
+            if time.perf_counter() - t0 > budget_s:
+                break
+        else:
+            events += len(p.feed(b"\n\n") or ())
+    except Exception as e:                   # a parser that refuses the line: what it said
+        error = f"{type(e).__name__}: {str(e)[:200]}"
+    s = time.perf_counter() - t0
+    return {"bytes": len(data), "fed": fed, "seconds": round(s, 3),
+            "complete": fed == len(data) and error is None, "events": events, "error": error,
+            "mb_per_s": round(fed / s / 1e6, 1) if s > 0 else None}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default=",".join(EXPECT), help="comma-separated (default: all)")
+    ap.add_argument("--transports", default=",".join(TRANSPORTS))
+    ap.add_argument("--requests", type=int, default=8)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--timeout", type=float, default=2.0, help="api.timeout_s")
+    ap.add_argument("--parse-budget", type=float, default=60.0)
+    ap.add_argument("--out", default=None, help="also write the JSON here")
+    a = ap.parse_args(argv)
+    cases = [c.strip() for c in a.cases.split(",") if c.strip()]
+    unknown = sorted(set(cases) - set(EXPECT))
+    if unknown:
+        ap.error(f"unknown case(s): {', '.join(unknown)}")
+    rows = []
+    print(f"{'case':22s} {'transport':9s} {'exit':>4s} {'records':>9s} {'wall s':>7s} "
+          f"{'RSS MB':>7s} {'secret':>6s}  kinds / problems")
+    with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
+        for case in cases:
+            for tr in a.transports.split(","):
+                o = run_case(case, tr, Path(tmp) / f"{case}-{tr}", a.requests, a.concurrency,
+                             a.timeout)
+                problems = verdict(o)
+                row = {**o.row(), "expected_kinds": list(EXPECT[case][0]),
+                       "expected_exit": EXPECT[case][1], "problems": problems}
+                row.pop("run_dir")
+                rows.append(row)
+                print(f"{case:22s} {tr:9s} {('KILL' if o.hung else str(o.rc)):>4s} "
+                      f"{len(o.records):>4d}/{o.expected:<4d} {o.wall_s:7.2f} {o.max_rss_mb:7.0f} "
+                      f"{'yes' if o.secret_in else 'no':>6s}  {o.kinds}"
+                      f"{'  ✗ ' + '; '.join(problems) if problems else '  ✓'}", flush=True)
+    parse = parse_time(budget_s=a.parse_budget)
+    print(f"SSEParser, one 50 MB line in 64 KiB pieces: {parse['seconds']} s"
+          f"{'' if parse['complete'] else ' (incomplete: ' + str(parse['error'] or 'budget') + ')'}")
+    out = {"bench": "hostile", "evidence": "measured", "date": time.strftime("%Y-%m-%d"),
+           "host": {"cpus": os.cpu_count(), "loadavg": os.getloadavg()},
+           "settings": {"requests": a.requests, "concurrency": a.concurrency,
+                        "timeout_s": a.timeout, "slack_s": SLACK_S, "rss_limit_mb": RSS_LIMIT_MB},
+           "survived": sum(not r["problems"] for r in rows), "runs": len(rows),
+           "rows": rows, "sse_50mb_line": parse}
+    line = json.dumps(out)
+    if a.out:
+        Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
+    print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.exit(main())

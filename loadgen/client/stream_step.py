@@ -1,0 +1,199 @@
+"""The one stream step: stamped body bytes ─► SSE events ─► the Record. Pure, incremental.
+
+    StreamStep(rec, tally, limits, encoding)
+        feed(t, bytes)   one read's body bytes, stamped t (kernel or user time of that read)
+            [gzip | deflate: zlib, output bounded per call] ─► sse.SSEParser (linear, event cap)
+            ─► every data event: sse.loads ─► StreamTally.add ─► rec.chunks.append([t, n])
+            ─► [DONE]: rec ok, end_at_ns; error event / error object: ``server_error``;
+               not SSE / bad JSON: ``protocol``; an event over ``max_event_bytes`` or more events
+               than ``max_events``: ``too_large``
+        end(t)           the body ended (message complete): the pending event, then ok | incomplete
+        settled          True once the record is decided by the stream (failed): stop feeding
+
+Every transport calls this and nothing else to turn a streamed body into a record: the wire
+transport over its stamped reads (off the stamping path, in bounded slices), the aiohttp transport
+per read, the Locust users per recv. So the three fill the same fields by the same rules.
+``coalesced_reads`` counts reads (stamps) that carried more than one token chunk.
+No I/O here: bytes in, fields of ``rec`` out.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from loadgen.client.request import end_stream, fail
+from loadgen.client.sse import (DONE, MAX_EVENT_BYTES, NamedEvent, SSEParser, StreamTally, TooLarge,
+                                error_message, loads)
+from loadgen.record import Record
+
+MAX_HEADER_BYTES = 64 * 2**10
+MAX_BODY_BYTES = 32 * 2**20
+EVENTS_PER_TOKEN = 4
+EVENTS_SLACK = 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one response may cost the client (``api.limits``); exceeding one fails the request
+    as ``too_large``. ``max_events``: data events per streamed response, ``events_per_token`` ×
+    max_tokens + ``EVENTS_SLACK`` (a server that streams far more events than it was asked for
+    tokens is broken or hostile; the chunks list would grow without bound)."""
+
+    max_header_bytes: int = MAX_HEADER_BYTES     # status line + headers
+    max_event_bytes: int = MAX_EVENT_BYTES       # one SSE event (or line) not yet finished
+    max_body_bytes: int = MAX_BODY_BYTES         # a non-streamed body (JSON) held whole
+    events_per_token: int = EVENTS_PER_TOKEN
+
+    def max_events(self, max_tokens: Optional[int]) -> int:
+        return self.events_per_token * max(max_tokens or 0, 1) + EVENTS_SLACK
+
+    @classmethod
+    def from_api(cls, limits: Any) -> "Limits":
+        """From a scenario ``api.limits`` (anything with these attributes), or the defaults."""
+        if limits is None:
+            return cls()
+        return cls(limits.max_header_bytes, limits.max_event_bytes, limits.max_body_bytes,
+                   limits.events_per_token)
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def decoder(encoding: Optional[str]):
+    """A zlib decompressor for a Content-Encoding (gzip | deflate | x-gzip), None for identity;
+    raises ValueError for anything else."""
+    enc = (encoding or "identity").strip().lower()
+    if enc in ("", "identity"):
+        return None
+    if enc in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if enc == "deflate":
+        return zlib.decompressobj(zlib.MAX_WBITS)    # zlib-wrapped; raw deflate is tried on error
+    raise ValueError(f"unsupported Content-Encoding {encoding!r}")
+
+
+class StreamStep:
+    """One streamed response into ``rec`` (see module doc). ``feed`` returns ``settled``."""
+
+    __slots__ = ("rec", "tally", "parser", "settled", "done", "coalesced", "_last_t", "_tok_in_read",
+                 "_max_events", "_zip", "_raw_deflate", "_chunk_cap", "_t")
+
+    def __init__(self, rec: Record, tally: StreamTally, limits: Limits = DEFAULT_LIMITS,
+                 encoding: Optional[str] = None):
+        self.rec, self.tally = rec, tally
+        self.parser = SSEParser(limits.max_event_bytes)
+        self.settled = False
+        self.done = False
+        self.coalesced = 0
+        self._last_t: Optional[int] = None
+        self._tok_in_read = 0
+        self._max_events = limits.max_events(rec.requested_output_tokens)
+        self._chunk_cap = max(limits.max_event_bytes, 1 << 16)
+        self._raw_deflate = (encoding or "").strip().lower() == "deflate"
+        self._t: Optional[int] = None
+        try:
+            self._zip = decoder(encoding)
+        except ValueError as e:
+            self._zip = None
+            self._fail("protocol", str(e), None)
+
+    # ------------------------------------------------------------------ input
+    def feed(self, t: int, data: bytes) -> bool:
+        if self.settled or not data:
+            return self.settled
+        if t != self._last_t:                        # pieces of one read share its stamp
+            if self._tok_in_read > 1:
+                self.coalesced += 1
+            self._last_t, self._tok_in_read = t, 0
+        self._t = t
+        if self._zip is None:
+            self._events(self.parser.feed(data), t)
+            return self.settled
+        return self._inflate(t, data)
+
+    def end(self, t: int) -> None:
+        """The body is complete: dispatch what is pending, then ok or ``incomplete``."""
+        if self._tok_in_read > 1:
+            self.coalesced += 1
+        self._tok_in_read = 0
+        if self.settled:
+            return
+        if self._zip is not None:
+            try:
+                rest = self._zip.flush()
+            except zlib.error as e:
+                return self._fail("protocol", f"bad compressed body: {e}", t)
+            if rest:
+                self._events(self.parser.feed(rest), t)
+                if self.settled:
+                    return
+        self._events(self.parser.finish(), t)
+        if not self.settled:
+            end_stream(self.rec, self.tally, self.done, t)
+
+    def _inflate(self, t: int, data: bytes) -> bool:
+        z = self._zip
+        try:
+            while data and not self.settled:
+                out = z.decompress(data, self._chunk_cap)    # bounded output per call (bombs)
+                data = z.unconsumed_tail
+                if out:
+                    self._events(self.parser.feed(out), t)
+        except zlib.error as e:
+            if self._raw_deflate and self._last_t == t and not self.rec.chunks:
+                self._raw_deflate = False                    # some servers send raw deflate
+                self._zip = zlib.decompressobj(-zlib.MAX_WBITS)
+                return self._inflate(t, data)
+            self._fail("protocol", f"bad compressed body: {e}", t)
+        return self.settled
+
+    # ------------------------------------------------------------------ events
+    def _events(self, events: list, t: int) -> None:
+        if not events:
+            return
+        rec, add, append = self.rec, self.tally.add, self.rec.chunks.append
+        ev: Any = None
+        try:
+            for ev in events:
+                if ev.__class__ is bytes:
+                    if not ev:                       # "data:" with nothing: not a chunk
+                        continue
+                    n = add(loads(ev))
+                    if n < 0:                        # an error object inside the 200 stream
+                        append([t, 0])
+                        return self._fail("server_error", error_message(self.tally.error), t)
+                    append([t, n])
+                    if n:
+                        self._tok_in_read += 1
+                    if len(rec.chunks) > self._max_events:
+                        return self._fail("too_large", f"more than {self._max_events} stream events "
+                                          f"for max_tokens {rec.requested_output_tokens}", t)
+                elif ev is DONE:
+                    if not self.done:
+                        self.done = True
+                        rec.end_at_ns, rec.status = t, "ok"
+                elif ev.__class__ is NamedEvent:
+                    if ev.event == "error":
+                        append([t, 0])
+                        return self._fail("server_error", ev.data.decode("utf-8", "replace"), t)
+                    append([t, max(add(loads(ev.data)), 0)])
+                elif ev.__class__ is TooLarge:
+                    return self._fail("too_large", f"a stream event longer than {ev.limit} bytes "
+                                      "(api.limits.max_event_bytes)", t)
+                else:
+                    return self._fail("protocol", f"not server-sent events: {ev.line!r}", t)
+        except ValueError as e:                      # sse.loads / a chunk that is not an object
+            what = ev[:120] if isinstance(ev, bytes) else ev
+            self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {what!r}", t)
+
+    def _fail(self, kind: str, msg: str, t: Optional[int]) -> None:
+        self.settled = True
+        fail(self.rec, kind, msg, t)
+
+
+def body_too_large(n: int, limits: Limits = DEFAULT_LIMITS) -> Optional[str]:
+    """The ``too_large`` message for a non-streamed body of ``n`` bytes, or None if it fits."""
+    if n > limits.max_body_bytes:
+        return f"response body over {limits.max_body_bytes} bytes (api.limits.max_body_bytes)"
+    return None

@@ -1,0 +1,90 @@
+"""Secrets never written: the API key and secret-looking header values, replaced wherever they appear.
+
+    request.request_headers (the one place request headers are built) ─► register(values)
+    any text loadgen writes or prints ─► redact(text): every registered value ─► ``[REDACTED]``
+        records.jsonl lines (record.RecordWriter), run-directory JSON (run.storage), console
+        error lines (cli), record fields (redact_record: error, retry_error, output_text)
+
+A server that echoes the Authorization header into an error body, a stream's error event or a
+response header cannot get the key into a file or onto the terminal: the redaction runs on the
+final text, whatever path it took. Secret header names: ``SECRET_NAME`` (authorization, *key*,
+*token*, *secret*, cookie, password). A value is registered whole and, for ``Bearer x`` / ``Basic
+x``, also its credential ``x``; values shorter than ``MIN_LEN`` are not registered (redacting two
+letters everywhere would garble the output). Its JSON-escaped form is registered too. Process-wide:
+Locust workers register in their own process.
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Iterable, Optional
+
+MASK = "[REDACTED]"
+MIN_LEN = 6
+SECRET_NAME = re.compile(r"authorization|key|token|secret|cookie|password", re.I)
+
+_lock = threading.Lock()
+_secrets: tuple = ()             # longest first, so a credential inside its header value goes last
+
+
+def register(*values: Optional[str]) -> None:
+    """Add secret values (``None`` and short ones are skipped)."""
+    global _secrets
+    new = set(_secrets)
+    for v in values:
+        if not isinstance(v, str):
+            continue
+        v = v.strip()
+        parts = [v]
+        scheme, _, cred = v.partition(" ")
+        if cred and scheme.lower() in ("bearer", "basic", "token"):
+            parts.append(cred.strip())
+        for p in parts:
+            if len(p) >= MIN_LEN:
+                new.add(p)
+                esc = json.dumps(p)[1:-1]
+                if esc != p:
+                    new.add(esc)
+    with _lock:
+        _secrets = tuple(sorted(new, key=len, reverse=True))
+
+
+def register_headers(headers: dict) -> None:
+    """Register the values of every header whose name looks secret."""
+    register(*(str(v) for k, v in headers.items() if SECRET_NAME.search(str(k))))
+
+
+def secrets() -> tuple:
+    return _secrets
+
+
+def clear() -> None:
+    """Forget every registered value (tests)."""
+    global _secrets
+    with _lock:
+        _secrets = ()
+
+
+def redact(text: Optional[str]) -> Optional[str]:
+    """``text`` with every registered secret replaced by ``MASK``."""
+    if not text or not _secrets:
+        return text
+    for s in _secrets:
+        if s in text:
+            text = text.replace(s, MASK)
+    return text
+
+
+def redact_all(texts: Iterable[str]) -> list:
+    return [redact(t) for t in texts]
+
+
+def redact_record(rec) -> None:
+    """The free-text fields of a Record (anything with these attributes), in place."""
+    if not _secrets:
+        return
+    for name in ("error", "retry_error", "output_text"):
+        v = getattr(rec, name, None)
+        if v:
+            setattr(rec, name, redact(v))

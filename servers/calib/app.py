@@ -1,0 +1,63 @@
+"""The aiohttp application: routes ─► Calibration (handler.py) and the inspection endpoints.
+
+    POST /v1/completions, /v1/chat/completions   the answers (handler.py)
+    GET  /v1/models                              one model, ``calib-model`` (max_model_len 4096)
+    GET  /health                                 200 "ok"
+    GET  /calib/log[?clear=1]                    per request: arrival_ns, each write [ns, tokens], ...
+    GET  /calib/clock[?clear=1]                  lockstep ticks [k, planned_ns, start_ns, end_ns, streams]
+    POST /reset_prefix_cache, GET /calib/resets  vLLM's dev-mode reset, counted (sweeps' cache hygiene)
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+from aiohttp import web
+
+from servers.calib.chunks import MODEL
+from servers.calib.handler import DEFAULTS, Calibration
+
+CALIBRATION = web.AppKey("calibration", Calibration)   # app[CALIBRATION]: the server's state
+
+
+def make_app(defaults: Optional[dict] = None, log: bool = True) -> web.Application:
+    """The calibration server's app; ``defaults`` override DEFAULTS (a request's ``calib`` wins)."""
+    cal = Calibration({**DEFAULTS, **(defaults or {})}, log)
+    resets: list[int] = []             # POST /reset_prefix_cache (vLLM dev mode): counted
+
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": MODEL, "object": "model", "created": 1700000000, "owned_by": "calibration",
+             "max_model_len": 4096}]}, headers={"Server": "calibration-server/1"})
+
+    async def health(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def get_log(request: web.Request) -> web.Response:
+        out = list(cal.log)
+        if request.query.get("clear"):
+            cal.log.clear()
+        return web.json_response(out)
+
+    async def get_clock(request: web.Request) -> web.Response:
+        clear = bool(request.query.get("clear"))
+        return web.json_response([c.describe(clear) for c in cal.clocks.values()])
+
+    async def reset(request: web.Request) -> web.Response:
+        resets.append(time.perf_counter_ns())
+        return web.json_response({"ok": True})
+
+    async def get_resets(request: web.Request) -> web.Response:
+        return web.json_response(resets)
+
+    app = web.Application(client_max_size=64 * 2**20)
+    app.router.add_post("/v1/completions", cal.generate)
+    app.router.add_post("/v1/chat/completions", cal.generate)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/health", health)
+    app.router.add_get("/calib/log", get_log)
+    app.router.add_get("/calib/clock", get_clock)
+    app.router.add_post("/reset_prefix_cache", reset)
+    app.router.add_get("/calib/resets", get_resets)
+    app[CALIBRATION] = cal
+    return app

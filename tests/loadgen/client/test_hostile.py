@@ -1,0 +1,98 @@
+"""The client against hostile servers: every case × both transports, a real `loadgen run` each.
+
+    tests/support/hostile_server.py (its own process, one case)
+        ◄── python -m loadgen run (subprocess; LOADGEN_HTTP=wire | aiohttp; probe off; 8 requests,
+            concurrency 4, api.timeout_s 2; key from $HOSTILE_KEY, a random sk-test-…; a random
+            secret X-Api-Key in api.headers)      harness: bench/hostile.py (run_case, EXPECT)
+    each run: no hang (killed after rounds × timeout + 20 s), no traceback, the expected exit code,
+    exactly one record per scheduled request, every record of the expected kind, max RSS of the
+    client under 500 MB, neither secret in any file of the output directory nor on stdout/stderr.
+    Signals: SIGINT while every request parses an endless token stream, SIGTERM while every one
+    waits on a server that never answers ─► exit 130 within 15 s, every started request's record
+    kept (cancelled), the never-started rest counted in meta.json ``unsent_requests``.
+
+The bounds are wall-clock guards against hangs, generous for a busy 2-core box; nothing asserts
+a duration beyond them.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+
+from bench.hostile import (EXPECT, RSS_LIMIT_MB, TRANSPORTS, find_secrets, kind_of, read_records,
+                           reap, run_case, start_run, verdict)
+from tests.support.hostile_server import HostileServer
+from tests.support.procs import alive
+
+N = 8
+
+
+def problems_of(o) -> list[str]:
+    """EXPECT's checks plus each case's own."""
+    bad = verdict(o)
+    recs = o.records
+    if o.case == "echo_secret_429" and any(r.get("http_status") != 429 for r in recs):
+        bad.append(f"http_status {sorted({r.get('http_status') for r in recs}, key=str)}, not 429")
+    if o.case == "redirect_307":
+        where = f"127.0.0.1:{o.server_log.get('second_port')}"
+        if not all(where in (r.get("error") or "") for r in recs):
+            bad.append(f"the error does not carry the Location ({where}): "
+                       f"{[r.get('error') for r in recs[:1]]}")
+        second = [(q["method"], q["path"]) for q in o.server_log.get("requests", [])
+                  if q.get("listener") == "second"]
+        if second:
+            bad.append(f"the redirect was followed: the other listener got {second}")
+    if EXPECT[o.case][0] == ("ok",) and any(r.get("output_tokens") != 8 for r in recs):
+        bad.append(f"output_tokens {sorted({r.get('output_tokens') for r in recs}, key=str)}, "
+                   "expected 8 each")
+    return bad
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("case", list(EXPECT))
+def test_client_survives_the_hostile_server(case, transport, tmp_path):
+    o = run_case(case, transport, tmp_path, n=N, concurrency=4, timeout_s=2.0)
+    bad = problems_of(o)
+    assert not bad, (f"{case} on {transport}: " + "; ".join(bad)
+                     + f"\n--- stderr (tail) ---\n{o.stderr[-2000:]}")
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("case, sig", [("endless_tokens", signal.SIGINT),
+                                       ("never_answers", signal.SIGTERM)])
+def test_a_signal_stops_a_run_whose_streams_never_end(case, sig, transport, tmp_path):
+    """endless_tokens keeps the client busy parsing (max_tokens 10^6, so no event bound fires
+    first); never_answers keeps it waiting. api.timeout_s 60: every request is in flight."""
+    key, hdr = "sk-test-signal-0123456789abcdef", "hdr-signal-0123456789abcdef"
+    with HostileServer(case, lifetime_s=120) as server:
+        proc = start_run(tmp_path, server.url, transport, N, 4, 60.0, key, hdr,
+                         extra_set=["workload.output_tokens.value=1000000"])
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and alive(proc.pid):
+                if sum(q["method"] == "POST" for q in server.log()["requests"]) >= 4:
+                    break                        # every user is on a stream that never ends
+                time.sleep(0.1)
+            assert alive(proc.pid), "the run ended before the signal"
+            time.sleep(0.5)
+            proc.send_signal(sig)
+            rc, hung, wall, rss = reap(proc, 15.0)
+        finally:
+            if proc.returncode is None:          # an assertion before the reap: no orphan
+                proc.kill()
+                proc.wait()
+    stderr = (tmp_path / "stderr.txt").read_text(errors="replace")
+    stdout = (tmp_path / "stdout.txt").read_text(errors="replace")
+    assert not hung, f"{sig.name} did not stop the run within 15 s\n{stderr[-2000:]}"
+    assert rc == 130 and "Traceback" not in stderr, (rc, stderr[-2000:])
+    recs, torn = read_records(tmp_path / "out" / "run" / "records.jsonl")
+    meta = json.loads((tmp_path / "out" / "run" / "meta.json").read_text())
+    ids = sorted(r["id"] for r in recs)          # a closed loop: the never-sent rest is a count
+    assert len(set(ids)) == len(ids) == N - (meta.get("unsent_requests") or 0) and not torn, \
+        (ids, meta.get("unsent_requests"))
+    assert all(r["status"] == "cancelled" for r in recs), {kind_of(r) for r in recs}
+    assert rss < RSS_LIMIT_MB
+    assert not find_secrets([key, hdr], tmp_path / "out", stdout, stderr)

@@ -1,0 +1,54 @@
+"""Secrets never written (loadgen/redact.py): registered values are masked wherever they appear."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loadgen import redact
+from loadgen.client.request import request_headers
+from loadgen.record import Record, RecordWriter, read_records
+
+
+@pytest.fixture(autouse=True)
+def clean():
+    redact.clear()
+    yield
+    redact.clear()
+
+
+class Api:
+    stream = True
+    headers = {"X-Api-Key": "k-123456789", "X-Trace": "not-a-secret-value"}
+
+
+def test_request_headers_register_the_key_and_secret_header_values():
+    request_headers(Api(), "sk-test-abcdef")
+    text = 'HTTP 429: {"echo": "Bearer sk-test-abcdef", "k": "k-123456789", "t": "not-a-secret-value"}'
+    out = redact.redact(text)
+    assert "sk-test-abcdef" not in out and "k-123456789" not in out
+    assert "not-a-secret-value" in out and out.count(redact.MASK) == 2
+
+
+def test_short_values_are_not_registered():
+    redact.register("abc", None, "")
+    assert redact.secrets() == () and redact.redact("abc") == "abc"
+
+
+def test_the_json_escaped_form_is_masked_too():
+    secret = 'sk-"quoted"\\x'
+    redact.register(secret)
+    line = json.dumps({"error": f"echo {secret}"})
+    assert secret not in json.loads(redact.redact(line))["error"]
+
+
+def test_records_are_written_without_the_secret(tmp_path):
+    redact.register("sk-live-0123456789")
+    r = Record(id=0, phase="measured", scheduled_at_ns=0)
+    r.error = "401: invalid key sk-live-0123456789"
+    r.retry_error = "echo Bearer sk-live-0123456789"
+    with RecordWriter(tmp_path / "records.jsonl") as w:
+        w.write(r)
+    raw = (tmp_path / "records.jsonl").read_text()
+    assert "sk-live-0123456789" not in raw
+    assert read_records(tmp_path / "records.jsonl")[0]["error"] == "401: invalid key [REDACTED]"
