@@ -165,7 +165,8 @@ def _device_row(dev: dict) -> list:
              "override": "recomputed now (not the run's frozen spec)",
              "meta.device_spec": "meta.json's spec file"}.get(dev.get("source"), "source unknown")
     when = (f"; measured {dev['measured_at']}" + (f" on {dev['host']}" if dev.get("host") else "")
-            if dev.get("measured_at") else "")
+            if dev.get("measured_at") and str(dev["measured_at"]) not in str(dev.get("how"))
+            else "")
     return ["device", f"{dev.get('name')} ({where}: {dev.get('how')}{when})",
             _or(dev.get("evidence"), "unknown")]
 

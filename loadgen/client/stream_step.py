@@ -77,7 +77,8 @@ class StreamStep:
     """One streamed response into ``rec`` (see module doc). ``feed`` returns ``settled``."""
 
     __slots__ = ("rec", "tally", "parser", "settled", "done", "coalesced", "_last_t", "_tok_in_read",
-                 "_max_events", "_zip", "_raw_deflate", "_chunk_cap", "_t")
+                 "_max_events", "_zip", "_raw_deflate", "_chunk_cap", "_pfeed", "_add", "_append",
+                 "_chunks")
 
     def __init__(self, rec: Record, tally: StreamTally, limits: Limits = DEFAULT_LIMITS,
                  encoding: Optional[str] = None):
@@ -91,7 +92,9 @@ class StreamStep:
         self._max_events = limits.max_events(rec.requested_output_tokens)
         self._chunk_cap = max(limits.max_event_bytes, 1 << 16)
         self._raw_deflate = (encoding or "").strip().lower() == "deflate"
-        self._t: Optional[int] = None
+        self._pfeed, self._add = self.parser.feed, tally.add        # bound once: the hot path
+        self._chunks = rec.chunks
+        self._append = rec.chunks.append
         try:
             self._zip = decoder(encoding)
         except ValueError as e:
@@ -106,11 +109,12 @@ class StreamStep:
             if self._tok_in_read > 1:
                 self.coalesced += 1
             self._last_t, self._tok_in_read = t, 0
-        self._t = t
-        if self._zip is None:
-            self._events(self.parser.feed(data), t)
-            return self.settled
-        return self._inflate(t, data)
+        if self._zip is not None:
+            return self._inflate(t, data)
+        events = self._pfeed(data)
+        if events:
+            self._events(events, t)
+        return self.settled
 
     def end(self, t: int) -> None:
         """The body is complete: dispatch what is pending, then ok or ``incomplete``."""
@@ -125,7 +129,7 @@ class StreamStep:
             except zlib.error as e:
                 return self._fail("protocol", f"bad compressed body: {e}", t)
             if rest:
-                self._events(self.parser.feed(rest), t)
+                self._events(self._pfeed(rest), t)
                 if self.settled:
                     return
         self._events(self.parser.finish(), t)
@@ -139,7 +143,7 @@ class StreamStep:
                 out = z.decompress(data, self._chunk_cap)    # bounded output per call (bombs)
                 data = z.unconsumed_tail
                 if out:
-                    self._events(self.parser.feed(out), t)
+                    self._events(self._pfeed(out), t)
         except zlib.error as e:
             if self._raw_deflate and self._last_t == t and not self.rec.chunks:
                 self._raw_deflate = False                    # some servers send raw deflate
@@ -150,9 +154,8 @@ class StreamStep:
 
     # ------------------------------------------------------------------ events
     def _events(self, events: list, t: int) -> None:
-        if not events:
-            return
-        rec, add, append = self.rec, self.tally.add, self.rec.chunks.append
+        add, append = self._add, self._append
+        tok = 0                                      # token chunks of this call (coalescing)
         ev: Any = None
         try:
             for ev in events:
@@ -160,24 +163,23 @@ class StreamStep:
                     if not ev:                       # "data:" with nothing: not a chunk
                         continue
                     n = add(loads(ev))
+                    if n > 0:
+                        append([t, n])
+                        tok += 1
+                        continue
+                    append([t, 0])
                     if n < 0:                        # an error object inside the 200 stream
-                        append([t, 0])
                         return self._fail("server_error", error_message(self.tally.error), t)
-                    append([t, n])
-                    if n:
-                        self._tok_in_read += 1
-                    if len(rec.chunks) > self._max_events:
-                        return self._fail("too_large", f"more than {self._max_events} stream events "
-                                          f"for max_tokens {rec.requested_output_tokens}", t)
                 elif ev is DONE:
                     if not self.done:
                         self.done = True
-                        rec.end_at_ns, rec.status = t, "ok"
+                        self.rec.end_at_ns, self.rec.status = t, "ok"
                 elif ev.__class__ is NamedEvent:
                     if ev.event == "error":
                         append([t, 0])
                         return self._fail("server_error", ev.data.decode("utf-8", "replace"), t)
-                    append([t, max(add(loads(ev.data)), 0)])
+                    ev = ev.data
+                    append([t, max(add(loads(ev)), 0)])
                 elif ev.__class__ is TooLarge:
                     return self._fail("too_large", f"a stream event longer than {ev.limit} bytes "
                                       "(api.limits.max_event_bytes)", t)
@@ -185,7 +187,15 @@ class StreamStep:
                     return self._fail("protocol", f"not server-sent events: {ev.line!r}", t)
         except ValueError as e:                      # sse.loads / a chunk that is not an object
             what = ev[:120] if isinstance(ev, bytes) else ev
-            self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {what!r}", t)
+            return self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {what!r}", t)
+        finally:
+            self._tok_in_read += tok
+        if len(self._chunks) > self._max_events:
+            self._too_many(t)
+
+    def _too_many(self, t: int) -> None:
+        self._fail("too_large", f"more than {self._max_events} stream events for max_tokens "
+                   f"{self.rec.requested_output_tokens} (api.limits.events_per_token)", t)
 
     def _fail(self, kind: str, msg: str, t: Optional[int]) -> None:
         self.settled = True

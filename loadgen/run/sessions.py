@@ -152,10 +152,13 @@ class SessionDriver:
     def _crashed(tasks: list) -> Optional[BaseException]:
         """The first exception a finished session task raised (retrieved, so never 'Task
         exception was never retrieved'); None when none did."""
+        first = None
         for t in tasks:
-            if t.done() and not t.cancelled() and t.exception() is not None:
-                return t.exception()
-        return None
+            if t.done() and not t.cancelled():
+                e = t.exception()           # every one retrieved, the first one raised
+                if e is not None and first is None:
+                    first = e
+        return first
 
     def describe(self) -> dict:
         return {"sessions_started": self.sessions_started, "turns_issued": self.issued}

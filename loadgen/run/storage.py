@@ -29,8 +29,8 @@ STORAGE_ERRNOS = frozenset(getattr(errno, n) for n in (
 class StorageError(OSError):
     """A run file could not be written; ``str()`` is one line for the user."""
 
-    def __str__(self) -> str:
-        return self.args[0] if self.args else "storage error"
+    def __str__(self) -> str:                  # StorageError(errno, message) or (message)
+        return str(self.strerror or (self.args[0] if self.args else "storage error"))
 
 
 def _why(e: OSError) -> str:

@@ -1,44 +1,18 @@
 """A hostile HTTP server: every way a half-working server, gateway or proxy can hurt a load tester.
 
-    client ──GET /v1/models, /health──► a normal answer (model ``hostile``), any case but echo_secret_sut
-    client ──POST /v1/chat/completions | /v1/completions──► CASES[case]: the hostile answer
+    client ──GET /v1/models, /health──► a normal answer (model ``hostile``; echo_secret_sut and
+              redirect_307 excepted)
+    client ──POST /v1/chat/completions | /v1/completions──► hostile_cases.CASES[case]: the answer
     test   ──GET /hostile/log──► {"case", "second_port" (redirect_307's other listener, else null),
-              "requests": every request seen so far on either listener, in order:
-              [{"listener": "main" | "second", "method", "path", "headers": {lower-case name: value}}]}
+              "requests": every request either listener has seen, in order: [{"listener": "main" |
+              "second", "method", "path", "headers": {lower-case name: value}}]}
 
 Raw asyncio streams (no HTTP library between the test and the bytes); its own process, so a flood
 never shares a core's GIL with the client under test. Keep-alive is honoured for requests answered
 whole; endless answers end when the client goes away, and the whole server exits after
 ``--lifetime`` seconds whatever happens (nothing it starts outlives a test).
 
-Cases (the failure kind a client should record; see docs/survives.md):
-  normal               a well-behaved chunked SSE stream (role, one token per event, usage, [DONE])
-  header_flood         status line, then one endless ``X-Flood: aaaa…`` header in 64 KiB writes
-  header_count_flood   status line, then endless small headers ``X-F: a`` in 64 KiB writes
-  long_line            one 50 MB SSE data line (a JSON chunk with 50 MB of content), then [DONE]
-  long_line_no_newline the same line and the body ends right after it (no newline at all)
-  huge_json            a streamed request answered with a 50 MB application/json body
-  endless_comments     a never-ending fast stream of ``: x`` comment lines
-  endless_tokens       a never-ending fast stream of valid token events (no finish, no [DONE])
-  echo_secret_429      429 whose JSON body echoes the Authorization and X-Api-Key headers
-  echo_secret_stream   200 SSE with two tokens, then an error event echoing the Authorization header
-                       (and an X-Echo-Authorization response header)
-  echo_secret_sut      a normal stream, but /v1/models, /info, /version, /props echo both secret
-                       headers in their JSON and in X-Echo-* response headers
-  redirect_307         every request: 307 to the same path on a second loopback listener, which
-                       records what it got (and answers normally)
-  reset                200 SSE, two tokens, then an RST (SO_LINGER 0)
-  reset_before_status  the request is read, then an RST before any byte of the answer
-  bad_chunk_size       200 chunked, then the chunk size ``zz``
-  non_http_reply       an SSH banner instead of an HTTP status line, then close
-  short_content_length Content-Length 100000, a few hundred bytes of SSE, then close
-  gzip_stream          Content-Encoding: gzip SSE (flushed per event), whatever the request accepts
-  deflate_stream       Content-Encoding: deflate (zlib) SSE, the same way
-  invalid_utf8         SSE token events whose JSON holds raw bytes that are not UTF-8
-  http10_close         HTTP/1.0, no Content-Length, no chunking: the body ends when the socket closes
-  slowloris            a normal answer, one byte per second
-  never_answers        the request is read, nothing is ever written
-
+The cases: tests/support/hostile_cases.py; what a client should record for each: docs/survives.md.
 Run: ``python -m tests.support.hostile_server --case header_flood --port 0 [--lifetime 120]``
 prints ``PORT <n>`` when listening. ``HostileServer(case)`` runs that as a context manager.
 """
@@ -47,48 +21,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
-import struct
 import sys
 import urllib.request
-import zlib
-from typing import Callable, Optional
+from typing import Optional
 
+from tests.support.hostile_cases import CASES, STATE, Request, head, json_answer, models
 from tests.support.procs import PortServer
 
-MODEL = "hostile"
 PIECE = 64 * 1024
-BIG = 50_000_000                       # the 50 MB line / body
-_big: Optional[bytes] = None
-
-
-def big() -> bytes:
-    global _big
-    if _big is None:
-        _big = b"a" * BIG
-    return _big
-
-
-class Request:
-    __slots__ = ("method", "path", "headers", "body")
-
-    def __init__(self, method: str, path: str, headers: dict, body: bytes):
-        self.method, self.path, self.headers, self.body = method, path, headers, body
-
-    def json(self) -> dict:
-        try:
-            obj = json.loads(self.body or b"{}")
-        except ValueError:
-            return {}
-        return obj if isinstance(obj, dict) else {}
-
-    @property
-    def chat(self) -> bool:
-        return "chat" in self.path
-
-    def secrets(self) -> str:
-        return (f"Authorization: {self.headers.get('authorization', '')} "
-                f"X-Api-Key: {self.headers.get('x-api-key', '')}")
 
 
 async def read_request(reader: asyncio.StreamReader) -> Optional[Request]:
@@ -115,242 +55,6 @@ async def read_request(reader: asyncio.StreamReader) -> Optional[Request]:
     return Request(parts[0], parts[1], headers, body)
 
 
-# -- answers -------------------------------------------------------------------------------
-
-def head(status: str = "200 OK", extra: str = "", ctype: str = "text/event-stream",
-         framing: str = "Transfer-Encoding: chunked", version: str = "HTTP/1.1") -> bytes:
-    lines = [f"{version} {status}", f"Content-Type: {ctype}", "Server: hostile/1"]
-    lines += [x for x in (framing, extra) if x]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-def chunk(b: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(b), b) if b else b""
-
-
-LAST = b"0\r\n\r\n"
-
-
-def event(obj) -> bytes:
-    return b"data: " + json.dumps(obj).encode() + b"\n\n"
-
-
-def delta(req: Request, text: Optional[str] = None, finish: Optional[str] = None,
-          role: bool = False) -> dict:
-    if req.chat:
-        d = {"role": "assistant"} if role else ({} if text is None else {"content": text})
-        choice = {"index": 0, "delta": d, "finish_reason": finish}
-        return {"id": "h", "object": "chat.completion.chunk", "model": MODEL, "choices": [choice]}
-    choice = {"index": 0, "text": text or "", "finish_reason": finish}
-    return {"id": "h", "object": "text_completion", "model": MODEL, "choices": [choice]}
-
-
-def stream_events(req: Request) -> list[bytes]:
-    """A whole normal stream, one item per SSE event."""
-    body = req.json()
-    n = max(1, min(int(body.get("max_tokens") or 16), 256))
-    out = [event(delta(req, role=True))] if req.chat else []
-    out += [event(delta(req, " tok")) for _ in range(n)]
-    out.append(event(delta(req, finish="length")))
-    if (body.get("stream_options") or {}).get("include_usage"):
-        out.append(event({"id": "h", "object": "chat.completion.chunk", "model": MODEL, "choices": [],
-                          "usage": {"prompt_tokens": 8, "completion_tokens": n,
-                                    "total_tokens": n + 8}}))
-    out.append(b"data: [DONE]\n\n")
-    return out
-
-
-def json_answer(obj, status: str = "200 OK", extra: str = "") -> bytes:
-    body = json.dumps(obj).encode()
-    return head(status, extra, "application/json", f"Content-Length: {len(body)}") + body
-
-
-def models(extra: dict = None) -> dict:
-    return {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "hostile",
-                                        **(extra or {})}]}
-
-
-async def rst(writer: asyncio.StreamWriter) -> None:
-    sock = writer.get_extra_info("socket")
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    writer.transport.abort()
-
-
-async def endless(writer: asyncio.StreamWriter, piece: bytes) -> None:
-    while True:                          # ends when the client goes away (drain raises)
-        writer.write(piece)
-        await writer.drain()
-        await asyncio.sleep(0)           # drain need not yield: let /hostile/log through
-
-
-async def normal(req, reader, writer) -> bool:
-    if not req.json().get("stream"):
-        n = max(1, min(int(req.json().get("max_tokens") or 16), 256))
-        msg = ({"message": {"role": "assistant", "content": " tok" * n}} if req.chat
-               else {"text": " tok" * n})
-        writer.write(json_answer({"id": "h", "model": MODEL, "choices": [
-            {"index": 0, "finish_reason": "length", **msg}],
-            "usage": {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": n + 8}}))
-        return True
-    writer.write(head() + b"".join(chunk(e) for e in stream_events(req)) + LAST)
-    return True
-
-
-async def header_flood(req, reader, writer):
-    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Flood: ")
-    await endless(writer, b"a" * PIECE)
-
-
-async def header_count_flood(req, reader, writer):
-    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
-    await endless(writer, b"X-F: a\r\n" * (PIECE // 8))
-
-
-async def _long_line(req, writer, newline: bool):
-    writer.write(head())
-    if req.chat:
-        writer.write(chunk(event(delta(req, role=True))))
-    pre = b'data: {"id": "h", "choices": [{"index": 0, "delta": {"content": "'
-    writer.write(chunk(pre))
-    mv = memoryview(big())
-    for i in range(0, BIG, PIECE):
-        writer.write(chunk(bytes(mv[i:i + PIECE])))
-        await writer.drain()
-    writer.write(chunk(b'"}, "text": "", "finish_reason": "length"}]}'))
-    if newline:
-        writer.write(chunk(b"\n\ndata: [DONE]\n\n"))
-    writer.write(LAST)
-    return True
-
-
-async def long_line(req, reader, writer):
-    return await _long_line(req, writer, True)
-
-
-async def long_line_no_newline(req, reader, writer):
-    return await _long_line(req, writer, False)
-
-
-async def huge_json(req, reader, writer):
-    writer.write(head(ctype="application/json", framing=f"Content-Length: {BIG + 2}") + b'"')
-    mv = memoryview(big())
-    for i in range(0, BIG, PIECE):
-        writer.write(mv[i:i + PIECE])
-        await writer.drain()
-    writer.write(b'"')
-    return True
-
-
-async def endless_comments(req, reader, writer):
-    writer.write(head())
-    await endless(writer, chunk(b": x\n" * (PIECE // 4)))
-
-
-async def endless_tokens(req, reader, writer):
-    writer.write(head())
-    if req.chat:
-        writer.write(chunk(event(delta(req, role=True))))
-    await endless(writer, chunk(event(delta(req, " tok")) * 256))
-
-
-async def echo_secret_429(req, reader, writer):
-    writer.write(json_answer({"error": {"message": f"rate limited; you sent {req.secrets()}",
-                                        "type": "rate_limit_exceeded"}}, "429 Too Many Requests"))
-    return True
-
-
-async def echo_secret_stream(req, reader, writer):
-    auth = req.headers.get("authorization", "")
-    writer.write(head(extra=f"X-Echo-Authorization: {auth}"))
-    evs = ([event(delta(req, role=True))] if req.chat else []) + [event(delta(req, " tok"))] * 2
-    evs.append(event({"error": {"message": f"invalid credentials: {auth}", "code": 401}}))
-    writer.write(b"".join(chunk(e) for e in evs) + chunk(b"data: [DONE]\n\n") + LAST)
-    return True
-
-
-async def redirect_307(req, reader, writer):
-    loc = f"http://127.0.0.1:{STATE['second_port']}{req.path}"
-    writer.write(head("307 Temporary Redirect", f"Location: {loc}", "text/plain",
-                      "Content-Length: 0"))
-    return True
-
-
-async def reset(req, reader, writer):
-    writer.write(head())
-    evs = ([event(delta(req, role=True))] if req.chat else []) + [event(delta(req, " tok"))] * 2
-    writer.write(b"".join(chunk(e) for e in evs))
-    await writer.drain()
-    await asyncio.sleep(0.05)
-    await rst(writer)
-
-
-async def reset_before_status(req, reader, writer):
-    await rst(writer)
-
-
-async def bad_chunk_size(req, reader, writer):
-    writer.write(head() + b"zz\r\n" + event(delta(req, " tok")) + b"\r\n")
-
-
-async def non_http_reply(req, reader, writer):
-    writer.write(b"SSH-2.0-OpenSSH_9.6p1 Debian-4\r\nProtocol mismatch.\r\n")
-
-
-async def short_content_length(req, reader, writer):
-    body = b"".join(stream_events(req)[:3])
-    writer.write(head(framing="Content-Length: 100000") + body)
-
-
-async def _compressed(req, writer, name: str, wbits: int):
-    writer.write(head(extra=f"Content-Encoding: {name}"))
-    z = zlib.compressobj(6, zlib.DEFLATED, wbits)
-    for e in stream_events(req):
-        writer.write(chunk(z.compress(e) + z.flush(zlib.Z_SYNC_FLUSH)))
-    writer.write(chunk(z.flush()) + LAST)
-    return True
-
-
-async def gzip_stream(req, reader, writer):
-    return await _compressed(req, writer, "gzip", 16 + zlib.MAX_WBITS)
-
-
-async def deflate_stream(req, reader, writer):
-    return await _compressed(req, writer, "deflate", zlib.MAX_WBITS)
-
-
-async def invalid_utf8(req, reader, writer):
-    evs = stream_events(req)
-    bad = [e.replace(b" tok", b" \xff\xfe\xc3(") for e in evs]
-    writer.write(head() + b"".join(chunk(e) for e in bad) + LAST)
-    return True
-
-
-async def http10_close(req, reader, writer):
-    writer.write(head(framing="", version="HTTP/1.0") + b"".join(stream_events(req)))
-
-
-async def slowloris(req, reader, writer):
-    data = head() + b"".join(chunk(e) for e in stream_events(req)) + LAST
-    while True:
-        for i in range(len(data)):
-            writer.write(data[i:i + 1])
-            await writer.drain()
-            await asyncio.sleep(1.0)
-
-
-async def never_answers(req, reader, writer):
-    await reader.read()                  # until the client goes away (or the server's lifetime)
-
-
-CASES: dict[str, Callable] = {f.__name__: f for f in (
-    normal, header_flood, header_count_flood, long_line, long_line_no_newline, huge_json,
-    endless_comments, endless_tokens, echo_secret_429, echo_secret_stream, redirect_307,
-    reset, reset_before_status, bad_chunk_size, non_http_reply, short_content_length, gzip_stream,
-    deflate_stream, invalid_utf8, http10_close, slowloris, never_answers)}
-CASES["echo_secret_sut"] = normal        # its hostility is on the GET paths (below)
-STATE: dict = {"case": "normal", "second_port": None, "log": []}
-
-
 def answer_get(req: Request) -> bytes:
     path = req.path.split("?")[0]
     if path == "/hostile/log":
@@ -363,7 +67,8 @@ def answer_get(req: Request) -> bytes:
         return json_answer(models(said) if path == "/v1/models" else said, extra=echo)
     if STATE["case"] == "redirect_307" and path == "/v1/models":
         loc = f"http://127.0.0.1:{STATE['second_port']}{req.path}"
-        return head("307 Temporary Redirect", f"Location: {loc}", "text/plain", "Content-Length: 0")
+        return head("307 Temporary Redirect", f"Location: {loc}", "text/plain",
+                    "Content-Length: 0")
     if path == "/v1/models":
         return json_answer(models())
     if path == "/health":
@@ -437,7 +142,7 @@ class HostileServer(PortServer):
                           "--port", "0", "--lifetime", str(lifetime_s)])
 
     def log(self, timeout_s: float = 10.0) -> dict:
-        """``{"case", "second_port", "requests"}``: every request both listeners have seen so far."""
+        """``{"case", "second_port", "requests"}``: every request both listeners have seen."""
         with urllib.request.urlopen(self.url + "/hostile/log", timeout=timeout_s) as r:
             return json.loads(r.read())
 

@@ -1,4 +1,5 @@
-"""The hostile server sends what each case promises (raw sockets: no HTTP library between)."""
+"""The hostile server (tests/support/hostile_server.py, hostile_cases.py) sends what each case
+promises: raw sockets, no HTTP library between."""
 from __future__ import annotations
 
 import json
@@ -51,7 +52,8 @@ def test_normal_streams_a_whole_answer_and_logs_the_request():
         events = [e for e in dechunk(body).split(b"\n\n") if e]
         assert events[-1] == b"data: [DONE]" and len(events) == 1 + 3 + 1 + 1   # role, 3, finish
         log = srv.log()
-        assert log["case"] == "normal" and log["requests"][0]["headers"]["authorization"] == "Bearer k"
+        assert log["case"] == "normal"
+        assert log["requests"][0]["headers"]["authorization"] == "Bearer k"
         models = json.loads(read_all(_get(srv.port, "/v1/models")).partition(b"\r\n\r\n")[2])
         assert models["data"][0]["id"] == "hostile"
 

@@ -69,19 +69,26 @@ def _consume(resp: WireResponse, step: StreamStep, every: int, upto: Optional[in
              drop: bool = False):
     """Feed unconsumed pieces (up to index ``upto`` of the list as it was) to ``step``, yielding
     every ``every`` pieces; ``drop``: consumed pieces are dropped before each yield and at the
-    end (a response in flight; a finished one keeps its pieces for the caller)."""
-    reads = resp.reads
+    end (a response in flight; a finished one keeps its pieces for the caller). The cursor
+    ``resp.consumed`` is current at every yield (another generator may go on from it)."""
+    reads, feed = resp.reads, step.feed
     stop = len(reads) if upto is None else upto
+    i = resp.consumed
     k = 0
-    while resp.consumed < min(stop, len(reads)) and not step.settled:
-        t, piece = reads[resp.consumed]
-        resp.consumed += 1
-        step.feed(t, piece)
+    while i < stop and i < len(reads):
+        t, piece = reads[i]
+        i += 1
+        if feed(t, piece):
+            break
         k += 1
-        if every and k % every == 0:
+        if every and k == every:
+            k = 0
+            resp.consumed = i
             if drop:
                 stop -= _drop(resp)
             yield
+            i = resp.consumed
+    resp.consumed = i
     if drop:
         _drop(resp)
 

@@ -1,21 +1,23 @@
 """Every file of representative run directories fits the contract (validate_run_dir), the summary
 is computed once and the report renders it, and open_run reads them.
 
-Runs: closed loop, open loop (server) with warm-up, offline, a crash mid-run (interrupted), and a
-managed server (server.json) — each against the calibration server on 127.0.0.1.
+Runs: closed loop, open loop (server) with warm-up, offline, a crash mid-run (interrupted), a
+managed server (server.json) and the Locust engine — against the calibration server on 127.0.0.1.
 """
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 import loadgen
 from analysis.contract import SCHEMA_VERSION, Summary, check_run_dir, validate_run_dir
 from analysis.report.report import write_report
 from loadgen.run.progress import RunProgress
 from loadgen.run.runner import run_scenario
-from loadgen.scenario.loader import scenario_from_dict
+from loadgen.scenario.loader import load_scenario, scenario_from_dict
 
 ROOT = Path(__file__).resolve().parents[3]
 LOADS = {"closed": {"mode": "concurrency", "concurrency": 2, "num_requests": 6},
@@ -94,3 +96,15 @@ def test_the_report_renders_the_summary_the_run_wrote(calib_server, tmp_path):
     p.write_text(json.dumps(s))
     md, _ = write_report(res.run_dir, with_plots=False)
     assert "123456.75" not in md.read_text()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("locust") is None, reason="locust not installed")
+def test_a_locust_run_fits_the_contract(calib_server, tmp_path):
+    from loadgen.locust_engine.run import LocustOptions, run_locust   # subprocesses: no gevent here
+    path = tmp_path / "lc.yaml"
+    path.write_text(yaml.safe_dump(scenario({"url": calib_server.url}, tmp_path, "lc",
+                                            LOADS["closed"])))
+    res = run_locust(load_scenario(path), LocustOptions(scenario_path=str(path)))
+    assert validate_run_dir(res.run_dir) == []
+    run = loadgen.open_run(res.run_dir)
+    assert run.meta.engine == "locust" and run.meta.locust["workers"] == 1

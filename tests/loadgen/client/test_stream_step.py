@@ -73,10 +73,9 @@ def test_an_event_over_the_limit_is_too_large_and_parsing_stops():
 
 def test_more_events_than_max_tokens_allow_is_too_large():
     lim = Limits(events_per_token=1)           # 1 × 4 tokens + 1024 slack
-    body = b"".join(ev("t") for _ in range(1100))
-    r = run([(1, body)], limits=lim, max_tokens=4)
+    r = run([(i, ev("t")) for i in range(1100)], limits=lim, max_tokens=4)   # one event a read
     assert (r.status, r.error_kind) == ("error", "too_large")
-    assert len(r.chunks) == 4 + 1024 + 1
+    assert len(r.chunks) == 4 + 1024 + 1               # checked after each read
 
 
 @pytest.mark.parametrize("body,kind", [

@@ -1,0 +1,144 @@
+"""Signals on a real ``loadgen run`` against the calibration server (127.0.0.1): the first
+SIGINT/SIGTERM stops with every record kept (a closed loop's never-started remainder is one count,
+``unsent_requests``); sessions get a record for every turn they never sent; a second signal
+interrupts even synchronous work."""
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from loadgen.record import read_records
+from loadgen.run.runner import Run
+from loadgen.scenario.loader import scenario_from_dict
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def start(tmp_path, sc: dict) -> tuple[subprocess.Popen, Path]:
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(sc))
+    proc = subprocess.Popen([sys.executable, "-m", "loadgen.cli", "run", str(p), "--json"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, tmp_path / "run"
+
+
+def interrupt_after_first_ok(proc, run_dir: Path, sig) -> tuple[str, str]:
+    rec_path = run_dir / "records.jsonl"
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if rec_path.is_file() and any(r["phase"] == "measured" and r["status"] == "ok"
+                                          for r in read_records(rec_path)):
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        return proc.communicate(timeout=60)    # the old code wrote 10^12 lines: never ended
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def base(calib_server, tmp_path, load, **kw) -> dict:
+    return {"name": "sig", "target": {"url": calib_server.url},
+            "api": {"probe": False, "extra_body": {"calib": {"ttft_ms": 150, "itl_ms": 20}},
+                    **kw.pop("api", {})},
+            "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 8},
+                         "output_tokens": {"dist": "fixed", "value": 4}, **kw.pop("workload", {})},
+            "load": load, "output": {"dir": str(tmp_path), "run_name": "run", "report": "none"}}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_closed_loop_remainder_is_one_count(calib_server, tmp_path, sig):
+    n = 10 ** 12
+    proc, d = start(tmp_path, base(calib_server, tmp_path, {"mode": "concurrency", "concurrency": 4,
+                                                            "num_requests": n}))
+    out, err = interrupt_after_first_ok(proc, d, sig)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    recs = read_records(d / "records.jsonl")
+    ids = sorted(r["id"] for r in recs)
+    assert ids == list(range(len(ids))) and len(ids) < 1000   # every started request, no more
+    assert {r["status"] for r in recs} <= {"ok", "cancelled"}
+    meta = json.loads((d / "meta.json").read_text())
+    assert meta["interrupt_signal"] == sig.name
+    assert meta["unsent_requests"] == n - len(recs)
+    summary = json.loads((d / "summary.json").read_text())
+    assert summary["unsent_requests"] == n - len(recs)
+
+
+CONV = [{"conversations": [{"from": "human", "value": "one"}, {"from": "gpt", "value": "a b"},
+                           {"from": "human", "value": "two"}, {"from": "gpt", "value": "c"},
+                           {"from": "human", "value": "three"}]}]
+
+
+@pytest.mark.parametrize("load", [
+    {"mode": "concurrency", "concurrency": 2, "num_requests": 40},
+    {"mode": "server", "rate": 4, "arrival": "constant", "num_requests": 40},
+])
+def test_sessions_interrupted_keep_a_record_for_every_turn(calib_server, tmp_path, load):
+    conv = tmp_path / "conv.json"
+    conv.write_text(json.dumps(CONV))
+    sc = base(calib_server, tmp_path, load, api={"endpoint": "chat"},
+              workload={"source": "sessions", "path": str(conv),
+                        "think_time_s": {"dist": "fixed", "value": 0.3}})
+    del sc["workload"]["output_tokens"]
+    proc, d = start(tmp_path, sc)
+    out, err = interrupt_after_first_ok(proc, d, signal.SIGINT)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "never retrieved" not in err
+    recs = read_records(d / "records.jsonl")
+    ids = sorted(r["id"] for r in recs)
+    assert ids == list(range(len(ids)))
+    meta = json.loads((d / "meta.json").read_text())
+    unsent = meta["unsent_requests"] or 0
+    assert len(recs) + unsent == 40                                  # the count matches
+    if load["mode"] == "server":
+        assert unsent == 0                                          # open loop: all records
+    by_session: dict = {}
+    for r in recs:
+        by_session.setdefault(r["session_id"], []).append(r["turn"])
+    for turns in by_session.values():                                # no turn skipped ...
+        assert sorted(turns) == list(range(1, len(turns) + 1))
+    never = [r for r in recs if r["status"] == "cancelled" and r["sent_at_ns"] is None]
+    assert never and all(r["session_id"] and r["turn"] for r in never)   # ... nor unrecorded
+
+
+def test_second_signal_interrupts_synchronous_work(tmp_path):
+    """After the first signal, the next one raises KeyboardInterrupt at once, even while the
+    loop is busy in synchronous code (writing a remainder, parsing, rendering)."""
+    sc = scenario_from_dict({"target": {"url": "http://127.0.0.1:9"},
+                             "load": {"mode": "concurrency", "concurrency": 1, "num_requests": 1},
+                             "output": {"dir": str(tmp_path), "run_name": "r"}})
+    run = Run(sc)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    hit = {}
+
+    async def main():
+        run.stop = asyncio.Event()
+        run._install_signals()
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(run.stop.wait(), 10)                  # first: stop, nothing raised
+        os.kill(os.getpid(), signal.SIGINT)
+        t0 = time.monotonic()
+        try:
+            while time.monotonic() - t0 < 10:                         # busy, never yields
+                pass
+        except KeyboardInterrupt:
+            hit["after_s"] = time.monotonic() - t0
+
+    try:
+        asyncio.run(main())
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+    assert run.interrupted == "SIGTERM" and run.hurry
+    assert hit["after_s"] < 5
