@@ -1,6 +1,7 @@
 """JSON Schema of every run-directory file, exported for other tools and languages.
 
-    python -m analysis.contract.export docs/schema   ─► docs/schema/{meta,sut,server,summary,record}.json
+    python -m analysis.contract.export docs/schema
+        ─► docs/schema/{meta,sut,server,summary,record}.json
 
 tests/analysis/contract/test_export.py checks that the committed files equal this output.
 """

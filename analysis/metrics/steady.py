@@ -1,6 +1,7 @@
 """The steady-state window: the part of a run with ramp-up and drain cut off, by a stated rule.
 
-    records (sent_at / end_at / chunks) + meta (RunMeta: mode, in_flight_cap) ─► steady_window ─► dict
+    records (sent_at / end_at / chunks) + meta (RunMeta: mode, in_flight_cap)
+        ─► steady_window ─► dict
 
 The full window (metrics.window: first measured send to last measured end) stays the headline of
 summary.json; this one is reported beside it ("steady_state") and, when "ok", energy uses it.

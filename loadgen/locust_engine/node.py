@@ -35,6 +35,7 @@ from loadgen.locust_engine import user as user_mod
 from loadgen.locust_engine.clock import LagSampler, clock_shift, rebase, sleep_until
 from loadgen.locust_engine.plan import Plan
 from loadgen.record import Record, RecordWriter, now_ns
+from loadgen.client.stream_step import Limits
 
 FORWARD_EVERY_S = 0.1
 
@@ -55,6 +56,7 @@ class WorkerNode:
         user_mod.LLMUser.host = self.base_url   # users spawned from now on (Locust's UI label)
         user_mod.LLMUser.connection_timeout = a.connect_timeout_s
         user_mod.LLMUser.network_timeout = a.timeout_s
+        self.limits = Limits.from_api(a.limits)
         self.shift = clock_shift(setup["clock"])
         self.warm = collections.deque(self.plan.warm_specs())
         self.measured = self.plan.measured_specs()
@@ -142,7 +144,7 @@ class WorkerNode:
                 self._journal(rec)
                 a = self.sc.api
                 user.send(self.url, self.headers, data, a.stream, rec, a.continuous_usage,
-                          a.timeout_s)
+                          a.timeout_s, self.limits)
         except gevent.GreenletExit:
             self._cancel(rec, "the run was interrupted before the request ended")
             raise

@@ -32,7 +32,7 @@ from locust import FastHttpUser, constant, task
 from loadgen.record import Record, now_ns
 from loadgen.client.request import SNIPPET, apply_body, fail, finish
 from loadgen.client.sse import StreamTally
-from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
+from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large
 from loadgen.client.redirects import REDIRECTS, redirect_message
 
 KEEPALIVE_NS = 4_000_000_000  # idle longer: reconnect (uvicorn drops idle sockets after 5 s)
@@ -105,9 +105,13 @@ def _pooled(agent, url: str) -> bool:
         return False
 
 
-def read_body(raw, rec: Record, tally: StreamTally) -> None:
-    data = raw.read()
+def read_body(raw, rec: Record, tally: StreamTally, limits: Limits = DEFAULT_LIMITS) -> None:
+    data = raw.read(limits.max_body_bytes + 1)
     t = rec.end_at_ns = now_ns()
+    if len(data) > limits.max_body_bytes:
+        if not raw.message_complete:
+            _discard(raw)
+        return fail(rec, "too_large", body_too_large(len(data), limits) or "too large", t)
     apply_body(rec, tally, data, t)
 
 
@@ -126,7 +130,7 @@ def _post(agent, url: str, data: bytes, headers: dict):
 
 
 def execute(agent, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
-            tally: StreamTally, timeout_s: float) -> None:
+            tally: StreamTally, timeout_s: float, limits: Limits = DEFAULT_LIMITS) -> None:
     """POST ``data``; fill ``rec``. Never raises for a failed request (GreenletExit passes)."""
     resp = None
     try:
@@ -158,9 +162,9 @@ def execute(agent, url: str, headers: dict, data: bytes, stream: bool, rec: Reco
                 return fail(rec, "http", f"HTTP {resp.status_code}: {' '.join(snippet.split())}")
             ctype = (resp.headers.get("content-type") or "").split(";")[0].strip()
             if stream and ctype != "application/json":
-                read_stream(raw, rec, tally)
+                read_stream(raw, rec, tally, limits)
             else:
-                read_body(raw, rec, tally)
+                read_body(raw, rec, tally, limits)
     except gevent.Timeout:
         if resp is not None and resp._response is not None:
             _discard(resp._response)
@@ -207,12 +211,12 @@ class LLMUser(FastHttpUser):
         node.serve(self)
 
     def send(self, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
-             continuous: bool, timeout_s: float) -> None:
+             continuous: bool, timeout_s: float, limits: Limits = DEFAULT_LIMITS) -> None:
         tally = StreamTally(continuous)
         agent = self.client.client
         if not self._reuse or now_ns() - self._last_used_ns > KEEPALIVE_NS:
             agent.clientpool.close()     # never reuse a socket the server may be closing now
-        execute(agent, url, headers, data, stream, rec, tally, timeout_s)
+        execute(agent, url, headers, data, stream, rec, tally, timeout_s, limits)
         self._last_used_ns = now_ns()
         if rec.retries:
             self._reuse = False

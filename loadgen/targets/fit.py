@@ -14,9 +14,10 @@ How a prompt is counted (rounded up where the unit is uncertain):
     the server says its tokenizer is byte-level  UTF-8 bytes (what it counts, exactly)
     workload.tokenizer: a tokenizer.json          its count (exact for that tokenizer)
     workload.tokenizer: bytes                     bytes (the count the workload was sized in)
-    workload.tokenizer: words                     the larger of 1 token per word and 1 per
-                                                  4 UTF-8 bytes (common English words are one
-                                                  BPE token each; prose averages ~4 bytes/token)
+    workload.tokenizer: words                     1 token per word for loadgen's synthetic text
+                                                  (common English words: one BPE token each);
+                                                  other text (files): the larger of 1 per word
+                                                  and 1 per 4 UTF-8 bytes (prose: ~4 bytes/token)
     api.endpoint chat                             + CHAT_TEMPLATE_TOKENS per message (role markers)
 """
 from __future__ import annotations
@@ -26,12 +27,14 @@ import itertools
 import math
 from typing import Iterator, Optional
 
+from loadgen.scenario.tokens import WORDS
 from loadgen.targets.probe import ProbeError
 
 MAX_LOOKED = 2000            # requests (sessions: conversations) whose lengths are checked
 CHAT_TEMPLATE_TOKENS = 32    # per message: what a chat template adds around it, generously
 BYTES_PER_TOKEN = 4
 LIMIT_KEYS = ("max_model_len", "context_length", "max_context_length")
+_COMMON = frozenset(WORDS)
 
 
 def context_limit(models: Optional[dict], model: Optional[str],
@@ -69,7 +72,7 @@ def prompt_tokens(text: str, counter, byte_server: bool) -> int:
     if byte_server:
         return n_bytes
     n = counter.count(text)
-    if counter.label == "words":
+    if counter.label == "words" and not _COMMON.issuperset(text.split()):
         return max(n, math.ceil(n_bytes / BYTES_PER_TOKEN))
     return n
 
@@ -78,7 +81,8 @@ def counting_rule(counter, byte_server: bool, chat: bool) -> str:
     if byte_server:
         rule = "UTF-8 bytes: the server's tokenizer is byte-level"
     elif counter.label == "words":
-        rule = f"words: the larger of 1 per word and 1 per {BYTES_PER_TOKEN} bytes"
+        rule = (f"words: 1 per common word, else the larger of 1 per word and 1 per "
+                f"{BYTES_PER_TOKEN} bytes")
     elif counter.label == "bytes":
         rule = "bytes (workload.tokenizer)"
     else:

@@ -25,10 +25,8 @@ import sys
 import urllib.request
 from typing import Optional
 
-from tests.support.hostile_cases import CASES, STATE, Request, head, json_answer, models
+from tests.support.hostile_cases import CASES, PIECE, STATE, Request, head, json_answer, models
 from tests.support.procs import PortServer
-
-PIECE = 64 * 1024
 
 
 async def read_request(reader: asyncio.StreamReader) -> Optional[Request]:

@@ -1,4 +1,5 @@
-"""docs/schema/*.json are the models' JSON Schema (python -m analysis.contract.export docs/schema)."""
+"""docs/schema/*.json are the models' JSON Schema (`python -m analysis.contract.export
+docs/schema` writes them)."""
 import json
 from pathlib import Path
 
@@ -9,7 +10,7 @@ DOCS = Path(__file__).resolve().parents[3] / "docs" / "schema"
 
 def test_the_committed_schemas_are_the_exported_ones():
     for name, text in schemas().items():
-        assert (DOCS / name).is_file(), f"run: python -m analysis.contract.export docs/schema"
+        assert (DOCS / name).is_file(), "run: python -m analysis.contract.export docs/schema"
         assert (DOCS / name).read_text(encoding="utf-8") == text, \
             f"docs/schema/{name} is stale: python -m analysis.contract.export docs/schema"
     assert sorted(p.name for p in DOCS.glob("*.json")) == sorted(SCHEMAS)

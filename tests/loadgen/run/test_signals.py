@@ -127,9 +127,9 @@ def test_second_signal_interrupts_synchronous_work(tmp_path):
         run._install_signals()
         os.kill(os.getpid(), signal.SIGTERM)
         await asyncio.wait_for(run.stop.wait(), 10)                  # first: stop, nothing raised
-        os.kill(os.getpid(), signal.SIGINT)
         t0 = time.monotonic()
         try:
+            os.kill(os.getpid(), signal.SIGINT)
             while time.monotonic() - t0 < 10:                         # busy, never yields
                 pass
         except KeyboardInterrupt:

@@ -44,7 +44,9 @@ def test_how_a_prompt_is_counted():
     words, nbytes = make_counter("words"), make_counter("bytes")
     text = "the of and to"                      # 4 words, 13 bytes
     assert prompt_tokens(text, words, byte_server=False) == 4
-    assert prompt_tokens("internationalization is", words, False) == 6   # 23 bytes / 4, up
+    assert prompt_tokens("through between another", words, False) == 3   # loadgen's own words
+    assert prompt_tokens("internationalization is", words, False) == 6   # not loadgen's words:
+                                                                          # 23 bytes / 4, up
     assert prompt_tokens(text, words, byte_server=True) == 13          # the server counts bytes
     assert prompt_tokens(text, nbytes, byte_server=False) == 13
 
