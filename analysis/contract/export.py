@@ -1,7 +1,7 @@
 """JSON Schema of every run-directory file, exported for other tools and languages.
 
     python -m analysis.contract.export docs/schema
-        ─► docs/schema/{meta,sut,server,summary,record}.json
+        ─► docs/schema/{meta,sut,server,summary,device,record}.json
 
 tests/analysis/contract/test_export.py checks that the committed files equal this output.
 """
@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from analysis.contract.base import SCHEMA_VERSION
+from analysis.contract.device import Device
 from analysis.contract.meta import RunMeta
 from analysis.contract.record import RunRecord
 from analysis.contract.summary import Summary
@@ -19,6 +20,7 @@ from analysis.contract.target import ServerLife, Sut
 
 SCHEMAS = {"meta.json": (RunMeta, "meta.json"), "sut.json": (Sut, "sut.json"),
            "server.json": (ServerLife, "server.json"), "summary.json": (Summary, "summary.json"),
+           "device.json": (Device, "device.json, the roofline's frozen device spec"),
            "record.json": (RunRecord, "one line of records.jsonl")}
 
 

@@ -1,7 +1,8 @@
 """A run directory checked against the contract, and its files read through the models.
 
     run_dir ─► validate_run_dir(path) ─► ["file: field: problem", ...]   ([]: every file fits)
-            ─► read_meta / read_sut / read_summary / read_server   (None when the file is absent)
+            ─► read_meta / read_sut / read_summary / read_server / read_device
+               (None when the file is absent)
 """
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.contract.base import SCHEMA_VERSION, ContractError, Model, unnamed_keys
+from analysis.contract.device import Device
 from analysis.contract.meta import RunMeta
 from analysis.contract.record import RunRecord
 from analysis.contract.summary import Summary
 from analysis.contract.target import ServerLife, Sut
 
 FILES: dict[str, type[Model]] = {"meta.json": RunMeta, "sut.json": Sut,
-                                  "server.json": ServerLife, "summary.json": Summary}
+                                  "server.json": ServerLife, "summary.json": Summary,
+                                  "device.json": Device}
 REQUIRED = ("records.jsonl", "meta.json")
 
 
@@ -39,6 +42,10 @@ def read_server(run_dir) -> Optional[ServerLife]:
 
 def read_summary(run_dir) -> Optional[Summary]:
     return _read(run_dir, "summary.json")
+
+
+def read_device(run_dir) -> Optional[Device]:
+    return _read(run_dir, "device.json")
 
 
 def record_problems(path: str | Path, written: bool = True) -> list[str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from analysis.contract import read_meta, read_sut
 from analysis.report import manifest as man_mod
 from analysis.metrics import noise
 from analysis.metrics import slo as slo_mod
@@ -43,9 +44,15 @@ def flatten(tree: Any, prefix: str = "") -> dict:
 
 
 def load_summary(run_dir: Path) -> dict:
-    """summary.json, or a fresh summary when the file is missing."""
-    s = man_mod.read_json(run_dir / "summary.json")
-    return s or summary_mod.summarize_run(run_dir)
+    """What the run computed (summary.json through the contract), else computed now by the same
+    function (file missing, or of an older contract): analysis.metrics.summary.summary_of."""
+    return summary_mod.summary_of(run_dir)
+
+
+def _typed(read, run_dir: Path) -> dict:
+    """meta.json / sut.json through the contract's reader ({} when the file is absent)."""
+    m = read(run_dir)
+    return m.as_dict() if m is not None else {}
 
 
 def repeat_runs(d: Path) -> list[Path]:
@@ -94,7 +101,7 @@ def _noise(a: Path, b: Path, ra: list[Path], rb: list[Path]) -> dict:
 def conditions(run_dir: str | Path, summary: Optional[dict] = None) -> dict:
     """{"must": {group: {field: value} | None}, "other": {field: value}} of one run."""
     d = Path(run_dir)
-    meta, sut = man_mod.read_json(d / "meta.json"), man_mod.read_json(d / "sut.json")
+    meta, sut = _typed(read_meta, d), _typed(read_sut, d)
     sc = man_mod.load_scenario_tree(d)
     s = summary if summary is not None else load_summary(d)
     m = man_mod.manifest(d)

@@ -7,7 +7,9 @@
         ─► conditions (first point) + what differs between points; manifest
         ─► SWEEP_DIR/report.md, report.html (render.py)
 
-The layout is loadgen/run/sweep.py's. A point without summary.json is summarised from its records;
+The layout is loadgen/run/sweep.py's. A point's files are read through analysis.contract (meta.json,
+sut.json by summary.load_run; summary.json by summary.summary_of). A point without summary.json (or
+with one of an older contract) is summarised from its records;
 one whose directory is gone is listed as missing, never dropped silently.
 """
 from __future__ import annotations
@@ -42,7 +44,7 @@ def load_sweep(sweep_dir: str | Path) -> dict:
             missing.append(f"{p.get('value')}: {rd} holds no records.jsonl")
             continue
         records, meta, sut = summary_mod.load_run(rd)
-        s = manifest.read_json(rd / "summary.json") or summary_mod.summarize_run(rd)
+        s = summary_mod.summary_of(rd)      # summary.json through the contract, else computed
         points.append({"value": p["value"], "dir": rd, "summary": s, "meta": meta, "sut": sut,
                        "records": records,
                        "roofline": run_roofline.sweep_point(rd, records)})   # frozen device.json

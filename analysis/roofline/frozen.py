@@ -7,9 +7,10 @@
                     ``with override(parse_override("h100-sxm" | PATH | "calibrate")):`` replaces
                     it for everything computed inside (``loadgen report --device``), labelled so
 
-device.json: {"schema_version", "status": "recorded" | "none", "frozen_at", "frozen_on", "how",
-"reason", "spec": DeviceSpec.to_dict() (figures with evidence; a calibration's meta carries
-date, host, method, host_load and the evidence label)}. The global calibration cache is read only
+device.json (its model: analysis.contract.Device, written through Device.dump):
+{"schema_version", "status": "recorded" | "none", "frozen_at", "frozen_on", "how", "reason",
+"spec": DeviceSpec.to_dict() (figures with evidence; a calibration's meta carries date, host,
+method, host_load and the evidence label)}. The global calibration cache is read only
 at run time (resolve) and by an explicit ``--device calibrate``; never silently by a report.
 """
 from __future__ import annotations
@@ -22,11 +23,11 @@ import socket
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract import SCHEMA_VERSION, Device
 from analysis.roofline import devices
 from analysis.roofline.calibrate import DEFAULT_PATH
 
 DEVICE_FILE = "device.json"
-SCHEMA_VERSION = 1
 NOT_RECORDED = ("no device spec (device spec not recorded: the run directory has no device.json; "
                 "`loadgen report RUN --device NAME|calibrate` recomputes against a spec you name)")
 
@@ -81,8 +82,10 @@ def record(spec: Optional[devices.DeviceSpec], how: str) -> dict:
 
 
 def write(run_dir: str | Path, rec: dict) -> Path:
+    """RUN/device.json through the contract (analysis.contract.Device.dump: the spec's keys
+    named, schema_version set; ContractError naming a key outside it)."""
     p = Path(run_dir) / DEVICE_FILE
-    p.write_text(json.dumps(rec, indent=2) + "\n", encoding="utf-8")
+    p.write_text(json.dumps(Device.dump(rec), indent=2) + "\n", encoding="utf-8")
     return p
 
 

@@ -22,8 +22,11 @@ import shutil
 from pathlib import Path
 from typing import Callable, Optional
 
+from analysis.contract import ContractError, read_meta
+from analysis.metrics.summary import summary_of
 from loadgen.run.cache_hygiene import hygiene, reset_prefix_cache, sent_count
 from loadgen.run.calibration import refreeze_after_shared_server
+from loadgen.run.meta import write_meta
 from loadgen.run.rundir import summarize_dir
 from loadgen.scenario.model import Scenario, ScenarioError
 
@@ -103,7 +106,7 @@ class Sweep:
         summary_path = d / "summary.json"
         reused = summary_path.is_file() and not _interrupted(d)
         if reused:
-            summary = json.loads(summary_path.read_text())
+            summary = summary_of(d)     # summary.json through the contract (older: recomputed)
         else:
             if d.exists():
                 aside = d.with_name(name + ".incomplete")
@@ -133,12 +136,12 @@ class Sweep:
         now = sent_count(d)
         h = hygiene(now, self.max_sent, reset)
         self.max_sent = max(self.max_sent, now)
-        meta_path = d / "meta.json"
-        if not meta_path.is_file() or not (h["prompts_seen_before"] or reset):
+        if not (h["prompts_seen_before"] or reset):
             return None
-        meta = json.loads(meta_path.read_text())
-        meta["cache_hygiene"] = h
-        meta_path.write_text(json.dumps(meta, indent=2, default=str))
+        meta = read_meta(d)
+        if meta is None:
+            return None
+        meta = write_meta(d, {**meta.as_dict(), "cache_hygiene": h})   # through the contract
         return summarize_dir(d, meta, self.sc.output.report)
 
     def _server(self):
@@ -164,7 +167,7 @@ class Sweep:
                 self.managed.stop()
         if self.managed is not None:    # stopped: the points' roofline spec, calibrated once
             for d in refreeze_after_shared_server([self.dir / p["run_dir"] for p in self.points]):
-                summarize_dir(d, json.loads((d / "meta.json").read_text()), self.sc.output.report)
+                summarize_dir(d, read_meta(d).as_dict(), self.sc.output.report)
         return self._save()
 
     def _search(self) -> None:
@@ -219,9 +222,10 @@ class Sweep:
 
 def _interrupted(run_dir: Path) -> bool:
     try:
-        return bool(json.loads((run_dir / "meta.json").read_text()).get("interrupted"))
-    except (OSError, ValueError):
+        meta = read_meta(run_dir)
+    except ContractError:       # not JSON, or not a meta.json: run the point again
         return True
+    return meta is None or bool(meta.interrupted)
 
 
 def _run_point(sc: Scenario, live: bool = False, server=None) -> dict:
