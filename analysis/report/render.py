@@ -36,6 +36,13 @@ def fmt(x: Any, digits: int = 2) -> str:
     return str(x)
 
 
+def missing(reason: Any, what: str = "not measured") -> str:
+    """A figure that is absent, said with its reason: "n/a: REASON", or "n/a (WHAT)" when no
+    reason was recorded (never "n/a: None")."""
+    text = str(reason).strip() if reason is not None else ""
+    return f"n/a: {text}" if text and text != "None" else f"n/a ({what})"
+
+
 def _md_cell(x: Any) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 

@@ -24,7 +24,7 @@ from analysis.report import plots
 from analysis.metrics import series
 from analysis.metrics.metrics import open_loop
 from analysis.metrics import summary as summary_mod
-from analysis.report.render import Block, fmt, render_html, render_md
+from analysis.report.render import Block, fmt, missing, render_html, render_md
 from analysis.report.workloads import workload_blocks
 
 __all__ = ["build_sections", "write_report", "write_any", "render_md", "render_html", "fmt"]
@@ -71,7 +71,8 @@ def _steady_rows(st) -> list[list]:
     if not st:
         return []
     if st.get("status") != "ok":
-        return [["steady-state window", f"unavailable: {st.get('reason')}", "calculated"]]
+        return [["steady-state window", missing(st.get("reason"), "no steady-state window"),
+                 "calculated"]]
     return [["steady-state output throughput (tokens/s)", fmt(st["output_throughput"]),
              "measured"],
             ["steady-state request throughput (req/s)", fmt(st["request_throughput"], 3),
@@ -155,7 +156,8 @@ def _energy(s: dict) -> list[Block]:
     idle = e.get("above_idle") or {}
     rows.append(["above idle J / output token",
                  fmt(idle.get("j_per_output_token"), 4) if idle.get("status") == "measured"
-                 else f"n/a: {idle.get('reason')}", idle.get("status", "unmeasured")])
+                 else missing(idle.get("reason"), "no idle baseline was measured"),
+                 idle.get("status", "unmeasured")])
     pr = e.get("per_request") or {}
     if pr.get("mean_j") is not None:
         rows.append(["per request J mean / p50 / p99 (prefill + decode)",

@@ -98,7 +98,8 @@ def _steady_note(points: list[dict]) -> str:
                if p["summary"].get("steady_state")), None)
     if not st:
         return "steady out tok/s: n/a (summaries written before the steady-state window existed)"
-    bad = [f"{p['value']:g}: {p['summary']['steady_state'].get('reason')}" for p in points
+    bad = [f"{p['value']:g}: {p['summary']['steady_state'].get('reason') or 'no reason recorded'}"
+           for p in points
            if (p["summary"].get("steady_state") or {}).get("status") not in (None, "ok")]
     return (f"steady out tok/s: output tokens/s over the steady-state window ({st['rule']})"
             + (f"; unavailable at {'; '.join(bad)}" if bad else "") + ".")
@@ -109,7 +110,8 @@ def _roofline_table(points: list[dict]) -> list[Block]:
     for p in points:
         r = p["roofline"]
         if r.get("status") != "calculated":
-            rows.append([f"{p['value']:g}", "n/a", "n/a", "n/a", "n/a", "n/a", r.get("reason")])
+            rows.append([f"{p['value']:g}", "n/a", "n/a", "n/a", "n/a", "n/a",
+                         r.get("reason") or "no reason recorded"])
             continue
         st = r["bounds"]["decode_step"]
         ms = lambda x: None if x is None else x * 1e3  # noqa: E731

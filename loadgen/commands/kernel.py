@@ -129,8 +129,20 @@ def print_rows(rows, title: str, console=None) -> None:
         cells = [r.path if k == "path" else _fmt(getattr(r, k), k)
                  for _, k in COLUMNS]
         err = _fmt(r.passed) if r.tolerance is not None or r.passed is not None else "—"
-        t.add_row(*cells, err)
+        t.add_row(*cells, "; ".join([err, *row_flags(r)]))
     console.print(t)
+
+
+def row_flags(r) -> list[str]:
+    """What makes a row's figures suspect, said in the row (not only in a footnote)."""
+    out = []
+    if r.transfer_ms is not None and r.device_ms is not None and r.transfer_ms < r.device_ms:
+        out.append("w/ transfer < device: device time inflated (noisy host?), rerun")
+    if r.bound_fraction is not None and r.bound_fraction > 2.0:
+        out.append("of bound > 200%: " + ("cache-resident, not a memory figure"
+                                          if (r.binding or "").startswith("memory")
+                                          else "the spec's rate is below this machine's"))
+    return out
 
 
 def _header(rows, spec_note: str) -> str:

@@ -38,16 +38,20 @@ def _f(v, digits=1) -> str:
 
 
 def sweep_table(result: dict) -> Table:
+    """One row per point; the run column (the point's directory, which names the value) comes
+    first and is never truncated: a narrow terminal squeezes the figures instead."""
     t = Table(title=f"sweep {result['scenario']} over {result['param']}", header_style="bold")
-    for col in ("value", "ok", "failed", "req/s", "out tok/s", "goodput", "TTFT p50", "TTFT p99",
-                "TPOT p50", "TPOT p99", "verdict", "run"):
-        t.add_column(col, justify="left" if col in ("verdict", "run") else "right")
+    width = max((len(p["run_dir"]) for p in result["points"]), default=3)
+    t.add_column("run", justify="left", no_wrap=True, min_width=width)
+    for col in ("ok", "failed", "req/s", "out tok/s", "goodput", "TTFT p50", "TTFT p99",
+                "TPOT p50", "TPOT p99", "verdict"):
+        t.add_column(col, justify="left" if col == "verdict" else "right")
     for p in result["points"]:
-        verdict = "VALID" if p["valid"] else "INVALID"
-        t.add_row(f"{p['value']:g}", _f(p["requests_completed"]), _f(p["requests_failed"]),
+        verdict = ("VALID" if p["valid"] else "INVALID") + (" (reused)" if p["reused"] else "")
+        t.add_row(p["run_dir"], _f(p["requests_completed"]), _f(p["requests_failed"]),
                   _f(p["request_throughput"], 2), _f(p["output_throughput"]), _f(p["goodput"], 2),
                   _f(p["ttft_p50_ms"]), _f(p["ttft_p99_ms"]), _f(p["tpot_p50_ms"]),
-                  _f(p["tpot_p99_ms"]), verdict, p["run_dir"] + (" (reused)" if p["reused"] else ""))
+                  _f(p["tpot_p99_ms"]), verdict)
     return t
 
 

@@ -15,7 +15,7 @@
              ─► locust/master.json (t0, end, worker status done|dead, CPU, hub lag)
       merge.py: worker files ∪ journal ∪ plan ─► records.jsonl, one record per owed request
         (a dead worker's finished records kept; its unfinished ones "cancelled": "worker i died")
-      Run.meta() + {"engine": "locust", "locust": {...}} ─► meta.json ─► summary.json
+      Outcome(engine "locust", locust {...}) + Prepared ─► run.meta.run_meta ─► meta.json ─► summary.json
 
     locustfile.py: the same user and protocol for ``locust -f`` (web UI), LOADGEN_SCENARIO=path.
 

@@ -3,7 +3,11 @@
     connect (N workers) ─► plan ─► ready ─► runner.start(users) ─► warm ─► warm_done
         ─► go {t0 = now + lead} ─► done (or dead: no heartbeat) ─► master.json ─► quit
 
-Every wait is bounded; a worker that stops heart-beating is marked "dead" and not waited for.
+Every wait is bounded; a worker that is gone is marked "dead" and not waited for: its process
+has exited (a worker on this host: its pid), or it sent no heartbeat for HEARTBEAT_LIVENESS_S.
+Locust's own liveness (3 missed 1-s heartbeats) is raised to that: on a busy host a worker whose
+hub stalls a few seconds (CPU starvation, an import) is slow, not dead, and treating it as dead
+ended runs early with its requests cancelled or before t0 (issue 18, item 8).
 Records that remote workers forward are appended to the run directory as they arrive.
 ``master.json`` (in ``state_dir``) is what the loadgen CLI reads: t0, end, users, and each
 worker's status (done | dead | never_ready) with its report (CPU, loop lag, counts).
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -25,6 +30,7 @@ from loadgen.record import now_ns
 from loadgen.redact import redact
 
 T0_LEAD_NS = 300_000_000          # go message to t0: time for every worker to get it
+HEARTBEAT_LIVENESS_S = 30         # silent this long (1-s heartbeats): Locust marks it missing
 STOP_WAIT_NS = 15_000_000_000    # after an interrupt, wait this long for workers' last records
 MSG_TYPES = ("loadgen_ready", "loadgen_error", "loadgen_warm_done", "loadgen_done",
              "loadgen_records")
@@ -38,6 +44,21 @@ def write_json_atomic(path: Path, obj: dict) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(redact(json.dumps(obj, indent=2, default=str)) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs here (a zombie, exited but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 class Coordinator:
@@ -69,6 +90,8 @@ class Coordinator:
     def register(self) -> None:
         if self.local:
             return
+        import locust.runners as lr   # read when a worker connects and at each heartbeat
+        lr.HEARTBEAT_LIVENESS = max(lr.HEARTBEAT_LIVENESS, HEARTBEAT_LIVENESS_S)
         runner = self.env.runner
         for t in MSG_TYPES:
             runner.register_message(t, self._listener(t))
@@ -120,6 +143,10 @@ class Coordinator:
     def alive(self, index: int) -> bool:
         if self.local:
             return True
+        ready = self.got["loadgen_ready"].get(index) or {}
+        if ready.get("pid") and ready.get("host") == socket.gethostname():
+            if not _pid_alive(int(ready["pid"])):   # a worker on this host that exited
+                return False
         from locust.runners import STATE_MISSING
         runner = self.env.runner
         for cid, idx in list(runner.worker_indexes.items()):

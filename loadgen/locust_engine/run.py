@@ -1,6 +1,7 @@
 """``loadgen run --engine locust``: the CLI side (no gevent here; Locust runs in subprocesses).
 
-    run_locust(sc, opts) ─► runner.Run(sc)   same run_dir, scenario.yaml, api key check
+    run_locust(sc, opts) ─► run.outcome.prepare(sc): Prepared (run_dir, plan, schedule, api key),
+                            as the native engine; runner.Run(sc, prepared) for its target steps only
         ─► managed server / target.url ─► Run._describe_target: GET /v1/models, /info,
            /version ─► sut.json                                          (the native engine's)
         ─► targets.scrape.ScrapeProcess: /metrics ─► server_metrics.jsonl (its own process,
@@ -10,7 +11,8 @@
                                                  --role master, remote workers     (--master)
            (own sessions: a terminal Ctrl-C reaches only this process, which tells the master)
         ─► locust/master.json (t0, end, worker status) + locust/records.worker-i.jsonl
-        ─► merge.merge ─► records.jsonl ─► Run.meta() + {"engine": "locust", ...} ─► meta.json
+        ─► merge.merge ─► records.jsonl ─► Outcome (engine "locust", the workers' figures)
+        ─► run.meta.run_meta(Prepared, Outcome) ─► meta.json (as the native engine's)
         ─► rundir.summarize_dir ─► summary.json (+ report)
 A master error (workers never connected, ...) is meta.crashed (see cli.py).
 """
@@ -84,6 +86,7 @@ def _worker_pids(locust_dir: Path) -> dict[int, int]:
 class LocustRun:
     def __init__(self, sc, opts: LocustOptions, progress=None):
         from loadgen.locust_engine.plan import users_for
+        from loadgen.run.outcome import prepare
         from loadgen.run.runner import Run
         from loadgen.scenario.model import ScenarioError
         self.sc, self.opts, self.progress = sc, opts, progress
@@ -93,8 +96,10 @@ class LocustRun:
         if sc.load.mode == "concurrency" and sc.load.stages:
             raise ScenarioError("load.stages: concurrency stages run on the native engine only "
                                 "(drop --engine locust)")
-        self.run = Run(sc)              # run_dir, plan, schedule, api key: as the native engine
-        users = self.users = users_for(sc, self.run.schedule)
+        self.prep = prepare(sc)         # run_dir, plan, schedule, api key: as the native engine
+        # the native engine's target steps only (server, affinity, probe, sut.json): never meta
+        self.run = Run(sc, prepared=self.prep)
+        users = self.users = users_for(sc, self.prep.schedule)
         if opts.workers and users < opts.workers:
             field = "load.concurrency" if sc.load.mode == "concurrency" else "load.max_concurrency"
             raise ScenarioError(f"{field}: {users} user(s) cannot keep --workers {opts.workers} "
@@ -106,13 +111,16 @@ class LocustRun:
                                 f"{opts.workers} (each worker owns an equal share of "
                                 "num_requests; uneven users would end the run at lower "
                                 "concurrency)")
-        self.dir = self.run.run_dir / "locust"
+        self.dir = self.prep.run_dir / "locust"
         self.interrupted: Optional[str] = None
         self.procs: list[subprocess.Popen] = []
         self.master: Optional[subprocess.Popen] = None
         self.exits: dict[int, int] = {}   # worker pid -> exit code (seen before the master ended)
         self.early: Optional[str] = None  # a worker process that died before it joined
         self.scrape = None                # targets.scrape.ScrapeProcess, once the SUT answered
+        self.server_metrics: Optional[dict] = None   # the scrape's description (meta)
+        self.server_alive_at_end: Optional[bool] = None
+        self.power = None                 # run.power_hook.PowerHook around the workers' run
 
     def _on_signal(self, signum, frame) -> None:
         if self.interrupted is None:
@@ -127,10 +135,10 @@ class LocustRun:
     def execute(self):
         from loadgen.targets.managed import ManagedServer
         from loadgen.run.rundir import resolved_yaml
-        r = self.run
-        r.run_dir.mkdir(parents=True, exist_ok=True)
+        r, run_dir = self.run, self.prep.run_dir
+        run_dir.mkdir(parents=True, exist_ok=True)
         self.dir.mkdir(exist_ok=True)
-        (r.run_dir / "scenario.yaml").write_text(resolved_yaml(self.sc), encoding="utf-8")
+        (run_dir / "scenario.yaml").write_text(resolved_yaml(self.sc), encoding="utf-8")
         old = {}
         if threading.current_thread() is threading.main_thread():  # signals: main thread only
             old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -138,7 +146,7 @@ class LocustRun:
             with contextlib.ExitStack() as stack:
                 base_url = self.sc.target.url
                 if self.sc.target.server is not None:
-                    r.server = stack.enter_context(ManagedServer(self.sc.target.server, r.run_dir))
+                    r.server = stack.enter_context(ManagedServer(self.sc.target.server, run_dir))
                     base_url = r.server.base_url
                 stack.enter_context(r.client_affinity())   # target.server.cpus: the rest
                 self._sut(base_url.rstrip("/"))
@@ -146,8 +154,8 @@ class LocustRun:
                 try:
                     self._processes()
                 finally:            # before a managed server stops: the last scrape sees it
-                    r.server_metrics = self.scrape.stop()
-                r.server_alive_at_end = r.server.alive if r.server is not None else None
+                    self.server_metrics = self.scrape.stop()
+                self.server_alive_at_end = r.server.alive if r.server is not None else None
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
@@ -162,9 +170,9 @@ class LocustRun:
     def _start_scrape(self) -> None:
         from loadgen.targets.scrape import ScrapeProcess
         r, tg = self.run, self.sc.target
-        self.scrape = ScrapeProcess(r.base_url, r.run_dir, tg.metrics_interval_s,
+        self.scrape = ScrapeProcess(r.base_url, self.prep.run_dir, tg.metrics_interval_s,
                                     headers=self.sc.api.headers, path=tg.metrics_path,
-                                    api_key=r.key, enabled=tg.scrape_metrics).start()
+                                    api_key=self.prep.key, enabled=tg.scrape_metrics).start()
 
     def _processes(self) -> None:
         from loadgen.targets.managed import free_port
@@ -173,7 +181,7 @@ class LocustRun:
         common = ["--run-dir", str(self.dir), "--base-url", r.base_url, "--model", r.model,
                   "--connect-timeout", str(o.connect_timeout_s),
                   *[a for f in r.drop_fields for a in ("--drop-field", f)]]
-        r.power = PowerHook(self.sc.power, r.run_dir).start()
+        power = self.power = PowerHook(self.sc.power, self.prep.run_dir).start()
         if not o.workers:
             self.master = _spawn(_argv("local", o, *common), self.dir / "local.log")
             self.procs.append(self.master)
@@ -206,15 +214,15 @@ class LocustRun:
                         self.early = (f"worker process {i} exited with {p.returncode} before "
                                       f"joining (see locust/worker.{i}.log)")
                         self.master.send_signal(signal.SIGTERM)
-            if not marked and (self.dir / "master.json").exists():
-                r.power.mark("measure_start")
+            if not marked and self._state().get("t0_ns") is not None:   # go, not an early end
+                power.mark("measure_start")
                 if self.scrape is not None:
                     self.scrape.mark("measure_start")
                 marked = True
-        r.power.mark("measure_end")
+        power.mark("measure_end")
         if self.scrape is not None:
             self.scrape.mark("measure_end")
-        r.power.stop()
+        power.stop()
         for p in self.procs[1:]:                 # the master told them to quit
             try:
                 p.wait(KILL_GRACE_S)
@@ -231,13 +239,16 @@ class LocustRun:
             return {}
 
     def _finish(self):
+        """The workers' records merged, then meta.json from (Prepared, Outcome) as the native
+        engine's (loadgen.run.meta.run_meta), device.json, summary.json."""
         from loadgen.locust_engine.merge import merge
         from loadgen.locust_engine.plan import Plan
-        from loadgen.record import RecordWriter
-        from loadgen.run.meta import write_meta
+        from loadgen.run.calibration import freeze_device
+        from loadgen.run.meta import run_meta, write_meta
+        from loadgen.run.outcome import Outcome
         from loadgen.run.rundir import summarize_dir
         from loadgen.run.runner import RunResult
-        r, st = self.run, self._state()
+        r, st, run_dir = self.run, self._state(), self.prep.run_dir
         n = int(st.get("n_workers") or self.opts.workers or 1)
         status = {int(k): v.get("status") for k, v in (st.get("workers") or {}).items()}
         pids = _worker_pids(self.dir)
@@ -246,36 +257,38 @@ class LocustRun:
             if status.get(i) != "done":
                 status[i] = "dead"
         master_rc = self.master.returncode if self.master is not None else None
-        r.t0, r.end = st.get("t0_ns"), st.get("end_ns")
-        counts = merge(self.dir, r.run_dir / "records.jsonl", Plan(self.sc), n, status,
-                       r.t0, bool(self.interrupted or st.get("interrupted")), r.end)
-        r.writer = RecordWriter(r.run_dir / "records.jsonl")
-        r.writer.count = counts["records"]
-        r.writer.close()
+        t0, end = st.get("t0_ns"), st.get("end_ns")
+        counts = merge(self.dir, run_dir / "records.jsonl", Plan(self.sc), n, status,
+                       t0, bool(self.interrupted or st.get("interrupted")), end)
         reports = [w.get("report") or {} for w in (st.get("workers") or {}).values()]
         cpus = [x["cpu_util"] for x in reports if x.get("cpu_util") is not None]
         lags = [x["loop_lag_ms_p99"] for x in reports if x.get("loop_lag_ms_p99") is not None]
-        r.cpu.result = {"cpu_util": max(cpus) if cpus else None,
-                        "loop_lag_ms_p99": max(lags) if lags else None,
-                        "scope": "the busiest Locust process (gevent hub lag)"}
         stopped = st.get("interrupted") and not self.early   # the master was told to stop
-        r.interrupted = self.interrupted or ("SIGTERM" if stopped else None)
-        if self.early or st.get("error") or (master_rc not in (0, None) and not r.interrupted):
-            r.crashed = self.early or st.get("error") or f"locust master exited with {master_rc}"
-        meta = r.meta()
-        meta["engine"] = "locust"
-        meta["in_flight_cap"] = st.get("users") or self.users   # the Locust users bound it
-        meta["locust"] = {"workers": n, "users": st.get("users"), "role": st.get("role"),
-                          "worker_status": {str(k): v for k, v in sorted(status.items())},
-                          "worker_exit_codes": {str(pids.get(p, p)): c
-                                                for p, c in self.exits.items()},
-                          "worker_reports": reports, "merge": counts, "error": st.get("error"),
-                          "locust_version": _locust_version()}
-        from loadgen.run.calibration import freeze_device
-        meta["calibration"] = freeze_device(r.run_dir, False)   # device.json: the frozen spec
-        meta = write_meta(r.run_dir, meta)
-        summary = summarize_dir(r.run_dir, meta, self.sc.output.report)
-        return RunResult(r.run_dir, meta, summary, bool(r.interrupted))
+        interrupted = self.interrupted or ("SIGTERM" if stopped else None)
+        crashed = None
+        if self.early or st.get("error") or (master_rc not in (0, None) and not interrupted):
+            crashed = self.early or st.get("error") or f"locust master exited with {master_rc}"
+        out = Outcome(
+            engine="locust", target_url=r.base_url, model=r.model, t0_ns=t0, end_ns=end,
+            in_flight_cap=st.get("users") or self.users,     # the Locust users bound it
+            records_written=counts["records"],
+            client_load={"cpu_util": max(cpus) if cpus else None,
+                         "loop_lag_ms_p99": max(lags) if lags else None,
+                         "scope": "the busiest Locust process (gevent hub lag)"},
+            power=self.power.result if self.power is not None else None,
+            interrupted=interrupted, crashed=crashed,
+            managed_server_alive_at_end=self.server_alive_at_end, client_cpus=r.client_cpus,
+            server_metrics=self.server_metrics, probe=r.probe,
+            locust={"workers": n, "users": st.get("users"), "role": st.get("role"),
+                    "worker_status": {str(k): v for k, v in sorted(status.items())},
+                    "worker_exit_codes": {str(pids.get(p, p)): c for p, c in self.exits.items()},
+                    "worker_reports": reports, "merge": counts, "error": st.get("error"),
+                    "locust_version": _locust_version()})
+        meta = run_meta(self.prep, out)
+        meta["calibration"] = freeze_device(run_dir, False)   # device.json: the frozen spec
+        meta = write_meta(run_dir, meta)
+        summary = summarize_dir(run_dir, meta, self.sc.output.report)
+        return RunResult(run_dir, meta, summary, bool(interrupted))
 
 
 def _locust_version() -> Optional[str]:

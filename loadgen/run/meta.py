@@ -1,6 +1,8 @@
 """meta.json of a run: its settings, schedule, client health, probe and transport, as one dict.
 
-    runner.Run (after the measured phase, or after a crash) ─► run_meta(run) ─► dict
+    loadgen.run.outcome: Prepared (scenario, plan, schedule, run dir) + Outcome (either engine's
+        report: clock marks, counts, client load, power, probe, transport, how it ended)
+        ─► run_meta(prepared, outcome) ─► dict      (never an engine's attributes)
         ─► write_meta(run_dir, meta): analysis.contract.RunMeta.dump (every key named there,
            schema_version set; a key outside the contract is a ContractError, after the raw
            dict was still written so that nothing of the run is lost) ─► meta.json
@@ -15,49 +17,54 @@ from pathlib import Path
 import loadgen
 from analysis.contract import ContractError, RunMeta
 from loadgen.client import eventloop
+from loadgen.run.outcome import Outcome, Prepared
 from loadgen.run.storage import atomic_write_text
-from loadgen.scenario.schedule import seed_for
 
 
-def run_meta(run) -> dict:
-    """meta.json of a ``runner.Run``: the load, the schedule, the client's health, what was found."""
-    sc, ld = run.sc, run.sc.load
-    sched = run.schedule.describe()
-    cpu_info = run.cpu.result or {}  # ClientLoad: CPU share of one core, loop lag
-    power_info = run.power.result if run.power is not None else None
-    return {
+def run_meta(prep: Prepared, out: Outcome) -> dict:
+    """meta.json of a run: the load and schedule it was prepared with, and how it went."""
+    sc, ld = prep.sc, prep.sc.load
+    planned = prep.describe()
+    sched = planned["schedule"]
+    cpu_info = out.client_load or {}  # ClientLoad: CPU share of one core, loop lag
+    power_info = out.power
+    meta = {
         "loadgen_version": loadgen.__version__, "scenario": sc.name,
-        "run_dir": str(run.run_dir), "started_at_unix": time.time(),
-        "engine": "native", "event_loop": eventloop.loop_name(), "mode": ld.mode,
-        "target_url": run.base_url, "model": run.model,
+        "run_dir": str(prep.run_dir), "started_at_unix": time.time(),
+        "engine": out.engine, "event_loop": eventloop.loop_name(), "mode": ld.mode,
+        "target_url": out.target_url, "model": out.model,
         "endpoint": sc.api.endpoint, "stream": sc.api.stream,
-        "t0_ns": run.t0, "end_ns": run.end, "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)",
+        "t0_ns": out.t0_ns, "end_ns": out.end_ns,
+        "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)",
         "rate": ld.rate if ld.mode == "server" else None,   # None for stages and traces
         "scheduled_rate": sched["scheduled_rate"], "schedule": sched,
-        "schedule_seed": seed_for(sc),
-        "in_flight_cap": ld.in_flight_cap, "num_requests": ld.num_requests,
+        "schedule_seed": planned["schedule_seed"],
+        "in_flight_cap": out.in_flight_cap, "num_requests": ld.num_requests,
         "duration_s": ld.duration_s, "warmup_requests": ld.warmup_requests,
-        "records_written": run.writer.count if run.writer else 0,
+        "records_written": out.records_written,
         # a closed loop's never-started remainder (load.num_requests − issued), a count, no records
-        "unsent_requests": getattr(run.dispatcher, "unsent_requests", None),
+        "unsent_requests": out.unsent_requests,
         "min_duration_s": ld.min_duration_s, "min_queries": ld.min_queries,
         "drain_timeout_s": ld.drain_timeout_s,
         "slo": sc.slo.model_dump(mode="json"),
-        "workload": run.plan.describe(),
+        "workload": planned["workload"],
         "client_cpu": cpu_info.get("cpu_util"), "client_load": cpu_info,
         "power_sources": (power_info or {}).get("sources") or list(sc.power.sources),
         "power": power_info,
-        "interrupted": bool(run.interrupted or run.crashed),
-        "interrupt_signal": run.interrupted, "crashed": run.crashed,
-        "managed_server_alive_at_end": run.server_alive_at_end,
-        "client_cpus": run.client_cpus,
-        "server_metrics": run.server_metrics,
-        "probe": run.probe,
-        "client_connections": run.client.describe() if run.client is not None else None,
+        "interrupted": bool(out.interrupted or out.crashed),
+        "interrupt_signal": out.interrupted, "crashed": out.crashed,
+        "managed_server_alive_at_end": out.managed_server_alive_at_end,
+        "client_cpus": out.client_cpus,
+        "server_metrics": out.server_metrics,
+        "probe": out.probe,
+        "client_connections": out.client_connections,
         # wire | aiohttp, stamp_source kernel | user | mixed, clock method and bracket,
         # coalesced reads, retries (Client.transport_info, kept after the client closed)
-        "client_transport": run.client.transport_info() if run.client is not None else None,
+        "client_transport": out.client_transport,
     }
+    if out.locust is not None:
+        meta["locust"] = out.locust
+    return meta
 
 
 def write_meta(run_dir: str | Path, meta: dict) -> dict:

@@ -21,7 +21,10 @@ from rich.table import Table
 
 class RunProgress:
     def __init__(self, total: Optional[int], enabled: bool = True, label: str = "requests",
-                 console: Optional[Console] = None):
+                 console: Optional[Console] = None, point: Optional[str] = None):
+        # point: which sweep point these bars belong to ("concurrency=4 3/8"), shown before
+        # each phase's label so the points' warm-up / measured bars tell apart
+        self.point = point
         self.console = console or Console(stderr=True)
         self.enabled = enabled and self.console.is_terminal
         self.total = total
@@ -58,7 +61,8 @@ class RunProgress:
                                  TextColumn("{task.fields[stats]}"), TimeElapsedColumn(),
                                  console=self.console, transient=False, refresh_per_second=4)
             self._bar.start()
-        self._task = self._bar.add_task(self.label, total=self.total, stats="")
+        desc = f"{self.point}  {self.label}" if self.point else self.label
+        self._task = self._bar.add_task(escape(desc), total=self.total, stats="")
 
     def on_send(self, spec) -> None:
         self.sent += 1

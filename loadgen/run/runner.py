@@ -41,13 +41,14 @@ from loadgen.targets.managed import ManagedServer, ServerStartError
 from loadgen.run.progress import RunProgress
 from loadgen.record import RecordWriter, now_ns
 from loadgen.run.storage import atomic_write_text
-from loadgen.run.rundir import api_key, resolved_yaml, run_dir_for, summarize_dir, write_json
+from loadgen.run.rundir import resolved_yaml, summarize_dir, write_json
 from loadgen.scenario.model import Scenario, ScenarioError
-from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
+from loadgen.scenario.schedule import Schedule
 from loadgen.targets.scrape import ServerMetricsScraper
-from loadgen.scenario.workload import WorkloadPlan, build_workload
+from loadgen.scenario.workload import WorkloadPlan
 from loadgen.run.calibration import freeze_device
 from loadgen.run.meta import run_meta, write_meta
+from loadgen.run.outcome import Outcome, Prepared, prepare
 from loadgen.run.power_hook import PowerHook
 from loadgen.run.sessions import SessionDriver
 
@@ -66,14 +67,14 @@ class Run:
     """State of one run; ``execute()`` is the whole lifecycle."""
 
     def __init__(self, sc: Scenario, progress: Optional[RunProgress] = None,
-                 server: Optional[ManagedServer] = None):
+                 server: Optional[ManagedServer] = None, prepared: Optional[Prepared] = None):
         self.sc = sc
         self.shared_server = server          # already running (a sweep's); not stopped here
-        self.plan: WorkloadPlan = build_workload(sc.workload)
-        self.schedule: Schedule = build_schedule(
-            sc.load, seed_for(sc), self.plan.trace_offsets(sc.load) if sc.load.mode == "trace" else None)
-        self.key = api_key(sc)
-        self.run_dir = run_dir_for(sc)
+        self.prepared = prepared or prepare(sc)     # plan, schedule, API key, run dir (outcome.py)
+        self.plan: WorkloadPlan = self.prepared.plan
+        self.schedule: Schedule = self.prepared.schedule
+        self.key = self.prepared.key
+        self.run_dir = self.prepared.run_dir
         self.progress = progress or RunProgress(None, enabled=False)
         self.stop = None                    # asyncio.Event, made inside the loop
         self.interrupted: Optional[str] = None
@@ -352,9 +353,23 @@ class Run:
                                      self.progress.on_send)
         await self.dispatcher.closed(warm_spec, min(w, cap or w), now_ns(), w, None)
 
+    def outcome(self) -> Outcome:
+        """How the run went, for meta.json (loadgen.run.outcome; the Locust engine makes its own)."""
+        return Outcome(
+            engine="native", target_url=self.base_url, model=self.model, t0_ns=self.t0,
+            end_ns=self.end, in_flight_cap=self.sc.load.in_flight_cap,
+            records_written=self.writer.count if self.writer else 0,
+            unsent_requests=getattr(self.dispatcher, "unsent_requests", None),
+            client_load=self.cpu.result, power=self.power.result if self.power is not None else None,
+            interrupted=self.interrupted, crashed=self.crashed,
+            managed_server_alive_at_end=self.server_alive_at_end, client_cpus=self.client_cpus,
+            server_metrics=self.server_metrics, probe=self.probe,
+            client_connections=self.client.describe() if self.client is not None else None,
+            client_transport=self.client.transport_info() if self.client is not None else None)
+
     def meta(self) -> dict:
-        """meta.json: how the run went (loadgen.run.meta.run_meta)."""
-        return run_meta(self)
+        """meta.json: what was prepared and how it went (loadgen.run.meta.run_meta)."""
+        return run_meta(self.prepared, self.outcome())
 
 def run_scenario(sc: Scenario, progress: Optional[RunProgress] = None,
                  server: Optional[ManagedServer] = None) -> RunResult:

@@ -74,7 +74,9 @@ class Sweep:
         self.sc = sc
         self.spec = sc.sweep
         self.dir = sweep_dir_for(sc)
-        self.run_fn = run_fn or (lambda point_sc: _run_point(point_sc, live, self._server()))
+        self.run_fn = run_fn or (lambda point_sc: _run_point(point_sc, live, self._server(),
+                                                              self.label))
+        self.label: Optional[str] = None    # the point being run, for its progress bars
         self.managed = None                 # one managed server for every point, started lazily
         self.points: list[dict] = []
         self.search: Optional[dict] = None
@@ -99,9 +101,10 @@ class Sweep:
         (self.dir / "sweep.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
         return out
 
-    def point(self, value: float) -> dict:
-        """Run (or reuse) one point; returns its row."""
+    def point(self, value: float, of: str = "") -> dict:
+        """Run (or reuse) one point; returns its row. ``of``: its place, "3/8" or "probe 2/6"."""
         name = point_name(self.spec.param, value)
+        self.label = f"{self.spec.param.split('.')[-1]}={value:g}" + (f" {of}" if of else "")
         d = self.dir / name
         summary_path = d / "summary.json"
         reused = summary_path.is_file() and not _interrupted(d)
@@ -160,8 +163,8 @@ class Sweep:
             if self.spec.search == "max_rate_under_slo":
                 self._search()
             else:
-                for v in self.spec.values:
-                    self.point(v)
+                for i, v in enumerate(self.spec.values, 1):
+                    self.point(v, f"{i}/{len(self.spec.values)}")
         finally:
             if self.managed is not None:
                 self.managed.stop()
@@ -178,7 +181,7 @@ class Sweep:
                        "converged": False, "stopped": None}
 
         def probe(rate: float) -> bool:
-            row = self.point(rate)
+            row = self.point(rate, f"probe {len(probes) + 1}/{s.max_probes}")
             probes.append({"rate": rate, "valid": bool(row["valid"]), "reused": row["reused"]})
             self._save()
             return bool(row["valid"])
@@ -228,10 +231,10 @@ def _interrupted(run_dir: Path) -> bool:
     return meta is None or bool(meta.interrupted)
 
 
-def _run_point(sc: Scenario, live: bool = False, server=None) -> dict:
+def _run_point(sc: Scenario, live: bool = False, server=None, label: Optional[str] = None) -> dict:
     from loadgen.run.progress import RunProgress
     from loadgen.run.runner import run_scenario
-    res = run_scenario(sc, RunProgress(None, enabled=live), server=server)
+    res = run_scenario(sc, RunProgress(None, enabled=live, point=label), server=server)
     if res.interrupted:
         raise KeyboardInterrupt  # stop the sweep; the point stays incomplete for the rerun
     return res.summary or {}

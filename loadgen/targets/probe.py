@@ -18,8 +18,9 @@
 
 ``ProbeError`` is a ``ScenarioError``: the CLI prints its one line and exits 2, before any
 measured request. ``api.probe: false`` skips all of this but the wait for readiness (the
-/v1/models answer is then only used to pick a model when api.model is not given). Warnings and dropped fields go to meta.json
-``probe`` and from there to summary.json (``warnings``, ``dropped_fields``).
+/v1/models answer is then only used to pick a model when api.model is not given). Warnings and
+dropped fields go to meta.json ``probe`` and from there to summary.json (``warnings``,
+``dropped_fields``).
 """
 from __future__ import annotations
 

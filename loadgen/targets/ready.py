@@ -4,7 +4,8 @@
                               120 s for target.url; 0 = one look, no waiting)
         GET /v1/models   HTTP 503 (llama-server "Loading model")         ─► not ready: wait
         GET /health      (target.server.health_path when managed)
-                         200 ─► ready │ 5xx ─► not ready: wait │ 4xx ─► no such route: not asked again
+                         200 ─► ready │ 5xx ─► not ready: wait │ 4xx ─► no such route: not
+                         asked again
         nothing answers (refused, no such host, timeout) before anything answered
                          ─► returned at once: probe.check_models says "cannot reach" (a wrong URL
                             must not cost the timeout); after an answer: a restart, wait

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 import loadgen
-from analysis.contract import SCHEMA_VERSION, Summary, check_run_dir, validate_run_dir
+from analysis.contract import (SCHEMA_VERSION, Summary, check_run_dir, read_device,
+                               validate_run_dir)
 from analysis.report.report import write_report
 from loadgen.run.progress import RunProgress
 from loadgen.run.runner import run_scenario
@@ -38,6 +39,7 @@ def test_a_run_directory_fits_the_contract(calib_server, tmp_path, kind):
     res = run_scenario(scenario_from_dict(scenario({"url": calib_server.url}, tmp_path, kind,
                                                    LOADS[kind])))
     assert validate_run_dir(res.run_dir) == []
+    assert read_device(res.run_dir).status in ("recorded", "none")   # checked by the above too
     stored = json.loads((res.run_dir / "summary.json").read_text())
     assert stored["schema_version"] == SCHEMA_VERSION
     assert stored == json.loads(json.dumps(res.summary))     # computed once: what was written

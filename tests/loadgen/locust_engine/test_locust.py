@@ -227,6 +227,41 @@ def test_killed_worker_is_reported(tmp_path, timed_server):
     assert res.summary["requests_cancelled"] == len(dead)
 
 
+def test_a_worker_that_stalls_past_locusts_heartbeat_is_slow_not_dead(tmp_path, timed_server):
+    """A busy host: a worker's process gets no CPU for 6 s (SIGSTOP) right after it is ready,
+    longer than Locust's default liveness (3 missed 1-s heartbeats). The run waits for it: t0 is
+    set, no crash, both workers done, every request ok (before: 'never_ready'/'dead', its
+    requests cancelled, or the run ended before t0 with meta t0_ns None)."""
+    p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 5, "num_requests": 20,
+                                               "arrival": "constant", "warmup_requests": 2})
+    sc = load_scenario(p)
+    ldir = Path(sc.output.dir) / sc.output.run_name / "locust"
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("res", _run(p, workers=2)))
+    t.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (ldir / "worker-1.json").exists():
+        time.sleep(0.005)
+    pid = None
+    while pid is None and time.monotonic() < deadline:
+        try:                                   # written by the worker: may be mid-write
+            pid = json.loads((ldir / "worker-1.json").read_text())["pid"]
+        except ValueError:
+            time.sleep(0.005)
+    os.kill(pid, signal.SIGSTOP)               # ready, and 4 s of schedule still ahead of it
+    try:
+        time.sleep(6.0)                        # the stall itself (what is tested), not a wait
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    t.join(240)
+    res = out["res"]
+    assert res.meta["crashed"] is None and res.meta["t0_ns"] is not None
+    assert res.meta["locust"]["worker_status"] == {"0": "done", "1": "done"}
+    recs = read_records(res.run_dir / "records.jsonl")
+    _check_exactly_once(recs, 22)
+    assert all(r["status"] == "ok" for r in recs), [r["error"] for r in recs if r["error"]]
+
+
 def test_remote_worker_forwards_records(tmp_path, calib_server):
     """--worker on 'another machine': its records reach the master's dir through messages."""
     from loadgen.targets.managed import free_port
@@ -532,6 +567,7 @@ def test_locust_run_scrapes_metrics_and_records_the_server_version(tmp_path):
     sut = json.loads((d / "sut.json").read_text())
     assert sut["server_version"] == {"version": VERSION, "source": "GET /version"}
     meta = json.loads((d / "meta.json").read_text())
+    assert meta["crashed"] is None and meta["t0_ns"] is not None, meta["crashed"]
     sm = meta["server_metrics"]
     assert sm["status"] == "measured" and sm["isolation"] == "process" and sm["rows"] > 0
     rows = read_rows(d / "server_metrics.jsonl")

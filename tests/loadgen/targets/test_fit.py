@@ -109,9 +109,9 @@ def test_a_run_stops_before_any_request_when_the_workload_cannot_fit(tmp_path):
         sc.target.url = srv.url
         with pytest.raises(ProbeError, match=rf"^workload.prompt_tokens: the largest prompt "
                                              rf"\(~100 tokens, counted as bytes "
-                                             rf"\(workload.tokenizer\)\) does not fit the server's context of 64 "
-                                             rf"tokens \(max_model_len of '{MODEL}' in "
-                                             r"/v1/models\)"):
+                                             r"\(workload.tokenizer\)\) does not fit the "
+                                             r"server's context of 64 tokens \(max_model_len "
+                                             rf"of '{MODEL}' in /v1/models\)"):
             run_scenario(sc)
         assert srv.counts["post"] == 0          # not even the probe request
     with WarmingServer(max_model_len=200) as srv:
