@@ -43,6 +43,7 @@ is the CPU default (servers.jax.default_dtype); bf16 is the default on GPU/TPU.
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -55,6 +56,8 @@ from . import model as M
 from .buckets import attn_buckets, buckets
 from .presets import ModelArgs
 from .sampling import request_key, sample
+
+log = logging.getLogger("servers.jax")
 
 
 @dataclass
@@ -308,6 +311,7 @@ class Engine:
         """Compile (by running once) every prefill bucket, insert and decode bucket; returns seconds."""
         t0 = time.perf_counter()
         for b in self.prefill_buckets:
+            log.info("compiling prefill bucket %d (%.0f s)", b, time.perf_counter() - t0)
             p = self.prefill([1] * min(b, self.max_model_len - 1))
             self.insert(p, 0)
             self.free(0)
@@ -315,6 +319,8 @@ class Engine:
         self.active[:] = False                                     # nothing advances
         hidden = {}                                                # piece size -> [C, D]
         for b in self.batch_buckets:
+            log.info("compiling decode batch %d, %d attention buckets (%.0f s)", b,
+                     len(self.attn_buckets), time.perf_counter() - t0)
             for a in self.attn_buckets:
                 self._generate(b, a)
                 for c in (self.interleave_chunk, self.interleave_long):  # fused steps, slot 0 rows
