@@ -11,14 +11,16 @@
     waits on a server that never answers ─► exit 130 within 15 s, every started request's record
     kept (cancelled), the never-started rest counted in meta.json ``unsent_requests``.
 
-The bounds are wall-clock guards against hangs, generous for a busy 2-core box; nothing asserts
-a duration beyond them.
+The runs of the first test are made up front by a module fixture, three at a time, each in its
+own directory with its own server; each test then checks its own run. The bounds are wall-clock
+guards against hangs, generous for a busy 2-core box; nothing asserts a duration beyond them.
 """
 from __future__ import annotations
 
 import json
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -28,6 +30,7 @@ from tests.support.hostile_server import HostileServer
 from tests.support.procs import alive
 
 N = 8
+PARALLEL = 3            # runs at a time (each: a hostile server and a `loadgen run`)
 
 
 def problems_of(o) -> list[str]:
@@ -52,10 +55,24 @@ def problems_of(o) -> list[str]:
     return bad
 
 
+@pytest.fixture(scope="module")
+def outcomes(request, tmp_path_factory) -> dict:
+    """Every (case, transport) this session selected, run up front, ``PARALLEL`` at a time: each
+    run is its own pair of processes, mostly waiting, so the file's wall time is not the sum."""
+    wanted = [(it.callspec.params["case"], it.callspec.params["transport"])
+              for it in request.session.items
+              if getattr(it, "originalname", None) == "test_client_survives_the_hostile_server"]
+    root = tmp_path_factory.mktemp("hostile")
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        futures = {w: pool.submit(run_case, *w, root / "-".join(w), n=N, concurrency=4,
+                                  timeout_s=2.0) for w in wanted}
+        return {w: f.result() for w, f in futures.items()}
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("case", list(EXPECT))
-def test_client_survives_the_hostile_server(case, transport, tmp_path):
-    o = run_case(case, transport, tmp_path, n=N, concurrency=4, timeout_s=2.0)
+def test_client_survives_the_hostile_server(case, transport, outcomes):
+    o = outcomes[(case, transport)]
     bad = problems_of(o)
     assert not bad, (f"{case} on {transport}: " + "; ".join(bad)
                      + f"\n--- stderr (tail) ---\n{o.stderr[-2000:]}")
