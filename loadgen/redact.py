@@ -22,6 +22,7 @@ from typing import Iterable, Optional
 
 MASK = "[REDACTED]"
 MIN_LEN = 6
+PREFIX = 8                       # a secret cut short still shows this many leading characters
 SECRET_NAME = re.compile(r"authorization|key|token|secret|cookie|password", re.I)
 
 _lock = threading.Lock()
@@ -67,13 +68,32 @@ def clear() -> None:
 
 
 def redact(text: Optional[str]) -> Optional[str]:
-    """``text`` with every registered secret replaced by ``MASK``."""
+    """``text`` with every registered secret replaced by ``MASK``; also a secret cut short (an
+    error snippet that ends inside it): from its first ``PREFIX`` characters on, as far as the
+    text still matches it."""
     if not text or not _secrets:
         return text
     for s in _secrets:
         if s in text:
             text = text.replace(s, MASK)
+    for s in _secrets:
+        if len(s) > PREFIX and s[:PREFIX] in text:
+            text = _cut_short(text, s)
     return text
+
+
+def _cut_short(text: str, s: str) -> str:
+    out, i, head = [], 0, s[:PREFIX]
+    while True:
+        j = text.find(head, i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        k = PREFIX
+        while k < len(s) and j + k < len(text) and text[j + k] == s[k]:
+            k += 1
+        out += [text[i:j], MASK]
+        i = j + k
 
 
 def redact_all(texts: Iterable[str]) -> list:

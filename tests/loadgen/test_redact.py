@@ -52,3 +52,13 @@ def test_records_are_written_without_the_secret(tmp_path):
     raw = (tmp_path / "records.jsonl").read_text()
     assert "sk-live-0123456789" not in raw
     assert read_records(tmp_path / "records.jsonl")[0]["error"] == "401: invalid key [REDACTED]"
+
+
+def test_a_secret_cut_short_by_a_snippet_is_masked_from_its_first_characters():
+    redact.register("sk-test-1b66f9025da0ba5114cfdd")
+    cut = 'HTTP 429: {"auth": "Bearer sk-test-1b66f90'        # the body snippet ends inside it
+    assert redact.redact(cut) == 'HTTP 429: {"auth": "Bearer [REDACTED]'
+    mid = "bad JSON: b'sk-test-1b6' and more"                   # cut, then quoted
+    assert redact.redact(mid) == "bad JSON: b'[REDACTED]' and more"
+    assert redact.redact("sk-test-") == "[REDACTED]"
+    assert redact.redact("sk-tes") == "sk-tes"                  # under PREFIX: not masked
