@@ -160,7 +160,8 @@ class SSEParser:
         if end >= 0 and buf.startswith(b"data: "):
             payloads = buf[6:end].split(b"\n\ndata: ")
             if buf.count(b"\n", 0, end) == 2 * len(payloads) - 2:
-                self._keep(buf[end + 2:])
+                tail = self._tail = buf[end + 2:]          # _keep, inlined (the hot path)
+                self._plen, self._nl = len(tail), tail[-1:] == b"\n"
                 if b"[DONE]" in payloads:
                     return [DONE if e == b"[DONE]" else e for e in payloads]
                 return payloads + self._check() if self._plen > self.max_event_bytes else payloads

@@ -105,22 +105,31 @@ class StreamStep:
     def feed(self, t: int, data: bytes) -> bool:
         if self.settled or not data:
             return self.settled
-        if t != self._last_t:                        # pieces of one read share its stamp
-            if self._tok_in_read > 1:
-                self.coalesced += 1
-            self._last_t, self._tok_in_read = t, 0
         if self._zip is not None:
             return self._inflate(t, data)
         events = self._pfeed(data)
-        if events:
-            self._events(events, t)
-        return self.settled
+        return self._events(events, t) if events else False
+
+    def feed_reads(self, reads: list, i: int, stop: int) -> int:
+        """``reads[i:stop]`` (``(stamp, bytes)`` pieces) in one call — the wire transport's
+        finished responses; returns the index after the last piece fed (early when settled)."""
+        if self._zip is not None or self.settled:
+            while i < stop and not self.settled:
+                t, piece = reads[i]
+                i += 1
+                self.feed(t, piece)
+            return i
+        pfeed, events_ = self._pfeed, self._events
+        for j in range(i, stop):
+            t, piece = reads[j]
+            evs = pfeed(piece)
+            if evs and events_(evs, t):
+                return j + 1
+        return stop
 
     def end(self, t: int) -> None:
         """The body is complete: dispatch what is pending, then ok or ``incomplete``."""
-        if self._tok_in_read > 1:
-            self.coalesced += 1
-        self._tok_in_read = 0
+        self._read_done()
         if self.settled:
             return
         if self._zip is not None:
@@ -145,7 +154,7 @@ class StreamStep:
                 if out:
                     self._events(self._pfeed(out), t)
         except zlib.error as e:
-            if self._raw_deflate and self._last_t == t and not self.rec.chunks:
+            if self._raw_deflate and not self.rec.chunks:
                 self._raw_deflate = False                    # some servers send raw deflate
                 self._zip = zlib.decompressobj(-zlib.MAX_WBITS)
                 return self._inflate(t, data)
@@ -153,7 +162,8 @@ class StreamStep:
         return self.settled
 
     # ------------------------------------------------------------------ events
-    def _events(self, events: list, t: int) -> None:
+    def _events(self, events: list, t: int, loads=loads) -> bool:
+        """Every event of one read into the record; returns ``settled``."""
         add, append = self._add, self._append
         tok = 0                                      # token chunks of this call (coalescing)
         ev: Any = None
@@ -169,29 +179,49 @@ class StreamStep:
                         continue
                     append([t, 0])
                     if n < 0:                        # an error object inside the 200 stream
-                        return self._fail("server_error", error_message(self.tally.error), t)
-                elif ev is DONE:
-                    if not self.done:
-                        self.done = True
-                        self.rec.end_at_ns, self.rec.status = t, "ok"
-                elif ev.__class__ is NamedEvent:
-                    if ev.event == "error":
-                        append([t, 0])
-                        return self._fail("server_error", ev.data.decode("utf-8", "replace"), t)
-                    ev = ev.data
-                    append([t, max(add(loads(ev)), 0)])
-                elif ev.__class__ is TooLarge:
-                    return self._fail("too_large", f"a stream event longer than {ev.limit} bytes "
-                                      "(api.limits.max_event_bytes)", t)
-                else:
-                    return self._fail("protocol", f"not server-sent events: {ev.line!r}", t)
+                        self._fail("server_error", error_message(self.tally.error), t)
+                        break
+                elif self._other(ev, t):
+                    break
         except ValueError as e:                      # sse.loads / a chunk that is not an object
             what = ev[:120] if isinstance(ev, bytes) else ev
-            return self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {what!r}", t)
-        finally:
+            self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {what!r}", t)
+        if t != self._last_t:                        # pieces of one read share its stamp
+            if self._tok_in_read > 1:
+                self.coalesced += 1
+            self._last_t, self._tok_in_read = t, tok
+        else:
             self._tok_in_read += tok
-        if len(self._chunks) > self._max_events:
+        if len(self._chunks) > self._max_events and not self.settled:
             self._too_many(t)
+        return self.settled
+
+    def _other(self, ev: Any, t: int) -> bool:
+        """[DONE], a named event, a refused line: True when it settles the record."""
+        if ev is DONE:
+            if not self.done:
+                self.done = True
+                self.rec.end_at_ns, self.rec.status = t, "ok"
+            return False
+        if ev.__class__ is NamedEvent:
+            if ev.event == "error":
+                self._append([t, 0])
+                self._fail("server_error", ev.data.decode("utf-8", "replace"), t)
+                return True
+            self._append([t, max(self._add(loads(ev.data)), 0)])   # ValueError: the caller's
+            return False
+        if ev.__class__ is TooLarge:
+            self._fail("too_large", f"a stream event longer than {ev.limit} bytes "
+                       "(api.limits.max_event_bytes)", t)
+        else:
+            self._fail("protocol", f"not server-sent events: {ev.line!r}", t)
+        return True
+
+    def _read_done(self) -> None:
+        if self._tok_in_read > 1:
+            self.coalesced += 1
+        self._tok_in_read = 0
+        self._last_t = None
 
     def _too_many(self, t: int) -> None:
         self._fail("too_large", f"more than {self._max_events} stream events for max_tokens "

@@ -71,24 +71,19 @@ def _consume(resp: WireResponse, step: StreamStep, every: int, upto: Optional[in
     every ``every`` pieces; ``drop``: consumed pieces are dropped before each yield and at the
     end (a response in flight; a finished one keeps its pieces for the caller). The cursor
     ``resp.consumed`` is current at every yield (another generator may go on from it)."""
-    reads, feed = resp.reads, step.feed
+    reads, feed_reads = resp.reads, step.feed_reads
     stop = len(reads) if upto is None else upto
-    i = resp.consumed
-    k = 0
-    while i < stop and i < len(reads):
-        t, piece = reads[i]
-        i += 1
-        if feed(t, piece):
+    while True:
+        i = resp.consumed
+        end = min(stop, len(reads))
+        if i >= end or step.settled:
             break
-        k += 1
-        if every and k == every:
-            k = 0
-            resp.consumed = i
+        nxt = min(end, i + every) if every else end
+        resp.consumed = feed_reads(reads, i, nxt)
+        if every and resp.consumed < end and not step.settled:
             if drop:
                 stop -= _drop(resp)
             yield
-            i = resp.consumed
-    resp.consumed = i
     if drop:
         _drop(resp)
 
