@@ -114,14 +114,13 @@ class SSEParser:
     50 MB line costs one join, not one re-scan per read). An unfinished block longer than
     ``max_event_bytes`` yields one ``TooLarge`` and nothing more is parsed."""
 
-    __slots__ = ("_tail", "_pend", "_plen", "_nl", "_data", "_event", "_cr", "max_event_bytes",
+    __slots__ = ("_tail", "_pend", "_plen", "_data", "_event", "_cr", "max_event_bytes",
                  "overflow")
 
     def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self._tail = b""
         self._pend: list = []                # pieces of the unfinished block after _tail
-        self._plen = 0                       # bytes in _tail + _pend
-        self._nl = False                     # the unfinished block ends with "\n"
+        self._plen = 0                       # bytes in _pend (the tail's are len(_tail))
         self._cr = False                     # the last read ended in \r: a leading \n is its LF
         self._data: Optional[list] = None    # data lines of the event being built
         self._event: Optional[bytes] = None  # its event type, when given
@@ -142,51 +141,49 @@ class SSEParser:
             # a \n opening the next read is then dropped as its LF
             self._cr = chunk.endswith(b"\r")
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        if self._plen and not (b"\n\n" in chunk or (self._nl and chunk[:1] == b"\n")):
+        tail = self._tail
+        if tail and not (b"\n\n" in chunk or (chunk[:1] == b"\n" and
+                                               (self._pend[-1] if self._pend else tail)[-1:] == b"\n")):
             # the block is still unfinished: keep the piece, scan nothing again
             self._pend.append(chunk)
             self._plen += len(chunk)
-            self._nl = chunk.endswith(b"\n")
             return self._check()
         if self._pend:
             self._pend.append(chunk)
-            buf = self._tail + b"".join(self._pend)
-            self._pend = []
+            buf = tail + b"".join(self._pend)
+            self._pend, self._plen = [], 0
         else:
-            buf = self._tail + chunk if self._tail else chunk
+            buf = tail + chunk if tail else chunk
         # Fast path, the usual stream: nothing but "data: <one line>" blocks. Then the newlines
         # are exactly two per block end, and splitting on the separators yields the payloads.
         end = buf.rfind(b"\n\n")
         if end >= 0 and buf.startswith(b"data: "):
             payloads = buf[6:end].split(b"\n\ndata: ")
             if buf.count(b"\n", 0, end) == 2 * len(payloads) - 2:
-                tail = self._tail = buf[end + 2:]          # _keep, inlined (the hot path)
-                self._plen, self._nl = len(tail), tail[-1:] == b"\n"
+                tail = self._tail = buf[end + 2:]
                 if b"[DONE]" in payloads:
                     return [DONE if e == b"[DONE]" else e for e in payloads]
-                return payloads + self._check() if self._plen > self.max_event_bytes else payloads
+                return payloads + self._check() if len(tail) > self.max_event_bytes else payloads
         # General path. The state is clean at every block start (each block ends in a dispatch
         # and a tail is re-split whole).
         blocks = buf.split(b"\n\n")         # every block but the last ends with a blank line
-        self._keep(blocks.pop())
+        tail = self._tail = blocks.pop()
         out = []
         line = self._line
         for blk in blocks:
             for ln in blk.split(b"\n"):
                 line(ln, out)
             line(b"", out)
-        if self._plen > self.max_event_bytes:
+        if len(tail) > self.max_event_bytes:
             out += self._check()
         return out
 
-    def _keep(self, tail: bytes) -> None:
-        self._tail, self._plen, self._nl = tail, len(tail), tail.endswith(b"\n")
-
     def _check(self) -> list:
-        if self._plen > self.max_event_bytes:
+        size = len(self._tail) + self._plen
+        if size > self.max_event_bytes:
             self.overflow = True
-            self._tail, self._pend = b"", []
-            return [TooLarge(self._plen, self.max_event_bytes)]
+            self._tail, self._pend, self._plen = b"", [], 0
+            return [TooLarge(size, self.max_event_bytes)]
         return []
 
     def finish(self) -> list:

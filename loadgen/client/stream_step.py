@@ -110,22 +110,63 @@ class StreamStep:
         events = self._pfeed(data)
         return self._events(events, t) if events else False
 
-    def feed_reads(self, reads: list, i: int, stop: int) -> int:
+    def feed_reads(self, reads: list, i: int, stop: int, loads=loads) -> int:
         """``reads[i:stop]`` (``(stamp, bytes)`` pieces) in one call — the wire transport's
-        finished responses; returns the index after the last piece fed (early when settled)."""
+        finished responses; returns the index after the last piece fed (early when settled).
+        Data events are handled inline (``_events``' rules); from the first other event of a
+        read on ([DONE], a named event, a refused line) the rest of that read goes to ``_events``."""
         if self._zip is not None or self.settled:
             while i < stop and not self.settled:
                 t, piece = reads[i]
                 i += 1
                 self.feed(t, piece)
             return i
-        pfeed, events_ = self._pfeed, self._events
-        for j in range(i, stop):
-            t, piece = reads[j]
-            evs = pfeed(piece)
-            if evs and events_(evs, t):
-                return j + 1
-        return stop
+        pfeed, add, append, chunks = self._pfeed, self._add, self._append, self._chunks
+        most = self._max_events
+        last_t, tin = self._last_t, self._tok_in_read      # coalescing, as _count, in locals
+        j = i
+        try:
+            for j in range(i, stop):
+                t, piece = reads[j]
+                evs = pfeed(piece)
+                if not evs:
+                    continue
+                if t != last_t:                          # pieces of one read share its stamp
+                    if tin > 1:
+                        self.coalesced += 1
+                    last_t, tin = t, 0
+                k = 0
+                for ev in evs:                           # inline: data events; the rest: _events
+                    if ev.__class__ is not bytes:
+                        break
+                    k += 1
+                    if not ev:                           # "data:" with nothing: not a chunk
+                        continue
+                    try:
+                        n = add(loads(ev))
+                    except ValueError as e:
+                        self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {ev[:120]!r}", t)
+                        return j + 1
+                    if n > 0:
+                        append([t, n])
+                        tin += 1
+                        continue
+                    append([t, 0])
+                    if n < 0:                            # an error object inside the 200 stream
+                        self._fail("server_error", error_message(self.tally.error), t)
+                        return j + 1
+                if k < len(evs):
+                    self._last_t, self._tok_in_read = last_t, tin
+                    settled = self._events(evs[k:], t)
+                    last_t, tin = self._last_t, self._tok_in_read
+                    if settled:
+                        return j + 1
+                elif len(chunks) > most:
+                    self._too_many(t)
+                    return j + 1
+            return stop
+        finally:
+            self._last_t, self._tok_in_read = last_t, tin
 
     def end(self, t: int) -> None:
         """The body is complete: dispatch what is pending, then ok or ``incomplete``."""
@@ -186,12 +227,7 @@ class StreamStep:
         except ValueError as e:                      # sse.loads / a chunk that is not an object
             what = ev[:120] if isinstance(ev, bytes) else ev
             self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {what!r}", t)
-        if t != self._last_t:                        # pieces of one read share its stamp
-            if self._tok_in_read > 1:
-                self.coalesced += 1
-            self._last_t, self._tok_in_read = t, tok
-        else:
-            self._tok_in_read += tok
+        self._count(t, tok)
         if len(self._chunks) > self._max_events and not self.settled:
             self._too_many(t)
         return self.settled
@@ -216,6 +252,15 @@ class StreamStep:
         else:
             self._fail("protocol", f"not server-sent events: {ev.line!r}", t)
         return True
+
+    def _count(self, t: int, tok: int) -> None:
+        """``tok`` token chunks arrived in the read stamped ``t`` (coalescing: > 1 per read)."""
+        if t != self._last_t:                        # pieces of one read share its stamp
+            if self._tok_in_read > 1:
+                self.coalesced += 1
+            self._last_t, self._tok_in_read = t, tok
+        else:
+            self._tok_in_read += tok
 
     def _read_done(self) -> None:
         if self._tok_in_read > 1:
