@@ -4,7 +4,7 @@
         recvmsg(BUFSIZE, ANCBUFSIZE) ─► SCM_TIMESTAMPNS (REALTIME) − clock.offset_ns ─► t
                                         (no cmsg: t = the user-space time of the read)
         ─► httptools.HttpResponseParser.feed_data (C) ─► on_header / on_headers_complete /
-           on_body: resp.reads.append((t, bytes)) / on_message_complete
+           on_body (pieces joined once per read) ─► resp.reads.append((t, bytes)) / on_message_complete
     the awaiting coroutine (pool._exchange) wakes twice: ``headers_fut``, then ``done_fut``
     (message complete, EOF, error, timeout, close).
 
@@ -63,7 +63,8 @@ class Conn:
         self.headers_fut: Optional[asyncio.Future] = None
         self.done_fut: Optional[asyncio.Future] = None
         self.wfut: Optional[asyncio.Future] = None
-        self._append = None
+        self._pieces: list = []             # body pieces of the read being parsed (one entry per read)
+        self._piece = self._pieces.append
         conns.add(self)
         mux.watch(self.fd, self.on_readable)
 
@@ -74,13 +75,13 @@ class Conn:
         self.paused = False
         resp.abort = self.abort
         self.parser = httptools.HttpResponseParser(self)
-        self._append = resp.reads.append
+        self._pieces.clear()
         self.headers_fut = self.loop.create_future()
         self.done_fut = self.loop.create_future()
 
     def idle(self, now: float) -> None:
         """The exchange ended with the connection reusable: park it."""
-        self.active, self.resp, self.parser, self._append = False, None, None, None
+        self.active, self.resp, self.parser = False, None, None
         self.headers_fut = self.done_fut = None
         self.idle_since = now
 
@@ -119,9 +120,17 @@ class Conn:
             try:
                 self.parser.feed_data(data)
             except httptools.HttpParserUpgrade:
+                self._flush(resp, t)
                 return self.failed("protocol", "unexpected protocol upgrade", t)
             except httptools.HttpParserError as e:
+                self._flush(resp, t)
                 return self.failed("protocol", f"bad HTTP response: {e}", t)
+            if self._pieces:                             # _flush, inlined: the hot path
+                p = self._pieces
+                body = p[0] if len(p) == 1 else b"".join(p)
+                p.clear()
+                resp.reads.append((t, body))
+                resp.held += len(body)
             if not self.active:
                 return
             if resp.headers_at_ns is None and self.nbytes > resp.max_header_bytes:
@@ -190,8 +199,17 @@ class Conn:
                     pass
 
     def on_body(self, body: bytes) -> None:
-        self._append((self.t, body))
-        self.resp.held += len(body)
+        self._piece(body)          # joined once per read (chunked SSE: one call per event)
+
+    def _flush(self, resp: WireResponse, t: int) -> None:
+        """This read's body pieces as ONE stamped piece: every event of a read shares its stamp,
+        and the stream step parses them in one pass (one split per read, not per event)."""
+        p = self._pieces
+        if p:
+            body = p[0] if len(p) == 1 else b"".join(p)
+            p.clear()
+            resp.reads.append((t, body))
+            resp.held += len(body)
 
     def on_message_complete(self) -> None:
         resp = self.resp
