@@ -6,7 +6,8 @@
         theirs  inference_endpoint.utils.benchmark_httpclient -w 1 -c 64 --stream (its SSE-pkts/s)
         ours    `loadgen run` (a subprocess, as a user runs it): chat, stream, concurrency 64,
                 every event kept with its kernel receive stamp (events/s from summary.json)
-    per run: events/s, requests/s, the client's CPU µs per event (rusage of the child process)
+    per run: events/s, requests/s, the client process's CPU µs per event (rusage of the child,
+    start-up included, for both), and for loadgen also its load phase alone (meta.json client_load)
 
 Their package is not part of loadgen and is not installed by anything here: pass an interpreter
 in which ``inference_endpoint`` imports (``--peer-python``). Prints a table and the ratio of medians,
@@ -62,7 +63,7 @@ def theirs(peer: str, url: str, duration: float) -> dict:
         raise SystemExit(f"their client failed (exit {p.returncode}): {text[-800:]}")
     events = int(total[-1].replace(",", "")) * TOKENS
     return {"events_s": float(ev[-1].replace(",", "")), "requests_s": float(rq[-1].replace(",", "")),
-            "cpu_us_per_event": 1e6 * cpu / events}
+            "cpu_us_per_event": 1e6 * cpu / events, "load_cpu_us_per_event": None}
 
 
 def ours(url: str, duration: float, expect_events_s: float, work: Path) -> dict:
@@ -77,18 +78,20 @@ def ours(url: str, duration: float, expect_events_s: float, work: Path) -> dict:
         "output": {"dir": str(work / "runs")}}))
     env = dict(os.environ, LOADGEN_NO_CALIBRATION="1")
     cmd = ["taskset", "-c", str(CLIENT_CPU), sys.executable, "-m", "loadgen", "run", str(sc), "--json"]
-    p, _cpu = child_cpu(lambda: subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                                               timeout=duration * 20 + 300))
+    p, cpu = child_cpu(lambda: subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                                              timeout=duration * 20 + 300))
     if p.returncode != 0:
         raise SystemExit(f"loadgen run failed (exit {p.returncode}): {p.stderr[-800:]}")
     run_dir = Path(json.loads(p.stdout)["run_dir"])
     s = json.loads((run_dir / "summary.json").read_text())
     meta = json.loads((run_dir / "meta.json").read_text())
     load_cpu = (meta.get("client_load") or {}).get("cpu_s")
+    events = (n + CONC) * TOKENS
     return {"events_s": s["output_throughput"], "requests_s": s["request_throughput"],
-            # the load phase's CPU (warm-up + measured) per event: start-up and the summary excluded,
-            # as their figure excludes their start-up
-            "cpu_us_per_event": None if load_cpu is None else 1e6 * load_cpu / ((n + CONC) * TOKENS)}
+            # the whole process (start-up, summary and report included), as for theirs; and the
+            # load phase alone (warm-up + measured), which their harness does not report
+            "cpu_us_per_event": 1e6 * cpu / events,
+            "load_cpu_us_per_event": None if load_cpu is None else 1e6 * load_cpu / events}
 
 
 def main() -> None:
@@ -120,8 +123,10 @@ def main() -> None:
                 o = ours(url, a.duration, t["events_s"], Path(tmp))
                 rows["ours"].append(o)
                 for who, x in (("theirs", t), ("ours", o)):
+                    lc = x["load_cpu_us_per_event"]
                     print(f"round {r + 1} {who:6}: {x['events_s']:>10,.0f} events/s  {x['requests_s']:7.1f} req/s  "
-                          f"client CPU {x['cpu_us_per_event']:.2f} µs/event", flush=True)
+                          f"client process CPU {x['cpu_us_per_event']:.2f} µs/event"
+                          + (f" (load phase {lc:.2f})" if lc is not None else ""), flush=True)
     finally:
         srv.terminate()
         srv.wait(10)
@@ -129,7 +134,7 @@ def main() -> None:
     cpu = {w: statistics.median(x["cpu_us_per_event"] for x in rows[w]) for w in rows}
     ratio = med["ours"] / med["theirs"]
     print(f"\nmedian events/s: theirs {med['theirs']:,.0f}, ours {med['ours']:,.0f} → ours/theirs {ratio:.2f}×; "
-          f"client CPU per event: theirs {cpu['theirs']:.2f} µs, ours {cpu['ours']:.2f} µs "
+          f"client process CPU per event (start-up included): theirs {cpu['theirs']:.2f} µs, ours {cpu['ours']:.2f} µs "
           f"(load average {os.getloadavg()[0]:.2f})")
     print(json.dumps({"bench": "capacity_vs_mlperf_endpoints", "evidence": "measured", "rounds": a.rounds,
                       "server": "max_throughput_server --stream --stream-interval 1 --output-length 1000",

@@ -41,6 +41,10 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, Union
 
+from loadgen.client.chunk import UNSET
+from loadgen.client.chunk import decode as _decode_chunk
+from loadgen.client.chunk import from_obj as _chunk_of
+
 _scan = json.JSONDecoder().scan_once    # the C scanner json.loads uses, without its wrapper
 
 
@@ -248,17 +252,16 @@ def loads(data: bytes) -> Any:
     return json.loads(data)
 
 
-def _other_output(delta: dict) -> tuple[int, int]:
-    """(kind, characters) of a chat delta without ``content``: kind 2 = reasoning only
-    (``reasoning_content`` / ``reasoning``), 1 = tool calls (an answer), 0 = no output."""
+def _other_output(delta: Any) -> tuple[int, int]:
+    """(kind, characters) of a chat delta (``chunk.Delta``) without ``content``: kind 2 =
+    reasoning only (``reasoning_content`` / ``reasoning``), 1 = tool calls (an answer), 0 = none."""
     n = 0
     reasoning = False
-    for key in ("reasoning_content", "reasoning"):
-        v = delta.get(key)
+    for v in (delta.reasoning_content, delta.reasoning):
         if v:
             reasoning = True
             n += len(v)
-    if delta.get("tool_calls"):
+    if delta.tool_calls:
         return 1, n
     return (2 if reasoning else 0), n
 
@@ -284,24 +287,34 @@ class StreamTally:
         self.reasoning_tokens: Optional[int] = None   # tokens of reasoning-only chunks
         self.text: Optional[list] = [] if want_text else None   # answer text pieces
 
+    def add_bytes(self, data: bytes) -> int:
+        """``add`` for one event's payload as it came: typed decoding (``chunk.decode``, msgspec)
+        when it fits, else the generic parse (``loads``); raises ValueError as ``add`` does."""
+        c = _decode_chunk(data)
+        if c is None:
+            return self.add(loads(data))
+        return self._tally(c, data)
+
     def add(self, obj: Any) -> int:
         """Tokens carried by one parsed chunk, -1 for an error object (kept in ``error``);
-        raises ValueError if the chunk is not a JSON object."""
-        if obj.__class__ is not dict:
-            raise ValueError("chunk is not a JSON object")
+        raises ValueError if the chunk is not a JSON object or not an OpenAI chunk."""
+        return self._tally(_chunk_of(obj), obj)
+
+    def _tally(self, c: Any, whole: Any) -> int:
         i = self.seen
         self.seen = i + 1
-        choices = obj.get("choices")
-        if "error" in obj or (choices is None and obj.get("object") == "error"):
+        choices = c.choices
+        if c.error is not UNSET or (choices is None and c.object == "error"):
+            obj = loads(whole) if whole.__class__ is bytes else whole
             self.error = obj.get("error", obj)
             return -1
-        usage = obj.get("usage")
+        usage = c.usage
         cum = None
-        if usage:
-            pt = usage.get("prompt_tokens")
+        if usage is not None:
+            pt = usage.prompt_tokens
             if pt is not None:
                 self.prompt_tokens = pt
-            cum = usage.get("completion_tokens")
+            cum = usage.completion_tokens
             if cum is not None:
                 self.completion_tokens = cum
         n = 0
@@ -309,24 +322,25 @@ class StreamTally:
         if choices:
             keep = self.text
             for choice in choices:
-                text = choice.get("text")
+                text = choice.text
                 if not text:
-                    delta = choice.get("delta")
-                    text = delta.get("content") if delta else None
-                    if not text and delta:
-                        k, chars = _other_output(delta)
-                        if k:
-                            n += 1
-                            self.chars += chars
-                            if k == 1 or not kind:   # an answer outranks reasoning
-                                kind = k
+                    delta = choice.delta
+                    if delta is not None:
+                        text = delta.content
+                        if not text:
+                            k, chars = _other_output(delta)
+                            if k:
+                                n += 1
+                                self.chars += chars
+                                if k == 1 or not kind:   # an answer outranks reasoning
+                                    kind = k
                 if text:                              # completions text / chat content
                     n += 1
                     self.chars += len(text)
                     kind = 1
                     if keep is not None:
                         keep.append(text)
-                fr = choice.get("finish_reason")
+                fr = choice.finish_reason
                 if fr is not None:
                     self.finish_reason = fr
         if self.continuous and choices:

@@ -3,7 +3,8 @@
     StreamStep(rec, tally, limits, encoding)
         feed(t, bytes)   one read's body bytes, stamped t (kernel or user time of that read)
             [gzip | deflate: zlib, output bounded per call] ─► sse.SSEParser (linear, event cap)
-            ─► every data event: sse.loads ─► StreamTally.add ─► rec.chunks.append([t, n])
+            ─► every data event: StreamTally.add_bytes (msgspec typed decode; generic parse
+               when it does not fit) ─► rec.chunks.append([t, n])
             ─► [DONE]: rec ok, end_at_ns; error event / error object: ``server_error``;
                not SSE / bad JSON: ``protocol``; an event over ``max_event_bytes`` or more events
                than ``max_events``: ``too_large``
@@ -24,7 +25,7 @@ from typing import Any, Optional
 
 from loadgen.client.request import end_stream, fail
 from loadgen.client.sse import (DONE, MAX_EVENT_BYTES, NamedEvent, SSEParser, StreamTally, TooLarge,
-                                error_message, loads)
+                                error_message)
 from loadgen.record import Record
 
 MAX_HEADER_BYTES = 64 * 2**10
@@ -92,7 +93,7 @@ class StreamStep:
         self._max_events = limits.max_events(rec.requested_output_tokens)
         self._chunk_cap = max(limits.max_event_bytes, 1 << 16)
         self._raw_deflate = (encoding or "").strip().lower() == "deflate"
-        self._pfeed, self._add = self.parser.feed, tally.add        # bound once: the hot path
+        self._pfeed, self._add = self.parser.feed, tally.add_bytes       # bound once: the hot path
         self._chunks = rec.chunks
         self._append = rec.chunks.append
         try:
@@ -110,7 +111,7 @@ class StreamStep:
         events = self._pfeed(data)
         return self._events(events, t) if events else False
 
-    def feed_reads(self, reads: list, i: int, stop: int, loads=loads) -> int:
+    def feed_reads(self, reads: list, i: int, stop: int) -> int:
         """``reads[i:stop]`` (``(stamp, bytes)`` pieces) in one call — the wire transport's
         finished responses; returns the index after the last piece fed (early when settled).
         Data events are handled inline (``_events``' rules); from the first other event of a
@@ -143,7 +144,7 @@ class StreamStep:
                     if not ev:                           # "data:" with nothing: not a chunk
                         continue
                     try:
-                        n = add(loads(ev))
+                        n = add(ev)
                     except ValueError as e:
                         self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {ev[:120]!r}", t)
                         return j + 1
@@ -203,7 +204,7 @@ class StreamStep:
         return self.settled
 
     # ------------------------------------------------------------------ events
-    def _events(self, events: list, t: int, loads=loads) -> bool:
+    def _events(self, events: list, t: int) -> bool:
         """Every event of one read into the record; returns ``settled``."""
         add, append = self._add, self._append
         tok = 0                                      # token chunks of this call (coalescing)
@@ -213,7 +214,7 @@ class StreamStep:
                 if ev.__class__ is bytes:
                     if not ev:                       # "data:" with nothing: not a chunk
                         continue
-                    n = add(loads(ev))
+                    n = add(ev)
                     if n > 0:
                         append([t, n])
                         tok += 1
@@ -244,7 +245,7 @@ class StreamStep:
                 self._append([t, 0])
                 self._fail("server_error", ev.data.decode("utf-8", "replace"), t)
                 return True
-            self._append([t, max(self._add(loads(ev.data)), 0)])   # ValueError: the caller's
+            self._append([t, max(self._add(ev.data), 0)])   # ValueError: the caller's
             return False
         if ev.__class__ is TooLarge:
             self._fail("too_large", f"a stream event longer than {ev.limit} bytes "
