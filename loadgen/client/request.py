@@ -1,7 +1,7 @@
 """The pure half of one request, shared by the native client and the Locust engine.
 
     api settings ─► request_headers / base_body (once per run) ─► request_body (per request)
-    response ─► [client: wire | aiohttp | locust_engine.user: geventhttpclient] ─► Record, StreamTally
+    response ─► [client: wire | aiohttp | locust_engine.gwire (kernel-stamped, gevent)] ─► Record, StreamTally
         ─► apply_body (non-streaming JSON) / end_stream (after the last event) / fail
         ─► finish: first-chunk/first-token times, usage vs chunk counts, mismatch, sources
 

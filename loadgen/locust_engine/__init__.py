@@ -7,8 +7,11 @@
           | --role master (+ N x --role worker, or remote --worker)     │ (gevent-patched)
              Coordinator (coordinator.py): plan ─► ready ─► users ─► warm ─► go(t0) ─► done
              WorkerNode (node.py) per worker i of n: Plan(sc, i, n) (plan.py; pure)
-               LLMUser (user.py, FastHttpUser): body ─► POST ─► raw socket recv, stamped
-                 ─► sse.SSEParser/StreamTally ─► Record ─► locust/records.worker-i.jsonl
+               LLMUser (user.py, a Locust User): body ─► gwire.GWire (gwire.py: one keep-alive
+                 connection per user, the wire transport's record rules) ─► gconn.GConn
+                 (gconn.py: httptools framing, recvmsg + SO_TIMESTAMPNS: the kernel's receive
+                 stamp per read, on perf_counter_ns) ─► stream_step.StreamStep (the native
+                 transports' one step) ─► Record ─► locust/records.worker-i.jsonl
                  (body and record rules: loadgen/client/request.py, the native client's own)
                  (+ locust/sent.worker-i.jsonl journal; remote workers also forward both
                   through Locust messages into the master's run directory)
@@ -21,7 +24,9 @@
 
 Schedule slices interleave (request k of a phase belongs to worker k mod n), so each worker's
 share of a Poisson schedule is itself Poisson and t0 is one instant for all (CLOCK_MONOTONIC on
-one host; workers on other hosts shift their stamps onto the master's clock via the wall clock).
+one host; a worker on another host shifts its stamps onto the master's clock by an offset it
+measured by ping-pong over Locust's messages, ± half the tightest round trip: clock.py, recorded
+in meta.json ``locust.clock``). Latencies are differences of one worker's own stamps.
 Locust's own statistics (rounded) only feed its UI: one request event per request, E2E; no
 per-token pseudo-requests. Metrics come from the records, like the native engine's.
 """

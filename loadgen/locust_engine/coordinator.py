@@ -23,7 +23,7 @@ from typing import Callable, Optional
 import gevent
 from gevent.event import Event
 
-from loadgen.locust_engine.clock import clock_pair
+from loadgen.locust_engine.clock import answer_pings, clock_pair
 from loadgen.locust_engine.node import WorkerNode
 from loadgen.locust_engine.plan import Plan, digest, users_for
 from loadgen.record import now_ns
@@ -95,6 +95,7 @@ class Coordinator:
         runner = self.env.runner
         for t in MSG_TYPES:
             runner.register_message(t, self._listener(t))
+        answer_pings(runner)                  # the workers' clock offsets (clock.py)
 
     def _listener(self, t: str) -> Callable:
         def on(environment, msg, **kw):

@@ -10,6 +10,9 @@
 
 Pure file work (no gevent, no asyncio): the loadgen CLI runs it after the Locust processes end;
 ``Follower`` tails the same files during the run for the live progress display.
+The workers' reports (master.json) merge the same way: ``transport_info`` (meta.json
+``client_transport``: every worker's kernel stamping) and ``clock_info`` (meta.json
+``locust.clock``: every worker's shift onto the master's clock and its uncertainty).
 """
 from __future__ import annotations
 
@@ -117,3 +120,26 @@ class Follower:
         for row in self._new_rows("records.worker-*.jsonl"):
             progress.on_done(SimpleNamespace(id=row["id"], status=row.get("status"),
                                              output_tokens=row.get("output_tokens")))
+
+
+def transport_info(reports: list) -> dict:
+    """meta.json ``client_transport`` of a Locust run: every worker's gwire stamping
+    (kstamp.Stamps.describe) and the run's stamp source over all of them."""
+    per = {str(x["index"]): x["stamps"] for x in reports if x.get("stamps") and "index" in x}
+    sources = {v.get("stamp_source") for v in per.values()}
+    source = (None if not sources or None in sources
+              else sources.pop() if len(sources) == 1 else "mixed")
+    reads = [v.get("reads") or 0 for v in per.values()]
+    kernel = [v.get("kernel_stamped_reads") or 0 for v in per.values()]
+    return {"transport": "gwire", "stamp_source": source, "reads": sum(reads),
+            "kernel_stamped_reads": sum(kernel), "workers": per}
+
+
+def clock_info(reports: list) -> dict:
+    """meta.json ``locust.clock``: each worker's shift onto the master's clock, how it was found
+    and its uncertainty (locust_engine/clock.py clock_estimate), and the largest uncertainty."""
+    per = {str(x["index"]): x["clock"] for x in reports if x.get("clock") and "index" in x}
+    unc = [v.get("uncertainty_ns") for v in per.values()]
+    return {"applies_to": "cross-host timeline only (latencies are each worker's own clock)",
+            "workers": per,
+            "max_uncertainty_ns": (None if not unc or None in unc else max(unc))}

@@ -32,7 +32,9 @@ from gevent.event import Event
 
 from loadgen.client import request
 from loadgen.locust_engine import user as user_mod
-from loadgen.locust_engine.clock import LagSampler, clock_shift, rebase, sleep_until
+from loadgen.locust_engine.clock import (LagSampler, clock_estimate, clock_shift, rebase,
+                                         same_host, sleep_until)
+from loadgen.locust_engine.gconn import process_stamps
 from loadgen.locust_engine.plan import Plan
 from loadgen.record import Record, RecordWriter, now_ns
 from loadgen.client.stream_step import Limits
@@ -56,8 +58,14 @@ class WorkerNode:
         user_mod.LLMUser.host = self.base_url   # users spawned from now on (Locust's UI label)
         user_mod.LLMUser.connection_timeout = a.connect_timeout_s
         user_mod.LLMUser.network_timeout = a.timeout_s
+        user_mod.LLMUser.follow_redirects = a.follow_redirects
         self.limits = Limits.from_api(a.limits)
-        self.shift = clock_shift(setup["clock"])
+        # the shift onto the master's clock: measured by the worker's ping-pong (worker.py), else
+        # 0 on one host / the wall clocks' (clock.clock_estimate); latencies never use it
+        self.clock = setup.get("clock_estimate") or clock_estimate(
+            same_host(setup["clock"]), (), clock_shift(setup["clock"]))
+        self.shift = int(self.clock["shift_ns"])
+        self.stamps = process_stamps()           # kernel stamping on before the first connect
         self.warm = collections.deque(self.plan.warm_specs())
         self.measured = self.plan.measured_specs()
         self.closed = self.plan.schedule.offsets_ns is None
@@ -219,7 +227,8 @@ class WorkerNode:
         report = self.sampler.stop()
         report.update(index=self.index, written=self.writer.count, sent=self.sent_count,
                       interrupted=self.stopped, host=socket.gethostname(), pid=os.getpid(),
-                      clock_shift_ns=self.shift)
+                      clock_shift_ns=self.shift, clock=self.clock,
+                      stamps=self.stamps.describe())
         self._flush_forward()
         self.writer.close()
         self.journal.close()

@@ -11,7 +11,9 @@
                                                  --role master, remote workers     (--master)
            (own sessions: a terminal Ctrl-C reaches only this process, which tells the master)
         ─► locust/master.json (t0, end, worker status) + locust/records.worker-i.jsonl
-        ─► merge.merge ─► records.jsonl ─► Outcome (engine "locust", the workers' figures)
+        ─► merge.merge ─► records.jsonl ─► Outcome (engine "locust", the workers' figures:
+           client_transport = every worker's gwire stamping, locust.clock = each worker's
+           measured shift onto the master's clock and its uncertainty)
         ─► run.meta.run_meta(Prepared, Outcome) ─► meta.json (as the native engine's)
         ─► rundir.summarize_dir ─► summary.json (+ report)
 A master error (workers never connected, ...) is meta.crashed (see cli.py).
@@ -241,7 +243,7 @@ class LocustRun:
     def _finish(self):
         """The workers' records merged, then meta.json from (Prepared, Outcome) as the native
         engine's (loadgen.run.meta.run_meta), device.json, summary.json."""
-        from loadgen.locust_engine.merge import merge
+        from loadgen.locust_engine.merge import clock_info, merge, transport_info
         from loadgen.locust_engine.plan import Plan
         from loadgen.run.calibration import freeze_device
         from loadgen.run.meta import run_meta, write_meta
@@ -279,7 +281,9 @@ class LocustRun:
             interrupted=interrupted, crashed=crashed,
             managed_server_alive_at_end=self.server_alive_at_end, client_cpus=r.client_cpus,
             server_metrics=self.server_metrics, probe=r.probe,
+            client_transport=transport_info(reports),
             locust={"workers": n, "users": st.get("users"), "role": st.get("role"),
+                    "clock": clock_info(reports),
                     "worker_status": {str(k): v for k, v in sorted(status.items())},
                     "worker_exit_codes": {str(pids.get(p, p)): c for p, c in self.exits.items()},
                     "worker_reports": reports, "merge": counts, "error": st.get("error"),

@@ -59,6 +59,8 @@ class WorkerHandler:
         self.env, self.sc, self.args, self.key = env, sc, args, api_key
         self.node = None
         r = env.runner
+        from loadgen.locust_engine.clock import Pinger
+        self.pinger = Pinger(r, self.send)       # the clock offset to the master (clock.py)
         for t, fn in (("loadgen_plan", self.on_plan), ("loadgen_warm", self.on_warm),
                       ("loadgen_go", self.on_go), ("loadgen_stop", self.on_stop)):
             r.register_message(t, fn)
@@ -70,7 +72,7 @@ class WorkerHandler:
         gevent.spawn(self._plan, msg.data)
 
     def _plan(self, data: dict) -> None:
-        from loadgen.locust_engine.clock import boot_id
+        from loadgen.locust_engine.clock import boot_id, clock_estimate, clock_shift, same_host
         from loadgen.locust_engine.node import WorkerNode
         from loadgen.locust_engine.plan import digest
         index, n = self.env.runner.worker_index, data["n_workers"]
@@ -87,8 +89,10 @@ class WorkerHandler:
             d = Path(self.args.records_dir or self.args.run_dir or "loadgen-locust-worker")
             if data.get("run_seq", 1) > 1:       # locust -f: a later test start in one process
                 d = d / f"run-{data['run_seq']}"
-            self.node = WorkerNode(self.sc, index, n, data, d, self.send, self.args.forward,
-                                   self.key)
+            est = clock_estimate(same_host(data["clock"]), self.pinger.measure(),
+                                 clock_shift(data["clock"]))
+            self.node = WorkerNode(self.sc, index, n, dict(data, clock_estimate=est), d,
+                                   self.send, self.args.forward, self.key)
             (d / f"worker-{index}.json").write_text(json.dumps(
                 {"index": index, "pid": os.getpid(), "host": socket.gethostname()}))
             self.send("loadgen_ready", {"index": index, "pid": os.getpid(),

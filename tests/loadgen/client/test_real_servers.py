@@ -215,19 +215,17 @@ async def test_request_body_drops_the_fields_the_probe_found_rejected(transport)
 LOCUST_SCRIPT = r"""
 import json, sys
 from gevent import monkey; monkey.patch_all()
-from locust.contrib.fasthttp import LocustUserAgent
+from loadgen.locust_engine.gwire import GWire
 from loadgen.locust_engine.user import execute
 from loadgen.record import Record
 from loadgen.client.sse import StreamTally
-agent = LocustUserAgent(max_retries=0, connection_timeout=5, network_timeout=5, concurrency=1)
-agent.valid_response_codes = frozenset(range(100, 600))
+wire = GWire(sys.argv[1] + "/v1/completions", 5, 5)     # one Locust user's client
 out = []
 for i in range(3):
     body = json.dumps({"model": "calib-model", "prompt": f"locust-stale-{i}", "max_tokens": 3,
                        "stream": True, "calib": {"close_after": "next", "itl_ms": 1}}).encode()
     rec = Record(id=i, phase="measured", scheduled_at_ns=0)
-    execute(agent, sys.argv[1] + "/v1/completions", {"Content-Type": "application/json"}, body,
-            True, rec, StreamTally(), 5)
+    execute(wire, {"Content-Type": "application/json"}, body, True, rec, StreamTally())
     out.append(rec.__dict__)
 print(json.dumps(out))
 """
@@ -240,6 +238,6 @@ def test_the_locust_user_retries_a_stale_socket_the_same_way(calib_server):
     assert r.returncode == 0, r.stderr
     recs = json.loads(r.stdout.strip().splitlines()[-1])
     assert [x["status"] for x in recs] == ["ok"] * 3, [x["error"] for x in recs]
-    assert [x["retries"] for x in recs] == [0, 1, 1]     # execute() alone: no per-user switch
+    assert [x["retries"] for x in recs] == [0, 1, 0]     # then no reuse: the native rule
     assert all(x["first_sent_at_ns"] < x["sent_at_ns"] and "closed" in x["retry_error"]
-               for x in recs[1:])
+               for x in recs[1:2])

@@ -164,6 +164,18 @@ def test_two_workers_every_request_once_and_true(tmp_path, timed_server):
     meta = res.meta
     assert meta["locust"]["worker_status"] == {"0": "done", "1": "done"}
     assert res.summary["requests_completed"] == 40
+    # every read kernel-stamped through the workers' gwire clients (meta client_transport)
+    ct = meta["client_transport"]
+    assert ct["transport"] == "gwire" and ct["stamp_source"] == "kernel", ct
+    assert set(ct["workers"]) == {"0", "1"} and ct["kernel_stamped_reads"] == ct["reads"] > 0
+    # each worker's clock: one host, so shift 0 exactly; the ping-pong ran anyway as a check
+    clk = meta["locust"]["clock"]
+    assert set(clk["workers"]) == {"0", "1"} and clk["max_uncertainty_ns"] == 0
+    for c in clk["workers"].values():
+        assert (c["method"], c["shift_ns"], c["uncertainty_ns"]) == ("same_host", 0, 0)
+        pp = c["ping_pong"]
+        assert pp["tries"] >= 1 and pp["rtt_min_ns"] >= 0
+        assert abs(pp["offset_ns"]) <= pp["uncertainty_ns"] + 1   # one clock: within ± rtt/2
 
 
 def test_closed_loop_concurrency(tmp_path, calib_server):

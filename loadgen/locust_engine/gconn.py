@@ -1,0 +1,232 @@
+"""gconn: one socket of a Locust user's client (gwire.py), every read stamped by the kernel.
+
+    GConn.exchange(bytes, resp, rec, tally, stream, limits): sent_at_ns immediately before the
+    sendall, then GConn.read until the response is complete, EOF or a failure:
+        sock.recvmsg(BUFSIZE, ANCBUFSIZE) (a gevent socket: the greenlet waits, the hub runs)
+        ─► SCM_TIMESTAMPNS (REALTIME) − clock.offset_ns ─► t   (kstamp.ClockMap; no cmsg: the
+           user-space time of the read) ─► WireResponse counters (kernel reads, read lag)
+        ─► httptools.HttpResponseParser.feed_data (C) ─► status, headers, that read's body pieces
+        ─► streamed 2xx: stream_step.StreamStep.feed(t, piece) at once (THE stream step; settled:
+           stop, close); anything else held in ``resp.reads`` for gwire.fill (≤ max_body_bytes)
+
+What ``loadgen.client.wire.conn.Conn.on_readable`` does, blocking instead of event-driven: the
+same header cap (api.limits.max_header_bytes), the same EOF rule (a read-until-close body ends
+at EOF, anything else is a ``connection`` failure), ``Keep-Alive: timeout=N`` (reuse within
+N − 1 s), ``stale`` (a REUSED socket that failed before any byte of the answer).
+``process_stamps()``: the worker process's kstamp.Stamps (host-wide switch held on, clock offset
+measured once and re-checked every 512 responses; what the reads showed, for meta.json).
+No asyncio and no geventhttpclient: gevent sockets (the caller's) and httptools only.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Optional
+
+import httptools
+
+from loadgen.client.sse import StreamTally
+from loadgen.client.stream_step import Limits, StreamStep, body_too_large
+from loadgen.client.wire import kstamp
+from loadgen.client.wire.http1 import WireResponse
+from loadgen.record import Record, now_ns
+
+BUFSIZE = 65536
+KEEPALIVE_NS = 4_000_000_000      # idle longer: reconnect (uvicorn drops idle sockets after 5 s)
+_SCM_TS, _SOL_SOCKET = kstamp.SCM_TIMESTAMPNS, kstamp.SOL_SOCKET
+_FUTURE = -kstamp.FUTURE_SLACK_NS
+_unpack_ts = struct.Struct("qq").unpack_from
+
+_STAMPS: Optional[kstamp.Stamps] = None
+
+
+def process_stamps() -> kstamp.Stamps:
+    """This process's stamping (opened on first use: <= 0.2 s probe, clock measured)."""
+    global _STAMPS
+    if _STAMPS is None:
+        _STAMPS = kstamp.Stamps("auto")
+        _STAMPS.open()
+    return _STAMPS
+
+
+class GConn:
+    """One socket and the httptools parser of the exchange on it (the parser's protocol)."""
+
+    def __init__(self, sock, key: tuple, clock: Optional[kstamp.ClockMap],
+                 keepalive_ns: int = KEEPALIVE_NS):
+        self.sock, self.key, self.clock = sock, key, clock
+        self.keepalive_ns = keepalive_ns
+        self.reused = self.closed = False
+        self.idle_since_ns = 0
+        self.resp: Optional[WireResponse] = None
+        self.step: Optional[StreamStep] = None
+
+    # ------------------------------------------------------------------ one exchange
+    def exchange(self, data: bytes, resp: WireResponse, rec: Record, tally: StreamTally,
+                 stream: bool, limits: Limits) -> None:
+        """Send ``data``, then ``read``. Failures land on ``resp`` (never raises but
+        gevent.Timeout / GreenletExit)."""
+        resp.new_connection = not self.reused
+        self.resp, self.step, self.nbytes = resp, None, 0
+        resp.sent_at_ns = now_ns()
+        try:
+            self.sock.sendall(data)
+        except OSError as e:
+            return self.failed(resp, "connection", f"{type(e).__name__}: {e}", now_ns())
+        self.read(resp, rec, tally, stream, limits)
+
+    def read(self, resp: WireResponse, rec: Record, tally: StreamTally, stream: bool,
+             limits: Limits) -> None:
+        """Read one response off the socket into ``resp`` (a streamed 2xx body straight into
+        ``rec`` through a StreamStep, kept in ``resp.step``), until complete, EOF or a failure."""
+        self.resp, self.rec, self.tally, self.stream, self.limits = resp, rec, tally, stream, limits
+        self.step, self.nbytes, self.t, self.until_close = None, 0, 0, False
+        self._hdrs: list = []
+        self._pieces: list = []
+        self.parser = httptools.HttpResponseParser(self)
+        recvmsg = self.sock.recvmsg
+        while not resp.complete:
+            try:
+                data, anc, _flags, _addr = recvmsg(BUFSIZE, kstamp.ANCBUFSIZE)
+            except OSError as e:
+                return self.failed(resp, "connection", f"{type(e).__name__}: {e}", now_ns())
+            tu = now_ns()
+            if not data:
+                return self.eof(tu)
+            t = tu
+            clock = self.clock
+            if anc and clock is not None:
+                level, kind, cdata = anc[0]             # the only cmsg asked for
+                if kind == _SCM_TS and level == _SOL_SOCKET:
+                    sec, nsec = _unpack_ts(cdata)
+                    t = sec * 1_000_000_000 + nsec - clock.offset_ns
+                    lag = tu - t
+                    if lag > resp.lag_max_ns:
+                        resp.lag_max_ns = lag
+                    elif lag < _FUTURE:
+                        resp.future_stamps += 1
+                    resp.lag_sum_ns += lag
+                    resp.kernel_reads += 1
+            self.nbytes += len(data)
+            resp.n_reads += 1
+            self.t = t
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserUpgrade:
+                return self.failed(resp, "protocol", "unexpected protocol upgrade", t)
+            except httptools.HttpParserError as e:
+                return self.failed(resp, "protocol", f"bad HTTP response: {e}", t)
+            if resp.headers_at_ns is None and self.nbytes > resp.max_header_bytes:
+                # httptools has no header limit and builds a long value by concatenation
+                return self.failed(resp, "too_large", f"response headers over "
+                                   f"{resp.max_header_bytes} bytes (api.limits.max_header_bytes)", t)
+            if self._pieces and self._take(t):
+                return                                  # settled or over a limit: closed
+
+    def _take(self, t: int) -> bool:
+        """The body pieces of the read stamped ``t``; True when reading must stop."""
+        pieces, self._pieces = self._pieces, []
+        resp, step = self.resp, self.step
+        if step is not None:
+            for p in pieces:
+                if step.feed(t, p):                     # settled: an error event, a limit, ...
+                    resp.keep_alive = False
+                    self.close()                        # mid-body: never reused
+                    return True
+            return False
+        for p in pieces:
+            resp.reads.append((t, p))
+            resp.held += len(p)
+        if resp.held > resp.hold_bytes and resp.held > self.limits.max_body_bytes:
+            # the wire transport's rule (its catch-up at hold_bytes); below it, ``fill`` decides
+            self.failed(resp, "too_large", body_too_large(resp.held, self.limits)
+                        or "response too large", t)
+            return True
+        return False
+
+    # ------------------------------------------------------------------ httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._hdrs.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        resp = self.resp
+        if resp.complete:
+            return
+        resp.status = status = self.parser.get_status_code()
+        h: dict = {}
+        raw = resp.raw_headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in self._hdrs]
+        for n, v in raw:
+            k = n.lower()
+            h[k] = f"{h[k]}, {v}" if k in h else v
+        resp.headers = h
+        resp.headers_at_ns = self.t
+        self.until_close = ("content-length" not in h
+                            and "chunked" not in h.get("transfer-encoding", "")
+                            and status >= 200 and status not in (204, 304))
+        ka = h.get("keep-alive")
+        if ka:
+            self._keep_alive_timeout(ka)
+        if self.stream and 200 <= status < 300 and resp.content_type() != "application/json":
+            self.step = resp.step = StreamStep(self.rec, self.tally, self.limits,
+                                               h.get("content-encoding"))
+
+    def _keep_alive_timeout(self, value: str) -> None:
+        for part in value.split(","):
+            k, _, v = part.strip().partition("=")
+            if k.lower() == "timeout":
+                try:
+                    self.keepalive_ns = min(self.keepalive_ns, max(int((float(v) - 1.0) * 1e9), 0))
+                except ValueError:
+                    pass
+
+    def on_body(self, body: bytes) -> None:
+        if not self.resp.complete:
+            self._pieces.append(body)
+
+    def on_message_complete(self) -> None:
+        resp = self.resp
+        if resp.complete:
+            return
+        resp.complete = True
+        resp.end_at_ns = self.t
+        resp.keep_alive = self.parser.should_keep_alive() and not self.until_close
+
+    # ------------------------------------------------------------------ endings
+    def eof(self, t: int) -> None:
+        resp = self.resp
+        if resp.status is not None and self.until_close:
+            resp.complete, resp.end_at_ns = True, t       # read-until-close body: EOF ends it
+            resp.keep_alive = False
+            self.close()
+            return
+        what = "before the response was complete" if self.nbytes else "before the status line"
+        self.failed(resp, "connection",
+                    f"ServerDisconnected: the server closed the connection {what}", t)
+
+    def failed(self, resp: WireResponse, kind: str, msg: str, t: int) -> None:
+        if resp.error_kind is None and not resp.complete:
+            resp.error_kind, resp.error, resp.end_at_ns = kind, msg, t
+            resp.stale = self.reused and self.nbytes == 0 and kind == "connection"
+        self.close()
+
+    def peer_closed(self) -> bool:
+        """An idle socket the server already closed (or wrote to): not to be reused."""
+        try:
+            self.sock.settimeout(0.0)
+            try:
+                self.sock.recv(1, socket.MSG_PEEK)      # b"": FIN; bytes: stray, unusable
+                return True
+            finally:
+                self.sock.settimeout(None)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            try:
+                self.sock.close()
+            except OSError:
+                pass

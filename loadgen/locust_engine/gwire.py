@@ -1,0 +1,252 @@
+"""gwire: the Locust user's HTTP/1.1 keep-alive client, every read stamped by the kernel.
+
+    GWire.post(headers, body, rec, tally, stream)        one per Locust user: ONE connection
+      gevent.Timeout(timeout_s) around everything (connect, send, every read)
+      ─► GConn: the idle kept-alive socket (its keep-alive window, no FIN seen) or a connect
+           (gevent socket, TCP_NODELAY, SO_TIMESTAMPNS: kstamp.enable_rx_timestamps)
+      ─► request_head (loadgen.client.wire.http1, the wire transport's framing); sent_at_ns
+         immediately before the sendall
+      ─► GConn.read (gconn.py): sock.recvmsg(BUFSIZE, ANCBUFSIZE) (gevent-cooperative), each read stamped
+         SCM_TIMESTAMPNS − clock.offset_ns (kstamp.ClockMap; user time when no cmsg came)
+           ─► httptools (C) framing ─► body pieces of that read, one stamp
+           ─► streamed 2xx: stream_step.StreamStep.feed(t, piece) at once (THE stream step);
+              anything else held (≤ api.limits.max_body_bytes) for ``fill``
+      ─► fill: the wire transport's rules (loadgen.client.wire.fill.fill_steps, mirrored here
+         because that module is asyncio's): http_status, ``redirect`` (never followed unless
+         api.follow_redirects same-host: loadgen.client.redirects), ``http``, the stream's end,
+         the whole JSON body (gzip/deflate), then the exchange's own failure
+      a REUSED connection that failed before any byte of the answer: sent once more on a fresh
+      one (``retries``, ``first_sent_at_ns``, ``retry_error``); this user then stops reusing
+      (``Connection: close``), as the wire pool does
+
+The read loop (gconn.py) does what ``loadgen.client.wire.conn.Conn.on_readable`` does and
+``fill`` what ``fill.fill_steps`` does, so one stamped byte stream gives the same Record on either
+engine (tests/loadgen/locust_engine/test_gwire.py checks it on the recorded real servers).
+No asyncio, no aiohttp, no geventhttpclient: gevent sockets and httptools only.
+"""
+from __future__ import annotations
+
+import socket
+import zlib
+from typing import Optional
+
+import gevent
+from gevent import socket as gsocket
+
+from loadgen.client.redirects import MAX_HOPS, REDIRECTS, redirect_message, redirect_target
+from loadgen.client.request import SNIPPET, apply_body, fail
+from loadgen.client.sse import StreamTally
+from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large, decoder
+from loadgen.client.wire import kstamp
+from loadgen.client.wire.http1 import Target, WireResponse, request_head
+from loadgen.locust_engine.gconn import GConn
+from loadgen.record import Record, now_ns
+
+CANCELLED = "the run was interrupted before the request ended"
+
+
+def fill(resp: WireResponse, rec: Record, tally: StreamTally, step: Optional[StreamStep],
+         limits: Limits = DEFAULT_LIMITS) -> None:
+    """``rec`` from one read exchange (all but ``request.finish``): the wire transport's rules
+    (``loadgen.client.wire.fill.fill_steps``), the stream already fed as it was read."""
+    if resp.sent_at_ns is not None:
+        rec.sent_at_ns = resp.sent_at_ns
+    if resp.retries:
+        rec.retries, rec.first_sent_at_ns, rec.retry_error = (
+            resp.retries, resp.first_sent_at_ns, (resp.retry_error or "")[:SNIPPET])
+    status = resp.status
+    if status is not None:
+        rec.http_status = status
+        t_end = resp.end_at_ns if resp.end_at_ns is not None else resp.headers_at_ns
+        if status in REDIRECTS:
+            fail(rec, "redirect", redirect_message(status, resp.headers.get("location")), t_end)
+        elif status >= 300 or status < 200:
+            snippet = resp.body()[:SNIPPET].decode("utf-8", "replace")
+            fail(rec, "http", f"HTTP {status}: {' '.join(snippet.split())}", t_end)
+        elif step is not None:
+            if resp.complete and not step.settled:
+                step.end(resp.end_at_ns)
+            resp.coalesced_reads = rec.coalesced_reads = step.coalesced
+        elif resp.complete:
+            rec.end_at_ns = resp.end_at_ns
+            _whole_body(resp, rec, tally, limits)
+    _ending(resp, rec)
+    if resp.coalesced_reads is None:
+        resp.coalesced_reads = rec.coalesced_reads = 0
+
+
+def _whole_body(resp: WireResponse, rec: Record, tally: StreamTally, limits: Limits) -> None:
+    raw = resp.body()
+    enc = resp.headers.get("content-encoding")
+    try:
+        z = decoder(enc)
+        if z is not None:
+            raw = (z.decompress(raw, limits.max_body_bytes + 1)
+                   + (b"" if z.unconsumed_tail else z.flush()))
+    except (ValueError, zlib.error) as e:
+        return fail(rec, "protocol", f"bad compressed body ({enc}): {e}", resp.end_at_ns)
+    too = body_too_large(len(raw), limits)
+    if too:
+        return fail(rec, "too_large", too, resp.end_at_ns)
+    apply_body(rec, tally, raw, resp.end_at_ns)
+
+
+def _ending(resp: WireResponse, rec: Record) -> None:
+    """The exchange's own failure, unless the body already settled the record."""
+    kind = resp.error_kind
+    if kind == "cancelled":
+        if rec.status != "ok":                        # complete before the interrupt: stays ok
+            rec.status, rec.error_kind, rec.error = "cancelled", "cancelled", CANCELLED
+        if rec.end_at_ns is None:
+            rec.end_at_ns = resp.end_at_ns if resp.end_at_ns is not None else now_ns()
+    elif kind is not None and rec.status == "pending":
+        fail(rec, kind, resp.error or kind, resp.end_at_ns)
+    elif rec.status == "pending" and resp.status is not None:
+        fail(rec, "incomplete", "the response ended without a complete body", resp.end_at_ns)
+
+
+class GWire:
+    """One Locust user's client: at most one connection, one exchange at a time (module doc).
+    ``post`` fills ``rec`` (all but ``request.finish``) and raises only GreenletExit."""
+
+    def __init__(self, url: str, timeout_s: float = 600.0,
+                 connect_timeout_s: Optional[float] = 30.0, limits: Limits = DEFAULT_LIMITS,
+                 follow_redirects: str = "never", stamps: Optional[kstamp.Stamps] = None):
+        self.url, self.timeout_s, self.connect_timeout_s = url, timeout_s, connect_timeout_s
+        self.limits, self.follow_redirects = limits, follow_redirects
+        self.stamps = stamps
+        self.conn: Optional[GConn] = None
+        self.reuse = True                  # False after a stale-connection retry
+        self.retries = self.connections_opened = 0
+        self._targets: dict = {}
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def _target(self, url: str) -> Target:
+        tg = self._targets.get(url)
+        if tg is None:
+            tg = self._targets[url] = Target(url)
+        return tg
+
+    def _connect(self, tg: Target) -> GConn:
+        if tg.addrs is None:
+            tg.addrs = [(fam, addr) for fam, _, _, _, addr in
+                        gsocket.getaddrinfo(tg.host, tg.port, type=socket.SOCK_STREAM)]
+        clock = self.stamps.clock if self.stamps is not None else None
+        err: Optional[OSError] = None
+        for fam, addr in list(tg.addrs):
+            sock = gsocket.socket(fam, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(self.connect_timeout_s)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if clock is not None:
+                    kstamp.enable_rx_timestamps(sock)
+                sock.connect(addr)
+                sock.settimeout(None)          # reads wait; gevent.Timeout bounds the exchange
+            except OSError as e:
+                sock.close()
+                if isinstance(e, socket.timeout):
+                    raise
+                err = e
+                continue
+            self.connections_opened += 1
+            return GConn(sock, tg.key, clock)
+        raise err if err is not None else OSError(f"no address for {tg.host}")
+
+    def _idle_conn(self, key: tuple) -> Optional[GConn]:
+        c, self.conn = self.conn, None
+        if c is None or c.closed:
+            return None
+        if (c.key != key or not self.reuse or now_ns() - c.idle_since_ns > c.keepalive_ns
+                or c.peer_closed()):
+            c.close()
+            return None
+        c.reused = True
+        return c
+
+    def _release(self, conn: GConn, resp: WireResponse) -> None:
+        if (conn.closed or not resp.complete or not resp.keep_alive or not self.reuse
+                or conn.keepalive_ns <= 0):
+            conn.close()
+            return
+        conn.idle_since_ns = now_ns()
+        self.conn = conn
+
+    def post(self, headers: dict, data: bytes, rec: Record, tally: StreamTally,
+             stream: bool) -> None:
+        url = self.url
+        resp = WireResponse(max_header_bytes=self.limits.max_header_bytes)
+        try:
+            for hop in range(MAX_HOPS + 1):
+                if hop:
+                    resp = WireResponse(max_header_bytes=self.limits.max_header_bytes)
+                self._request(url, headers, data, rec, tally, stream, resp)
+                nxt = redirect_target(url, resp.status, resp.headers.get("location"),
+                                      self.follow_redirects)
+                if nxt is None:
+                    break
+                url = nxt
+        except gevent.GreenletExit:
+            resp.error_kind = resp.error_kind or "cancelled"
+            resp.error = resp.error or CANCELLED
+            resp.end_at_ns = resp.end_at_ns or now_ns()
+            fill(resp, rec, tally, resp.step, self.limits)
+            raise
+        fill(resp, rec, tally, resp.step, self.limits)
+
+    def _request(self, url: str, headers: dict, data: bytes, rec: Record, tally: StreamTally,
+                 stream: bool, resp: WireResponse) -> None:
+        """One exchange into ``resp`` (the stale-connection retry included)."""
+        conn: Optional[GConn] = None
+        timer = gevent.Timeout(self.timeout_s)
+        timer.start()
+        try:
+            tg = self._target(url)
+            for attempt in (0, 1):
+                conn = self._idle_conn(tg.key) if attempt == 0 else None
+                if conn is None:
+                    conn = self._connect(tg)
+                head = request_head("POST", tg, headers, data, close=not self.reuse)
+                conn.exchange(head, resp, rec, tally, stream, self.limits)
+                if not (resp.stale and attempt == 0):
+                    break
+                self._stale(resp)                  # never reached the server: once more, fresh
+                conn.close()
+        except gevent.Timeout as e:
+            if e is not timer:
+                raise
+            if resp.error_kind is None:
+                what = "" if conn is not None else " (no connection)"
+                resp.error_kind = "timeout"
+                resp.error = f"no complete answer within {self.timeout_s:g} s{what}"
+                resp.end_at_ns = now_ns()
+        except socket.timeout:                     # connecting
+            resp.error_kind = "timeout"
+            resp.error = f"no connection within {self.connect_timeout_s:g} s"
+            resp.end_at_ns = now_ns()
+        except ValueError as e:                    # not an http:// URL
+            resp.error_kind, resp.error, resp.end_at_ns = "client", str(e), now_ns()
+        except OSError as e:                       # connect refused / unreachable / no address
+            resp.error_kind, resp.error = "connection", f"{type(e).__name__}: {e}"
+            resp.end_at_ns = now_ns()
+        except gevent.GreenletExit:
+            if conn is not None:
+                conn.close()
+            raise
+        finally:
+            timer.close()
+            if conn is not None:
+                self._release(conn, resp)
+            if self.stamps is not None:
+                self.stamps.fold(resp)
+
+    def _stale(self, resp: WireResponse) -> None:
+        resp.retries += 1
+        resp.first_sent_at_ns, resp.retry_error = resp.sent_at_ns, resp.error
+        resp.error_kind = resp.error = resp.end_at_ns = None
+        resp.stale = False
+        self.retries += 1
+        self.reuse = False
