@@ -2,6 +2,7 @@
 
     loadgen [--version] COMMAND ...
         run SCENARIO [--set k.path=v ...] [--json]   loadgen/commands/run.py ─► runner.py
+            [--procs N|auto]                        (N sender processes: run/procs/)
         sweep SCENARIO                               loadgen/commands/sweep.py ─► sweep.py
         report RUN_DIR                               loadgen/commands/report.py ─► analysis/
         serve | kernel | calibrate                   loadgen/commands/{serve,kernel,calibrate}.py

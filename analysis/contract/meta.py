@@ -63,6 +63,20 @@ class ClientTransport(Open):
     stamp_source: Optional[str] = None
 
 
+class ClientProcess(Open):
+    """One sender process of a ``client.processes: N`` run (loadgen.run.procs.describe)."""
+    index: Optional[int] = None
+    pid: Optional[int] = None
+    status: Optional[str] = Field(None, description="done | stopped | failed | died")
+    exit_code: Optional[int] = None
+    cpu_s: Optional[float] = None
+    cpu_util: Optional[float] = Field(None, description="its CPU share of one core")
+    loop_lag_ms_p99: Optional[float] = None
+    records: Optional[int] = Field(None, description="records it wrote")
+    cancelled_unwritten: Optional[int] = Field(
+        None, description="requests it owed but never wrote, recorded 'cancelled' by the merge")
+
+
 class ServerMetricsScrape(Open):
     """targets.scrape's description of the /metrics scrape (status, file, counts)."""
     status: Optional[str] = None
@@ -110,7 +124,8 @@ class RunMeta(Model):
     drain_timeout_s: Optional[float] = None
     slo: Optional[dict[str, Any]] = Field(None, description="the scenario's slo block")
     workload: Optional[Workload] = None
-    client_cpu: Optional[float] = Field(None, description="client CPU share of one core")
+    client_cpu: Optional[float] = Field(
+        None, description="client CPU share of one core (several processes: the busiest one's)")
     client_load: Optional[ClientLoad] = None
     power_sources: Optional[list[Union[str, dict[str, Any]]]] = None
     power: Optional[dict[str, Any]] = None
@@ -127,6 +142,8 @@ class RunMeta(Model):
         None, description="loadgen.run.calibration: the host calibration after the run")
     cache_hygiene: Optional[CacheHygiene] = None
     locust: Optional[dict[str, Any]] = Field(None, description="the Locust engine's workers")
+    client_processes: Optional[list[ClientProcess]] = Field(
+        None, description="client.processes > 1: each sender process (records' worker = index)")
     device_spec: Optional[str] = Field(None, description="a device-spec file for the roofline")
     accuracy: Optional[Any] = Field(None, description="an accuracy check, when one ran")
 

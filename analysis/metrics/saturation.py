@@ -19,6 +19,11 @@ The rules (each reason names its figure and limit):
   there a late loop is a late stamp. With kernel receive stamps a late loop moves no stamp
   (late sends are the schedule-lag rule's), so it is reported as a figure, never a reason.
 
+Several sender processes (meta ``client_processes``, loadgen.run.procs; each record's
+``worker`` is its process): every rule is judged per process on that process's records and
+load (a full loop is one process's core, not the sum), and a reason names its ``process``;
+the run-wide figures stay for display (``cpu_fraction``: the busiest process).
+
 Pure: no I/O. ``analysis.metrics.summary.client_block`` puts the result into ``summary.client``.
 """
 from __future__ import annotations
@@ -101,14 +106,41 @@ _TEXT = {
 }
 
 
+def per_process(records: list[dict], meta: dict, lim: dict) -> Optional[list[dict]]:
+    """[{"process", "figures", "reasons"}] for each of meta's ``client_processes``; None for a
+    one-process run. A process's records are those whose ``worker`` is its index."""
+    procs = meta.get("client_processes")
+    if not procs:
+        return None
+    out = []
+    for p in procs:
+        k = p.get("index")
+        mine = [r for r in records if r.get("worker") == str(k)]
+        pmeta = dict(meta, client_cpu=p.get("cpu_util"),
+                     client_load={"loop_lag_ms_p99": p.get("loop_lag_ms_p99")})
+        fig = figures(mine, pmeta)
+        reasons = [dict(r, process=k) for r in judge(fig, lim)]
+        out.append({"process": k, "figures": fig, "reasons": reasons})
+    return out
+
+
 def warning(reason: dict) -> str:
-    """One line of text for a reason."""
-    return _TEXT[reason["rule"]].format(v=reason["value"], l=reason["limit"])
+    """One line of text for a reason (naming its process when the run had several)."""
+    text = _TEXT[reason["rule"]].format(v=reason["value"], l=reason["limit"])
+    if reason.get("process") is not None:
+        text = f"client process {reason['process']}: " + text
+    return text
 
 
 def saturation(records: list[dict], meta: dict, slo: Optional[dict]) -> dict:
-    """{"saturated", "reasons", "warnings", "figures", "limits"} of one run (module docstring)."""
-    fig, lim = figures(records, meta or {}), limits(slo)
-    reasons = judge(fig, lim)
-    return {"saturated": bool(reasons), "reasons": reasons,
-            "warnings": [warning(r) for r in reasons], "figures": fig, "limits": lim}
+    """{"saturated", "reasons", "warnings", "figures", "limits"} of one run (module docstring);
+    with several sender processes also "processes" (each one's figures and reasons)."""
+    meta = meta or {}
+    fig, lim = figures(records, meta), limits(slo)
+    procs = per_process(records, meta, lim)
+    reasons = judge(fig, lim) if procs is None else [r for p in procs for r in p["reasons"]]
+    out = {"saturated": bool(reasons), "reasons": reasons,
+           "warnings": [warning(r) for r in reasons], "figures": fig, "limits": lim}
+    if procs is not None:
+        out["processes"] = procs
+    return out

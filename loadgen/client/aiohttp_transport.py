@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from typing import Any, Optional
+from typing import Optional
 
 import aiohttp
 from yarl import URL

@@ -5,6 +5,7 @@
         ─► summary table (rich) on stdout, or one JSON line with --json
 
 ``--engine locust`` hands the same scenario to loadgen/locust_engine (same run directory).
+``--procs N|auto`` sets client.processes: N sender processes (loadgen/run/procs), one run.
 
 Exit codes (fit for CI):
     0    the run finished; its verdict is VALID, or INVALID without --fail-on-invalid
@@ -48,6 +49,10 @@ def register(subparsers) -> None:
                    help="load engine: native (the default: kernel-stamped reads over one epoll "
                         "mux for http://, aiohttp for https://) or locust "
                         "(Locust workers, for load beyond one client core or host)")
+    p.add_argument("--procs", default=None, metavar="N|auto",
+                   help="sender processes of the native engine (scenario client.processes; "
+                        "default 1): each its own event loop and connections, one share of "
+                        "the schedule each, one records.jsonl; auto: the usable CPUs - 1")
     g = p.add_argument_group("locust engine (--engine locust)")
     g.add_argument("--workers", type=int, default=None, metavar="N",
                    help="local Locust worker processes (with --master: how many will connect)")
@@ -59,6 +64,18 @@ def register(subparsers) -> None:
     g.add_argument("--master-port", type=int, default=5557, metavar="P",
                    help="the master's port (default 5557)")
     p.set_defaults(func=main)
+
+
+def _procs_override(args: argparse.Namespace) -> list[str]:
+    """``--procs N|auto`` as ``--set client.processes=...`` (checked here, named as the flag)."""
+    v = args.procs
+    if v is None:
+        return []
+    if args.engine != "native":
+        raise ScenarioError("--procs: native engine only (the Locust engine has --workers)")
+    if v != "auto" and not (v.isdigit() and 1 <= int(v) <= 1024):
+        raise ScenarioError(f"--procs {v}: a whole number from 1 to 1024, or auto")
+    return [f"client.processes={v}"]
 
 
 def _term_as_interrupt(signum, frame):  # only while no event loop owns the signals
@@ -75,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
     bad = check_flags(args.engine, args.workers, args.master, args.worker, args.master_host)
     if bad:
         raise ScenarioError(bad)
-    sc = load_scenario(args.scenario, args.overrides)
+    sc = load_scenario(args.scenario, args.overrides + _procs_override(args))
     if args.repeat < 1:
         raise ScenarioError(f"--repeat {args.repeat}: must be at least 1")
     if args.repeat > 1:
@@ -110,6 +127,9 @@ def main(args: argparse.Namespace) -> int:
     if result.interrupted:
         return 130
     code = 1 if result.meta.get("crashed") else exit_code(summary, args.fail_on_invalid)
+    if args.engine == "native" and result.meta.get("client_processes") and \
+            result.meta.get("crashed"):    # a sender process died (loadgen.run.procs)
+        print(f"loadgen: error: {result.meta['crashed']}", file=sys.stderr)
     if summary.get("requests_failed") or code == 3:
         _print_failures(result.run_dir, summary)
     if code == 3 and not _measured(summary):

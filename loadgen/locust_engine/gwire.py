@@ -11,98 +11,42 @@
            ─► httptools (C) framing ─► body pieces of that read, one stamp
            ─► streamed 2xx: stream_step.StreamStep.feed(t, piece) at once (THE stream step);
               anything else held (≤ api.limits.max_body_bytes) for ``fill``
-      ─► fill: the wire transport's rules (loadgen.client.wire.fill.fill_steps, mirrored here
-         because that module is asyncio's): http_status, ``redirect`` (never followed unless
-         api.follow_redirects same-host: loadgen.client.redirects), ``http``, the stream's end,
-         the whole JSON body (gzip/deflate), then the exchange's own failure
+      ─► fill: the wire transport's rules, the same code (loadgen.client.wire.settle: pure, no
+         asyncio): http_status, ``redirect`` (never followed unless api.follow_redirects
+         same-host: loadgen.client.redirects), ``http``, the stream's end, the whole JSON body
+         (gzip/deflate), then the exchange's own failure
       a REUSED connection that failed before any byte of the answer: sent once more on a fresh
       one (``retries``, ``first_sent_at_ns``, ``retry_error``); this user then stops reusing
       (``Connection: close``), as the wire pool does
 
 The read loop (gconn.py) does what ``loadgen.client.wire.conn.Conn.on_readable`` does and
-``fill`` what ``fill.fill_steps`` does, so one stamped byte stream gives the same Record on either
+``fill`` is ``settle``, as in ``fill.fill_steps``, so one stamped byte stream gives the same Record on either
 engine (tests/loadgen/locust_engine/test_gwire.py checks it on the recorded real servers).
 No asyncio, no aiohttp, no geventhttpclient: gevent sockets and httptools only.
 """
 from __future__ import annotations
 
 import socket
-import zlib
 from typing import Optional
 
 import gevent
 from gevent import socket as gsocket
 
-from loadgen.client.redirects import MAX_HOPS, REDIRECTS, redirect_message, redirect_target
-from loadgen.client.request import SNIPPET, apply_body, fail
+from loadgen.client.redirects import MAX_HOPS, redirect_target
 from loadgen.client.sse import StreamTally
-from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large, decoder
+from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
 from loadgen.client.wire import kstamp
 from loadgen.client.wire.http1 import Target, WireResponse, request_head
+from loadgen.client.wire.settle import CANCELLED, settle
 from loadgen.locust_engine.gconn import GConn
 from loadgen.record import Record, now_ns
-
-CANCELLED = "the run was interrupted before the request ended"
 
 
 def fill(resp: WireResponse, rec: Record, tally: StreamTally, step: Optional[StreamStep],
          limits: Limits = DEFAULT_LIMITS) -> None:
     """``rec`` from one read exchange (all but ``request.finish``): the wire transport's rules
-    (``loadgen.client.wire.fill.fill_steps``), the stream already fed as it was read."""
-    if resp.sent_at_ns is not None:
-        rec.sent_at_ns = resp.sent_at_ns
-    if resp.retries:
-        rec.retries, rec.first_sent_at_ns, rec.retry_error = (
-            resp.retries, resp.first_sent_at_ns, (resp.retry_error or "")[:SNIPPET])
-    status = resp.status
-    if status is not None:
-        rec.http_status = status
-        t_end = resp.end_at_ns if resp.end_at_ns is not None else resp.headers_at_ns
-        if status in REDIRECTS:
-            fail(rec, "redirect", redirect_message(status, resp.headers.get("location")), t_end)
-        elif status >= 300 or status < 200:
-            snippet = resp.body()[:SNIPPET].decode("utf-8", "replace")
-            fail(rec, "http", f"HTTP {status}: {' '.join(snippet.split())}", t_end)
-        elif step is not None:
-            if resp.complete and not step.settled:
-                step.end(resp.end_at_ns)
-            resp.coalesced_reads = rec.coalesced_reads = step.coalesced
-        elif resp.complete:
-            rec.end_at_ns = resp.end_at_ns
-            _whole_body(resp, rec, tally, limits)
-    _ending(resp, rec)
-    if resp.coalesced_reads is None:
-        resp.coalesced_reads = rec.coalesced_reads = 0
-
-
-def _whole_body(resp: WireResponse, rec: Record, tally: StreamTally, limits: Limits) -> None:
-    raw = resp.body()
-    enc = resp.headers.get("content-encoding")
-    try:
-        z = decoder(enc)
-        if z is not None:
-            raw = (z.decompress(raw, limits.max_body_bytes + 1)
-                   + (b"" if z.unconsumed_tail else z.flush()))
-    except (ValueError, zlib.error) as e:
-        return fail(rec, "protocol", f"bad compressed body ({enc}): {e}", resp.end_at_ns)
-    too = body_too_large(len(raw), limits)
-    if too:
-        return fail(rec, "too_large", too, resp.end_at_ns)
-    apply_body(rec, tally, raw, resp.end_at_ns)
-
-
-def _ending(resp: WireResponse, rec: Record) -> None:
-    """The exchange's own failure, unless the body already settled the record."""
-    kind = resp.error_kind
-    if kind == "cancelled":
-        if rec.status != "ok":                        # complete before the interrupt: stays ok
-            rec.status, rec.error_kind, rec.error = "cancelled", "cancelled", CANCELLED
-        if rec.end_at_ns is None:
-            rec.end_at_ns = resp.end_at_ns if resp.end_at_ns is not None else now_ns()
-    elif kind is not None and rec.status == "pending":
-        fail(rec, kind, resp.error or kind, resp.end_at_ns)
-    elif rec.status == "pending" and resp.status is not None:
-        fail(rec, "incomplete", "the response ended without a complete body", resp.end_at_ns)
+    (``loadgen.client.wire.settle``), the stream already fed as it was read."""
+    settle(resp, rec, tally, step, limits)
 
 
 class GWire:

@@ -12,6 +12,7 @@
         ─► server_metrics.py (GET /metrics every target.metrics_interval_s ─► server_metrics.jsonl)
         ─► warm-up (phase "warmup", closed loop) ─► t0 ─► dispatch.py (offline|server|closed)
             ─► Client.execute ─► Record ─► records.jsonl (flushed per request)
+           (client.processes > 1: loadgen.run.procs, N sender processes, parts merged)
         ─► meta.json (mode, t0, rates, client CPU, interruption) ─► device.json (calibration.py:
            the roofline's device spec, frozen) ─► analysis.metrics.summary ─► summary.json
 
@@ -50,6 +51,8 @@ from loadgen.run.calibration import freeze_device
 from loadgen.run.meta import run_meta, write_meta
 from loadgen.run.outcome import Outcome, Prepared, prepare
 from loadgen.run.power_hook import PowerHook
+from loadgen.run.procs.parent import Senders
+from loadgen.run.procs.partition import for_run as processes_for
 from loadgen.run.sessions import SessionDriver
 
 T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
@@ -99,6 +102,7 @@ class Run:
         self.probe: Optional[dict] = None       # targets.probe's findings (meta.json "probe")
         self.drop_fields: tuple = ()            # fields the server rejected, dropped
         self.client: Optional[Client] = None    # the measured phase's (meta: its retries)
+        self.senders = None     # client.processes > 1: loadgen.run.procs.parent.Senders
 
     # -- sync shell: run dir, managed server ----------------------------------------------
     def execute(self) -> RunResult:
@@ -255,6 +259,11 @@ class Run:
             self.scraper = await ServerMetricsScraper(
                 base_url, self.run_dir, tg.metrics_interval_s, headers=a.headers,
                 path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics).start()
+            procs = processes_for(self, self.progress.warn)
+            if procs > 1:           # client.processes: N sender processes (loadgen.run.procs)
+                self.senders = Senders(self, procs)
+                await self.senders.measure(sut)
+                return
             cfg = ClientConfig.from_api(a, base_url, model, self.key, self.drop_fields)
             async with Client(cfg, cap or max(1, n or 1)) as client:
                 self.client = client
@@ -369,7 +378,8 @@ class Run:
 
     def meta(self) -> dict:
         """meta.json: what was prepared and how it went (loadgen.run.meta.run_meta)."""
-        return run_meta(self.prepared, self.outcome())
+        out = self.outcome()
+        return run_meta(self.prepared, self.senders.outcome(out) if self.senders else out)
 
 def run_scenario(sc: Scenario, progress: Optional[RunProgress] = None,
                  server: Optional[ManagedServer] = None) -> RunResult:

@@ -8,7 +8,7 @@ turns any problem into a ``ScenarioError`` whose message is one line naming the 
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -268,6 +268,27 @@ class Output(Strict):
         return limits.check_run_name(v)
 
 
+MAX_PROCESSES = 1024          # client.processes: sender processes on one host
+
+
+class Client(Strict):
+    """How the client runs: ``processes`` sender processes (loadgen.run.procs), each with its own
+    event loop and connections, one share of the schedule each; ``auto``: the CPUs loadgen may
+    use − 1 (at least 1). 1 (the default) is the one-process client."""
+
+    processes: Union[Literal["auto"], int] = 1
+
+    @field_validator("processes", mode="before")
+    @classmethod
+    def _count(cls, v):
+        if v == "auto" and isinstance(v, str):
+            return v
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_PROCESSES:
+            raise ValueError(f"must be a whole number from 1 to {MAX_PROCESSES}, or auto "
+                             f"(got {v!r})")
+        return v
+
+
 class Scenario(Strict):
     name: str = "scenario"
     description: str = ""
@@ -279,6 +300,7 @@ class Scenario(Strict):
     power: Power = Field(default_factory=Power)
     sweep: Optional[Sweep] = None
     output: Output = Field(default_factory=Output)
+    client: Client = Field(default_factory=Client)
 
     @model_validator(mode="after")
     def _sweep_mode(self) -> "Scenario":
@@ -301,7 +323,24 @@ class Scenario(Strict):
                 raise ValueError(f"slo.{key}: TTFT/TPOT/ITL need api.stream: true (a non-streamed "
                                  f"answer arrives whole, with no first-token time): set "
                                  f"api.stream: true or drop slo.{key}")
+        self._processes()
         if (self.load.mode == "trace") != (self.workload.source == "trace"):
             raise ValueError("load.mode trace and workload.source trace go together (the trace "
                              "file gives both the prompts and the send times)")
         return self
+
+    def _processes(self) -> None:
+        """An explicit client.processes > 1 must fit the run: sessions run in one process; a
+        bound on requests in flight is shared out, so each process needs at least one."""
+        n = self.client.processes
+        if n == "auto" or n == 1:
+            return
+        if self.workload.source == "sessions":
+            raise ValueError(f"client.processes: {n}: workload.source sessions runs in one "
+                             "process (set client.processes: 1 or auto)")
+        cap = self.load.in_flight_cap
+        if cap is not None and n > cap:
+            what = ("load.max_concurrency" if self.load.mode in ("server", "trace")
+                    else "load.concurrency")
+            raise ValueError(f"client.processes: {n} processes share {what} {cap} (each needs "
+                             f"at least one request in flight): at most {cap}, or auto")

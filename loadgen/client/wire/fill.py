@@ -1,11 +1,9 @@
 """A wire exchange's stamped body pieces ─► the Record, off the stamping path, in bounded slices.
 
     WireResponse (status, headers, stamped body pieces, the end or the failure)
-        ─► fill_steps: http_status; 3xx: ``redirect`` (its Location); other ≥ 300: ``http``;
+        ─► fill_steps: settle.py's rules (status, redirect, whole body, the exchange's failure),
            streamed: the pieces through stream_step.StreamStep (the one stream step every
-           transport uses: SSE, JSON, tally, Record.chunks [[stamp, n], ...], limits);
-           whole JSON: request.apply_body; then the exchange's own failure
-           (timeout | connection | protocol | too_large | cancelled | incomplete)
+           transport uses: SSE, JSON, tally, Record.chunks [[stamp, n], ...], limits)
     catch_up_steps the same StreamStep over the pieces read SO FAR of a response still in flight,
                    started by the connection when it holds more than ``HOLD_BYTES`` (reading pauses
                    until it is done): memory per response stays bounded whatever the server sends
@@ -22,17 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import zlib
 from typing import Callable, Optional
 
-from loadgen.client.redirects import REDIRECTS, redirect_message
-from loadgen.client.request import SNIPPET, apply_body, fail
 from loadgen.client.sse import StreamTally
-from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large, decoder
+from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large
+from loadgen.client.wire import settle
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.record import Record, now_ns
-
-CANCELLED = "the run was interrupted before the request ended"
 
 
 def fill_record(resp: WireResponse, rec: Record, *, stream: bool, continuous: bool = False,
@@ -112,62 +106,16 @@ def catch_up_steps(resp: WireResponse, rec: Record, tally: StreamTally, limits: 
 def fill_steps(resp: WireResponse, rec: Record, tally: StreamTally, stream: bool, every: int,
                limits: Limits = DEFAULT_LIMITS):
     """Fill ``rec`` (all but ``request.finish``) as a generator that yields every ``every`` body
-    pieces (0: never) — the aiohttp transport's fields and rules."""
-    if resp.sent_at_ns is not None:
-        rec.sent_at_ns = resp.sent_at_ns
-    if resp.retries:
-        rec.retries, rec.first_sent_at_ns, rec.retry_error = (
-            resp.retries, resp.first_sent_at_ns, (resp.retry_error or "")[:SNIPPET])
-    status = resp.status
-    if status is not None:
-        rec.http_status = status
-        t_end = resp.end_at_ns if resp.end_at_ns is not None else resp.headers_at_ns
-        if status in REDIRECTS:
-            fail(rec, "redirect", redirect_message(status, resp.headers.get("location")), t_end)
-        elif status >= 300 or status < 200:
-            snippet = resp.body()[:SNIPPET].decode("utf-8", "replace")
-            fail(rec, "http", f"HTTP {status}: {' '.join(snippet.split())}", t_end)
-        elif is_stream(resp, stream):
+    pieces (0: never): ``settle``'s rules, the stream fed here in slices."""
+    settle.begin(resp, rec)
+    if resp.status is not None and not settle.status_failure(resp, rec):
+        if is_stream(resp, stream):
             step = _step(resp, rec, tally, limits)
             yield from _consume(resp, step, every)
-            if resp.complete and not step.settled:
-                step.end(resp.end_at_ns)
-            resp.coalesced_reads = rec.coalesced_reads = step.coalesced
+            settle.stream_end(resp, rec, step)
         elif resp.complete:
-            rec.end_at_ns = resp.end_at_ns
-            _whole_body(resp, rec, tally, limits)
-    _ending(resp, rec)
-    if resp.coalesced_reads is None:
-        resp.coalesced_reads = rec.coalesced_reads = 0
-
-
-def _whole_body(resp: WireResponse, rec: Record, tally: StreamTally, limits: Limits) -> None:
-    raw = resp.body()
-    enc = resp.headers.get("content-encoding")
-    try:
-        z = decoder(enc)
-        if z is not None:
-            raw = z.decompress(raw, limits.max_body_bytes + 1) + (b"" if z.unconsumed_tail else z.flush())
-    except (ValueError, zlib.error) as e:
-        return fail(rec, "protocol", f"bad compressed body ({enc}): {e}", resp.end_at_ns)
-    too = body_too_large(len(raw), limits)
-    if too:
-        return fail(rec, "too_large", too, resp.end_at_ns)
-    apply_body(rec, tally, raw, resp.end_at_ns)
-
-
-def _ending(resp: WireResponse, rec: Record) -> None:
-    """The exchange's own failure, unless the body already settled the record."""
-    kind = resp.error_kind
-    if kind == "cancelled":
-        if rec.status != "ok":                        # complete before the interrupt: stays ok
-            rec.status, rec.error_kind, rec.error = "cancelled", "cancelled", CANCELLED
-        if rec.end_at_ns is None:
-            rec.end_at_ns = resp.end_at_ns if resp.end_at_ns is not None else now_ns()
-    elif kind is not None and rec.status == "pending":
-        fail(rec, kind, resp.error or kind, resp.end_at_ns)
-    elif rec.status == "pending" and resp.status is not None:
-        fail(rec, "incomplete", "the response ended without a complete body", resp.end_at_ns)
+            settle.whole_body(resp, rec, tally, limits)
+    settle.ending(resp, rec)
 
 
 class RecordFiller:
