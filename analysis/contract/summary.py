@@ -66,6 +66,8 @@ class Client(Open):
     warnings: list[str] = Field(default_factory=list)
     reasons: Optional[list[Any]] = Field(
         None, description="why the client counts as saturated, each with its figure")
+    processes: Optional[list[Any]] = Field(
+        None, description="--procs N: each sender process's figures and reasons")
     evidence: Optional[str] = None
 
 

@@ -111,6 +111,7 @@ def client_block(records: list[dict], meta: dict, slo: dict) -> dict:
             "target_rate": meta.get("rate"), "meta_scheduled_rate": meta.get("scheduled_rate"),
             "saturated": sat["saturated"], "reasons": sat["reasons"],
             "saturation_limits": sat["limits"], "warnings": sat["warnings"],
+            **({"processes": sat["processes"]} if sat.get("processes") else {}),
             "evidence": "measured" if cpu is not None else "unmeasured"}
 
 
