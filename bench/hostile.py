@@ -138,24 +138,39 @@ def read_records(path: Path) -> tuple[list, int]:
     return recs, bad
 
 
+def _hwm_mb(pid: int) -> float:
+    """The process's own peak RSS so far (VmHWM of its address space, fresh at exec), MB; 0 when
+    gone. Not rusage: ru_maxrss also counts the forking parent's RSS (a big pytest process)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
 def reap(proc: subprocess.Popen, limit_s: float) -> tuple[int, bool, float, float]:
     """Wait for ``proc`` at most ``limit_s`` (SIGKILL after). Returns (exit code, hung, wall s,
-    max RSS MB of the process itself, from its rusage)."""
+    peak RSS MB of the process itself: VmHWM, read every 20 ms while it runs)."""
     t0 = time.monotonic()
     hung = False
+    peak = 0.0
     while True:
-        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        peak = max(peak, _hwm_mb(proc.pid))
+        pid, status, _ru = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
         if time.monotonic() - t0 > limit_s:
             hung = True
             proc.kill()
-            pid, status, ru = os.wait4(proc.pid, 0)
+            pid, status, _ru = os.wait4(proc.pid, 0)
             break
         time.sleep(0.02)
     wall = time.monotonic() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)    # reaped here, not by Popen
-    return proc.returncode, hung, wall, ru.ru_maxrss / 1024.0
+    return proc.returncode, hung, wall, peak
 
 
 def start_run(case_dir: Path, url: str, transport: str, n: int, concurrency: int,

@@ -5,8 +5,8 @@
             concurrency 4, api.timeout_s 2; key from $HOSTILE_KEY, a random sk-test-…; a random
             secret X-Api-Key in api.headers)      harness: bench/hostile.py (run_case, EXPECT)
     each run: no hang (killed after rounds × timeout + 20 s), no traceback, the expected exit code,
-    exactly one record per scheduled request, every record of the expected kind, max RSS of the
-    client under 500 MB, neither secret in any file of the output directory nor on stdout/stderr.
+    exactly one record per scheduled request, every record of the expected kind, peak RSS of the
+    client process itself (VmHWM, not rusage: that counts this pytest process too) under 500 MB, neither secret in any file of the output directory nor on stdout/stderr.
     Signals: SIGINT while every request parses an endless token stream, SIGTERM while every one
     waits on a server that never answers ─► exit 130 within 15 s, every started request's record
     kept (cancelled), the never-started rest counted in meta.json ``unsent_requests``.
