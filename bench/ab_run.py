@@ -11,8 +11,9 @@ A drop is a regression until a same-sitting A/B says otherwise: rounds alternate
 on the same cores, and the table shows every run, then min / median / max per side and the ratio
 of medians. Ends with one JSON line.
 
-    python bench/ab_run.py [--base REV] [--rounds 3] [--concurrency 64] [--requests 400]
+    python bench/ab_run.py [--base REV|working-tree] [--rounds 3] [--concurrency 64] [--requests 400]
                            [--tokens 1000] [--transport wire|aiohttp]
+                           [--a-procs N --b-procs M --client-cpus 0,1]   (e.g. --procs 1 vs 2)
 """
 from __future__ import annotations
 
@@ -46,12 +47,15 @@ def scenario(url: str, out: Path, conc: int, n: int, tokens: int) -> str:
         "output": {"dir": str(out)}})
 
 
-def one_run(tree: Path, url: str, work: Path, conc: int, n: int, tokens: int, transport: str) -> dict:
+def one_run(tree: Path, url: str, work: Path, conc: int, n: int, tokens: int, transport: str,
+            procs: int = 1, cpus: str = str(CLIENT_CPU)) -> dict:
     out = Path(tempfile.mkdtemp(dir=work))
     sc = out / "scenario.yaml"
     sc.write_text(scenario(url, out / "runs", conc, n, tokens))    # JSON is YAML
     env = dict(os.environ, PYTHONPATH=str(tree), LOADGEN_HTTP=transport, LOADGEN_NO_CALIBRATION="1")
-    cmd = ["taskset", "-c", str(CLIENT_CPU), sys.executable, "-m", "loadgen", "run", str(sc), "--json"]
+    cmd = ["taskset", "-c", cpus, sys.executable, "-m", "loadgen", "run", str(sc), "--json"]
+    if procs != 1:
+        cmd += ["--procs", str(procs)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     p = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=900)
@@ -81,35 +85,46 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=400)
     ap.add_argument("--tokens", type=int, default=1000)
     ap.add_argument("--transport", default="wire", choices=("wire", "aiohttp"))
+    ap.add_argument("--a-procs", type=int, default=1, help="--procs for side A")
+    ap.add_argument("--b-procs", type=int, default=1, help="--procs for side B")
+    ap.add_argument("--client-cpus", default=str(CLIENT_CPU),
+                    help="taskset list for the client (e.g. 0,1: sharing the server's core)")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="loadgen-ab-"))
-    base = work / "base"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), a.base],
-                   check=True, capture_output=True)
-    rev = subprocess.run(["git", "-C", str(base), "rev-parse", "--short", "HEAD"],
-                         capture_output=True, text=True).stdout.strip()
+    if a.base == "working-tree":                 # both sides this tree (e.g. --procs 1 vs 2)
+        base, rev = ROOT, "working tree"
+    else:
+        base = work / "base"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), a.base],
+                       check=True, capture_output=True)
+        rev = subprocess.run(["git", "-C", str(base), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
     sides = {"A": base, "B": ROOT}
+    procs = {"A": a.a_procs, "B": a.b_procs}
     rows: dict = {"A": [], "B": []}
     try:
         with CalibrationServer(ttft_ms=0, itl_ms=0, log=False, cpu=SERVER_CPU) as srv:
             for r in range(a.rounds):
                 for side in ("A", "B"):
                     res = one_run(sides[side], srv.url, work, a.concurrency, a.requests, a.tokens,
-                                  a.transport)
+                                  a.transport, procs[side], a.client_cpus)
                     rows[side].append(res)
                     print(f"round {r + 1} {side}: {res['events_s']:>10,.0f} events/s  "
                           f"load-phase CPU {res['load_cpu_us_per_event']:5.2f} µs/event  "
                           f"process {res['cpu_ms_per_1k_events']:6.1f} CPU ms/1k events  "
                           f"{res['wall_s']:5.1f} s", flush=True)
     finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
-                       capture_output=True)
+        if base != ROOT:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
+                           capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
-    out = {"base": rev, "head": "working tree", "transport": a.transport, "concurrency": a.concurrency,
+    out = {"base": rev, "head": "working tree", "a_procs": a.a_procs, "b_procs": a.b_procs,
+           "client_cpus": a.client_cpus, "transport": a.transport, "concurrency": a.concurrency,
            "requests": a.requests, "tokens": a.tokens, "rounds": a.rounds,
            "load_average": os.getloadavg()[0]}
-    print(f"\nA = {rev}, B = working tree; {a.transport}, concurrency {a.concurrency}, "
-          f"{a.requests} × {a.tokens} tokens, {a.rounds} rounds alternating, client on core {CLIENT_CPU}")
+    print(f"\nA = {rev} (--procs {a.a_procs}), B = working tree (--procs {a.b_procs}); {a.transport}, "
+          f"concurrency {a.concurrency}, {a.requests} × {a.tokens} tokens, {a.rounds} rounds alternating, "
+          f"client on cores {a.client_cpus}, server on core {SERVER_CPU}")
     for side in ("A", "B"):
         ev = [x["events_s"] for x in rows[side]]
         cpu = [x["cpu_ms_per_1k_events"] for x in rows[side]]
