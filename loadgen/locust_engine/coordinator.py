@@ -30,6 +30,7 @@ from loadgen.record import now_ns
 from loadgen.redact import redact
 
 T0_LEAD_NS = 300_000_000          # go message to t0: time for every worker to get it
+RESEND_NS = 2_000_000_000         # the plan again, to workers not ready yet (see _run)
 HEARTBEAT_LIVENESS_S = 30         # silent this long (1-s heartbeats): Locust marks it missing
 STOP_WAIT_NS = 15_000_000_000    # after an interrupt, wait this long for workers' last records
 MSG_TYPES = ("loadgen_ready", "loadgen_error", "loadgen_warm_done", "loadgen_done",
@@ -158,9 +159,16 @@ class Coordinator:
         return False
 
     # -- the protocol -----------------------------------------------------------------------
-    def _wait(self, t: str, indices, timeout_s: float) -> None:
+    def _wait(self, t: str, indices, timeout_s: float,
+              resend: Optional[Callable[[], None]] = None) -> None:
+        """Until every live worker in ``indices`` answered ``t``; ``resend`` is called every
+        RESEND_NS meanwhile (a message a worker dropped: see ``_run``)."""
         deadline = now_ns() + int(timeout_s * 1e9)
+        next_resend = now_ns() + RESEND_NS
         while now_ns() < deadline:
+            if resend is not None and now_ns() >= next_resend:
+                resend()
+                next_resend = now_ns() + RESEND_NS
             if self.stopping:
                 if t != "loadgen_done":
                     raise Interrupted()
@@ -216,8 +224,13 @@ class Coordinator:
     def _run(self) -> None:
         ld, api = self.sc.load, self.sc.api
         indices = self._connect()
+        # A worker counts as connected (client_ready) before its loadgen handlers are registered:
+        # a plan sent in between is dropped ("Unknown message type received: loadgen_plan").
+        # So the plan goes out again every RESEND_NS until every worker answered; a worker that
+        # already has it ignores the repeat.
         self.broadcast("loadgen_plan", dict(self.setup, clock=clock_pair()))
-        self._wait("loadgen_ready", indices, 120.0)
+        self._wait("loadgen_ready", indices, 120.0, resend=lambda: self.broadcast(
+            "loadgen_plan", dict(self.setup, clock=clock_pair())))
         if self.start_users:
             spawned = Event()
             self.env.events.spawning_complete.add_listener(lambda user_count, **kw: spawned.set())

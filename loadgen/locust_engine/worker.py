@@ -58,6 +58,7 @@ class WorkerHandler:
     def __init__(self, env, sc, args, api_key):
         self.env, self.sc, self.args, self.key = env, sc, args, api_key
         self.node = None
+        self._planned = None                 # run_seq of the plan taken
         r = env.runner
         from loadgen.locust_engine.clock import Pinger
         self.pinger = Pinger(r, self.send)       # the clock offset to the master (clock.py)
@@ -69,6 +70,10 @@ class WorkerHandler:
         self.env.runner.send_message(t, data)
 
     def on_plan(self, environment, msg, **kw) -> None:
+        seq = (msg.data or {}).get("run_seq", 1)
+        if self._planned == seq:             # the master re-sends the plan until all are ready
+            return
+        self._planned = seq                  # (a later run_seq: a new test start, planned anew)
         gevent.spawn(self._plan, msg.data)
 
     def _plan(self, data: dict) -> None:

@@ -624,3 +624,57 @@ def test_native_only_workloads_are_refused_in_one_line(tmp_path, extra, msg):
     path = _scenario(tmp_path, "http://127.0.0.1:9", extra.pop("load"), **extra)
     with pytest.raises(ScenarioError, match=msg):
         _run(path)
+
+
+PLAN_DROP_SCRIPT = r'''
+import sys
+from gevent import monkey; monkey.patch_all()
+import gevent
+from loadgen.locust_engine import coordinator as C
+from loadgen.scenario.loader import load_scenario
+
+C.RESEND_NS = 100_000_000                  # 0.1 s: the test need not wait 2 s
+
+
+class Runner:                              # a hand-written Locust master: two connected workers,
+    def __init__(self, co_ref):            # worker 1 registers its handlers late (drops plan 1)
+        self.co_ref, self.sent = co_ref, []
+
+    def send_message(self, t, data, client_id=None):
+        self.sent.append(t)
+        if t == "loadgen_plan":
+            plans = self.sent.count("loadgen_plan")
+            co = self.co_ref[0]
+            gevent.spawn(co.on_message, "loadgen_ready", 0, {"index": 0})
+            if plans >= 2:                 # worker 1 only hears the re-sent plan
+                gevent.spawn(co.on_message, "loadgen_ready", 1, {"index": 1})
+
+
+class Env:
+    pass
+
+
+ref = []
+env = Env()
+env.runner = Runner(ref)
+co = C.Coordinator(env, load_scenario(sys.argv[1]), 2, {"base_url": "http://127.0.0.1:9"},
+                   sys.argv[2])
+co.alive = lambda i: True
+ref.append(co)
+co.broadcast("loadgen_plan", dict(co.setup))
+co._wait("loadgen_ready", [0, 1], 5.0, resend=lambda: co.broadcast("loadgen_plan", dict(co.setup)))
+print("plans", env.runner.sent.count("loadgen_plan"), "ready", sorted(co.got["loadgen_ready"]))
+'''
+
+
+def test_a_plan_a_worker_dropped_is_sent_again_until_it_is_ready(tmp_path):
+    """A Locust worker counts as connected before its loadgen handlers exist: a plan sent in
+    between is dropped ("Unknown message type received: loadgen_plan", seen in CI). The master
+    sends the plan again until every worker answered ready (a gevent subprocess, fake runner)."""
+    p = _scenario(tmp_path, "http://127.0.0.1:9", {"mode": "concurrency", "concurrency": 2,
+                                                   "num_requests": 4})
+    out = subprocess.run([sys.executable, "-c", PLAN_DROP_SCRIPT, str(p), str(tmp_path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    plans, ready = out.stdout.split("ready")
+    assert int(plans.split()[1]) >= 2 and ready.strip() == "[0, 1]"
