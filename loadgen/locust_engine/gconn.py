@@ -20,7 +20,6 @@ No asyncio and no geventhttpclient: gevent sockets (the caller's) and httptools 
 from __future__ import annotations
 
 import socket
-import struct
 from typing import Optional
 
 import httptools
@@ -33,9 +32,7 @@ from loadgen.record import Record, now_ns
 
 BUFSIZE = 65536
 KEEPALIVE_NS = 4_000_000_000      # idle longer: reconnect (uvicorn drops idle sockets after 5 s)
-_SCM_TS, _SOL_SOCKET = kstamp.SCM_TIMESTAMPNS, kstamp.SOL_SOCKET
-_FUTURE = -kstamp.FUTURE_SLACK_NS
-_unpack_ts = struct.Struct("qq").unpack_from
+read_time = kstamp.read_time
 
 _STAMPS: Optional[kstamp.Stamps] = None
 
@@ -93,20 +90,8 @@ class GConn:
             tu = now_ns()
             if not data:
                 return self.eof(tu)
-            t = tu
             clock = self.clock
-            if anc and clock is not None:
-                level, kind, cdata = anc[0]             # the only cmsg asked for
-                if kind == _SCM_TS and level == _SOL_SOCKET:
-                    sec, nsec = _unpack_ts(cdata)
-                    t = sec * 1_000_000_000 + nsec - clock.offset_ns
-                    lag = tu - t
-                    if lag > resp.lag_max_ns:
-                        resp.lag_max_ns = lag
-                    elif lag < _FUTURE:
-                        resp.future_stamps += 1
-                    resp.lag_sum_ns += lag
-                    resp.kernel_reads += 1
+            t = read_time(anc, clock.offset_ns if clock is not None else None, tu, resp)
             self.nbytes += len(data)
             resp.n_reads += 1
             self.t = t

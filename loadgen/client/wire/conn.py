@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import struct
 from typing import Optional
 
 import httptools
@@ -29,9 +28,7 @@ from loadgen.client.wire.mux import ReadMux
 from loadgen.record import now_ns
 
 BUFSIZE = 65536               # one recvmsg; level-triggered readiness brings the loop back for more
-_SCM_TS, _SOL_SOCKET = kstamp.SCM_TIMESTAMPNS, kstamp.SOL_SOCKET
-_FUTURE = -kstamp.FUTURE_SLACK_NS
-_unpack_ts = struct.Struct("qq").unpack_from
+read_time = kstamp.read_time
 
 
 def _wake(fut: Optional[asyncio.Future]) -> None:
@@ -101,19 +98,7 @@ class Conn:
             if not data:
                 return self.eof(tu)
             resp = self.resp
-            t = tu
-            if anc and offset is not None:
-                level, kind, cdata = anc[0]           # the only cmsg asked for
-                if kind == _SCM_TS and level == _SOL_SOCKET:
-                    sec, nsec = _unpack_ts(cdata)
-                    t = sec * 1_000_000_000 + nsec - offset
-                    lag = tu - t
-                    if lag > resp.lag_max_ns:
-                        resp.lag_max_ns = lag
-                    elif lag < _FUTURE:
-                        resp.future_stamps += 1
-                    resp.lag_sum_ns += lag
-                    resp.kernel_reads += 1
+            t = read_time(anc, offset, tu, resp)
             self.nbytes += len(data)
             resp.n_reads += 1
             self.t = t

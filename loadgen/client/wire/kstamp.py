@@ -48,6 +48,28 @@ _TIMESPEC = struct.Struct("qq")                               # tv_sec, tv_nsec 
 ANCBUFSIZE = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 64
 METHOD = "bracket perf_counter_ns|time_ns|perf_counter_ns, tightest of {n}, midpoint"
 FUTURE_SLACK_NS = 2_000_000   # a kernel stamp later than the read's user time by more: a clock step
+_unpack_ts = struct.Struct("qq").unpack_from
+
+
+def read_time(anc: list, offset_ns: Optional[int], tu: int, resp) -> int:
+    """The stamp of one read: its kernel receive time (SCM_TIMESTAMPNS, REALTIME − ``offset_ns``)
+    when the read carried one, else ``tu`` (user time). A kernel stamp is counted on ``resp``
+    (``kernel_reads``, ``lag_sum_ns``, ``lag_max_ns``, ``future_stamps``). Shared by the wire
+    connection and the Locust client's, so both stamp the same way."""
+    if anc and offset_ns is not None:
+        level, kind, cdata = anc[0]                   # the only cmsg asked for
+        if kind == SCM_TIMESTAMPNS and level == SOL_SOCKET:
+            sec, nsec = _unpack_ts(cdata)
+            t = sec * 1_000_000_000 + nsec - offset_ns
+            lag = tu - t
+            if lag > resp.lag_max_ns:
+                resp.lag_max_ns = lag
+            elif lag < -FUTURE_SLACK_NS:
+                resp.future_stamps += 1
+            resp.lag_sum_ns += lag
+            resp.kernel_reads += 1
+            return t
+    return tu
 CLOCK_CHECK_EVERY = 512       # responses between two re-measurements of the REALTIME offset
 CLOCK_STEP_NS = 500_000       # an offset that moved by more was stepped: adopted, counted
 
