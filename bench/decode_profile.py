@@ -12,6 +12,7 @@
     decode step could reach on this host; the copy bandwidth the reports use is printed beside it.
 
     .venv/bin/python bench/decode_profile.py [--preset small] [--batch 1,8] [--ctx 128] [--runs 30]
+                                             [--matmul xla|ffi|auto]  (servers/jax/kernels; default xla)
 
 Ends with ONE JSON line. Evidence: measured (floors calculated from the measured GEMV rate).
 """
@@ -48,12 +49,16 @@ def main() -> int:
     ap.add_argument("--batch", default="1,8")
     ap.add_argument("--ctx", type=int, default=128)
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--matmul", choices=("xla", "ffi", "auto"), default="xla",
+                    help="weight matmuls in the model and the GEMV rows (servers/jax/kernels)")
     opt = ap.parse_args()
     from servers.jax import build
     from servers.jax.sampling import greedy
 
     batches = [int(b) for b in opt.batch.split(",")]
     engine, _, _ = build(opt.preset, dtype="fp32", slots=max(batches), max_model_len=512, warmup=False)
+    from servers.jax import kernels
+    mm = kernels.configure(opt.matmul)                 # before anything is traced
     a, p = engine.args, engine.params
     gbw = gemv_bandwidth(opt.runs)
     copy = measure_bandwidth(n=5)["numpy_copy_GBps"] * 1e9
@@ -62,7 +67,10 @@ def main() -> int:
           f"{copy / 1e9:.1f} GB/s   [measured]")
     result = {"bench": "decode_profile", "preset": opt.preset, "ctx": opt.ctx, "host": platform.node(),
               "cpus": os.cpu_count(), "gemv_GBps": gbw / 1e9, "copy_GBps": copy / 1e9,
-              "evidence": "measured; floors calculated from the measured GEMV bandwidth", "batches": {}}
+              "evidence": "measured; floors calculated from the measured GEMV bandwidth", "batches": {},
+              "matmul": mm["mode"], "matmul_reason": mm["reason"], "load1": os.getloadavg()[0]}
+    print(f"# matmul: {mm['mode']}{' (' + mm['reason'] + ')' if mm['reason'] else ''}; "
+          f"load average {os.getloadavg()[0]:.2f}")
     L = p["layers"]
     for b in batches:
         x = jnp.ones((b, a.dim), jnp.float32)
@@ -78,10 +86,12 @@ def main() -> int:
             ws = [lp[key] for lp in L]
             xin = jnp.ones((b, k_in), jnp.float32)
             # sum of every layer's product: one read of each weight, nothing elided
-            piece(f"{key} x{len(ws)}", lambda v, *w: sum(jnp.sum(v @ wi) for wi in w), (xin, *ws),
+            piece(f"{key} x{len(ws)}", lambda v, *w: sum(jnp.sum(kernels.matmul(v, wi)) for wi in w), (xin, *ws),
                   sum(w.nbytes for w in ws))
-        head = p.get("lm_head", p["embed"].T)
-        piece("lm_head", lambda v, w: v @ w, (x, head), head.nbytes)
+        if "lm_head" in p:
+            piece("lm_head", kernels.matmul, (x, p["lm_head"]), p["lm_head"].nbytes)
+        else:
+            piece("lm_head", kernels.matmul_t, (x, p["embed"]), p["embed"].nbytes)
         engine.active[:] = False
         engine.active[:b] = True
         engine.pos[:b] = opt.ctx

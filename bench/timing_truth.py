@@ -13,7 +13,8 @@
 Goal (issue 12): at 256 lockstep streams, TTFT error mean <= 3 ms and ITL p99 error <= 1.5 ms.
 Prints a table, ends with one JSON line.
 
-    python bench/timing_truth.py [--quick] [--levels 1,32,256] [--engines native,locust]
+    python bench/timing_truth.py [--quick] [--levels 1,32,256] [--engines native,locust,procs2]
+    (procs2: the native engine with --procs 2 on CPUs 0-1, sharing CPU 0 with the server: labelled)
                                  [--stagger-levels 256] [--loop asyncio|uvloop] [--keep DIR]
 Needs: tcpdump (root or CAP_NET_RAW), dpkt, 2 CPUs.
 """
@@ -46,8 +47,19 @@ REQUEST_S = (TTFT_MS + (TOKENS - 1) * ITL_MS) / 1e3
 GOAL_TTFT_MS, GOAL_ITL_P99_MS = 3.0, 1.5
 
 
-def _pin(cpu: int) -> None:
-    os.sched_setaffinity(0, {cpu % os.cpu_count()})
+def _pin(cpu) -> None:
+    cpus = cpu if isinstance(cpu, (set, frozenset)) else {cpu}
+    os.sched_setaffinity(0, {c % os.cpu_count() for c in cpus})
+
+
+def _engine_args(engine: str) -> tuple[list[str], object]:
+    """(the flags of ``loadgen run`` for an engine name, the CPUs its client is pinned to).
+    native / locust: ``--engine``, CPU 1; procsN: the native engine with ``--procs N`` on CPUs
+    0..N-1 (on this 2-core box it shares CPU 0 with the server and tcpdump: labelled so)."""
+    if engine.startswith("procs"):
+        n = int(engine[5:] or 2)
+        return ["--procs", str(n)], frozenset(range(n))
+    return ([] if engine == "native" else ["--engine", engine]), CLIENT_CPU
 
 
 def _loadgen_argv(root: Optional[str]) -> list[str]:
@@ -89,8 +101,8 @@ def one_run(engine: str, mode: str, streams: int, args, tmp: Path,
         argv = _loadgen_argv(args.loadgen_root) + ["run", str(scen)]
         if profile is not None:
             argv = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "loadgen", "run", str(scen)]
-        if engine != "native":
-            argv += ["--engine", engine]
+        eng_flags, client_cpus = _engine_args(engine)
+        argv += eng_flags
         cap = Capture(srv.port, pcap_path, cpu=SERVER_CPU).start()
         try:
             off0 = clock_offset_ns()
@@ -99,10 +111,10 @@ def one_run(engine: str, mode: str, streams: int, args, tmp: Path,
             cpu0 = cpu_times()
             t0 = time.perf_counter()
             if args.tty:
-                rc, out = run_in_pty(argv, cwd, env, preexec_fn=lambda: _pin(CLIENT_CPU),
+                rc, out = run_in_pty(argv, cwd, env, preexec_fn=lambda: _pin(client_cpus),
                                      timeout=args.run_timeout_s)
             else:
-                p = subprocess.run(argv, cwd=cwd, env=env, preexec_fn=lambda: _pin(CLIENT_CPU),
+                p = subprocess.run(argv, cwd=cwd, env=env, preexec_fn=lambda: _pin(client_cpus),
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    timeout=args.run_timeout_s)
                 rc, out = p.returncode, p.stdout
@@ -137,7 +149,8 @@ def one_run(engine: str, mode: str, streams: int, args, tmp: Path,
         "client_cpu_fraction": client.get("cpu_fraction"),
         "client_loop_lag_ms_p99": client.get("loop_lag_ms_p99"),
         "client_saturated": client.get("saturated"), "client_warnings": client.get("warnings"),
-        "command_cpu_s": cmd_cpu,
+        "command_cpu_s": cmd_cpu, "client_cpus": sorted(client_cpus)
+        if isinstance(client_cpus, frozenset) else [client_cpus],
         "command_wall_s": wall, "tty": args.tty,
         # the client core's busy share minus the command's own CPU: other work on that core
         "cpu": {**{f"cpu{c}_busy": v["busy"] for c, v in shares.items()},

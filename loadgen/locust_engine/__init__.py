@@ -7,11 +7,14 @@
           | --role master (+ N x --role worker, or remote --worker)     │ (gevent-patched)
              Coordinator (coordinator.py): plan ─► ready ─► users ─► warm ─► go(t0) ─► done
              WorkerNode (node.py) per worker i of n: Plan(sc, i, n) (plan.py; pure)
+               (concurrency stages: StageGate, stages.py, pure: which users each stage needs;
+                sessions: SessionWork, sessions.py: a user plays a whole conversation, turn
+                after turn, the rules of loadgen.scenario.session_turns, as the native driver)
                LLMUser (user.py, a Locust User): body ─► gwire.GWire (gwire.py: one keep-alive
                  connection per user, the wire transport's record rules) ─► gconn.GConn
                  (gconn.py: httptools framing, recvmsg + SO_TIMESTAMPNS: the kernel's receive
                  stamp per read, on perf_counter_ns) ─► stream_step.StreamStep (the native
-                 transports' one step) ─► Record ─► locust/records.worker-i.jsonl
+                 transports' one step) ─► Record ─► ledger.py ─► locust/records.worker-i.jsonl
                  (body and record rules: loadgen/client/request.py, the native client's own)
                  (+ locust/sent.worker-i.jsonl journal; remote workers also forward both
                   through Locust messages into the master's run directory)

@@ -1,7 +1,10 @@
 """The run's conductor inside the Locust master (or the one local Locust process).
 
-    connect (N workers) ─► plan ─► ready ─► runner.start(users) ─► warm ─► warm_done
-        ─► go {t0 = now + lead} ─► done (or dead: no heartbeat) ─► master.json ─► quit
+    connect (N workers) ─► plan ─► ready ─► runner.start(users) ─► warm ─► warm_done {users}
+        ─► go {t0 = now + lead, users_by_worker} ─► done (or dead: no heartbeat)
+        ─► master.json ─► quit
+(users_by_worker: how many Locust users each worker holds, as it said at warm_done: a staged
+closed loop shares each stage's users out by it, stages.py)
 
 Every wait is bounded; a worker that is gone is marked "dead" and not waited for: its process
 has exited (a worker on this host: its pid), or it sent no heartbeat for HEARTBEAT_LIVENESS_S.
@@ -80,7 +83,7 @@ class Coordinator:
         self.stopping = False
         self.stop_ns = 0
         plan = Plan(sc)
-        self.users = users_for(sc, plan.schedule)
+        self.users = users_for(sc, plan.schedule, n_workers)
         self.state: dict = {"n_workers": n_workers, "users": self.users, "t0_ns": None,
                             "end_ns": None, "error": None, "interrupted": False,
                             "digest": self.setup["digest"], "workers": {},
@@ -117,14 +120,14 @@ class Coordinator:
             try:
                 self.node = WorkerNode(self.sc, 0, 1, data, self.run_dir,
                                        lambda tt, d: self.on_message(tt, 0, d), False,
-                                       self.api_key)
+                                       self.api_key, lambda: self.env.runner.user_count)
                 self.on_message("loadgen_ready", 0, {"index": 0, "pid": os.getpid()})
             except Exception as e:
                 self.on_message("loadgen_error", 0, {"error": f"{type(e).__name__}: {e}"})
         elif t == "loadgen_warm":
             self.node.start_warm()
         elif t == "loadgen_go":
-            self.node.go(data["t0_ns"])
+            self.node.go(data["t0_ns"], data.get("users_by_worker"))
         elif t == "loadgen_stop" and self.node is not None:
             self.node.interrupt(data.get("why") or "run interrupted")
 
@@ -240,14 +243,23 @@ class Coordinator:
         self._wait("loadgen_warm_done", indices, 60.0 + ld.warmup_requests * api.timeout_s)
         if not self.start_users:          # Locust's UI / -u chose the user count
             self.state["users"] = getattr(self.env.runner, "target_user_count", None)
+        warm = self.got["loadgen_warm_done"]
+        ub = [int((warm.get(i) or {}).get("users") or 0) for i in range(self.n or 0)]
+        self.state["users_by_worker"] = ub       # a dead worker's 0: the others' users serve
         t0 = now_ns() + T0_LEAD_NS
         self.state["t0_ns"] = t0
-        self.broadcast("loadgen_go", {"t0_ns": t0})
+        self.broadcast("loadgen_go", {"t0_ns": t0, "users_by_worker": ub})
         write_json_atomic(self.run_dir / "master.json", self.state)
         plan = Plan(self.sc)
         span = (int(plan.schedule.offsets_ns[-1]) / 1e9 if plan.schedule.count else 0.0)
-        bound = (ld.duration_s or span) + ld.drain_timeout_s + api.timeout_s + 60.0
-        if plan.schedule.offsets_ns is None and ld.num_requests and not ld.duration_s:
+        if plan.stages:
+            span = plan.stages[-1]["start_s"] + plan.stages[-1]["duration_s"]
+        bound = ((span if plan.stages else ld.duration_s or span) + ld.drain_timeout_s
+                 + api.timeout_s + 60.0)
+        if plan.sessions and ld.num_requests:     # turns wait on answers and think times
+            bound += ld.num_requests * (api.timeout_s + ld.drain_timeout_s)
+        elif (plan.schedule.offsets_ns is None and ld.num_requests and not ld.duration_s
+              and not plan.stages):
             bound += ld.num_requests * api.timeout_s
         self._wait("loadgen_done", indices, bound)
         self.state["end_ns"] = now_ns()

@@ -3,7 +3,8 @@
     locust/records.worker-i.jsonl   finished requests (flushed per record, so a killed worker's
                                     finished records are all there, save a torn last line)
     locust/sent.worker-i.jsonl      send journal: what each worker started
-    plan.expected_ids() ∪ journal   every id owed a record
+    plan.expected_ids() ∪ journal   every id owed a record (a session turn's journal line keeps
+                                    its session_id and turn for the record made here)
         ─► owed ids with no record: status "cancelled", error_kind "cancelled", error
            "worker i died mid-request" / "... before sending it" / "run interrupted ..."
         ─► records.jsonl (RecordWriter), sorted by id
@@ -62,7 +63,7 @@ def merge(locust_dir: Path, out_path: Path, plan: Plan, n_workers: int,
     recs = _worker_records(locust_dir)
     sent = _journal(locust_dir)
     owed = set(plan.expected_ids()) | set(sent)
-    offs = plan.schedule.offsets_ns
+    offs = None if plan.sessions else plan.schedule.offsets_ns   # sessions: offsets per session
     made = {"dead": 0, "interrupted": 0, "other": 0}
     for rid in sorted(owed - set(recs)):
         w = owner(rid, plan.warmup, n_workers)
@@ -77,7 +78,8 @@ def merge(locust_dir: Path, out_path: Path, plan: Plan, n_workers: int,
                      error=_why(rid, w, status, j is not None, interrupted),
                      requested_output_tokens=j.get("requested_output_tokens") if j else None,
                      workload_prompt_tokens=j.get("workload_prompt_tokens") if j else None,
-                     worker=str(w))
+                     worker=str(w), session_id=j.get("session_id") if j else None,
+                     turn=j.get("turn") if j else None)
         recs[rid] = asdict(rec)
         made["dead" if status in ("dead", "never_ready") else
              "interrupted" if interrupted else "other"] += 1

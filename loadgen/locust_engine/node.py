@@ -7,9 +7,13 @@ coordinator on the master (or in the single local process).
       runner.start(users)  (Locust spreads users over the workers)
       warm ──────────────────────────────────►   users drain the warm-up slice (closed loop)
       ◄─────────────────────────────── warm_done
-      go {t0_ns} ────────────────────────────►   users pace the slice: server/offline: sleep to
+      go {t0_ns, users_by_worker} ───────────►   users pace the slice: server/offline: sleep to
                                                   t0 + offset, send; concurrency: send on free
+                                                  (stages: only the users the stage running now
+                                                  needs, stages.py); sessions: each user plays
+                                                  one session at a time (sessions.py)
       ◄──── records (remote workers only) ───     every record flushed to the worker's file
+                                                  exactly once (ledger.py)
       ◄──────────────────────────────── done     (exhausted and drained, or drain timeout)
       master.json {t0, end, workers: done|dead} ─► runner.quit()
 
@@ -20,8 +24,6 @@ unfinished requests from its files. Times are perf_counter_ns; a worker on anoth
 from __future__ import annotations
 
 import collections
-import dataclasses
-import json
 import os
 import socket
 from pathlib import Path
@@ -32,22 +34,25 @@ from gevent.event import Event
 
 from loadgen.client import request
 from loadgen.locust_engine import user as user_mod
-from loadgen.locust_engine.clock import (LagSampler, clock_estimate, clock_shift, rebase,
-                                         same_host, sleep_until)
+from loadgen.locust_engine.clock import (LagSampler, clock_estimate, clock_shift, same_host,
+                                         sleep_until)
 from loadgen.locust_engine.gconn import process_stamps
+from loadgen.locust_engine.ledger import WorkerLedger
 from loadgen.locust_engine.plan import Plan
-from loadgen.record import Record, RecordWriter, now_ns
+from loadgen.locust_engine.sessions import SessionWork
+from loadgen.locust_engine.stages import StageGate, even_split
+from loadgen.record import Record, now_ns
 from loadgen.client.stream_step import Limits
-
-FORWARD_EVERY_S = 0.1
 
 
 class WorkerNode:
     """One worker's slice: hands specs to its users, writes each record exactly once."""
 
     def __init__(self, sc, index: int, n: int, setup: dict, records_dir: Path,
-                 send: Callable[[str, dict], None], forward: bool, api_key: Optional[str]):
+                 send: Callable[[str, dict], None], forward: bool, api_key: Optional[str],
+                 user_count: Optional[Callable[[], int]] = None):
         self.sc, self.index, self.n, self.send_msg, self.forward = sc, index, n, send, forward
+        self.user_count = user_count         # this process's Locust users (stages share them)
         self.plan = Plan(sc, index, n)
         a = sc.api
         self.base_url = setup["base_url"].rstrip("/")
@@ -69,24 +74,19 @@ class WorkerNode:
         self.warm = collections.deque(self.plan.warm_specs())
         self.measured = self.plan.measured_specs()
         self.closed = self.plan.schedule.offsets_ns is None
+        self.work = SessionWork(self, self.plan) if self.plan.sessions else None
+        self.gate: Optional[StageGate] = None    # concurrency stages, from go on
+        self.slots = 0                           # users seen in a staged run (local index)
+        self.hold = False                        # True: a batch of records, finish after it
         self.phase = "idle"                      # idle | warm | measured | done
         self.changed = Event()
         self.inflight: dict[int, Record] = {}
-        self.written: set[int] = set()
         self.exhausted = self.stopped = False
         self.t0: Optional[int] = None
         self.end_ns: Optional[int] = None
         self.last_issue_ns: Optional[int] = None
-        records_dir.mkdir(parents=True, exist_ok=True)
-        self.writer = RecordWriter(records_dir / f"records.worker-{index}.jsonl")
-        self.journal = open(records_dir / f"sent.worker-{index}.jsonl", "a", buffering=1,
-                            encoding="utf-8")
-        self.batch_rec: list[str] = []
-        self.batch_sent: list[str] = []
+        self.ledger = WorkerLedger(records_dir, index, self.shift, forward, send)
         self.sampler = LagSampler()
-        self.sent_count = 0
-        if forward:
-            gevent.spawn(self._forward_loop)
         user_mod.NODE = self                     # this process's users now draw from here
 
     # -- phases (driven by the coordinator) --------------------------------------------------
@@ -97,23 +97,34 @@ class WorkerNode:
 
     def start_warm(self) -> None:
         self._set_phase("warm")
-        self._maybe_finish()
+        self.maybe_finish()
 
-    def go(self, t0_master_ns: int) -> None:
+    def go(self, t0_master_ns: int, users_by_worker: Optional[list] = None) -> None:
         self.t0 = t0_master_ns - self.shift
-        if self.closed and self.sc.load.duration_s:
+        stages = self.plan.stages
+        if stages:                    # the stages end the run (the native closed_stages rule)
+            ub = users_by_worker
+            if not ub or len(ub) != self.n or not sum(ub):
+                ub = even_split(self.sc.load.in_flight_cap, self.n)
+            self.gate = StageGate(stages, self.t0, self.index, ub)
+            self.end_ns = self.gate.end_ns
+        elif self.closed and self.sc.load.duration_s and self.work is None:
             self.end_ns = self.t0 + int(self.sc.load.duration_s * 1e9)
         self.sampler.start()
         self._set_phase("measured")
-        gevent.spawn(self._drain_watch)
+        if self.work is not None:
+            self.work.go(self.t0)
+        else:
+            gevent.spawn(self._drain_watch)
 
     # -- what a user does ------------------------------------------------------------------
-    def _next(self):
+    def _next(self, t: Optional[int] = None):
+        """The next spec and when it is scheduled; ``t``: now, as the stage gate saw it."""
         if self.phase == "warm":
             return (self.warm.popleft(), now_ns()) if self.warm else None
         if self.phase != "measured" or self.exhausted or self.stopped:
             return None
-        t = now_ns()
+        t = now_ns() if t is None else t
         if self.closed and self.t0 is not None and t < self.t0:
             return None
         if self.end_ns is not None and t >= self.end_ns:
@@ -126,10 +137,42 @@ class WorkerNode:
             return None
         return spec, (t if spec.offset_ns is None else self.t0 + spec.offset_ns)
 
+    def _gate(self, user) -> Optional[int]:
+        """A staged closed loop: the time at which a stage needed ``user`` (now: its request's
+        scheduled_at, so a request belongs to the stage that let it go), or None after it
+        waited (for the stage that needs it, or to the end when none does)."""
+        if self.phase != "measured" or self.stopped or self.exhausted:
+            return now_ns()
+        k = getattr(user, "slot", None)
+        if k is None:
+            k = user.slot = self.slots
+            self.slots += 1
+        t = now_ns()
+        when = self.gate.when(k, t)
+        if when is None:                   # no stage from now on needs it: idle to the end
+            if not sleep_until(self.end_ns, lambda: self.stopped or self.exhausted):
+                self.exhausted = True
+                self.maybe_finish()
+            return None
+        if when > t:
+            sleep_until(when, lambda: self.stopped or self.exhausted)
+            return None
+        return t
+
     def serve(self, user) -> None:
-        got = self._next()
+        if self.work is not None and self.phase == "measured":
+            if not self.work.serve(user):        # no session to play on this user (now)
+                self.maybe_finish()
+                self.changed.wait(0.05 if self.phase != "done" else 1.0)
+            return
+        t = None
+        if self.gate is not None:
+            t = self._gate(user)
+            if t is None:
+                return
+        got = self._next(t)
         if got is None:
-            self._maybe_finish()
+            self.maybe_finish()
             if self.phase == "measured" and self.t0 is not None and now_ns() < self.t0:
                 sleep_until(self.t0, lambda: self.stopped)     # closed loop: start at t0
             else:
@@ -139,65 +182,51 @@ class WorkerNode:
         rec = Record(id=spec.id, phase=spec.phase, scheduled_at_ns=sched,
                      requested_output_tokens=spec.max_tokens,
                      workload_prompt_tokens=spec.prompt_tokens)
-        self.inflight[spec.id] = rec
         self.last_issue_ns = sched
+        self.send(user, rec, spec.prompt, None, None, False, sched)
+
+    def send(self, user, rec: Record, prompt, messages: Optional[list], headers: Optional[dict],
+             want_text: bool, sched: Optional[int] = None) -> None:
+        """The one request path: sleep to ``sched`` (if later), body, journal, send, record.
+        ``messages`` (a session turn): the whole conversation; ``headers``: its own headers;
+        ``want_text``: keep the answer's text (Record.output_text, the next turn sends it)."""
+        self.inflight[rec.id] = rec
         try:
-            if sched > now_ns() and sleep_until(sched, lambda: self.stopped):
+            if sched is not None and sched > now_ns() and sleep_until(sched, lambda: self.stopped):
                 return                   # interrupt() wrote it as cancelled
             try:
-                data = request.request_body(self.base, self.chat, spec.prompt, spec.max_tokens)
+                data = request.request_body(self.base, self.chat, prompt,
+                                            rec.requested_output_tokens, messages)
             except (TypeError, ValueError) as e:
                 request.fail(rec, "client", f"cannot build the request body: {e}")
             else:
-                self._journal(rec)
+                self.ledger.journal(rec)
                 a = self.sc.api
-                user.send(self.url, self.headers, data, a.stream, rec, a.continuous_usage,
-                          a.timeout_s, self.limits)
+                user.send(self.url, request.with_headers(self.headers, headers), data, a.stream,
+                          rec, a.continuous_usage, a.timeout_s, self.limits, want_text)
         except gevent.GreenletExit:
-            self._cancel(rec, "the run was interrupted before the request ended")
+            self.cancel(rec, "the run was interrupted before the request ended")
             raise
-        self._write(rec)
+        self.write(rec)
 
-    # -- the ledger -------------------------------------------------------------------------
-    def _journal(self, rec: Record) -> None:
-        self.sent_count += 1
-        line = json.dumps({"id": rec.id, "phase": rec.phase,
-                           "scheduled_at_ns": rec.scheduled_at_ns + self.shift,
-                           "sent_at_ns": now_ns() + self.shift,
-                           "requested_output_tokens": rec.requested_output_tokens,
-                           "workload_prompt_tokens": rec.workload_prompt_tokens})
-        self.journal.write(line + "\n")
-        if self.forward:
-            self.batch_sent.append(line)
-
-    def _write(self, rec: Record) -> None:
-        if rec.id in self.written:
-            return
-        self.written.add(rec.id)
+    # -- the ledger (ledger.py) -------------------------------------------------------------
+    def write(self, rec: Record) -> None:
         self.inflight.pop(rec.id, None)
-        rec.worker = str(self.index)
-        rebase(rec, self.shift)
-        self.writer.write(rec)
-        if self.forward:
-            self.batch_rec.append(rec.to_json())
-        self._maybe_finish()
+        if self.ledger.write(rec):
+            self.maybe_finish()
 
-    def _cancel(self, rec: Record, why: str) -> None:
-        snap = dataclasses.replace(rec, chunks=list(rec.chunks))
-        if snap.status != "ok":
-            if snap.sent_at_ns is None:           # a user held it, waiting for its time
-                why = f"scheduled but never sent: {why.split(' before ')[0]}"
-            snap.status, snap.error_kind, snap.error = "cancelled", "cancelled", why
-        if snap.end_at_ns is None:
-            snap.end_at_ns = now_ns()
-        request.finish(snap, _Tally(snap), snap.workload_prompt_tokens)
-        self._write(snap)
+    def cancel(self, rec: Record, why: str) -> None:
+        self.write(self.ledger.cancelled(rec, why))
 
-    def _maybe_finish(self) -> None:
+    def maybe_finish(self) -> None:
+        if self.hold:                            # records being written in a batch (a stop)
+            return
         if self.phase == "warm" and not self.warm and not self.inflight:
             self.phase = "idle"
-            self.send_msg("loadgen_warm_done", {"index": self.index})
-        elif self.phase == "measured" and (self.exhausted or self.stopped) and not self.inflight:
+            users = self.user_count() if self.user_count is not None else None
+            self.send_msg("loadgen_warm_done", {"index": self.index, "users": users})
+        elif (self.phase == "measured" and (self.exhausted or self.stopped) and not self.inflight
+              and not (self.work is not None and self.work.busy)):
             self._done()
 
     def _drain_watch(self) -> None:
@@ -207,16 +236,22 @@ class WorkerNode:
             gevent.sleep(0.05)
             if not self.exhausted or not self.inflight:
                 continue
-            if now_ns() - (self.last_issue_ns or now_ns()) > drain_ns:
+            last = max(self.last_issue_ns or now_ns(), self.end_ns or 0)  # closed: from its end
+            if now_ns() - last > drain_ns:
                 why = (f"not finished {self.sc.load.drain_timeout_s:g} s after the last send "
                        "(load.drain_timeout_s)")
                 for rec in list(self.inflight.values()):
-                    self._cancel(rec, why)
+                    self.cancel(rec, why)
 
     def interrupt(self, why: str = "the run was interrupted before the request ended") -> None:
-        self.stopped = True
-        for rec in list(self.inflight.values()):
-            self._cancel(rec, why)
+        self.stopped = self.hold = True
+        try:
+            for rec in list(self.inflight.values()):
+                self.cancel(rec, why)
+            if self.work is not None and self.phase == "measured":
+                self.work.stop(why)          # every turn a session never sent: cancelled
+        finally:
+            self.hold = False
         if self.phase != "done":
             self._done()
 
@@ -225,34 +260,11 @@ class WorkerNode:
             return
         self.phase = "done"
         report = self.sampler.stop()
-        report.update(index=self.index, written=self.writer.count, sent=self.sent_count,
+        report.update(index=self.index, written=self.ledger.writer.count,
+                      sent=self.ledger.sent_count,
                       interrupted=self.stopped, host=socket.gethostname(), pid=os.getpid(),
                       clock_shift_ns=self.shift, clock=self.clock,
                       stamps=self.stamps.describe())
-        self._flush_forward()
-        self.writer.close()
-        self.journal.close()
+        self.ledger.close()
         self.send_msg("loadgen_done", report)
         self._set_phase("done")
-
-    # -- remote workers: records also travel through Locust's messages -----------------------
-    def _flush_forward(self) -> None:
-        if self.batch_rec or self.batch_sent:
-            recs, sent = self.batch_rec, self.batch_sent
-            self.batch_rec, self.batch_sent = [], []
-            self.send_msg("loadgen_records", {"index": self.index, "records": recs, "sent": sent})
-
-    def _forward_loop(self) -> None:
-        while self.phase != "done":
-            gevent.sleep(FORWARD_EVERY_S)
-            self._flush_forward()
-
-
-class _Tally:
-    """A finished StreamTally's view of a record (for re-deriving a cancelled snapshot)."""
-
-    def __init__(self, rec: Record):
-        self.completion_tokens = rec.usage_output_tokens
-        self.prompt_tokens = rec.prompt_tokens if rec.prompt_tokens_source == "usage" else None
-        self.finish_reason = rec.finish_reason
-        self.chars = rec.output_chars or 0

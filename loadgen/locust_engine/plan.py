@@ -10,6 +10,12 @@ by construction. Every process rebuilds the same seeded workload and schedule fr
                               duration-only closed loop)
     owner(id) = position in its phase mod n_workers  (interleaved: each slice of a Poisson
                 schedule is a thinned Poisson process of rate/n, and the slices stay balanced)
+
+Sessions (workload.source sessions): session j of the stream (and, in server mode, its start
+offset j) belongs to worker j mod n; a worker's turns take its measured ids in issue order
+(``slot_ids``: W + i, W + i + n, ...), so load.num_requests (a count of TURNS) is shared out
+as the measured ids are; only the warm-up and what the workers journal are owed a record.
+Concurrency stages: the measured ids as a closed loop's; the stages bound the run (stages.py).
 """
 from __future__ import annotations
 
@@ -45,14 +51,20 @@ def digest(sc: Scenario) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def users_for(sc: Scenario, schedule: Schedule) -> int:
-    """Locust users in all: the in-flight cap (closed loop: the concurrency). An uncapped open
-    loop gets min(requests, DEFAULT_OPEN_USERS); beyond that, lateness shows as schedule lag."""
+def users_for(sc: Scenario, schedule: Schedule, n_workers: Optional[int] = None) -> int:
+    """Locust users in all: the in-flight cap (closed loop: the concurrency; stages: the
+    largest stage's). An uncapped open loop gets min(requests, DEFAULT_OPEN_USERS); beyond
+    that, lateness shows as schedule lag. Sessions in server mode: a user plays one session
+    from its start to its last turn, so min(sessions, DEFAULT_OPEN_USERS), rounded up to a
+    multiple of ``n_workers`` (each worker holds its own sessions' users)."""
     cap = sc.load.in_flight_cap
     if cap:
         return cap
     n = schedule.count or sc.load.num_requests or DEFAULT_OPEN_USERS
-    return max(1, min(n, DEFAULT_OPEN_USERS))
+    users = max(1, min(n, DEFAULT_OPEN_USERS))
+    if sc.workload.source == "sessions" and n_workers and n_workers > 1:
+        users = -(-users // n_workers) * n_workers
+    return users
 
 
 def measured_count(sc: Scenario, schedule: Schedule) -> Optional[int]:
@@ -81,6 +93,8 @@ class Plan:
             self.workload.trace_offsets(sc.load) if sc.load.mode == "trace" else None)
         self.warmup = sc.load.warmup_requests
         self.count = measured_count(sc, self.schedule)
+        self.sessions = self.workload.sessions is not None     # multi-turn (sessions.py)
+        self.stages = self.schedule.stages if sc.load.mode == "concurrency" else None
 
     def _mine(self, rid: int) -> bool:
         return owner(rid, self.warmup, self.n) == self.index
@@ -111,8 +125,29 @@ class Plan:
 
     def expected_ids(self) -> list[int]:
         """Ids every worker together owes a record, whatever happens: the warm-up, plus the
-        measured requests unless a closed loop's duration may end it early (then only the
-        requests that were started are owed one: the workers' send journals list them)."""
-        if self.count is None or (self.schedule.offsets_ns is None and self.sc.load.duration_s):
+        measured requests unless a closed loop's duration or stages may end it early, or the
+        run plays sessions (then only the requests that were started are owed one: the
+        workers' send journals list them; a session's unsent turns its worker records)."""
+        closed = self.schedule.offsets_ns is None
+        if (self.count is None or self.sessions
+                or (closed and (self.sc.load.duration_s or self.stages))):
             return list(range(self.warmup))
         return list(range(self.warmup + self.count))
+
+    # -- sessions -----------------------------------------------------------------------------
+    def slot_ids(self) -> "range | itertools.count":
+        """This worker's measured ids in the order it uses them (a session turn each, sent or
+        cancelled): W + index + k·n, within load.num_requests when given (the turn budget)."""
+        if self.sc.load.num_requests is None:
+            return itertools.count(self.warmup + self.index, self.n)
+        return range(self.warmup + self.index, self.warmup + self.sc.load.num_requests, self.n)
+
+    def session_slice(self) -> Iterator[tuple[object, Optional[int]]]:
+        """This worker's sessions in order, each with its start offset from t0 (server mode:
+        session j starts at the schedule's offset j; concurrency mode: None, endless)."""
+        offs = self.schedule.offsets_ns
+        for j, s in enumerate(iter(self.workload.sessions)):
+            if offs is not None and j >= len(offs):
+                return
+            if j % self.n == self.index:
+                yield s, (int(offs[j]) if offs is not None else None)

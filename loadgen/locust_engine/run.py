@@ -92,23 +92,17 @@ class LocustRun:
         from loadgen.run.runner import Run
         from loadgen.scenario.model import ScenarioError
         self.sc, self.opts, self.progress = sc, opts, progress
-        if sc.workload.source == "sessions":
-            raise ScenarioError("workload.source: sessions run on the native engine only "
-                                "(drop --engine locust)")
-        if sc.load.mode == "concurrency" and sc.load.stages:
-            raise ScenarioError("load.stages: concurrency stages run on the native engine only "
-                                "(drop --engine locust)")
         self.prep = prepare(sc)         # run_dir, plan, schedule, api key: as the native engine
         # the native engine's target steps only (server, affinity, probe, sut.json): never meta
         self.run = Run(sc, prepared=self.prep)
-        users = self.users = users_for(sc, self.prep.schedule)
+        users = self.users = users_for(sc, self.prep.schedule, opts.workers)
         if opts.workers and users < opts.workers:
             field = "load.concurrency" if sc.load.mode == "concurrency" else "load.max_concurrency"
             raise ScenarioError(f"{field}: {users} user(s) cannot keep --workers {opts.workers} "
                                 "busy (each worker needs at least one Locust user)")
         ld = sc.load
         if (opts.workers and ld.mode == "concurrency" and ld.num_requests and not ld.duration_s
-                and users % opts.workers):
+                and not ld.stages and users % opts.workers):
             raise ScenarioError(f"load.concurrency: {users} is not a multiple of --workers "
                                 f"{opts.workers} (each worker owns an equal share of "
                                 "num_requests; uneven users would end the run at lower "
@@ -203,7 +197,11 @@ class LocustRun:
         from loadgen.locust_engine.plan import Plan
         follow = Follower(self.dir)
         if self.progress is not None:
-            self.progress.start("locust", len(Plan(self.sc).expected_ids()) or None)
+            plan = Plan(self.sc)
+            owed = len(plan.expected_ids())
+            if plan.sessions and self.sc.load.num_requests:     # turns: the budget
+                owed = plan.warmup + self.sc.load.num_requests
+            self.progress.start("locust", owed or None)
         marked = False
         while self.master.poll() is None:
             time.sleep(0.05)
@@ -270,10 +268,15 @@ class LocustRun:
         crashed = None
         if self.early or st.get("error") or (master_rc not in (0, None) and not interrupted):
             crashed = self.early or st.get("error") or f"locust master exited with {master_rc}"
+        ld = self.sc.load
+        unsent = None       # sessions' closed loop: the turns never started are one count
+        if (self.sc.workload.source == "sessions" and ld.mode == "concurrency"
+                and ld.num_requests and not ld.duration_s):
+            unsent = max(0, ld.num_requests - (counts["records"] - ld.warmup_requests))
         out = Outcome(
             engine="locust", target_url=r.base_url, model=r.model, t0_ns=t0, end_ns=end,
             in_flight_cap=st.get("users") or self.users,     # the Locust users bound it
-            records_written=counts["records"],
+            records_written=counts["records"], unsent_requests=unsent,
             client_load={"cpu_util": max(cpus) if cpus else None,
                          "loop_lag_ms_p99": max(lags) if lags else None,
                          "scope": "the busiest Locust process (gevent hub lag)"},
@@ -283,6 +286,7 @@ class LocustRun:
             server_metrics=self.server_metrics, probe=r.probe,
             client_transport=transport_info(reports),
             locust={"workers": n, "users": st.get("users"), "role": st.get("role"),
+                    "users_by_worker": st.get("users_by_worker"),
                     "clock": clock_info(reports),
                     "worker_status": {str(k): v for k, v in sorted(status.items())},
                     "worker_exit_codes": {str(pids.get(p, p)): c for p, c in self.exits.items()},

@@ -56,7 +56,8 @@ def execute(wire: GWire, headers: dict, data: bytes, stream: bool, rec: Record,
 
 class LLMUser(User):
     """Takes the next request from ``NODE`` (its worker's slice), sends it, hands back a Record.
-    Closed loop in concurrency mode; in server/offline mode NODE paces it to the schedule."""
+    Closed loop in concurrency mode (stages: NODE holds it while no stage needs it); in
+    server/offline mode NODE paces it to the schedule; sessions: it plays one whole session."""
 
     wait_time = constant(0)
     host = "http://127.0.0.1"            # NODE sets the scenario's base URL before spawning
@@ -67,6 +68,8 @@ class LLMUser(User):
     def __init__(self, environment) -> None:
         super().__init__(environment)
         self.wire: Optional[GWire] = None
+        self.slot: Optional[int] = None      # staged closed loop: this worker's user index
+        self.sessions_played = 0             # sessions: the first one starts at t0
 
     def on_stop(self) -> None:
         if self.wire is not None:
@@ -90,8 +93,10 @@ class LLMUser(User):
         return w
 
     def send(self, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
-             continuous: bool, timeout_s: float, limits: Limits = DEFAULT_LIMITS) -> None:
-        tally = StreamTally(continuous)
+             continuous: bool, timeout_s: float, limits: Limits = DEFAULT_LIMITS,
+             want_text: bool = False) -> None:
+        """``want_text``: keep the answer's text in ``rec.output_text`` (a session turn's)."""
+        tally = StreamTally(continuous, want_text)
         execute(self._wire(url, timeout_s, limits), headers, data, stream, rec, tally)
         e2e = ((rec.end_at_ns or now_ns()) - (rec.sent_at_ns or now_ns())) / 1e6
         exc = None if rec.status == "ok" else RuntimeError(f"{rec.error_kind}: {rec.error}")

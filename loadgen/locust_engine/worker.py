@@ -97,7 +97,8 @@ class WorkerHandler:
             est = clock_estimate(same_host(data["clock"]), self.pinger.measure(),
                                  clock_shift(data["clock"]))
             self.node = WorkerNode(self.sc, index, n, dict(data, clock_estimate=est), d,
-                                   self.send, self.args.forward, self.key)
+                                   self.send, self.args.forward, self.key,
+                                   lambda: self.env.runner.user_count)
             (d / f"worker-{index}.json").write_text(json.dumps(
                 {"index": index, "pid": os.getpid(), "host": socket.gethostname()}))
             self.send("loadgen_ready", {"index": index, "pid": os.getpid(),
@@ -111,7 +112,7 @@ class WorkerHandler:
 
     def on_go(self, environment, msg, **kw) -> None:
         if self.node is not None:
-            self.node.go(msg.data["t0_ns"])
+            self.node.go(msg.data["t0_ns"], msg.data.get("users_by_worker"))
 
     def on_stop(self, environment, msg, **kw) -> None:
         if self.node is not None:

@@ -23,6 +23,7 @@ from typing import Callable, Iterator, Optional
 
 from loadgen.record import now_ns
 from loadgen.run.dispatch import Dispatcher, sleep_until
+from loadgen.scenario.session_turns import next_due, with_answer, with_user
 from loadgen.scenario.sessions import Session
 
 NS = 1_000_000_000
@@ -71,20 +72,20 @@ class SessionDriver:
         try:
             for k, turn in enumerate(session.turns, 1):
                 if k > 1:
-                    due += int(turn.think_s * NS)
+                    due = next_due(due, turn)   # the rules Locust's player shares
                     nxt_due = due
                     if await sleep_until(due, self.d.stop):
                         break
                 if not self._budget_left():
                     break
-                messages = messages + [{"role": "user", "content": turn.user}]
+                messages = with_user(messages, turn)
                 spec = self._spec(session, k, messages, due)
                 nxt, nxt_due = k + 1, None  # from here on, _one writes this turn's record
                 self.d.last_issue_ns = due
                 rec = await self.d._one(spec, None)
                 if rec is None or rec.status != "ok":
                     break               # a failed turn ends its session (nothing to build on)
-                messages = messages + [{"role": "assistant", "content": rec.output_text or ""}]
+                messages = with_answer(messages, rec.output_text)
                 due = rec.end_at_ns or now_ns()
         except asyncio.CancelledError:
             self._cancel_rest(session, nxt, messages, nxt_due, self.d.cancel_reason)

@@ -26,6 +26,7 @@ class ServerSpec(Strict):
     max_queue: Optional[int] = Field(None, gt=0)    # jax: waiting-queue bound (503 beyond)
     interleave_chunk: Optional[int] = Field(None, ge=0)  # jax: prompt tokens per decode step
                                                           # while streams decode (0: whole prefills)
+    matmul: Optional[Literal["xla", "ffi", "auto"]] = None  # jax: weight matmuls (docs/kernels.md)
     port: Optional[int] = Field(None, gt=0, lt=65536)  # None: a free port is picked
     args: dict[str, Any] = Field(default_factory=dict)  # extra CLI flags, key -> value
     command: Optional[list[str]] = None   # kind=command: argv; "{port}" is substituted

@@ -42,7 +42,8 @@ def build_argv(spec: ServerSpec, port: int, launch: Optional[Launcher] = None) -
         for flag, val in (("--dtype", spec.dtype), ("--slots", spec.slots),
                           ("--max-model-len", spec.max_model_len),
                           ("--max-queue", spec.max_queue), ("--model", spec.model),
-                          ("--interleave-chunk", spec.interleave_chunk)):
+                          ("--interleave-chunk", spec.interleave_chunk),
+                          ("--matmul", spec.matmul)):
             if val is not None:
                 argv += [flag, str(val)]
         return argv + extra_args(spec.args)

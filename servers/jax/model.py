@@ -25,6 +25,8 @@ Three entry points, all pure functions to be jitted by the engine:
     same matmuls (one weight read for both) and returns (logits, hidden[C, D], cache).
 
 Norms, softmax and logits are computed in fp32 whatever the weight dtype.
+The weight matmuls go through kernels.matmul / matmul_t: XLA's dot unless the server chose the
+FFI kernel (`--matmul ffi|auto`, servers/jax/kernels).
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .kernels import matmul, matmul_t
 from .presets import ModelArgs
 
 Params = dict[str, Any]
@@ -100,7 +103,7 @@ def init_params(args: ModelArgs, dtype: str = "fp32", seed: int = 0, std: float 
 
 def _qkv(lp: dict, args: ModelArgs, h: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """h [N, D] → q [N, H, Dh], k [N, Hkv, Dh], v [N, Hkv, Dh] (before RoPE)."""
-    qkv = h @ lp["wqkv"]                                           # [N, Q+2K]
+    qkv = matmul(h, lp["wqkv"])                                    # [N, Q+2K]
     if "bqkv" in lp:
         qkv = qkv + lp["bqkv"]
     q, k, v = jnp.split(qkv, [args.q_dim, args.q_dim + args.kv_dim], axis=-1)
@@ -111,15 +114,15 @@ def _qkv(lp: dict, args: ModelArgs, h: jax.Array) -> tuple[jax.Array, jax.Array,
 
 def _mlp(lp: dict, args: ModelArgs, x: jax.Array) -> jax.Array:
     h = rms_norm(x, lp["ffn_norm"], args.norm_eps)                 # [N, D]
-    gate, up = jnp.split(h @ lp["w13"], 2, axis=-1)                # [N, F] each
-    return x + (jax.nn.silu(gate) * up) @ lp["w2"]                 # [N, D]
+    gate, up = jnp.split(matmul(h, lp["w13"]), 2, axis=-1)         # [N, F] each
+    return x + matmul(jax.nn.silu(gate) * up, lp["w2"])            # [N, D]
 
 
 def logits_of(params: Params, args: ModelArgs, x: jax.Array) -> jax.Array:
     """x [N, D] → fp32 logits [N, V]."""
     h = rms_norm(x, params["norm"], args.norm_eps)
     w = params.get("lm_head")
-    out = h @ w if w is not None else h @ params["embed"].T
+    out = matmul(h, w) if w is not None else matmul_t(h, params["embed"])
     return out.astype(jnp.float32)
 
 
@@ -149,7 +152,7 @@ def prefill(params: Params, args: ModelArgs, tokens: jax.Array
         h = rms_norm(x, lp["attn_norm"], args.norm_eps)
         q, k, v = _qkv(lp, args, h)
         q, k = apply_rope(q, pos, inv), apply_rope(k, pos, inv)
-        x = x + _causal_attention(args, q, k, v) @ lp["wo"]
+        x = x + matmul(_causal_attention(args, q, k, v), lp["wo"])
         x = _mlp(lp, args, x)
         ks.append(k.transpose(1, 2, 0))                            # [Hkv, Dh, T]
         vs.append(v.transpose(1, 0, 2))
@@ -180,7 +183,7 @@ def prefill_chunk(params: Params, args: ModelArgs, kv, tokens: jax.Array, offset
         sc = jnp.where(mask, sc / math.sqrt(args.head_dim), -jnp.inf)   # [Hkv, G, C, Tb]
         p = jax.nn.softmax(sc, axis=-1).astype(vv.dtype)
         o = jnp.einsum("kgct,ktd->ckgd", p, vv).reshape(c, args.q_dim)
-        x = x + o @ lp["wo"]
+        x = x + matmul(o, lp["wo"])
         x = _mlp(lp, args, x)
     return x, tuple(out)
 
@@ -279,7 +282,7 @@ def decode(params: Params, args: ModelArgs, cache: Cache, tokens: jax.Array, pos
             pc = jax.nn.softmax(scc, axis=-1).astype(vz.dtype)
             oc = jnp.einsum("kgca,kad->ckgd", pc, vz).reshape(c, args.q_dim)
             o = jnp.concatenate([o, oc])                                            # [B + C, Q]
-        x = x + o @ lp["wo"]
+        x = x + matmul(o, lp["wo"])
         x = _mlp(lp, args, x)
     if chunk is None:
         return logits_of(params, args, x), tuple(new_cache)

@@ -22,6 +22,7 @@ log = logging.getLogger("servers.jax")
 
 DTYPES = ("fp32", "bf16")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+MATMUL_MODES = ("xla", "ffi", "auto")        # = servers.jax.kernels.MODES (not imported: it loads jax)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -55,6 +56,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1/*")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic weights (default 0)")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
+    p.add_argument("--matmul", choices=MATMUL_MODES, default="xla",
+                   help="weight matmuls: xla (XLA's dot), ffi (servers/jax/kernels: single-threaded AVX2 "
+                        "kernel for <= 96 rows, built with g++ on first use), auto (per shape, whichever "
+                        "timed faster at warm-up); default xla; docs/kernels.md")
 
 
 def build_parser(prog: str = "servers.jax") -> argparse.ArgumentParser:
@@ -133,6 +138,9 @@ def _run(args: argparse.Namespace, prog: str) -> int:
         sys.stderr.write(f"{prog}: error: cannot build the model: {e}\n")
         return 2
     log.info("model built in %.1f s", time.perf_counter() - t0)
+    from servers.jax import kernels
+    describe["matmul"] = kernels.configure(args.matmul)     # before warm-up traces any model function
+    log.info("matmul: %s%s", kernels.mode(), f" (asked {args.matmul})" if kernels.mode() != args.matmul else "")
     name = args.served_model_name or (preset if args.model is None
                                       else os.path.basename(os.path.normpath(args.model)))
     try:
@@ -178,6 +186,8 @@ async def _serve(args: argparse.Namespace, engine, tokenizer, describe: dict, na
                 return 1
             app_settings["warmup_s"] = round(float(compile_s or 0.0), 3)
             describe["compile_s"] = app_settings["warmup_s"]
+            from servers.jax import kernels
+            describe["matmul"] = kernels.describe()       # with the per-shape choices made while tracing
             orch.start()
             set_ready(app)
             print(f"{prog}: ready on http://{args.host}:{port} model={name} slots={args.slots} "

@@ -613,19 +613,6 @@ def test_locust_workers_drop_the_fields_the_probe_found_rejected(tmp_path):
     assert all("ignore_eos" not in b for b in bodies[1:])  # the accepted probe and every worker's
 
 
-@pytest.mark.parametrize("extra,msg", [
-    ({"api": {"endpoint": "chat"}, "workload": {"source": "sessions"},
-      "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 4}}, "workload.source"),
-    ({"load": {"mode": "concurrency", "num_requests": 4,
-               "stages": [{"concurrency": 2, "duration_s": 1}]}}, "load.stages"),
-])
-def test_native_only_workloads_are_refused_in_one_line(tmp_path, extra, msg):
-    from loadgen.scenario.model import ScenarioError
-    path = _scenario(tmp_path, "http://127.0.0.1:9", extra.pop("load"), **extra)
-    with pytest.raises(ScenarioError, match=msg):
-        _run(path)
-
-
 PLAN_DROP_SCRIPT = r'''
 import sys
 from gevent import monkey; monkey.patch_all()

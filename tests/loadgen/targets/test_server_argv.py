@@ -12,14 +12,14 @@ from loadgen.targets.server_argv import build_argv
 
 def test_jax_argv_has_exactly_the_server_flags():
     s = ServerSpec(kind="jax", preset="tiny", dtype="bf16", slots=4, max_model_len=512,
-                   max_queue=64, model="/models/x", interleave_chunk=0,
+                   max_queue=64, model="/models/x", interleave_chunk=0, matmul="ffi",
                    args={"seed": 3, "verbose": True})
     argv = build_argv(s, 8123)
     assert argv[:3] == [sys.executable, "-m", "servers.jax"]
     assert argv[3:] == ["--port", "8123", "--host", "127.0.0.1",   # --model replaces --preset
                         "--dtype", "bf16", "--slots", "4", "--max-model-len", "512",
                         "--max-queue", "64", "--model", "/models/x", "--interleave-chunk", "0",
-                        "--seed", "3", "--verbose"]
+                        "--matmul", "ffi", "--seed", "3", "--verbose"]
     assert build_argv(ServerSpec(kind="jax"), 1)[3:] == ["--preset", "small", "--port", "1",
                                                          "--host", "127.0.0.1"]
 

@@ -1,0 +1,111 @@
+"""A Locust worker's ledger: each of its requests written exactly once, on the master's clock.
+
+    journal(rec)  just before the send ─► locust/sent.worker-i.jsonl (id, phase, times, token
+                  counts, session_id / turn): what merge.py owes a record when no record comes
+    write(rec)    a finished (or cancelled) request ─► locust/records.worker-i.jsonl, once per id
+                  (times shifted onto the master's clock: clock.rebase), flushed per record
+    cancelled(rec, why)  a snapshot of an unfinished request as "cancelled" (what arrived kept)
+    forward       remote workers: both files' new lines also go to the master in batches
+                  (Locust's messages, every FORWARD_EVERY_S), written there by the coordinator
+
+gevent only for the forwarding loop; the node (node.py) decides what to write and when.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Callable
+
+import gevent
+
+from loadgen.client import request
+from loadgen.locust_engine.clock import rebase
+from loadgen.record import Record, RecordWriter, now_ns
+
+FORWARD_EVERY_S = 0.1
+
+
+class WorkerLedger:
+    def __init__(self, records_dir: Path, index: int, shift: int, forward: bool,
+                 send_msg: Callable[[str, dict], None]):
+        self.index, self.shift, self.forward, self.send_msg = index, shift, forward, send_msg
+        records_dir.mkdir(parents=True, exist_ok=True)
+        self.writer = RecordWriter(records_dir / f"records.worker-{index}.jsonl")
+        self.journal_file = open(records_dir / f"sent.worker-{index}.jsonl", "a", buffering=1,
+                                 encoding="utf-8")
+        self.written: set[int] = set()
+        self.batch_rec: list[str] = []
+        self.batch_sent: list[str] = []
+        self.sent_count = 0
+        self.closed = False
+        if forward:
+            gevent.spawn(self._forward_loop)
+
+    def journal(self, rec: Record) -> None:
+        self.sent_count += 1
+        sched = rec.scheduled_at_ns
+        line = json.dumps({"id": rec.id, "phase": rec.phase,
+                           "scheduled_at_ns": sched + self.shift if sched is not None else None,
+                           "sent_at_ns": now_ns() + self.shift,
+                           "requested_output_tokens": rec.requested_output_tokens,
+                           "workload_prompt_tokens": rec.workload_prompt_tokens,
+                           "session_id": rec.session_id, "turn": rec.turn})
+        self.journal_file.write(line + "\n")
+        if self.forward:
+            self.batch_sent.append(line)
+
+    def write(self, rec: Record) -> bool:
+        """Write ``rec`` unless its id was written already (or the ledger closed)."""
+        if rec.id in self.written or self.closed:
+            return False
+        self.written.add(rec.id)
+        rec.worker = str(self.index)
+        rebase(rec, self.shift)
+        self.writer.write(rec)
+        if self.forward:
+            self.batch_rec.append(rec.to_json())
+        return True
+
+    @staticmethod
+    def cancelled(rec: Record, why: str) -> Record:
+        """A copy of ``rec`` as "cancelled" (an ok one stays ok), counts derived from what
+        arrived; one never sent says so."""
+        snap = dataclasses.replace(rec, chunks=list(rec.chunks))
+        if snap.status != "ok":
+            if snap.sent_at_ns is None:           # a user held it, waiting for its time
+                why = f"scheduled but never sent: {why.split(' before ')[0]}"
+            snap.status, snap.error_kind, snap.error = "cancelled", "cancelled", why
+        if snap.end_at_ns is None:
+            snap.end_at_ns = now_ns()
+        request.finish(snap, _Tally(snap), snap.workload_prompt_tokens)
+        return snap
+
+    def close(self) -> None:
+        self.flush_forward()
+        self.closed = True
+        self.writer.close()
+        self.journal_file.close()
+
+    # -- remote workers: records also travel through Locust's messages -----------------------
+    def flush_forward(self) -> None:
+        if self.batch_rec or self.batch_sent:
+            recs, sent = self.batch_rec, self.batch_sent
+            self.batch_rec, self.batch_sent = [], []
+            self.send_msg("loadgen_records", {"index": self.index, "records": recs, "sent": sent})
+
+    def _forward_loop(self) -> None:
+        while not self.closed:
+            gevent.sleep(FORWARD_EVERY_S)
+            if not self.closed:
+                self.flush_forward()
+
+
+class _Tally:
+    """A finished StreamTally's view of a record (for re-deriving a cancelled snapshot)."""
+
+    def __init__(self, rec: Record):
+        self.completion_tokens = rec.usage_output_tokens
+        self.prompt_tokens = rec.prompt_tokens if rec.prompt_tokens_source == "usage" else None
+        self.finish_reason = rec.finish_reason
+        self.chars = rec.output_chars or 0
