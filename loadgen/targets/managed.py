@@ -39,6 +39,21 @@ from servers.vllm.describe import describe_server
 from servers.vllm.launcher import Launcher, LaunchError, resolve_launcher
 
 
+def _catch_ignored_sigint() -> bool:
+    """A process started in the background of a script (``loadgen run ... &``) has SIGINT
+    ignored, and an ignored signal stays ignored across exec: the server would then ignore the
+    SIGINT that asks it to stop and only end at SIGTERM. While the server is spawned, SIGINT is
+    caught instead (a caught signal is reset to its default in the child); True when it was
+    ignored (the caller puts that back)."""
+    try:
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            return False
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        return True
+    except ValueError:            # not the main thread: leave the disposition alone
+        return False
+
+
 class ServerStartError(RuntimeError):
     """The managed server exited or never became healthy; ``str()`` ends with the log tail."""
 
@@ -146,6 +161,7 @@ class ManagedServer:
         cpus = self.spec.cpus
         pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
         self.lifecycle.update(status="starting", started_at_unix=time.time())
+        ignored = _catch_ignored_sigint()
         try:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=env,
@@ -156,6 +172,9 @@ class ManagedServer:
             log.close()
             self.record.failed(msg)
             raise ServerStartError(msg) from None
+        finally:
+            if ignored:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
         log.close()  # the child holds its own descriptor
         self.lifecycle["pid"] = self.proc.pid
         self.record.write()

@@ -66,6 +66,20 @@ def test_start_health_info_log_and_stop(script, tmp_path):
     assert "listening" in log and "request /health" in log and "stopped by SIGINT" in log
 
 
+def test_sigint_reaches_the_server_when_loadgen_runs_in_the_background(script, tmp_path):
+    """`loadgen run ... &` in a script starts with SIGINT ignored; the server must not inherit that."""
+    import signal
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with ManagedServer(spec(script, "ok"), tmp_path) as srv:
+            pid = srv.proc.pid
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN     # put back as it was
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert not alive(pid) and srv.stopped_with == "SIGINT"
+    assert "stopped by SIGINT" in (tmp_path / "server.log").read_text()
+
+
 def test_startup_failure_shows_exit_code_and_log_tail(script, tmp_path):
     with pytest.raises(ServerStartError) as e:
         with ManagedServer(spec(script, "crash"), tmp_path):
