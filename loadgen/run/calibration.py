@@ -3,7 +3,8 @@
     run ended ─► freeze_device(run_dir, may_calibrate)
         analysis.roofline.frozen.resolve(meta, sut, cache): a spec file named in meta, the
         catalogue entry of the server's device, or this host's cached calibration
-        none (or the cached one was taken on a busy host), a managed server that stopped, a model
+        none (or the cached one was taken on a busy host, or its memory bandwidth is > 40 % off a
+        0.1 s spot check taken now: a VM's neighbours move it), a managed server that stopped, a model
         shape in sut.json ─► analysis.roofline.calibrate.calibrate(device, fp32, short; re-measured
              once on a busy host, else labelled) ─► ~/.cache/loadgen/calibration.json
         ─► RUN/device.json (frozen.record: the spec, its evidence, how it was chosen, when, where)
@@ -29,6 +30,7 @@ from analysis.roofline.model_spec import shape_in_sut
 CALIBRATION = DEFAULT_PATH     # where `loadgen calibrate` saves (and this module caches)
 COPY_BYTES = 128 * 2**20       # a short run: ~10 s on a 2-core VM
 REPEATS = 5
+DRIFT = 0.4                    # a spot check this far off the cached bandwidth: calibrate again
 
 
 def _read(path: Path) -> dict:
@@ -42,7 +44,29 @@ def _busy(spec) -> bool:
     return bool(spec is not None and (spec.meta.get("host_load") or {}).get("busy"))
 
 
-def _calibrate(sut: dict, calibration: Path, cached):
+def spot_bandwidth() -> float:
+    """This host's copy bandwidth now (B/s): the calibration's own method, 3 repeats (~0.1 s)."""
+    from analysis.roofline import calibrate as cal
+    return cal.measure_copy("numpy", COPY_BYTES, 3, budget_s=5.0)["bytes_per_s"]
+
+
+def _drift(spec) -> str | None:
+    """Why a cached (quiet) calibration no longer describes this host, or None: its memory
+    bandwidth and a spot check taken now differ by more than DRIFT (a VM's neighbours move it;
+    seen here: 11.9 GB/s cached at 18:00, 22.8 GB/s at 21:10)."""
+    try:
+        now = spot_bandwidth()
+    except Exception:          # no spot check: the cached spec stands, as before
+        return None
+    then = spec.bandwidth()
+    if not then or abs(now - then) <= DRIFT * then:
+        return None
+    return (f"the cached calibration's memory bandwidth ({then / 1e9:.1f} GB/s, "
+            f"{spec.meta.get('date')}) is {abs(now - then) / then:.0%} off a spot check now "
+            f"({now / 1e9:.1f} GB/s)")
+
+
+def _calibrate(sut: dict, calibration: Path, cached, why: str | None = None):
     """(spec, status dict, fresh?): a new calibration, saved when it beats what the cache holds."""
     from analysis.roofline import calibrate as cal
     from analysis.roofline import devices
@@ -52,8 +76,8 @@ def _calibrate(sut: dict, calibration: Path, cached):
         spec = cal.calibrate(device, COPY_BYTES, None, REPEATS, ("fp32",))
     except Exception as e:      # a failed calibration keeps what there was (or none)
         return cached, {"status": "failed", "reason": f"{type(e).__name__}: {e}"}, False
-    why = ("the cached calibration was taken on a busy host" if cached is not None
-           else "no device spec for this host")
+    why = why or ("the cached calibration was taken on a busy host" if cached is not None
+                  else "no device spec for this host")
     status = {"status": "ran", "reason": f"{why}; saved {calibration}",
               "seconds": round(time.monotonic() - t0, 1), "device": device,
               "evidence": spec.meta.get("evidence")}
@@ -71,14 +95,15 @@ def freeze_device(run_dir: Path, may_calibrate: bool, calibration: Path = CALIBR
     spec, how = frozen.resolve(meta, sut, calibration)
     status = {"status": "cached", "reason": how} if spec is not None else \
         {"status": "skipped", "reason": how}
-    cached_busy = how.startswith("local calibration") and _busy(spec)
-    if spec is None or cached_busy:
-        why_not = ("LOADGEN_NO_CALIBRATION is set" if os.environ.get("LOADGEN_NO_CALIBRATION")
-                   else "no managed server of this run stopped on this host" if not may_calibrate
-                   else "the server published no model shape" if shape_in_sut(sut) is None
-                   else None)
+    local = spec is not None and how.startswith("local calibration")
+    why_not = ("LOADGEN_NO_CALIBRATION is set" if os.environ.get("LOADGEN_NO_CALIBRATION")
+               else "no managed server of this run stopped on this host" if not may_calibrate
+               else "the server published no model shape" if shape_in_sut(sut) is None
+               else None)
+    drifted = _drift(spec) if local and not _busy(spec) and why_not is None else None
+    if spec is None or (local and _busy(spec)) or drifted:
         if why_not is None:
-            spec, status, fresh = _calibrate(sut, calibration, spec)
+            spec, status, fresh = _calibrate(sut, calibration, spec, drifted)
             if fresh:
                 how = (f"calibrated on {spec.meta.get('host')} at {spec.meta.get('date')}, after "
                        f"this run's server stopped (saved {calibration})")

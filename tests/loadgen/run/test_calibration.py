@@ -53,6 +53,39 @@ class FakeCalibrate:
 @pytest.fixture(autouse=True)
 def no_env(monkeypatch):
     monkeypatch.delenv("LOADGEN_NO_CALIBRATION", raising=False)
+    monkeypatch.setattr(calmod, "spot_bandwidth", no_spot_check)   # this host's speed: not a fact
+
+
+REAL_SPOT = calmod.spot_bandwidth
+
+
+def test_the_spot_check_measures_this_host():
+    assert REAL_SPOT() > 1e8          # B/s: a real copy, whatever this host's speed
+
+
+def no_spot_check():
+    raise OSError("no spot check in these tests")
+
+
+def test_a_cached_calibration_far_off_a_spot_check_is_taken_again(tmp_path, monkeypatch):
+    cache = cached(tmp_path / "calibration.json", 1.19e10)           # quiet, but 2x too slow now
+    monkeypatch.setattr(calmod, "spot_bandwidth", lambda: 2.28e10)
+    fresh = FakeCalibrate(bandwidth=2.3e10)
+    monkeypatch.setattr(cal, "calibrate", fresh)
+    d = run_dir(tmp_path)
+    st = calmod.freeze_device(d, may_calibrate=True, calibration=cache)
+    assert st["status"] == "ran" and fresh.calls == 1
+    assert "11.9 GB/s" in st["reason"] and "22.8 GB/s" in st["reason"] and "92%" in st["reason"]
+    assert devices.load_spec(cache).bandwidth() == 2.3e10
+    assert summarize_run(d)["roofline"]["device"]["mem_bandwidth"] == 2.3e10
+    # within DRIFT of the spot check: the cached one stands, nothing measured again
+    monkeypatch.setattr(calmod, "spot_bandwidth", lambda: 2.0e10)
+    st = calmod.freeze_device(d, may_calibrate=True, calibration=cache)
+    assert st["status"] == "cached" and fresh.calls == 1
+    # not allowed to calibrate (no managed server stopped here): no spot check either
+    monkeypatch.setattr(calmod, "spot_bandwidth", lambda: 1e9)
+    st = calmod.freeze_device(d, may_calibrate=False, calibration=cache)
+    assert st["status"] == "cached" and fresh.calls == 1
 
 
 def test_the_roofline_is_frozen_against_later_cache_changes(tmp_path, monkeypatch):
