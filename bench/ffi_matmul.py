@@ -65,6 +65,7 @@ def main() -> int:
     import jax.numpy as jnp
 
     from servers.jax import kernels
+    from servers.jax.kernels.autotune import race
     from servers.jax.kernels.dispatch import ffi_nn, ffi_nt
 
     info = kernels.configure("ffi")
@@ -90,16 +91,7 @@ def main() -> int:
         ff = jax.jit(ffi_nn if layout == "nn" else ffi_nt)
         for m in ms:
             x = jnp.full((m, k), 0.5, jnp.float32)
-            jax.block_until_ready((fx(x, ws[0]), ff(x, ws[0])))
-            best = {"xla": float("inf"), "ffi": float("inf")}
-            i = 0
-            for _ in range(opt.reps):
-                for which, f in (("xla", fx), ("ffi", ff)):
-                    w = ws[i % copies]
-                    i += 1
-                    t0 = time.perf_counter()
-                    f(x, w).block_until_ready()
-                    best[which] = min(best[which], time.perf_counter() - t0)
+            best = race(fx, ff, x, ws, opt.reps)
             load = os.getloadavg()[0]
             r = {"layout": layout, "name": name, "M": m, "K": k, "N": n, "weight_bytes": nbytes,
                  "xla_ms": best["xla"] * 1e3, "ffi_ms": best["ffi"] * 1e3,

@@ -27,6 +27,23 @@ ROTATE_BYTES = 64 << 20
 MAX_COPIES = 16
 
 
+def race(fx, ff, x, ws: list, reps: int) -> dict:
+    """Best seconds of ``fx(x, w)`` ("xla") and ``ff(x, w)`` ("ffi"): both compiled first, then
+    alternating call after call over the weight copies ``ws`` in rotation, best of ``reps`` each
+    (also bench/ffi_matmul.py's method)."""
+    jax.block_until_ready((fx(x, ws[0]), ff(x, ws[0])))      # compile both
+    best = {"xla": float("inf"), "ffi": float("inf")}
+    i = 0
+    for _ in range(reps):
+        for name, f in (("xla", fx), ("ffi", ff)):
+            w = ws[i % len(ws)]
+            i += 1
+            t0 = time.perf_counter()
+            f(x, w).block_until_ready()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
 def _measure(layout: str, m: int, k: int, n: int) -> dict:
     from .dispatch import ffi_nn, ffi_nt
 
@@ -42,16 +59,7 @@ def _measure(layout: str, m: int, k: int, n: int) -> dict:
         fx, ff = jax.jit(lambda a, b: a @ b), jax.jit(ffi_nn)
     else:
         fx, ff = jax.jit(lambda a, b: a @ b.T), jax.jit(ffi_nt)
-    jax.block_until_ready((fx(x, ws[0]), ff(x, ws[0])))      # compile both
-    best = {"xla": float("inf"), "ffi": float("inf")}
-    i = 0
-    for _ in range(REPS):
-        for name, f in (("xla", fx), ("ffi", ff)):
-            w = ws[i % copies]
-            i += 1
-            t0 = time.perf_counter()
-            f(x, w).block_until_ready()
-            best[name] = min(best[name], time.perf_counter() - t0)
+    best = race(fx, ff, x, ws, REPS)
     use = "ffi" if best["ffi"] < best["xla"] * (1 - MARGIN) else "xla"
     return {"use": use, "xla_ms": round(best["xla"] * 1e3, 4), "ffi_ms": round(best["ffi"] * 1e3, 4),
             "weight_GBps_xla": round(nbytes / best["xla"] / 1e9, 2),
