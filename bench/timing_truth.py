@@ -52,14 +52,14 @@ def _pin(cpu) -> None:
     os.sched_setaffinity(0, {c % os.cpu_count() for c in cpus})
 
 
-def _engine_args(engine: str) -> tuple[list[str], object]:
+def _engine_args(engine: str) -> tuple[list[str], frozenset]:
     """(the flags of ``loadgen run`` for an engine name, the CPUs its client is pinned to).
     native / locust: ``--engine``, CPU 1; procsN: the native engine with ``--procs N`` on CPUs
     0..N-1 (on this 2-core box it shares CPU 0 with the server and tcpdump: labelled so)."""
     if engine.startswith("procs"):
         n = int(engine[5:] or 2)
         return ["--procs", str(n)], frozenset(range(n))
-    return ([] if engine == "native" else ["--engine", engine]), CLIENT_CPU
+    return ([] if engine == "native" else ["--engine", engine]), frozenset({CLIENT_CPU})
 
 
 def _loadgen_argv(root: Optional[str]) -> list[str]:
@@ -149,8 +149,7 @@ def one_run(engine: str, mode: str, streams: int, args, tmp: Path,
         "client_cpu_fraction": client.get("cpu_fraction"),
         "client_loop_lag_ms_p99": client.get("loop_lag_ms_p99"),
         "client_saturated": client.get("saturated"), "client_warnings": client.get("warnings"),
-        "command_cpu_s": cmd_cpu, "client_cpus": sorted(client_cpus)
-        if isinstance(client_cpus, frozenset) else [client_cpus],
+        "command_cpu_s": cmd_cpu, "client_cpus": sorted(client_cpus),
         "command_wall_s": wall, "tty": args.tty,
         # the client core's busy share minus the command's own CPU: other work on that core
         "cpu": {**{f"cpu{c}_busy": v["busy"] for c, v in shares.items()},
