@@ -116,13 +116,44 @@ class RooflineDevice(Open):
     measured_at: Optional[Any] = None
 
 
+class InFlightLevel(Open):
+    """One level of analysis.roofline.by_concurrency: the inter-token gaps with exactly
+    ``in_flight`` requests in flight, their ITL p50 (measured) vs the decode floor (calculated)."""
+    in_flight: int
+    batch: Optional[int] = None
+    gaps: int = 0
+    itl_p50_ms: Optional[float] = None
+    context_len: Optional[float] = None
+    floor_ms: Optional[float] = None
+    achieved_bandwidth: Optional[float] = Field(None, description="bytes/s")
+    mbu: Optional[float] = None
+    broken: bool = False
+    reason: Optional[str] = None
+
+
+class Batch1(Open):
+    """Level 1 of by_in_flight: the batch-1 decode step through HTTP; reason set exactly when
+    mbu is None."""
+    mbu: Optional[float] = None
+    itl_p50_ms: Optional[float] = None
+    floor_ms: Optional[float] = None
+    gaps: int = 0
+    context_len: Optional[float] = None
+    reason: Optional[str] = None
+
+
 class Roofline(Open):
-    """The roofline frozen into the run (analysis.roofline): MBU and the floors it used."""
+    """The roofline frozen into the run (analysis.roofline): MBU and the floors it used; the
+    decode step by requests in flight (absent in summaries written before it)."""
     mbu: Optional[float] = None
     tpot_p50_ms: Optional[float] = None
     decode_floor_ms: Optional[float] = None
     prefill_floor_ms: Optional[float] = None
     device: Optional[RooflineDevice] = None
+    by_in_flight: Optional[list[InFlightLevel]] = None
+    by_in_flight_dropped: Optional[int] = Field(
+        None, description="inter-token gaps dropped: the in-flight count changed inside them")
+    batch1: Optional[Batch1] = None
 
 
 class Summary(Model):

@@ -3,7 +3,8 @@
     summary + meta + sut.json (+ records) ─► conditions_table ─► 11 rows (item, value, evidence),
         one helper a row where it takes more than a line; what sut.json says comes from sut.py
     summary.json "roofline" (analysis.roofline.run_roofline, from the run's frozen device.json)
-        ─► roofline_blocks ─► device and its evidence, floors vs measured, broken floors
+        ─► roofline_blocks ─► device and its evidence, floors vs measured, broken floors,
+           the batch-1 decode step and the decode step by requests in flight (by_concurrency)
 
 A figure is never guessed: a missing one reads ``not recorded`` / ``unmeasured`` with the reason.
 """
@@ -14,7 +15,7 @@ from typing import Any, Optional
 import numpy as np
 
 from analysis.metrics import metrics as m
-from analysis.report.render import Block, fmt
+from analysis.report.render import Block, fmt, missing
 from analysis.report.sut import launch_description, precision, server_info, server_software
 
 NO_INFO = "not recorded: the server published no /info"
@@ -205,7 +206,7 @@ def roofline_blocks(r: Optional[dict]) -> list[Block]:
             ["measured TPOT p50 (ms)", fmt(r.get("tpot_p50_ms"), 4), "measured"],
             ["floor / measured TPOT", fmt(d.get("floor_over_measured"), 4), "calculated"],
             ["achieved decode bandwidth, MBU", f"{gb(d.get('achieved_bandwidth'))}, {mbu}",
-             "calculated"]]
+             "calculated"]] + _batch1_rows(r)
     if p:
         rows += [["prefill: the request nearest its own floor",
                   f"TTFT {fmt(p.get('ttft_ms'), 4)} ms vs floor {fmt(p.get('floor_ms'), 4)} ms "
@@ -217,4 +218,46 @@ def roofline_blocks(r: Optional[dict]) -> list[Block]:
                   f"{p.get('requests')} requests; {p.get('below_floor')} below their floor",
                   "calculated"]]
     return out + [("table", ["figure", "value", "evidence"], rows),
-                  ("p", f"Rule: {r.get('rule')}. Assumptions: {r.get('assumptions')}.")]
+                  ("p", f"Rule: {r.get('rule')}. Assumptions: {r.get('assumptions')}.")] \
+        + _levels_blocks(r)
+
+
+B1 = "batch-1 decode (1 request in flight)"
+OLD = "not in this summary (written before the by-in-flight split; `loadgen report RUN_DIR` " \
+      "recomputes it)"
+
+
+def _batch1_rows(r: dict) -> list[list]:
+    """The batch-1 decode step: ITL p50 (measured) vs its floor (calculated), MBU, gaps; a
+    missing figure with its reason, never 0."""
+    b = r.get("batch1")
+    if not b:
+        return [[B1, missing(OLD), "n/a"]]
+    if b.get("itl_p50_ms") is None:
+        return [[B1, missing(b.get("reason")), "n/a"]]
+    mbu = fmt(b["mbu"], 4) if b.get("mbu") is not None else missing(b.get("reason"))
+    return [[f"{B1}: ITL p50 (ms), gaps, context",
+             f"{fmt(b['itl_p50_ms'], 4)} over {b.get('gaps')} gaps, context "
+             f"{fmt(b.get('context_len'), 1)} tokens", "measured"],
+            [f"{B1}: decode floor (ms), MBU", f"{fmt(b.get('floor_ms'), 4)}, MBU {mbu}",
+             "calculated"]]
+
+
+def _levels_blocks(r: dict) -> list[Block]:
+    """The decode step by requests in flight: one row per level (by_concurrency.py)."""
+    levels = r.get("by_in_flight")
+    if levels is None:
+        return []
+    if not levels:
+        return [("p", "Decode step by requests in flight: no inter-token gap to attribute.")]
+    gb = lambda x: "n/a" if x is None else f"{x / 1e9:.4g}"  # noqa: E731
+    rows = [[x.get("in_flight"), x.get("batch"), x.get("gaps"), fmt(x.get("itl_p50_ms"), 3),
+             fmt(x.get("context_len"), 1), fmt(x.get("floor_ms"), 3),
+             gb(x.get("achieved_bandwidth")),
+             fmt(x["mbu"], 3) if x.get("mbu") is not None else missing(x.get("reason"))]
+            for x in levels]
+    return [("table", ["requests in flight", "decode batch", "gaps", "ITL p50 (ms, measured)",
+                       "context (tokens)", "floor (ms, calculated)", "achieved GB/s", "MBU"], rows),
+            ("p", f"By requests in flight: {r.get('by_in_flight_rule')}; "
+                  f"{_or(r.get('by_in_flight_dropped'), 'n/a')} gaps dropped (the count changed "
+                  "inside them).")]

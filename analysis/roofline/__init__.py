@@ -10,6 +10,8 @@
         (``--device`` overrides it, labelled)
     run_roofline.py: records + shape + frozen spec ─► summary.json "roofline" (MBU, decode floor,
         each request's own prefill floor, broken floors)
+        ─► by_concurrency.py: each inter-token gap at the requests in flight over it ─► ITL p50
+        vs the floor per level; level 1 = the batch-1 decode step ("by_in_flight", "batch1")
 
 May import: numpy (and torch / jax lazily, in calibrate). Never loadgen, analysis.metrics,
 analysis.report or the server presets.

@@ -4,7 +4,8 @@
         ─► roofline_summary() ─► {status, reason, mbu, tpot_p50_ms, decode_floor_ms,
                                   prefill_floor_ms, device {name, evidence, mem_bandwidth (B/s),
                                   measured_at, source, how}, decode {...}, prefill {...},
-                                  broken_floors [...], rule, assumptions}
+                                  broken_floors [...], rule, assumptions,
+                                  by_in_flight [rows], batch1 {...}  (by_concurrency.py)}
     run_dir ─► for_run()     (the summary's hook: reads sut.json, meta.json, device.json)
             ─► sweep_point() (the sweep report's view: the same figures + serving_bounds)
 
@@ -25,10 +26,10 @@ from typing import Optional
 
 import numpy as np
 
-from analysis.roofline import frozen, model_cost, roofline
+from analysis.roofline import by_concurrency, frozen, model_cost, roofline
+from analysis.roofline.by_concurrency import BROKEN
 from analysis.roofline.model_spec import shape_in_sut
 
-BROKEN = "measured below the floor: the spec is wrong or the boundary differs"
 RULE = ("TPOT p50 vs the decode-step floor (max of bytes / bandwidth, FLOPs / peak) at the mean "
         "batch and context; each request's TTFT vs the prefill floor of its own prompt, the "
         "request nearest its floor reported")
@@ -154,6 +155,12 @@ def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
                                f"below their own prefill floor (e.g. {pre['ttft_ms']:.4g} ms vs "
                                f"{pre['floor_ms']:.4g} ms for a {pre['prompt_tokens']}-token "
                                f"prompt): " + BROKEN})
+    levels = by_concurrency.by_in_flight(records, shape, spec, slots or shape.get("slots"))
+    one = next((x for x in levels["by_in_flight"] if x["in_flight"] == 1 and x["broken"]), None)
+    if one is not None:       # the batch-1 decode step measured below its floor
+        broken.append({"figure": "ITL p50 at 1 in flight", "floor_ms": one["floor_ms"],
+                       "measured_ms": one["itl_p50_ms"],
+                       "text": "batch-1 decode: " + one["reason"]})
     ms = lambda s: None if s is None else s * 1e3  # noqa: E731
     block = {
         "status": "calculated", "reason": None, "evidence": "calculated",
@@ -165,7 +172,8 @@ def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
                    "compute_floor_ms": ms(step["compute_s"]), "binding": step["binding"],
                    "achieved_bandwidth": achieved,
                    "floor_over_measured": roofline.fraction_of_bound(ms(floor), ms(tpot))},
-        "prefill": pre, "broken_floors": broken, "rule": RULE, "assumptions": b["assumptions"]}
+        "prefill": pre, "broken_floors": broken, "rule": RULE, "assumptions": b["assumptions"],
+        **levels}
     return block, b
 
 

@@ -159,7 +159,8 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
 
 def roofline_line(summary: dict, run_dir=None) -> Optional[str]:
     """The roofline in brief, from summary.json's "roofline" block (analysis.roofline.run_roofline,
-    against the spec frozen into the run): TPOT p50 vs the decode floor and MBU; the request
+    against the spec frozen into the run): TPOT p50 vs the decode floor and MBU (and the batch-1
+    MBU: gaps with one request in flight, when known); the request
     nearest its own prefill floor; each broken floor on a line of its own. None without a block."""
     r = summary.get("roofline")
     if not isinstance(r, dict):
@@ -177,6 +178,8 @@ def roofline_line(summary: dict, run_dir=None) -> Optional[str]:
            + f", batch {d.get('batch')})")
     if r.get("mbu") is not None:
         out += f", MBU {r['mbu']:.2f}"
+    if (r.get("batch1") or {}).get("mbu") is not None:     # 1 request in flight: by_concurrency
+        out += f", batch-1 MBU {r['batch1']['mbu']:.2f}"
     if p:
         out += (f"; TTFT nearest its own prefill floor {_fmt(p.get('ttft_ms'), ' ms')} vs "
                 f"{_fmt(p.get('floor_ms'), ' ms')} ({p.get('prompt_tokens')}-token prompt, "

@@ -65,3 +65,27 @@ def test_steady_reads_the_one_cap_field():
     assert steady._cap(RunMeta.read({"in_flight_cap": 3})) == 3
     assert steady._cap(RunMeta.read({"in_flight_cap": None, "concurrency": 3})) is None
     assert steady.steady_window(recs, {"mode": "concurrency", "in_flight_cap": 1})["level"] == 1
+
+
+def test_a_roofline_block_with_or_without_the_by_in_flight_keys_validates(tmp_path):
+    import json
+    from analysis.contract import validate_run_dir
+    old = {"status": "calculated", "mbu": 0.2, "tpot_p50_ms": 100.0, "decode_floor_ms": 18.0,
+           "device": {"name": "cpu", "evidence": "measured", "mem_bandwidth": 2.2e10}}
+    new = {**old, "by_in_flight": [{"in_flight": 1, "batch": 1, "gaps": 118, "itl_p50_ms": 27.6,
+                                    "context_len": 113.0, "floor_ms": 17.7, "mbu": 0.64,
+                                    "broken": False, "reason": None, "step_bytes": 4e8}],
+           "by_in_flight_dropped": 308,
+           "batch1": {"mbu": 0.64, "itl_p50_ms": 27.6, "floor_ms": 17.7, "gaps": 118,
+                      "context_len": 113.0, "reason": None}}
+    for i, block in enumerate((old, new)):
+        d = tmp_path / f"run{i}"
+        d.mkdir()
+        (d / "records.jsonl").write_text("")
+        (d / "meta.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION}))
+        (d / "summary.json").write_text(json.dumps(Summary.dump({"roofline": block})))
+        assert validate_run_dir(d) == []
+    assert Summary.read({"roofline": old}).roofline.batch1 is None
+    assert Summary.read({"roofline": new}).roofline.batch1.gaps == 118
+    assert Summary.problems({"roofline": {"batch1": {"gaps": "many"}}}, "s")[0] \
+        .startswith("s: roofline.batch1.gaps: ")

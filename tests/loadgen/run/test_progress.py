@@ -80,3 +80,16 @@ def test_failure_causes_most_common_first_with_a_sample():
         == "every measured request failed (2 of 2); most common causes:"
     assert failure_lines({"requests_completed": 0, "requests_failed": 0,
                           "requests_cancelled": 3}, [])[0].startswith("no measured request completed")
+
+
+def test_roofline_line_adds_the_batch1_mbu_only_when_known():
+    from loadgen.run.progress import roofline_line
+    r = {"status": "calculated", "mbu": 0.17, "tpot_p50_ms": 107.0, "decode_floor_ms": 18.1,
+         "device": {"name": "cpu", "source": "frozen", "evidence": "measured",
+                    "mem_bandwidth": 2.2e10}, "decode": {"step_bytes": 4e8, "batch": 4},
+         "batch1": {"mbu": 0.6425, "reason": None}}
+    assert roofline_line({"roofline": r}).endswith(", batch 4), MBU 0.17, batch-1 MBU 0.64")
+    r["batch1"] = {"mbu": None, "reason": "no inter-token gap had exactly one request in flight"}
+    assert "batch-1" not in roofline_line({"roofline": r})
+    del r["batch1"]                                      # a summary written before the split
+    assert roofline_line({"roofline": r}).endswith("MBU 0.17")
