@@ -57,7 +57,10 @@ def _has_ffi_call(fn, *args) -> bool:
 
 
 MS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 47, 48, 63, 64, 65, 70, 96]
-SHAPES = [(768, 2304), (3072, 768), (13, 29), (37, 8), (5, 7), (64, 63), (129, 385), (1, 9)]
+# M = 1 reads W from 4 segments when N <= 4096 (K % 4 rows left over: 13, 37, 5, 129, 6), by
+# 8 rows of 4096-float blocks above (4099: a 3-column block)
+SHAPES = [(768, 2304), (3072, 768), (13, 29), (37, 8), (5, 7), (64, 63), (129, 385), (1, 9),
+          (6, 4096), (7, 4099)]
 
 
 @pytest.mark.parametrize("k,n", SHAPES)
