@@ -4,6 +4,8 @@
         wqkv / wo / w13 / w2 GEMVs ([B, K] @ [K, N], every layer)     floor = weight bytes / GEMV BW
         lm_head GEMV ([B, D] @ [D, V])                                 floor = bytes / GEMV BW
         the whole jitted decode step (engine._decode)                  floor = weights + KV bytes / GEMV BW
+        the same step carrying a prompt piece (engine._fused, interleave_chunk rows): what a decode
+          step costs while a new prompt is prefilled inside it
         the rest (attention, norms, RoPE, cache writes) = step - GEMVs floor = KV bytes / GEMV BW
           (calculated: attention alone, jitted outside the step, is not what the step runs)
         sampling (greedy, [B, V])
@@ -120,6 +122,22 @@ def main() -> int:
                      "calculated": "whole step - the five GEMV rows"})
         rows.append({"op": "decode step (jitted, whole)", "median_ms": med * 1e3, "min_ms": mn * 1e3,
                      "floor_ms": (weights + kv_bytes) / gbw * 1e3, "bytes": weights + kv_bytes})
+
+        c = engine.interleave_chunk
+        if c:                  # the same step carrying a prompt piece (fused prefill), as served
+            cattn = max(attn, next(x for x in engine.attn_buckets if x >= c))
+            ctoks, cslot = np.ones(c, np.int32), np.int32(engine.slots - 1)
+
+            def fused():
+                engine.pos[:b] = opt.ctx
+                lg, _, engine.cache = engine._fused(engine.params, engine.cache, toks.copy(),
+                                                    engine.pos[:bb].copy(), ctoks, cslot, np.int32(0), cattn)
+                lg.block_until_ready()
+            fused()
+            fmed, fmn = _best(fused, opt.runs)
+            rows.append({"op": f"decode step + {c}-token prompt piece (fused)", "median_ms": fmed * 1e3,
+                         "min_ms": fmn * 1e3, "floor_ms": (weights + kv_bytes) / gbw * 1e3,
+                         "bytes": weights + kv_bytes})
 
         def gen():
             engine.pos[:b] = opt.ctx
