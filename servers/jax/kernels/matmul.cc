@@ -111,15 +111,24 @@ inline void rs_rows(const float* x, int64_t M, int64_t K, const float* w, int64_
   for (; m < M; ++m) rs_step<1, KU, false>(x + m * K, K, w, ldw, y + m * ldy, ldy, nvec, tail, nullptr);
 }
 
+// Columns of y per block: M x NB floats stay in L1 (at least 64, a multiple of 8).
+inline int64_t block_cols(int64_t nb_floats, int64_t M) {
+  const int64_t NB = nb_floats / M;
+  return NB < 64 ? 64 : (NB & ~int64_t(7));
+}
+
+inline void zero_cols(float* y, int64_t M, int64_t N, int64_t n0, int64_t nb) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t j = 0; j < nb; ++j) y[m * N + n0 + j] = 0.f;
+}
+
 template <int MR, int KU>
 void rs_run(const float* x, const float* w, float* y, int64_t M, int64_t K, int64_t N, int64_t nb_floats,
             int64_t pfd) {
-  int64_t NB = nb_floats / M;
-  NB = NB < 64 ? 64 : (NB & ~int64_t(7));
+  const int64_t NB = block_cols(nb_floats, M);
   for (int64_t n0 = 0; n0 < N; n0 += NB) {
     const int64_t nb = N - n0 < NB ? N - n0 : NB;
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t j = 0; j < nb; ++j) y[m * N + n0 + j] = 0.f;
+    zero_cols(y, M, N, n0, nb);
     int64_t k = 0;
     for (; k + KU <= K; k += KU) {
       const int64_t kp = k + pfd * KU;
@@ -140,12 +149,10 @@ void rs_run_streams(const float* x, const float* w, float* y, int64_t M, int64_t
                     int64_t nb_floats) {
   constexpr int U = KU / G;
   const int64_t seg = (K / G) / U * U;  // rows per segment, a multiple of U
-  int64_t NB = nb_floats / M;
-  NB = NB < 64 ? 64 : (NB & ~int64_t(7));
+  const int64_t NB = block_cols(nb_floats, M);
   for (int64_t n0 = 0; n0 < N; n0 += NB) {
     const int64_t nb = N - n0 < NB ? N - n0 : NB;
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t j = 0; j < nb; ++j) y[m * N + n0 + j] = 0.f;
+    zero_cols(y, M, N, n0, nb);
     for (int64_t k = 0; k < seg; k += U) {
       int64_t m = 0;
       for (; m + MR <= M; m += MR)
