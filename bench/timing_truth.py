@@ -13,7 +13,7 @@
 Goal (issue 12): at 256 lockstep streams, TTFT error mean <= 3 ms and ITL p99 error <= 1.5 ms.
 Prints a table, ends with one JSON line.
 
-    python bench/timing_truth.py [--quick] [--levels 1,32,256] [--engines native,locust,procs2]
+    python bench/timing_truth.py [--quick] [--levels 1,32,256] [--engines native,locust,locust1,procs2]
     (procs2: the native engine with --procs 2 on CPUs 0-1, sharing CPU 0 with the server: labelled)
                                  [--stagger-levels 256] [--loop asyncio|uvloop] [--keep DIR]
 Needs: tcpdump (root or CAP_NET_RAW), dpkt, 2 CPUs.
@@ -54,11 +54,14 @@ def _pin(cpu) -> None:
 
 def _engine_args(engine: str) -> tuple[list[str], frozenset]:
     """(the flags of ``loadgen run`` for an engine name, the CPUs its client is pinned to).
-    native / locust: ``--engine``, CPU 1; procsN: the native engine with ``--procs N`` on CPUs
+    native / locust: ``--engine``, CPU 1; locustN: ``--engine locust --workers N`` (master and
+    N worker processes), CPU 1; procsN: the native engine with ``--procs N`` on CPUs
     0..N-1 (on this 2-core box it shares CPU 0 with the server and tcpdump: labelled so)."""
     if engine.startswith("procs"):
         n = int(engine[5:] or 2)
         return ["--procs", str(n)], frozenset(range(n))
+    if engine.startswith("locust") and engine[6:].isdigit():    # locustN: --workers N, CPU 1
+        return ["--engine", "locust", "--workers", engine[6:]], frozenset({CLIENT_CPU})
     return ([] if engine == "native" else ["--engine", engine]), frozenset({CLIENT_CPU})
 
 

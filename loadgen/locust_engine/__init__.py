@@ -13,8 +13,11 @@
                LLMUser (user.py, a Locust User): body ─► gwire.GWire (gwire.py: one keep-alive
                  connection per user, the wire transport's record rules) ─► gconn.GConn
                  (gconn.py: httptools framing, recvmsg + SO_TIMESTAMPNS: the kernel's receive
-                 stamp per read, on perf_counter_ns) ─► stream_step.StreamStep (the native
-                 transports' one step) ─► Record ─► ledger.py ─► locust/records.worker-i.jsonl
+                 stamp per read, on perf_counter_ns; after a read that emptied the socket
+                 the next waits on the socket's own watcher first) ─► stream_step.StreamStep
+                 (the native transports' one step) ─► Record ─► ledger.py (the line written
+                 when the hub is idle, idle.py; GC held from warm-up to done)
+                 ─► locust/records.worker-i.jsonl
                  (body and record rules: loadgen/client/request.py, the native client's own)
                  (+ locust/sent.worker-i.jsonl journal; remote workers also forward both
                   through Locust messages into the master's run directory)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import socket
 from typing import Optional
 
+import gevent
 import httptools
 
 from loadgen.client.sse import StreamTally
@@ -38,11 +39,15 @@ _STAMPS: Optional[kstamp.Stamps] = None
 
 
 def process_stamps() -> kstamp.Stamps:
-    """This process's stamping (opened on first use: <= 0.2 s probe, clock measured)."""
+    """This process's stamping (opened on first use: <= 0.2 s probe, clock measured). Only an
+    opened one is handed out: the probe yields to other greenlets, and one that connected
+    meanwhile through a Stamps not yet open got no kernel stamps on that socket."""
     global _STAMPS
     if _STAMPS is None:
-        _STAMPS = kstamp.Stamps("auto")
-        _STAMPS.open()
+        st = kstamp.Stamps("auto")
+        st.open()
+        if _STAMPS is None:             # another greenlet's probe may have finished first
+            _STAMPS = st
     return _STAMPS
 
 
@@ -50,13 +55,17 @@ class GConn:
     """One socket and the httptools parser of the exchange on it (the parser's protocol)."""
 
     def __init__(self, sock, key: tuple, clock: Optional[kstamp.ClockMap],
-                 keepalive_ns: int = KEEPALIVE_NS):
+                 keepalive_ns: int = KEEPALIVE_NS, watch: bool = False):
         self.sock, self.key, self.clock = sock, key, clock
         self.keepalive_ns = keepalive_ns
         self.reused = self.closed = False
         self.idle_since_ns = 0
         self.resp: Optional[WireResponse] = None
         self.step: Optional[StreamStep] = None
+        # watch (a gevent socket): after a read that emptied the socket, wait on this socket's
+        # own read watcher before the next recvmsg (no EAGAIN round trip per token); without it
+        # (a socket that never blocks, as the tests' recorded streams) read straight on
+        self.readable = gevent.get_hub().loop.io(sock.fileno(), 1) if watch else None
 
     # ------------------------------------------------------------------ one exchange
     def exchange(self, data: bytes, resp: WireResponse, rec: Record, tally: StreamTally,
@@ -82,11 +91,17 @@ class GConn:
         self._pieces: list = []
         self.parser = httptools.HttpResponseParser(self)
         recvmsg = self.sock.recvmsg
+        ready = self.readable
+        wait = gevent.get_hub().wait if ready is not None else None
+        drained = True                # just sent: the answer cannot be there yet
         while not resp.complete:
             try:
+                if drained and ready is not None:
+                    wait(ready)       # the last read emptied the socket: no EAGAIN round trip
                 data, anc, _flags, _addr = recvmsg(BUFSIZE, kstamp.ANCBUFSIZE)
             except OSError as e:
                 return self.failed(resp, "connection", f"{type(e).__name__}: {e}", now_ns())
+            drained = len(data) < BUFSIZE
             tu = now_ns()
             if not data:
                 return self.eof(tu)
@@ -211,6 +226,8 @@ class GConn:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            if self.readable is not None:
+                self.readable.close()
             try:
                 self.sock.close()
             except OSError:

@@ -97,7 +97,7 @@ class GWire:
                 err = e
                 continue
             self.connections_opened += 1
-            return GConn(sock, tg.key, clock)
+            return GConn(sock, tg.key, clock, watch=True)
         raise err if err is not None else OSError(f"no address for {tg.host}")
 
     def _idle_conn(self, key: tuple) -> Optional[GConn]:

@@ -21,8 +21,9 @@ import contextlib
 import json
 from dataclasses import asdict, fields
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Optional
+
+import msgspec
 
 from loadgen.locust_engine.plan import Plan, owner
 from loadgen.record import Record, RecordWriter, read_records
@@ -93,14 +94,37 @@ def merge(locust_dir: Path, out_path: Path, plan: Plan, n_workers: int,
             "journaled_sends": len(sent)}
 
 
+class _Row(msgspec.Struct):
+    """What the progress display needs of a record or journal line (the rest is skipped)."""
+    id: int
+    status: Optional[str] = None
+    output_tokens: Optional[int] = None
+
+
+_ROW = msgspec.json.Decoder(_Row)
+
+
+def _row(line: bytes) -> Optional[_Row]:
+    try:
+        return _ROW.decode(line)
+    except msgspec.DecodeError:
+        pass
+    with contextlib.suppress(ValueError, TypeError, KeyError):    # what msgspec refuses
+        d = json.loads(line)
+        return _Row(int(d["id"]), d.get("status"), d.get("output_tokens"))
+    return None
+
+
 class Follower:
-    """Reads the workers' files as they grow, for a live progress display (sends, records)."""
+    """Reads the workers' files as they grow, for a live progress display (sends, records).
+    Only id, status and output_tokens are decoded (msgspec skips the chunk lists): this runs
+    in the loadgen CLI, which shares its CPU with the Locust processes during the run."""
 
     def __init__(self, locust_dir: Path):
         self.dir = locust_dir
         self.pos: dict[Path, int] = {}
 
-    def _new_rows(self, pattern: str) -> list[dict]:
+    def _new_rows(self, pattern: str) -> list[_Row]:
         out = []
         for f in sorted(self.dir.glob(pattern)):
             try:
@@ -112,16 +136,16 @@ class Follower:
             end = data.rfind(b"\n") + 1          # a line still being written waits
             self.pos[f] = self.pos.get(f, 0) + end
             for line in data[:end].splitlines():
-                with contextlib.suppress(ValueError):
-                    out.append(json.loads(line))
+                row = _row(line)
+                if row is not None:
+                    out.append(row)
         return out
 
     def poll(self, progress) -> None:
         for row in self._new_rows("sent.worker-*.jsonl"):
-            progress.on_send(SimpleNamespace(id=row["id"]))
+            progress.on_send(row)
         for row in self._new_rows("records.worker-*.jsonl"):
-            progress.on_done(SimpleNamespace(id=row["id"], status=row.get("status"),
-                                             output_tokens=row.get("output_tokens")))
+            progress.on_done(row)
 
 
 def transport_info(reports: list) -> dict:

@@ -37,13 +37,13 @@ from loadgen.locust_engine import user as user_mod
 from loadgen.locust_engine.clock import (LagSampler, clock_estimate, clock_shift, same_host,
                                          sleep_until)
 from loadgen.locust_engine.gconn import process_stamps
+from loadgen.locust_engine.idle import hold_gc, release_gc
 from loadgen.locust_engine.ledger import WorkerLedger
 from loadgen.locust_engine.plan import Plan
 from loadgen.locust_engine.sessions import SessionWork
 from loadgen.locust_engine.stages import StageGate, even_split
 from loadgen.record import Record, now_ns
 from loadgen.client.stream_step import Limits
-
 
 class WorkerNode:
     """One worker's slice: hands specs to its users, writes each record exactly once."""
@@ -86,7 +86,9 @@ class WorkerNode:
         self.end_ns: Optional[int] = None
         self.last_issue_ns: Optional[int] = None
         self.ledger = WorkerLedger(records_dir, index, self.shift, forward, send)
+        self.later = self.ledger.idle.put        # what may wait for an idle hub (idle.py)
         self.sampler = LagSampler()
+        self.gc_saved: Optional[tuple] = None    # GC thresholds before _hold_gc
         user_mod.NODE = self                     # this process's users now draw from here
 
     # -- phases (driven by the coordinator) --------------------------------------------------
@@ -96,6 +98,7 @@ class WorkerNode:
         ev.set()
 
     def start_warm(self) -> None:
+        self._hold_gc()
         self._set_phase("warm")
         self.maybe_finish()
 
@@ -110,12 +113,17 @@ class WorkerNode:
             self.end_ns = self.gate.end_ns
         elif self.closed and self.sc.load.duration_s and self.work is None:
             self.end_ns = self.t0 + int(self.sc.load.duration_s * 1e9)
+        self._hold_gc()
         self.sampler.start()
         self._set_phase("measured")
         if self.work is not None:
             self.work.go(self.t0)
         else:
             gevent.spawn(self._drain_watch)
+
+    def _hold_gc(self) -> None:
+        if self.gc_saved is None:                # from warm-up (or go) to done: hold_gc
+            self.gc_saved = hold_gc()
 
     # -- what a user does ------------------------------------------------------------------
     def _next(self, t: Optional[int] = None):
@@ -266,5 +274,8 @@ class WorkerNode:
                       clock_shift_ns=self.shift, clock=self.clock,
                       stamps=self.stamps.describe())
         self.ledger.close()
+        if self.gc_saved is not None:
+            release_gc(self.gc_saved)
+            self.gc_saved = None
         self.send_msg("loadgen_done", report)
         self._set_phase("done")

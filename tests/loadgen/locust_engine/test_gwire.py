@@ -340,3 +340,63 @@ def test_clock_estimate_picks_the_shift_and_says_how():
     wall = clock_estimate(False, [], 123)
     assert (wall["method"], wall["shift_ns"], wall["uncertainty_ns"], wall["ping_pong"]) == (
         "wall_clock", 123, None, None)
+
+
+BURST_SCRIPT = r"""
+from gevent import monkey; monkey.patch_all()
+import json, sys
+import gevent
+from loadgen.client.request import finish
+from loadgen.client.sse import StreamTally
+from loadgen.locust_engine.gconn import BUFSIZE, process_stamps
+from loadgen.locust_engine.gwire import GWire
+from loadgen.record import Record
+url, users = sys.argv[1], int(sys.argv[2])
+out = []
+def post(w, i, calib, tokens, stream=True):
+    body = json.dumps({"model": "calib-model", "prompt": f"burst-{i}", "max_tokens": tokens,
+                       "stream": stream, "calib": calib}).encode()
+    rec = Record(id=i, phase="measured", scheduled_at_ns=0, requested_output_tokens=tokens)
+    tally = StreamTally()
+    w.post({"Content-Type": "application/json"}, body, rec, tally, stream)
+    finish(rec, tally, None)
+    out.append(rec.__dict__)
+def user(u):
+    w = GWire(url + "/v1/completions", 30, 5, stamps=process_stamps())
+    for k in range(2):                      # the second on the kept-alive socket
+        post(w, u * 2 + k, {"lockstep": True, "ttft_ms": 5, "itl_ms": 5}, 16)
+    w.close()
+gevent.joinall([gevent.spawn(user, u) for u in range(users)], raise_error=True)
+big = GWire(url + "/v1/completions", 30, 5, stamps=process_stamps())
+post(big, 10_000, {}, 30_000, stream=False)   # one answer longer than a read's buffer
+print(json.dumps({"recs": out, "bufsize": BUFSIZE, "stamps": process_stamps().describe()}))
+"""
+
+
+def test_a_lockstep_burst_on_many_users_keeps_every_read_kernel_stamped(calib_server):
+    """Every stream's socket readable at once (one decode clock for all), each read waited for
+    on the socket's own watcher: every record complete, every stamp the kernel's, no chunk
+    stamped before the server wrote it; an answer longer than one read's buffer reads whole."""
+    users = 64
+    r = subprocess.run([sys.executable, "-c", BURST_SCRIPT, calib_server.url, str(users)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    recs = {x["id"]: x for x in got["recs"]}
+    streamed = [recs[i] for i in range(users * 2)]
+    assert all(x["status"] == "ok" and x["output_tokens"] == x["chunk_output_tokens"] == 16
+               for x in streamed), [x["error"] for x in streamed if x["status"] != "ok"]
+    st = got["stamps"]
+    assert st["stamp_source"] == "kernel" and st["kernel_stamped_reads"] == st["reads"]
+    assert st["reads"] >= users * 2 * 2        # at least headers + one body read each
+    log = {e["prompt"]: e for e in calib_server.log() if e["prompt"].startswith("burst-")}
+    for x in streamed:
+        writes = [t for t, n in log[f"burst-{x['id']}"]["chunks"] if n > 0]
+        stamps = [t for t, n in x["chunks"] if n > 0]
+        assert len(stamps) == len(writes) == 16
+        assert stamps == sorted(stamps) and stamps[-1] <= x["end_at_ns"]
+        assert all(s >= w for s, w in zip(stamps, writes))   # the arrival, never before the write
+    big = recs[10_000]
+    assert big["status"] == "ok" and big["output_tokens"] == 30_000
+    assert big["output_chars"] > got["bufsize"]
