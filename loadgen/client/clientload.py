@@ -14,9 +14,10 @@ coalesced reads. Costs one timer per interval (default 100 ms), nothing per requ
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from typing import Optional
+
+from loadgen.client.gc_hold import GC_GEN0, hold_gc, release_gc  # noqa: F401 (GC_GEN0 re-exported)
 
 
 def _pct(sorted_vals: list, q: float) -> Optional[float]:
@@ -74,20 +75,16 @@ class ClientLoad:
         return self.result
 
 
-GC_GEN0 = 50_000              # while a Client is open: collect young objects this rarely
 _gc_users = 0
 _gc_saved: Optional[tuple] = None
 
 
 def gc_hold() -> None:
-    """Per chunk the client allocates a few containers that refcounting frees at once; the
-    default gen-0 threshold (700) would still run a collection every few requests and walk the
-    records kept so far. Freeze what exists and collect rarely while any Client is open."""
+    """While any Client is open, loadgen.client.gc_hold's rule (counted: the first holder holds,
+    the last one releases)."""
     global _gc_users, _gc_saved
     if _gc_users == 0:
-        _gc_saved = gc.get_threshold()
-        gc.freeze()
-        gc.set_threshold(max(_gc_saved[0], GC_GEN0), *_gc_saved[1:])
+        _gc_saved = hold_gc()
     _gc_users += 1
 
 
@@ -95,5 +92,4 @@ def gc_release() -> None:
     global _gc_users
     _gc_users -= 1
     if _gc_users == 0 and _gc_saved is not None:
-        gc.set_threshold(*_gc_saved)
-        gc.unfreeze()
+        release_gc(_gc_saved)

@@ -1,6 +1,7 @@
 """idle: keeping a worker's gevent hub free for the reads (every read's kernel stamp is only
 exact while the socket holds one chunk): bookkeeping that may wait runs when the hub has
-nothing ready, and the cyclic GC stays out of the requests' way.
+nothing ready (the cyclic GC is kept out of the requests' way by node.py, with the native
+client's rule: loadgen.client.gc_hold, standard library only, so no asyncio here).
 
     WorkerLedger.write (record ─► JSON ─► records.worker-i.jsonl), Locust's request event
       ─► IdleQueue.put(fn, *args) ─► deque ─► one greenlet: gevent.idle() ─► fn(*args), one
@@ -14,37 +15,19 @@ kernel stamp). Reads and sends stay where they were; only what no stamp depends 
 here, for the gaps between decode steps. More than MAX_QUEUED waiting: the oldest runs at once
 (a hub that is never idle still writes). A failing item is logged, as Locust logs a failing
 task, and the queue goes on.
-
-    hold_gc() / release_gc(saved)   the native client's rule (loadgen.client.clientload.gc_hold,
-      not imported: it brings asyncio): freeze what exists (plan, Locust, modules) and collect
-      young objects rarely, from a worker's warm-up to its done (node.py)
 """
 from __future__ import annotations
 
 import collections
-import gc
 import logging
 from typing import Callable
 
 import gevent
 from gevent.event import Event
 
+
 MAX_QUEUED = 4096
-GC_GEN0 = 50_000        # loadgen.client.clientload.GC_GEN0: young collections this rarely
 log = logging.getLogger(__name__)
-
-
-def hold_gc() -> tuple:
-    """Freeze what exists, collect young objects rarely; the thresholds to give back."""
-    saved = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(saved[0], GC_GEN0), *saved[1:])
-    return saved
-
-
-def release_gc(saved: tuple) -> None:
-    gc.set_threshold(*saved)
-    gc.unfreeze()
 
 
 class IdleQueue:

@@ -37,7 +37,7 @@ from loadgen.locust_engine import user as user_mod
 from loadgen.locust_engine.clock import (LagSampler, clock_estimate, clock_shift, same_host,
                                          sleep_until)
 from loadgen.locust_engine.gconn import process_stamps
-from loadgen.locust_engine.idle import hold_gc, release_gc
+from loadgen.client.gc_hold import hold_gc, release_gc
 from loadgen.locust_engine.ledger import WorkerLedger
 from loadgen.locust_engine.plan import Plan
 from loadgen.locust_engine.sessions import SessionWork

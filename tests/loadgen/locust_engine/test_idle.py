@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from loadgen.locust_engine.merge import Follower
-from loadgen.locust_engine.idle import GC_GEN0, hold_gc, release_gc
+from loadgen.client.gc_hold import GC_GEN0, hold_gc, release_gc
 from loadgen.record import Record
 from loadgen.run.progress import RunProgress
 
