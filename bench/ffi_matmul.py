@@ -10,6 +10,8 @@
 
     .venv/bin/python bench/ffi_matmul.py [--ms 1,2,4,8,16,32,48,65,72,96] [--reps 7] [--cpu 1]
                                          [--no-pin --tag=-unpinned]   (XLA then uses every core)
+                                         [--threads 1,2]  the kernel's threads per call, each raced
+                                         against XLA's dot (default 0: as the CPU affinity allows)
 
 Shapes: the `small` preset's (K=768: N=1280 wqkv, 768 wo, 4096 w13, 32000 lm_head; K=2048 N=768 w2),
 a GPT-2-sized layer's (K=768: N=2304, 6144; K=3072 N=768) and a tied head (nt: e [50257, 768]). Writes bench/results/ffi_matmul-DATE.{txt,json};
@@ -49,6 +51,29 @@ def pin(cpu: int, enabled: bool = True) -> str:
     return ", ".join(done) or "not pinned"
 
 
+def race_threads(fx, ff, set_threads, threads: list, x, ws: list, reps: int) -> dict:
+    """Best seconds of XLA's dot ("xla") and of the kernel at each thread count (key: the count):
+    all compiled first, then alternating call after call over the rotated weight copies (the
+    method of servers/jax/kernels/autotune.race, with more than two contestants)."""
+    import jax
+
+    jax.block_until_ready((fx(x, ws[0]), ff(x, ws[0])))
+    progs = [("xla", fx, None)] + [(t, ff, t) for t in threads]
+    best = {name: float("inf") for name, _, _ in progs}
+    i = 0
+    for _ in range(reps):
+        for name, f, t in progs:
+            if t is not None:
+                set_threads(t)
+            w = ws[i % len(ws)]
+            i += 1
+            t0 = time.perf_counter()
+            f(x, w).block_until_ready()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    set_threads(0)
+    return best
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ms", default="1,2,4,8,16,32,48,65,72,96", help="rows M (comma-separated)")
@@ -59,14 +84,20 @@ def main() -> int:
     ap.add_argument("--tag", default="", help="suffix of the result files (e.g. -unpinned)")
     ap.add_argument("--shapes", default="", help="only shapes whose name contains one of these (comma)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--threads", default="0",
+                    help="kernel threads per call, comma-separated (0: as the CPU affinity allows)")
     opt = ap.parse_args()
+    try:
+        threads = [int(t) for t in opt.threads.split(",")]
+        assert all(0 <= t <= 64 for t in threads)
+    except (ValueError, AssertionError):
+        ap.error(f"--threads must be comma-separated counts 0..64, got {opt.threads!r}")
     how = pin(opt.cpu, not opt.no_pin)
     import jax
     import jax.numpy as jnp
 
     from servers.jax import kernels
-    from servers.jax.kernels.autotune import race
-    from servers.jax.kernels.dispatch import ffi_nn, ffi_nt
+    from servers.jax.kernels.dispatch import ffi_nn, ffi_nt, set_threads
 
     info = kernels.configure("ffi")
     if info["mode"] != "ffi":
@@ -78,8 +109,9 @@ def main() -> int:
     load0 = os.getloadavg()
     lines = [f"# ffi_matmul: jax {jax.__version__}, {platform.processor() or platform.machine()}, "
              f"{os.cpu_count()} CPUs, {how}; load average at start {load0[0]:.2f}",
-             f"{'shape':26} {'M':>3} {'xla ms':>8} {'ffi ms':>8} {'xla GB/s':>8} {'ffi GB/s':>8} "
-             f"{'speed-up':>8}  load"]
+             f"{'shape':26} {'M':>3} {'xla ms':>8} " + " ".join(f"{f'ffi{t}t ms':>9}" for t in threads)
+             + f" {'xla GB/s':>8} " + " ".join(f"{f'ffi{t}t GB/s':>11}" for t in threads)
+             + " " + " ".join(f"{f'x{t}t':>6}" for t in threads) + "  load"]
     print("\n".join(lines), flush=True)
     rows = []
     for layout, k, n, name in shapes:
@@ -91,24 +123,29 @@ def main() -> int:
         ff = jax.jit(ffi_nn if layout == "nn" else ffi_nt)
         for m in ms:
             x = jnp.full((m, k), 0.5, jnp.float32)
-            best = race(fx, ff, x, ws, opt.reps)
+            best = race_threads(fx, ff, set_threads, threads, x, ws, opt.reps)
             load = os.getloadavg()[0]
+            t0 = threads[0]
             r = {"layout": layout, "name": name, "M": m, "K": k, "N": n, "weight_bytes": nbytes,
-                 "xla_ms": best["xla"] * 1e3, "ffi_ms": best["ffi"] * 1e3,
-                 "xla_GBps": nbytes / best["xla"] / 1e9, "ffi_GBps": nbytes / best["ffi"] / 1e9,
-                 "speedup": best["xla"] / best["ffi"], "load1": load}
+                 "xla_ms": best["xla"] * 1e3, "ffi_ms": best[t0] * 1e3,
+                 "xla_GBps": nbytes / best["xla"] / 1e9, "ffi_GBps": nbytes / best[t0] / 1e9,
+                 "speedup": best["xla"] / best[t0], "load1": load,
+                 "ffi_ms_by_threads": {str(t): best[t] * 1e3 for t in threads},
+                 "speedup_by_threads": {str(t): best["xla"] / best[t] for t in threads}}
             rows.append(r)
-            line = (f"{layout + ' ' + name + f' {k}x{n}':26} {m:3d} {r['xla_ms']:8.3f} {r['ffi_ms']:8.3f} "
-                    f"{r['xla_GBps']:8.1f} {r['ffi_GBps']:8.1f} {r['speedup']:8.2f}  {load:.2f}")
+            line = (f"{layout + ' ' + name + f' {k}x{n}':26} {m:3d} {r['xla_ms']:8.3f} "
+                    + " ".join(f"{best[t] * 1e3:9.3f}" for t in threads) + f" {r['xla_GBps']:8.1f} "
+                    + " ".join(f"{nbytes / best[t] / 1e9:11.1f}" for t in threads) + " "
+                    + " ".join(f"{best['xla'] / best[t]:6.2f}" for t in threads) + f"  {load:.2f}")
             lines.append(line)
             print(line, flush=True)
         del ws
     load1 = os.getloadavg()
     lines.append(f"# load average at end {load1[0]:.2f}; best of {opt.reps} each, weights rotated over "
-                 f">= 64 MiB; speed-up = xla ms / ffi ms")
+                 f">= 64 MiB; xNt = xla ms / ffi ms with N kernel threads (0: as the affinity allows)")
     print(lines[-1])
     result = {"bench": "ffi_matmul", "host": platform.node(), "cpus": os.cpu_count(), "jax": jax.__version__,
-              "pinning": how, "reps": opt.reps, "load_start": load0[0], "load_end": load1[0],
+              "pinning": how, "reps": opt.reps, "threads": threads, "load_start": load0[0], "load_end": load1[0],
               "library": info["library"], "evidence": "measured", "rows": rows}
     stamp = time.strftime("%Y%m%d")
     out = Path(opt.out)

@@ -42,6 +42,8 @@ class Workload(Open):
     file_prompts: Optional[int] = None
     trace: Optional[dict[str, Any]] = None
     sessions: Optional[dict[str, Any]] = None
+    images: Optional[dict[str, Any]] = Field(
+        None, description="workload.images: count, width, height, format, pool, bytes_mean/max")
 
 
 class ClientLoad(Open):
@@ -144,6 +146,8 @@ class RunMeta(Model):
     locust: Optional[dict[str, Any]] = Field(None, description="the Locust engine's workers")
     client_processes: Optional[list[ClientProcess]] = Field(
         None, description="client.processes > 1: each sender process (records' worker = index)")
+    probe_stream: Optional[dict[str, Any]] = Field(
+        None, description="load.probe: the side stream asked for and sent (probe_stream.jsonl)")
     device_spec: Optional[str] = Field(None, description="a device-spec file for the roofline")
     accuracy: Optional[Any] = Field(None, description="an accuracy check, when one ran")
 

@@ -23,7 +23,8 @@ NS = Optional[int]
 class RunRecord(Model):
     """One line of records.jsonl."""
     id: int = Field(description="request index in the run (warm-up first)")
-    phase: Literal["warmup", "measured"]
+    phase: Literal["warmup", "measured", "probe_alone", "probe"] = Field(
+        description="probe_alone / probe: load.probe's side stream (probe_stream.jsonl only)")
     scheduled_at_ns: NS = None
     sent_at_ns: NS = None
     first_chunk_at_ns: NS = None
@@ -57,3 +58,18 @@ class RunRecord(Model):
     first_answer_at_ns: NS = None
     reasoning_tokens: Optional[int] = None
     output_text: Optional[str] = None
+    inputs: Optional[int] = Field(None, description="embeddings: inputs in the request "
+                                  "(None for completions and chat)")
+    input_images: Optional[int] = Field(None, description="workload.images: images sent")
+    target_url: Optional[str] = Field(None, description="target.urls: the replica it was sent to")
+    tool_calls: Optional[int] = Field(None, description="tool calls in the answer (0: tools "
+                                      "offered, none called; None: no tools offered)")
+    tool_args_parsed: Optional[bool] = Field(None, description="the final tool call's arguments "
+                                             "parse as JSON")
+    tool_args_valid: Optional[bool] = Field(None, description="... and validate against that "
+                                            "tool's parameters schema")
+    json_parsed: Optional[bool] = Field(None, description="api.response_format: the answer's text "
+                                        "parses as JSON")
+    json_valid: Optional[bool] = Field(None, description="... and validates against the schema "
+                                       "(json_object: is an object)")
+    structured_error: Optional[str] = Field(None, description="the first tool-call / JSON problem")

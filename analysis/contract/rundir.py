@@ -49,8 +49,10 @@ def read_device(run_dir) -> Optional[Device]:
 
 
 def record_problems(path: str | Path, written: bool = True) -> list[str]:
-    """Each records.jsonl line that is not a RunRecord (a torn last line is allowed)."""
+    """Each records.jsonl (or probe_stream.jsonl) line that is not a RunRecord (a torn last
+    line is allowed)."""
     out: list[str] = []
+    name = Path(path).name
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     for i, line in enumerate(lines, 1):
         if not line.strip():
@@ -59,15 +61,15 @@ def record_problems(path: str | Path, written: bool = True) -> list[str]:
             data = json.loads(line)
         except ValueError:
             if i < len(lines):      # only the last line may be torn (killed mid-write)
-                out.append(f"records.jsonl:{i}: not JSON")
+                out.append(f"{name}:{i}: not JSON")
             continue
         try:
-            rec = RunRecord.read(data, f"records.jsonl:{i}")
+            rec = RunRecord.read(data, f"{name}:{i}")
         except ContractError as e:
             out += str(e).splitlines()
             continue
         if written:
-            out += [f"records.jsonl:{i}: {k}: not in the contract" for k in unnamed_keys(rec)]
+            out += [f"{name}:{i}: {k}: not in the contract" for k in unnamed_keys(rec)]
     return out
 
 
@@ -88,8 +90,9 @@ def validate_run_dir(run_dir: str | Path, written: bool = True) -> list[str]:
             out.append(f"{name}: not JSON ({e})")
             continue
         out += model.problems(data, name, written)
-    if (d / "records.jsonl").is_file():
-        out += record_problems(d / "records.jsonl", written)
+    for name in ("records.jsonl", "probe_stream.jsonl"):     # the second: load.probe only
+        if (d / name).is_file():
+            out += record_problems(d / name, written)
     return out
 
 

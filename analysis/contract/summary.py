@@ -156,6 +156,61 @@ class Roofline(Open):
     batch1: Optional[Batch1] = None
 
 
+class Replica(Open):
+    """One replica of target.urls (analysis.metrics.replicas): its requests and figures, rates
+    over the run's window."""
+    url: str
+    requests: int = 0
+    completed: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    share: Optional[float] = None
+    ttft_ms: Optional[dict[str, Optional[float]]] = None
+    tpot_ms: Optional[dict[str, Optional[float]]] = None
+    itl_ms_p99: Optional[float] = None
+    e2el_ms_p50: Optional[float] = None
+    request_throughput: Optional[float] = None
+    output_throughput: Optional[float] = None
+    goodput: Optional[float] = None
+
+
+class Replicas(Open):
+    ttft: Optional[str] = Field(None, description="which TTFT the replicas' ttft_ms is")
+    window_rule: Optional[str] = None
+    urls: list[Replica] = Field(default_factory=list)
+
+
+class Embeddings(Open):
+    """analysis.metrics.embeddings: an embeddings run's figures (None for other runs)."""
+    latency_ms: Optional[Stats] = None
+    request_throughput: Optional[float] = None
+    input_token_throughput: Optional[float] = Field(None, description="prompt tokens/s")
+    input_throughput: Optional[float] = Field(None, description="inputs (texts embedded)/s")
+    inputs_per_request: Optional[float] = None
+    prompt_tokens_source: dict[str, int] = Field(default_factory=dict)
+
+
+class StructuredGroup(Open):
+    """analysis.metrics.structured: requests that offered tools, or asked for a response_format."""
+    requests: int = 0
+    called: Optional[int] = Field(None, description="tools: answers with at least one tool call")
+    called_share: Optional[float] = None
+    tool_calls_total: Optional[int] = None
+    parsed_share: Optional[float] = Field(None, description="the final call's arguments / the "
+                                          "answer's text parse as JSON")
+    valid_share: Optional[float] = Field(None, description="... and validate against the schema")
+    checked: Optional[int] = Field(None, description="answers checked against a schema")
+    ttft_ms: Optional[dict[str, Optional[float]]] = None
+    e2el_ms: Optional[dict[str, Optional[float]]] = None
+    invalid_examples: list[str] = Field(default_factory=list)
+
+
+class Structured(Open):
+    tools: Optional[StructuredGroup] = None
+    response_format: Optional[StructuredGroup] = None
+    rule: Optional[str] = None
+
+
 class Summary(Model):
     """summary.json (docs/metrics.md defines each figure)."""
     schema_version: Optional[int] = schema_version_field()
@@ -194,7 +249,15 @@ class Summary(Model):
     steady_state: Optional[SteadyState] = None
     stages: Optional[list[dict[str, Any]]] = None
     sessions: Optional[dict[str, Any]] = None
+    replicas: Optional[Replicas] = None
+    images: Optional[dict[str, Any]] = Field(
+        None, description="workload.images: requests with images, images sent, their shape")
+    probe_stream: Optional[dict[str, Any]] = Field(
+        None, description="load.probe: the side stream alone vs under the main load")
     reasoning: Optional[dict[str, Any]] = None
+    embeddings: Optional[Embeddings] = None
+    structured: Optional[Structured] = Field(None, description="tool calls and response_format: "
+                                             "parsed / valid shares beside the latencies")
     energy: Optional[Energy] = None
     evidence: Optional[dict[str, Any]] = None
     server_metrics: Optional[dict[str, Any]] = None

@@ -1,6 +1,6 @@
 """summary.json: the stable figures of one run, computed from its records and meta.
 
-    run_dir/records.jsonl, meta.json, sut.json, power.jsonl ─► load_run / load_power
+    run_dir/records.jsonl, meta.json, sut.json, power.jsonl (+ probe_stream.jsonl) ─► load_run / load_power
         ─► summarize(records, meta, power_rows) ─► dict
     summarize_run(run_dir): the one summary of a run (+ server metrics) ─► store_summary
         ─► analysis.contract.Summary.dump ─► summary.json ─► summary_of(run_dir) (report, open_run)
@@ -20,7 +20,12 @@ from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, S
 from analysis.metrics import metrics as m
 from analysis.metrics import slo as slo_mod
 from analysis.metrics import saturation as saturation_mod
+from analysis.metrics.embeddings import embeddings_block
+from analysis.metrics.images import images_block
+from analysis.metrics.probe_stream import probe_block
+from analysis.metrics.replicas import replicas_block
 from analysis.metrics.stages import stage_summaries
+from analysis.metrics.structured import structured_block
 from analysis.metrics.steady import steady_window
 from analysis.metrics.turns import reasoning_block, sessions_block
 
@@ -170,7 +175,11 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["steady_state"] = steady_window(records, meta)
     out["stages"] = stage_summaries(records, meta)
     out["sessions"] = sessions_block(records)
+    out["images"] = images_block(records, meta)
+    out["replicas"] = replicas_block(records, slo if out["goodput"] is not None else None, server)
     out["reasoning"] = reasoning_block(records)
+    out["embeddings"] = embeddings_block(records, meta)
+    out["structured"] = structured_block(records)          # tools / response_format checks
     out["energy"] = energy_block(records, meta, power_rows, win, out["steady_state"])
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",
                        "throughput": "measured", "energy": out["energy"].get("status")}
@@ -225,6 +234,8 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
     from analysis.server.metrics import server_metrics_summary
     summary = summarize(records, meta, load_power(run_dir))
     summary["server_metrics"] = server_metrics_summary(run_dir)
+    probes = Path(run_dir) / "probe_stream.jsonl"        # load.probe's side stream
+    summary["probe_stream"] = probe_block(_read_jsonl(probes) if probes.is_file() else [], meta)
     from analysis.roofline.run_roofline import for_run as roofline_for_run  # frozen device.json
     summary["roofline"] = roofline_for_run(run_dir, records)
     return summary

@@ -25,6 +25,12 @@ figure{margin:1em 0}img{max-width:100%;border:1px solid #e1e4e8}
 figcaption{font-size:13px;color:#57606a}"""
 
 
+def pair(d: dict, key: str) -> str:
+    """``d[key]``'s p50 / p99 for a table cell ("n/a" for a missing one)."""
+    v = d.get(key) or {}
+    return f"{fmt(v.get('p50'))} / {fmt(v.get('p99'))}"
+
+
 def fmt(x: Any, digits: int = 2) -> str:
     """A figure for a table: floats rounded, None as 'n/a'."""
     if x is None:

@@ -36,7 +36,26 @@ METRIC_ROWS = (("ttft_ms", "TTFT from send"), ("ttft_from_scheduled_ms", "TTFT f
                ("e2el_from_scheduled_ms", "E2E from scheduled"), ("schedule_lag_ms", "schedule lag"))
 
 
+# an embeddings run has no first token: its headline is latency, req/s, input tokens/s, inputs/s
+EMBEDDINGS_ROWS = (("e2el_ms", "E2E from send"), ("e2el_from_scheduled_ms", "E2E from scheduled"),
+                   ("schedule_lag_ms", "schedule lag"))
+
+
+def _embeddings_rows(e: dict) -> list[list]:
+    lat = e.get("latency_ms") or {}
+    return [["latency p50 / p90 / p99 (ms)",
+             " / ".join(fmt(lat.get(k), 3) for k in ("p50", "p90", "p99")), "measured"],
+            ["request throughput (req/s)", fmt(e.get("request_throughput"), 3), "measured"],
+            ["input throughput (tokens/s)", fmt(e.get("input_token_throughput")),
+             "measured (tokens: " + (", ".join(f"{k} {v}" for k, v in
+                                              (e.get("prompt_tokens_source") or {}).items())
+                                     or "none") + ")"],
+            ["inputs embedded per second", fmt(e.get("input_throughput"), 3), "measured"],
+            ["inputs per request (mean)", fmt(e.get("inputs_per_request"), 3), "measured"]]
+
+
 def _headline(s: dict) -> list[Block]:
+    emb = s.get("embeddings")
     key = s["headline_ttft"]
     label = "TTFT from scheduled" if key == "ttft_from_scheduled_ms" else "TTFT from send"
     v = s["verdict"]
@@ -46,6 +65,8 @@ def _headline(s: dict) -> list[Block]:
          "measured"],
         ["output throughput (tokens/s)", fmt(s["output_throughput"]), "measured"],
         ["request throughput (req/s)", fmt(s["request_throughput"], 3), "measured"],
+    ] if not emb else _embeddings_rows(emb)
+    rows += [
         *_steady_rows(s.get("steady_state")),
         ["goodput (req/s meeting the SLOs)",
          fmt(s["goodput"], 3) if s["goodput"] is not None else "n/a (no SLO configured)",
@@ -111,7 +132,9 @@ def _client(s: dict) -> list[Block]:
 
 
 def _latencies(s: dict) -> list[Block]:
-    rows = [[label] + [fmt(s[k][c], 3) for c in PCT_COLS] for k, label in METRIC_ROWS]
+    """Every latency distribution; an embeddings run's only (no first token: no TTFT/TPOT/ITL)."""
+    names = EMBEDDINGS_ROWS if s.get("embeddings") else METRIC_ROWS
+    rows = [[label] + [fmt(s[k][c], 3) for c in PCT_COLS] for k, label in names]
     return [("h", "Latency percentiles (ms, measured; numpy linear percentiles)"),
             ("table", ["metric", *PCT_COLS], rows)]
 

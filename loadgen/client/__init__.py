@@ -9,7 +9,8 @@
                           perf_counter_ns per read as the loop gets it
                      both: a stale reused keep-alive connection is sent once more on a fresh one
                        └► sse.py (pure incremental SSE parser: bytes ─► events ─► token tally,
-                                  reasoning vs answer chunks)
+                                  reasoning vs answer chunks; api.endpoint responses:
+                                  responses.py's ResponsesTally over the named events)
                 ─► Record (loadgen.record) ─► back to run/dispatch.py
     eventloop.py   asyncio (default) or uvloop
     clientload.py  is the client itself the bottleneck? (process CPU, event-loop lag, GC held off)

@@ -8,7 +8,7 @@ A payload that does not fit (not an object, a field of another type, invalid UTF
 ``None`` from ``decode``; the tally then parses it generically (``sse.loads``) and refuses it with
 ``ValueError`` if it is not an OpenAI chunk at all (``protocol``: a server fault, never the client's).
 Shapes: completions ``choices[].text``; chat ``choices[].delta.{content, reasoning_content,
-reasoning, tool_calls}``; ``finish_reason``; ``usage.{prompt_tokens, completion_tokens}``; an error
+reasoning, tool_calls[].{index, id, function.{name, arguments}}}``; ``finish_reason``; ``usage.{prompt_tokens, completion_tokens}``; an error
 as ``{"error": …}`` or vLLM's ``{"object": "error", …}``.
 """
 from __future__ import annotations
@@ -21,11 +21,24 @@ from msgspec import UNSET
 __all__ = ["Chunk", "UNSET", "decode", "from_obj"]
 
 
+class FunctionDelta(msgspec.Struct):
+    name: Optional[str] = None
+    arguments: Optional[str] = None     # a piece of the arguments' JSON text
+
+
+class ToolCallDelta(msgspec.Struct):
+    """One streamed piece of a tool call (OpenAI: the first carries id and name, the rest pieces
+    of the arguments, all with the call's ``index``)."""
+    index: Optional[int] = None
+    id: Optional[str] = None
+    function: Optional[FunctionDelta] = None
+
+
 class Delta(msgspec.Struct):
     content: Optional[str] = None
     reasoning_content: Optional[str] = None
     reasoning: Optional[str] = None
-    tool_calls: Any = None
+    tool_calls: Optional[list[ToolCallDelta]] = None   # absent in a content chunk: no cost there
 
 
 class Choice(msgspec.Struct):

@@ -1,14 +1,16 @@
 """The HTTP client: one request spec in, one filled ``Record`` out, never an exception.
 
     RequestSpec ─► body (model, prompt | messages, max_tokens, stream, stream_options, ignore_eos,
-                         extra_body) and headers (api.headers, then the spec's own)
+                         tools, tool_choice, response_format, extra_body) and headers
+                         (api.headers, then the spec's own)
         ─► transport.send ─► every read stamped, events counted ─► Record.chunks [[t, n], ...]
               wire     (default for http://; loadgen.client.wire): kernel receive stamps, one
                        epoll for every socket, SSE/JSON parsed after the reads in bounded slices
               aiohttp  (https://, or LOADGEN_HTTP=aiohttp; aiohttp_transport.py): user-space
                        stamp per read, SSE/JSON parsed per read
         ─► request.finish: first chunk / token / answer times, usage vs chunk counts, reasoning
-           tokens, the answer's text when the spec asks (``want_text``)
+           tokens, the answer's text when the spec asks (``want_text``), tool calls and JSON
+           answers checked (``structured.Checker``, built once from the base body)
 
 The body, the headers and the record bookkeeping (``fail``, ``finish``, ...) are
 ``loadgen.client.request``'s, shared with the Locust engine; only the I/O is in the transports.
@@ -26,7 +28,11 @@ cancelled (run interrupted) the record gets ``status="cancelled"``, ``error_kind
 nothing itself.
 
 Non-streaming requests have no chunks and no first-token time: only ``end_at_ns`` (E2E) and the
-usage counts; a TTFT for them would be made up. While any Client is open the cyclic GC runs
+usage counts; a TTFT for them would be made up. Embeddings (``api.endpoint: embeddings``) are
+such requests: the record keeps ``inputs`` (texts sent) and no ``requested_output_tokens``.
+``api.endpoint: responses`` (POST /v1/responses) streams named events, counted by
+``responses.ResponsesTally`` (StreamTally's interface: the first output_text delta is the first
+token). While any Client is open the cyclic GC runs
 rarely (``clientload.gc_hold``).
 """
 from __future__ import annotations
@@ -38,10 +44,12 @@ from typing import Any, Optional, Union
 
 from loadgen.client.aiohttp_transport import AiohttpTransport
 from loadgen.client.clientload import gc_hold, gc_release
-from loadgen.client.request import (base_body, endpoint_path, finish, request_body, request_headers,
-                                    with_headers)
+from loadgen.client.request import (ENDPOINTS, base_body, endpoint_path, finish, input_count,
+                                    request_body, request_headers, with_headers)
 from loadgen.client.request import fail as _fail
+from loadgen.client.responses import ResponsesTally
 from loadgen.client.sse import StreamTally
+from loadgen.client.structured import Checker
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
 from loadgen.client.wire.transport import WireTransport
 from loadgen.record import Record, now_ns
@@ -73,12 +81,13 @@ class RequestSpec:
     turn: Optional[int] = None
     want_text: bool = False                     # Record.output_text: the answer's text
     headers: Optional[dict] = None              # this request's own headers (e.g. session affinity)
+    images: Optional[tuple] = None              # chat: image data URLs after the text (workload.images)
 
 
 @dataclass
 class ClientConfig:
     base_url: str
-    endpoint: str = "completions"               # "chat" | "completions"
+    endpoint: str = "completions"               # "chat" | "completions" | "embeddings" | "responses"
     model: str = ""
     stream: bool = True
     ignore_eos: bool = True
@@ -92,6 +101,7 @@ class ClientConfig:
     drop_fields: tuple = ()                     # fields the server rejected (targets.probe)
     limits: Limits = DEFAULT_LIMITS             # api.limits: what one answer may cost the client
     follow_redirects: str = "never"             # "never" | "same-host" (loadgen.client.redirects)
+    structured: dict = field(default_factory=dict)  # tools, tool_choice, response_format (chat)
 
     @classmethod
     def from_api(cls, api: Any, base_url: str, model: str, api_key: Optional[str],
@@ -103,7 +113,8 @@ class ClientConfig:
                    headers=dict(api.headers), api_key=api_key, timeout_s=api.timeout_s,
                    connect_timeout_s=api.connect_timeout_s, drop_fields=tuple(drop_fields),
                    limits=Limits.from_api(getattr(api, "limits", None)),
-                   follow_redirects=getattr(api, "follow_redirects", "never"))
+                   follow_redirects=getattr(api, "follow_redirects", "never"),
+                   structured=dict(getattr(api, "structured", None) or {}))
 
 
 def build_base_body(cfg: ClientConfig) -> dict:
@@ -121,18 +132,25 @@ class Client:
 
     def __init__(self, cfg: ClientConfig, max_connections: Optional[int],
                  transport: Optional[str] = None):
-        if cfg.endpoint not in ("chat", "completions"):
-            raise ValueError(f"api.endpoint: expected 'chat' or 'completions', got {cfg.endpoint!r}")
+        if cfg.endpoint not in ENDPOINTS:
+            raise ValueError(f"api.endpoint: expected one of {', '.join(ENDPOINTS)}, "
+                             f"got {cfg.endpoint!r}")
+        if cfg.structured and cfg.endpoint != "chat":
+            raise ValueError(f"{', '.join(cfg.structured)}: needs api.endpoint: chat (the "
+                             f"{cfg.endpoint} endpoint takes no tools or response_format)")
         self.cfg = cfg
         self.max_connections = max_connections or 0
         self.url = cfg.base_url.rstrip("/") + endpoint_path(cfg.endpoint)
         self.transport = pick_transport(self.url, transport)
         self._chat = cfg.endpoint == "chat"
+        self._embeddings = cfg.endpoint == "embeddings"
+        self._responses = cfg.endpoint == "responses"     # named events: ResponsesTally
         self._base = build_base_body(cfg)
         # continuous usage stats only where the body still asks for them
         opts = self._base.get("stream_options")
         self._continuous = isinstance(opts, dict) and bool(opts.get("continuous_usage_stats"))
         self._headers = request_headers(cfg, cfg.api_key)
+        self._check = Checker.of(self._base)    # tools / response_format: checked at finish
         self._t: Any = None                     # the transport, kept after close (describe)
         self._open = False
 
@@ -176,7 +194,8 @@ class Client:
                       session_id=spec.session_id, turn=spec.turn)
 
     def body(self, spec: RequestSpec) -> bytes:
-        return request_body(self._base, self._chat, spec.prompt, spec.max_tokens, spec.messages)
+        return request_body(self._base, self._chat, spec.prompt, spec.max_tokens, spec.messages,
+                            self.cfg.endpoint, spec.images)
 
     def headers(self, spec: RequestSpec) -> dict:
         return with_headers(self._headers, spec.headers)
@@ -185,6 +204,10 @@ class Client:
         """Send one request; fill and return ``rec`` (created if not given). See module doc."""
         if rec is None:
             rec = self.new_record(spec)
+        if self._embeddings:                    # nothing generated: no output tokens asked for
+            rec.inputs, rec.requested_output_tokens = input_count(spec.prompt), None
+        if spec.images:
+            rec.input_images = len(spec.images)
         try:
             data = self.body(spec)
             headers = self.headers(spec)
@@ -194,7 +217,8 @@ class Client:
         if not self._open:
             _fail(rec, "client", "Client used outside 'async with'")
             return rec
-        tally = StreamTally(self._continuous, spec.want_text)
+        tally = (ResponsesTally(spec.want_text, self._check) if self._responses
+                 else StreamTally(self._continuous, spec.want_text, self._check))
         try:
             await self._t.send(data, headers, rec, tally)
         except asyncio.CancelledError:

@@ -5,8 +5,9 @@
         ─► apply_body (non-streaming JSON) / end_stream (after the last event) / fail
         ─► finish: first-chunk/first-token times, usage vs chunk counts, mismatch, sources
 
-No I/O, no asyncio, no aiohttp and no gevent here (only json, loadgen.record, loadgen.redact and
-loadgen.client.sse):
+No I/O, no asyncio, no aiohttp and no gevent here (only json, loadgen.record, loadgen.redact,
+loadgen.client.sse and loadgen.client.structured, the tool-call / JSON checks run in ``finish``;
+loadgen.client.responses, the Responses API's whole answer in ``apply_body``):
 ``loadgen.client.client`` (asyncio) and ``loadgen.locust_engine`` (gevent-patched processes) both import
 it, so the two engines build the same bodies and fill the same records by construction.
 ``api`` below is anything with the ``scenario.Api`` fields used (``client.ClientConfig`` too).
@@ -14,11 +15,14 @@ it, so the two engines build the same bodies and fill the same records by constr
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Iterable, Optional
 
 from loadgen import redact
 from loadgen.record import Record, now_ns
+from loadgen.client import structured
+from loadgen.client.responses import read_response
 from loadgen.client.sse import error_message, loads
 
 SNIPPET = 300                 # characters of an error body kept in Record.error
@@ -26,9 +30,22 @@ _second = itemgetter(1)
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
+ENDPOINTS = ("chat", "completions", "embeddings", "responses")
+_PATHS = {"chat": "/v1/chat/completions", "embeddings": "/v1/embeddings",
+          "responses": "/v1/responses"}
+
+
 def endpoint_path(endpoint: str) -> str:
-    """The URL path of an ``api.endpoint`` ("chat" | "completions")."""
-    return "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
+    """The URL path of an ``api.endpoint`` ("chat" | "completions" | "embeddings" | "responses")."""
+    return _PATHS.get(endpoint, "/v1/completions")
+
+
+def input_count(prompt) -> int:
+    """Inputs of one embeddings request: a text or a list of token ids is one; a list of texts
+    (or of token-id lists) one per entry."""
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):
+        return len(prompt)
+    return 1
 
 
 def request_headers(api: Any, api_key: Optional[str]) -> dict:
@@ -47,15 +64,21 @@ def request_headers(api: Any, api_key: Optional[str]) -> dict:
 
 def base_body(api: Any, model: str, drop: Iterable[str] = ()) -> dict:
     """Everything but the prompt and max_tokens; extra_body is merged last (stream_options deep).
-    ``drop``: fields the server rejected (``optional_fields`` names, see ``drop_fields``)."""
+    ``drop``: fields the server rejected (``optional_fields`` names, see ``drop_fields``).
+    Embeddings: the model and extra_body only (e.g. encoding_format); nothing is generated."""
+    if getattr(api, "endpoint", None) == "embeddings":
+        body = {"model": model, **api.extra_body}
+        return drop_fields(body, drop) if drop else body
     body: dict = {"model": model, "stream": api.stream}
-    if api.stream and api.include_usage:
+    # responses: usage always comes with response.completed; the API has no stream_options
+    if api.stream and api.include_usage and getattr(api, "endpoint", None) != "responses":
         opts = {"include_usage": True}
         if api.continuous_usage:
             opts["continuous_usage_stats"] = True
         body["stream_options"] = opts
     if api.ignore_eos:
         body["ignore_eos"] = True
+    body.update(getattr(api, "structured", None) or {})   # tools, tool_choice, response_format
     extra = dict(api.extra_body)
     if isinstance(extra.get("stream_options"), dict) and "stream_options" in body:
         extra["stream_options"] = {**body["stream_options"], **extra["stream_options"]}
@@ -107,12 +130,43 @@ def with_headers(base: dict, extra: Optional[dict]) -> dict:
     return out
 
 
+_IMAGES = "\x00loadgen-images\x00"          # stands for the image parts until the splice
+_IMAGES_JSON = _dumps(_IMAGES).encode()
+
+
+@lru_cache(maxsize=1024)
+def image_part(url: str) -> bytes:
+    """One image content part as JSON bytes, made once per image of the pool (a data URL of
+    hundreds of KB is encoded once, then spliced into every body that carries it)."""
+    return _dumps({"type": "image_url", "image_url": {"url": url}}).encode()
+
+
 def request_body(base: dict, chat: bool, prompt, max_tokens: int,
-                 messages: Optional[list] = None) -> bytes:
+                 messages: Optional[list] = None, endpoint: Optional[str] = None,
+                 images: Optional[tuple] = None) -> bytes:
     """One request's JSON bytes: ``base`` plus the prompt (chat: messages) and max_tokens.
     ``messages`` (chat only): the whole conversation to send, instead of one user turn built
-    from ``prompt``."""
+    from ``prompt``. ``endpoint`` "embeddings": ``input`` is the prompt (a text, or a list of
+    texts), no max_tokens."""
     b = dict(base)
+    if endpoint == "embeddings":
+        if messages is not None:
+            raise ValueError("api.endpoint embeddings sends texts, not a list of messages")
+        if not (isinstance(prompt, str) or (isinstance(prompt, list) and prompt and (
+                all(isinstance(p, (str, list)) for p in prompt)
+                or all(isinstance(p, int) and not isinstance(p, bool) for p in prompt)))):
+            raise ValueError("embeddings: input must be a text, token ids, or a non-empty list "
+                             "of either")
+        b["input"] = prompt
+        return _dumps(b).encode()
+    if endpoint == "responses":                 # input: a text or messages; max_output_tokens
+        inp = messages if messages is not None else prompt
+        if not (isinstance(inp, str) or (isinstance(inp, list) and inp
+                                         and all(isinstance(m, dict) for m in inp))):
+            raise ValueError("responses: input must be a text or a non-empty list of messages")
+        b["input"] = inp
+        b["max_output_tokens"] = max_tokens
+        return _dumps(b).encode()
     if messages is not None:
         if not chat:
             raise ValueError("a list of messages needs api.endpoint: chat")
@@ -120,6 +174,12 @@ def request_body(base: dict, chat: bool, prompt, max_tokens: int,
             raise ValueError("messages: expected a non-empty list of message objects")
         b["messages"] = messages
     elif chat:
+        if isinstance(prompt, str) and images:
+            b["messages"] = [{"role": "user", "content": [{"type": "text", "text": prompt},
+                                                          _IMAGES]}]
+            b["max_tokens"] = max_tokens
+            return _dumps(b).encode().replace(
+                _IMAGES_JSON, b",".join(image_part(u) for u in images), 1)
         if isinstance(prompt, str):
             b["messages"] = [{"role": "user", "content": prompt}]
         elif prompt and all(isinstance(m, dict) for m in prompt):
@@ -143,6 +203,9 @@ def fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:
 
 def end_stream(rec: Record, tally: Any, done: bool, t: int) -> None:
     """After a stream's last event: ok if [DONE] or a finish_reason came, else incomplete."""
+    err = getattr(tally, "error", None)
+    if err is not None:       # an error object a named event carried (responses: response.failed)
+        return fail(rec, "server_error", error_message(err), t)
     if done or tally.finish_reason is not None:
         rec.status = "ok"
         if rec.end_at_ns is None:
@@ -159,8 +222,19 @@ def apply_body(rec: Record, tally: Any, raw: bytes, t: int) -> None:
         return fail(rec, "protocol", f"response is not JSON: {raw[:120]!r}", t)
     if not isinstance(obj, dict):
         return fail(rec, "protocol", f"response is not a JSON object: {raw[:120]!r}", t)
+    if obj.get("object") == "response":         # api.endpoint responses (client/responses.py)
+        err = read_response(tally, obj)
+        if err is not None:
+            return fail(rec, "server_error", err, t)
+        rec.status = "ok"
+        return
     if "error" in obj or obj.get("object") == "error":
         return fail(rec, "server_error", error_message(obj.get("error", obj)), t)
+    data = obj.get("data")
+    if rec.inputs is not None and "choices" not in obj and (
+            not isinstance(data, list) or len(data) != rec.inputs):
+        n = len(data) if isinstance(data, list) else "no"
+        return fail(rec, "protocol", f"{n} embeddings for {rec.inputs} input(s) sent", t)
     usage = obj.get("usage") or {}
     tally.prompt_tokens = usage.get("prompt_tokens")
     tally.completion_tokens = usage.get("completion_tokens")
@@ -172,6 +246,9 @@ def apply_body(rec: Record, tally: Any, raw: bytes, t: int) -> None:
         tally.chars += len(text)
         if keep is not None:
             keep.append(text)
+        calls = (ch.get("message") or {}).get("tool_calls")
+        if calls and isinstance(calls, list) and hasattr(tally, "add_tool_calls"):
+            tally.add_tool_calls([c for c in calls if isinstance(c, dict)])
         if ch.get("finish_reason") is not None:
             tally.finish_reason = ch["finish_reason"]
     rec.status = "ok"
@@ -199,8 +276,10 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
             rec.first_answer_at_ns = chunks[answer][0]
     rec.reasoning_tokens = getattr(tally, "reasoning_tokens", None)
     text = getattr(tally, "text", None)
-    if text is not None:
+    if text is not None and getattr(tally, "want_text", True):
         rec.output_text = "".join(text)
+    if getattr(tally, "calls", None) is not None or getattr(tally, "check", None) is not None:
+        structured.fill(rec, tally)             # tools / response_format: after the stream
     usage = tally.completion_tokens
     rec.usage_output_tokens = usage
     if usage is not None:

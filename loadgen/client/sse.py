@@ -35,6 +35,16 @@ until one arrives); a chunk with ``text``, ``delta.content`` or ``delta.tool_cal
 chunk (``first_answer``: the index of the first one). ``StreamTally(want_text=True)`` also keeps
 the answer's text pieces (``text``; reasoning excluded). The Locust engine and the wire transport
 call ``add`` after the reads (off the stamping path); the aiohttp client calls it per read.
+
+Tool calls: every ``delta.tool_calls`` piece is gathered into ``calls`` (None until the first
+one): one ``[id, name, [argument pieces]]`` per call, keyed by the piece's ``index`` (a new ``id``
+at an index already used opens a new call: servers that number every call 0). A chunk with tool
+calls is an answer chunk of 1 token, as content is (so the first tool-call piece is the first
+token). Nothing is joined or parsed here: ``loadgen.client.structured`` checks the final call
+after the stream. ``check`` (a ``structured.Checker``) travels with the tally to that step; when
+it checks the answer's JSON the text pieces are kept too (``text``), and ``want_text`` alone
+decides whether the record keeps them (``output_text``). A delta with content is read for its
+content only (servers send tool calls in deltas of their own): the content path pays nothing.
 """
 from __future__ import annotations
 
@@ -252,9 +262,10 @@ def loads(data: bytes) -> Any:
     return json.loads(data)
 
 
-def _other_output(delta: Any) -> tuple[int, int]:
+def _other_output(delta: Any, tally: "StreamTally") -> tuple[int, int]:
     """(kind, characters) of a chat delta (``chunk.Delta``) without ``content``: kind 2 =
-    reasoning only (``reasoning_content`` / ``reasoning``), 1 = tool calls (an answer), 0 = none."""
+    reasoning only (``reasoning_content`` / ``reasoning``), 1 = tool calls (an answer, gathered
+    into ``tally.calls``), 0 = none."""
     n = 0
     reasoning = False
     for v in (delta.reasoning_content, delta.reasoning):
@@ -262,6 +273,7 @@ def _other_output(delta: Any) -> tuple[int, int]:
             reasoning = True
             n += len(v)
     if delta.tool_calls:
+        tally.add_tool_calls(delta.tool_calls)
         return 1, n
     return (2 if reasoning else 0), n
 
@@ -270,9 +282,11 @@ class StreamTally:
     """Counts the tokens of one stream's chunks and keeps what the last chunks said."""
 
     __slots__ = ("continuous", "cum", "prompt_tokens", "completion_tokens", "finish_reason",
-                 "chars", "error", "seen", "first_answer", "reasoning_tokens", "text")
+                 "chars", "error", "seen", "first_answer", "reasoning_tokens", "text", "want_text",
+                 "calls", "_slot", "check")
 
-    def __init__(self, continuous: bool = False, want_text: bool = False) -> None:
+    def __init__(self, continuous: bool = False, want_text: bool = False,
+                 check: Optional[Any] = None) -> None:
         # continuous: the request asked for continuous usage stats; it is dropped (1 token per
         # content chunk from then on) as soon as a content chunk arrives without usage
         self.continuous = continuous
@@ -285,7 +299,42 @@ class StreamTally:
         self.seen = 0                                 # chunks added (Record.chunks entries)
         self.first_answer: Optional[int] = None       # index of the first answer chunk
         self.reasoning_tokens: Optional[int] = None   # tokens of reasoning-only chunks
-        self.text: Optional[list] = [] if want_text else None   # answer text pieces
+        self.want_text = want_text                    # the record keeps the text (output_text)
+        self.check = check                            # structured.Checker, applied at finish
+        keep = want_text or (check is not None and check.wants_text)
+        self.text: Optional[list] = [] if keep else None   # answer text pieces
+        self.calls: Optional[list] = None             # tool calls: [id, name, [argument pieces]]
+        self._slot: dict = {}                         # a call's index -> its entry in calls
+
+    def add_tool_calls(self, pieces: Any) -> None:
+        """Gather one delta's ``tool_calls`` (``chunk.ToolCallDelta`` items, or the dicts of a
+        whole answer's ``message.tool_calls``)."""
+        calls = self.calls
+        if calls is None:
+            calls = self.calls = []
+        slot = self._slot
+        for p in pieces:
+            if p.__class__ is dict:                   # a non-streamed answer's message
+                fn = p.get("function")
+                fn = fn if fn.__class__ is dict else {}
+                idx, cid = p.get("index", len(calls)), p.get("id")
+                name, args = fn.get("name"), fn.get("arguments")
+            else:
+                fn = p.function
+                idx, cid = p.index, p.id
+                name, args = (fn.name, fn.arguments) if fn is not None else (None, None)
+            if idx is None:
+                idx = 0
+            entry = slot.get(idx)
+            if entry is None or (cid is not None and entry[0] is not None and entry[0] != cid):
+                entry = slot[idx] = [cid, None, []]
+                calls.append(entry)
+            if cid is not None:
+                entry[0] = cid
+            if name:
+                entry[1] = name
+            if args:
+                entry[2].append(args if args.__class__ is str else json.dumps(args))
 
     def add_bytes(self, data: bytes) -> int:
         """``add`` for one event's payload as it came: typed decoding (``chunk.decode``, msgspec)
@@ -328,7 +377,7 @@ class StreamTally:
                     if delta is not None:
                         text = delta.content
                         if not text:
-                            k, chars = _other_output(delta)
+                            k, chars = _other_output(delta, self)
                             if k:
                                 n += 1
                                 self.chars += chars

@@ -6,6 +6,8 @@
 
 ``--engine locust`` hands the same scenario to loadgen/locust_engine (same run directory).
 ``--procs N|auto`` sets client.processes: N sender processes (loadgen/run/procs), one run.
+``--metrics-port P`` serves live Prometheus metrics on 127.0.0.1:P/metrics from its own process
+while the run goes (loadgen/live; docs/live-metrics.md).
 
 Exit codes (fit for CI):
     0    the run finished; its verdict is VALID, or INVALID without --fail-on-invalid
@@ -53,6 +55,11 @@ def register(subparsers) -> None:
                    help="sender processes of the native engine (scenario client.processes; "
                         "default 1): each its own event loop and connections, one share of "
                         "the schedule each, one records.jsonl; auto: the usable CPUs - 1")
+    p.add_argument("--metrics-port", default=None, metavar="P",
+                   help="serve live Prometheus metrics on http://127.0.0.1:P/metrics while the "
+                        "run goes (native engine; docs/live-metrics.md)")
+    p.add_argument("--metrics-host", default=None, metavar="H",
+                   help="the address --metrics-port listens on (default 127.0.0.1)")
     g = p.add_argument_group("locust engine (--engine locust)")
     g.add_argument("--workers", type=int, default=None, metavar="N",
                    help="local Locust worker processes (with --master: how many will connect)")
@@ -84,7 +91,7 @@ def _term_as_interrupt(signum, frame):  # only while no event loop owns the sign
 
 def main(args: argparse.Namespace) -> int:
     from loadgen.run.progress import RunProgress, print_summary
-    from loadgen.run.runner import run_scenario
+    from loadgen.live.flags import open_live, run_live
     from loadgen.scenario.loader import load_scenario
 
     from loadgen.locust_engine.cli import check_flags, run_from_cli
@@ -95,10 +102,17 @@ def main(args: argparse.Namespace) -> int:
     sc = load_scenario(args.scenario, args.overrides + _procs_override(args))
     if args.repeat < 1:
         raise ScenarioError(f"--repeat {args.repeat}: must be at least 1")
+    if args.engine == "locust" and sc.api.endpoint == "embeddings":
+        raise ScenarioError("api.endpoint: embeddings runs with the native engine only "
+                            "(drop --engine locust)")
+    if args.engine == "locust" and sc.api.endpoint == "responses":
+        raise ScenarioError("api.endpoint: responses runs with the native engine only "
+                            "(drop --engine locust)")
     if args.repeat > 1:
         if args.engine != "native":
             raise ScenarioError("--repeat: runs with the native engine only")
-        return _repeat(sc, args)
+        return _repeat(sc, args, open_live(args))
+    live = open_live(args)        # --metrics-port: /metrics from its own process (loadgen/live)
     progress = RunProgress(None, enabled=not args.json)
     old = signal.signal(signal.SIGTERM, _term_as_interrupt)
     try:
@@ -107,9 +121,11 @@ def main(args: argparse.Namespace) -> int:
             if isinstance(result, int):      # --worker, or locust missing: an exit code
                 return result
         else:
-            result = run_scenario(sc, progress)
+            result = run_live(live, sc, progress)
     finally:
         signal.signal(signal.SIGTERM, old)
+        if live is not None:
+            live.close()
     summary = result.summary or {}
     if args.json:
         print(json.dumps({"run_dir": str(result.run_dir), "interrupted": result.interrupted,
@@ -168,16 +184,16 @@ def _print_failures(run_dir, summary: dict) -> None:
         print(f"loadgen: {line}", file=sys.stderr)
 
 
-def _repeat(sc, args: argparse.Namespace) -> int:
+def _repeat(sc, args: argparse.Namespace, live=None) -> int:
     """N runs of ``sc``; each prints as a single run would, then the mean ± 95 % CI table."""
     from loadgen.run.progress import RunProgress, print_summary
     from loadgen.run.repeat import run_repeats
-    from loadgen.run.runner import run_scenario
+    from loadgen.live.flags import run_live
 
     codes: list[int] = []
 
     def one(scenario):
-        res = run_scenario(scenario, RunProgress(None, enabled=not args.json))
+        res = run_live(live, scenario, RunProgress(None, enabled=not args.json))
         if res.summary is not None and not args.json:
             print_summary(res.summary, str(res.run_dir))
         codes.append(130 if res.interrupted else exit_code(res.summary or {}, args.fail_on_invalid))
@@ -188,6 +204,8 @@ def _repeat(sc, args: argparse.Namespace) -> int:
         parent, results, rep = run_repeats(sc, args.repeat, one)
     finally:
         signal.signal(signal.SIGTERM, old)
+        if live is not None:
+            live.close()
     if args.json:
         print(json.dumps({"repeat_dir": str(parent), "repeat": rep}, default=str))
     else:

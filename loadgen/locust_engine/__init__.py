@@ -12,11 +12,13 @@
                 after turn, the rules of loadgen.scenario.session_turns, as the native driver)
                LLMUser (user.py, a Locust User): body ─► gwire.GWire (gwire.py: one keep-alive
                  connection per user, the wire transport's record rules) ─► gconn.GConn
-                 (gconn.py: httptools framing, recvmsg + SO_TIMESTAMPNS: the kernel's receive
-                 stamp per read, on perf_counter_ns; after a read that emptied the socket
-                 the next waits on the socket's own watcher first) ─► stream_step.StreamStep
-                 (the native transports' one step) ─► Record ─► ledger.py (the line written
-                 when the hub is idle, idle.py; GC held from warm-up to done)
+                 (gconn.py: sends; the process's ONE reader, reader.py, one epoll for every
+                 streaming socket, reads them inline: recvmsg + SO_TIMESTAMPNS, the kernel's
+                 receive stamp per read on perf_counter_ns, httptools framing, the stream
+                 step; the user's greenlet wakes once, at the answer's end) ─►
+                 stream_step.StreamStep (the native transports' one step) ─► Record
+                 ─► ledger.py (the line written when the hub is idle, idle.py; GC held from
+                 warm-up to done, its young generation collected when the hub idles)
                  ─► locust/records.worker-i.jsonl
                  (body and record rules: loadgen/client/request.py, the native client's own)
                  (+ locust/sent.worker-i.jsonl journal; remote workers also forward both

@@ -1,29 +1,35 @@
 """gconn: one socket of a Locust user's client (gwire.py), every read stamped by the kernel.
 
-    GConn.exchange(bytes, resp, rec, tally, stream, limits): sent_at_ns immediately before the
-    sendall, then GConn.read until the response is complete, EOF or a failure:
-        sock.recvmsg(BUFSIZE, ANCBUFSIZE) (a gevent socket: the greenlet waits, the hub runs)
+    GConn.exchange(bytes, resp, rec, tally, stream, limits) (the user's greenlet): the
+    process's reader pumped first (what is ready is read before this send), sent_at_ns
+    immediately before the send, then the socket is handed to the reader (reader.py) and the
+    greenlet waits on ``done`` ONCE, until the answer is complete, EOF or a failure:
+      Reader ─► GConn.on_readable (inline, no greenlet switch per read):
+        sock.recvmsg(BUFSIZE, ANCBUFSIZE) (a plain non-blocking socket)
         ─► SCM_TIMESTAMPNS (REALTIME) − clock.offset_ns ─► t   (kstamp.ClockMap; no cmsg: the
            user-space time of the read) ─► WireResponse counters (kernel reads, read lag)
         ─► httptools.HttpResponseParser.feed_data (C) ─► status, headers, that read's body pieces
         ─► streamed 2xx: stream_step.StreamStep.feed(t, piece) at once (THE stream step; settled:
            stop, close); anything else held in ``resp.reads`` for gwire.fill (≤ max_body_bytes)
+        ─► over: the reader lets go of the socket, ``done`` set (the user finishes its record)
 
-What ``loadgen.client.wire.conn.Conn.on_readable`` does, blocking instead of event-driven: the
-same header cap (api.limits.max_header_bytes), the same EOF rule (a read-until-close body ends
-at EOF, anything else is a ``connection`` failure), ``Keep-Alive: timeout=N`` (reuse within
-N − 1 s), ``stale`` (a REUSED socket that failed before any byte of the answer).
+What ``loadgen.client.wire.conn.Conn.on_readable`` does: the same header cap
+(api.limits.max_header_bytes), the same EOF rule (a read-until-close body ends at EOF, anything
+else is a ``connection`` failure), ``Keep-Alive: timeout=N`` (reuse within N − 1 s), ``stale``
+(a REUSED socket that failed before any byte of the answer). Without a reader (the tests'
+recorded streams: a socket that never blocks) ``exchange`` calls on_readable itself.
 ``process_stamps()``: the worker process's kstamp.Stamps (host-wide switch held on, clock offset
 measured once and re-checked every 512 responses; what the reads showed, for meta.json).
-No asyncio and no geventhttpclient: gevent sockets (the caller's) and httptools only.
+No asyncio and no geventhttpclient: plain sockets, gevent waits and httptools only.
 """
 from __future__ import annotations
 
 import socket
 from typing import Optional
 
-import gevent
 import httptools
+from gevent.event import Event
+from gevent.socket import wait_write
 
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import Limits, StreamStep, body_too_large
@@ -52,76 +58,116 @@ def process_stamps() -> kstamp.Stamps:
 
 
 class GConn:
-    """One socket and the httptools parser of the exchange on it (the parser's protocol)."""
+    """One socket and the httptools parser of the exchange on it (the parser's protocol).
+    ``reader`` (reader.Reader): the process's one reader reads it while an exchange is in
+    flight, the user's greenlet waits on ``done`` once; None (a socket that never blocks, as
+    the tests' recorded streams): ``exchange`` reads it straight through itself."""
 
     def __init__(self, sock, key: tuple, clock: Optional[kstamp.ClockMap],
-                 keepalive_ns: int = KEEPALIVE_NS, watch: bool = False):
+                 keepalive_ns: int = KEEPALIVE_NS, reader=None):
         self.sock, self.key, self.clock = sock, key, clock
+        self.fd = sock.fileno()
         self.keepalive_ns = keepalive_ns
-        self.reused = self.closed = False
+        self.reused = self.closed = self.active = False
         self.idle_since_ns = 0
         self.resp: Optional[WireResponse] = None
         self.step: Optional[StreamStep] = None
-        # watch (a gevent socket): after a read that emptied the socket, wait on this socket's
-        # own read watcher before the next recvmsg (no EAGAIN round trip per token); without it
-        # (a socket that never blocks, as the tests' recorded streams) read straight on
-        self.readable = gevent.get_hub().loop.io(sock.fileno(), 1) if watch else None
+        self.reader = reader
+        self.done = Event() if reader is not None else None
 
     # ------------------------------------------------------------------ one exchange
     def exchange(self, data: bytes, resp: WireResponse, rec: Record, tally: StreamTally,
                  stream: bool, limits: Limits) -> None:
-        """Send ``data``, then ``read``. Failures land on ``resp`` (never raises but
-        gevent.Timeout / GreenletExit)."""
+        """Send ``data``, then read the answer into ``resp`` (a streamed 2xx body straight into
+        ``rec`` through a StreamStep, kept in ``resp.step``) until complete, EOF or a failure.
+        Failures land on ``resp`` (never raises but gevent.Timeout / GreenletExit)."""
         resp.new_connection = not self.reused
-        self.resp, self.step, self.nbytes = resp, None, 0
-        resp.sent_at_ns = now_ns()
-        try:
-            self.sock.sendall(data)
-        except OSError as e:
-            return self.failed(resp, "connection", f"{type(e).__name__}: {e}", now_ns())
-        self.read(resp, rec, tally, stream, limits)
-
-    def read(self, resp: WireResponse, rec: Record, tally: StreamTally, stream: bool,
-             limits: Limits) -> None:
-        """Read one response off the socket into ``resp`` (a streamed 2xx body straight into
-        ``rec`` through a StreamStep, kept in ``resp.step``), until complete, EOF or a failure."""
         self.resp, self.rec, self.tally, self.stream, self.limits = resp, rec, tally, stream, limits
         self.step, self.nbytes, self.t, self.until_close = None, 0, 0, False
         self._hdrs: list = []
         self._pieces: list = []
         self.parser = httptools.HttpResponseParser(self)
-        recvmsg = self.sock.recvmsg
-        ready = self.readable
-        wait = gevent.get_hub().wait if ready is not None else None
-        drained = True                # just sent: the answer cannot be there yet
-        while not resp.complete:
+        self.active = True
+        if self.reader is not None:
+            self.reader.pump()         # reads first: what is ready now is read before this send
+        resp.sent_at_ns = now_ns()
+        try:
+            self._send(data)
+        except OSError as e:
+            return self.failed(resp, "connection", f"{type(e).__name__}: {e}", now_ns())
+        reader = self.reader
+        if reader is None:
+            while self.active:
+                self.on_readable()
+            return
+        self.done.clear()
+        reader.watch(self)
+        try:
+            self.done.wait()
+        except BaseException:          # gevent.Timeout, GreenletExit: the caller records it
+            self.close()
+            raise
+
+    def _send(self, data: bytes) -> None:
+        sock = self.sock
+        if self.reader is None:
+            sock.sendall(data)
+            return
+        view = memoryview(data)        # a non-blocking socket: wait for room cooperatively
+        while view:
             try:
-                if drained and ready is not None:
-                    wait(ready)       # the last read emptied the socket: no EAGAIN round trip
-                data, anc, _flags, _addr = recvmsg(BUFSIZE, kstamp.ANCBUFSIZE)
-            except OSError as e:
-                return self.failed(resp, "connection", f"{type(e).__name__}: {e}", now_ns())
-            drained = len(data) < BUFSIZE
-            tu = now_ns()
-            if not data:
-                return self.eof(tu)
-            clock = self.clock
-            t = read_time(anc, clock.offset_ns if clock is not None else None, tu, resp)
-            self.nbytes += len(data)
-            resp.n_reads += 1
-            self.t = t
-            try:
-                self.parser.feed_data(data)
-            except httptools.HttpParserUpgrade:
-                return self.failed(resp, "protocol", "unexpected protocol upgrade", t)
-            except httptools.HttpParserError as e:
-                return self.failed(resp, "protocol", f"bad HTTP response: {e}", t)
-            if resp.headers_at_ns is None and self.nbytes > resp.max_header_bytes:
-                # httptools has no header limit and builds a long value by concatenation
-                return self.failed(resp, "too_large", f"response headers over "
-                                   f"{resp.max_header_bytes} bytes (api.limits.max_header_bytes)", t)
-            if self._pieces and self._take(t):
-                return                                  # settled or over a limit: closed
+                n = sock.send(view)
+            except (BlockingIOError, InterruptedError):
+                wait_write(self.fd)
+                continue
+            view = view[n:]
+
+    def on_readable(self) -> None:
+        """ONE read (level-triggered readiness brings the reader back for more): stamp, frame,
+        the stream step. Ends the exchange (``_end``) when the answer is complete or failed."""
+        resp = self.resp
+        if not self.active:
+            return self._end()
+        try:
+            data, anc, _flags, _addr = self.sock.recvmsg(BUFSIZE, kstamp.ANCBUFSIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            return self.failed(resp, "connection", f"{type(e).__name__}: {e}", now_ns())
+        tu = now_ns()
+        if not data:
+            return self.eof(tu)
+        clock = self.clock
+        t = read_time(anc, clock.offset_ns if clock is not None else None, tu, resp)
+        self.nbytes += len(data)
+        resp.n_reads += 1
+        self.t = t
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            return self.failed(resp, "protocol", "unexpected protocol upgrade", t)
+        except httptools.HttpParserError as e:
+            return self.failed(resp, "protocol", f"bad HTTP response: {e}", t)
+        if resp.headers_at_ns is None and self.nbytes > resp.max_header_bytes:
+            # httptools has no header limit and builds a long value by concatenation
+            return self.failed(resp, "too_large", f"response headers over "
+                               f"{resp.max_header_bytes} bytes (api.limits.max_header_bytes)", t)
+        if self._pieces and self._take(t):
+            return                                      # settled or over a limit: closed
+        if resp.complete:
+            self._end()
+
+    def read_failed(self, e: BaseException) -> None:
+        """The read itself raised (ours, not the server's): the record says so."""
+        self.failed(self.resp, "client", f"{type(e).__name__}: {e}", now_ns())
+
+    def _end(self) -> None:
+        """The exchange is over: the reader lets go of the socket, the user's greenlet wakes."""
+        if self.active:
+            self.active = False
+            if self.reader is not None:
+                self.reader.unwatch(self)
+                self.done.set()
 
     def _take(self, t: int) -> bool:
         """The body pieces of the read stamped ``t``; True when reading must stop."""
@@ -212,22 +258,17 @@ class GConn:
     def peer_closed(self) -> bool:
         """An idle socket the server already closed (or wrote to): not to be reused."""
         try:
-            self.sock.settimeout(0.0)
-            try:
-                self.sock.recv(1, socket.MSG_PEEK)      # b"": FIN; bytes: stray, unusable
-                return True
-            finally:
-                self.sock.settimeout(None)
+            self.sock.recv(1, socket.MSG_PEEK)          # non-blocking: b"": FIN; bytes: stray
+            return True
         except (BlockingIOError, InterruptedError):
             return False
         except OSError:
             return True
 
     def close(self) -> None:
+        self._end()
         if not self.closed:
             self.closed = True
-            if self.readable is not None:
-                self.readable.close()
             try:
                 self.sock.close()
             except OSError:

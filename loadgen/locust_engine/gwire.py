@@ -3,10 +3,12 @@
     GWire.post(headers, body, rec, tally, stream)        one per Locust user: ONE connection
       gevent.Timeout(timeout_s) around everything (connect, send, every read)
       ─► GConn: the idle kept-alive socket (its keep-alive window, no FIN seen) or a connect
-           (gevent socket, TCP_NODELAY, SO_TIMESTAMPNS: kstamp.enable_rx_timestamps)
+           (gevent socket, TCP_NODELAY, SO_TIMESTAMPNS: kstamp.enable_rx_timestamps; once
+           connected, detached into a plain non-blocking socket)
       ─► request_head (loadgen.client.wire.http1, the wire transport's framing); sent_at_ns
-         immediately before the sendall
-      ─► GConn.read (gconn.py): sock.recvmsg(BUFSIZE, ANCBUFSIZE) (gevent-cooperative), each read stamped
+         immediately before the send
+      ─► the process's ONE reader (reader.py) reads it, GConn.on_readable (gconn.py):
+         sock.recvmsg(BUFSIZE, ANCBUFSIZE), each read stamped
          SCM_TIMESTAMPNS − clock.offset_ns (kstamp.ClockMap; user time when no cmsg came)
            ─► httptools (C) framing ─► body pieces of that read, one stamp
            ─► streamed 2xx: stream_step.StreamStep.feed(t, piece) at once (THE stream step);
@@ -19,10 +21,10 @@
       one (``retries``, ``first_sent_at_ns``, ``retry_error``); this user then stops reusing
       (``Connection: close``), as the wire pool does
 
-The read loop (gconn.py) does what ``loadgen.client.wire.conn.Conn.on_readable`` does and
+The read step (gconn.py) does what ``loadgen.client.wire.conn.Conn.on_readable`` does and
 ``fill`` is ``settle``, as in ``fill.fill_steps``, so one stamped byte stream gives the same Record on either
 engine (tests/loadgen/locust_engine/test_gwire.py checks it on the recorded real servers).
-No asyncio, no aiohttp, no geventhttpclient: gevent sockets and httptools only.
+No asyncio, no aiohttp, no geventhttpclient: sockets, gevent waits and httptools only.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import socket
 from typing import Optional
 
 import gevent
+from gevent import monkey
 from gevent import socket as gsocket
 
 from loadgen.client.redirects import MAX_HOPS, redirect_target
@@ -39,7 +42,10 @@ from loadgen.client.wire import kstamp
 from loadgen.client.wire.http1 import Target, WireResponse, request_head
 from loadgen.client.wire.settle import CANCELLED, settle
 from loadgen.locust_engine.gconn import GConn
+from loadgen.locust_engine.reader import Reader, process_reader
 from loadgen.record import Record, now_ns
+
+RawSocket = monkey.get_original("socket", "socket")      # the standard library's class
 
 
 def fill(resp: WireResponse, rec: Record, tally: StreamTally, step: Optional[StreamStep],
@@ -55,8 +61,10 @@ class GWire:
 
     def __init__(self, url: str, timeout_s: float = 600.0,
                  connect_timeout_s: Optional[float] = 30.0, limits: Limits = DEFAULT_LIMITS,
-                 follow_redirects: str = "never", stamps: Optional[kstamp.Stamps] = None):
+                 follow_redirects: str = "never", stamps: Optional[kstamp.Stamps] = None,
+                 reader: Optional[Reader] = None):
         self.url, self.timeout_s, self.connect_timeout_s = url, timeout_s, connect_timeout_s
+        self.reader = reader or process_reader()
         self.limits, self.follow_redirects = limits, follow_redirects
         self.stamps = stamps
         self.conn: Optional[GConn] = None
@@ -89,7 +97,6 @@ class GWire:
                 if clock is not None:
                     kstamp.enable_rx_timestamps(sock)
                 sock.connect(addr)
-                sock.settimeout(None)          # reads wait; gevent.Timeout bounds the exchange
             except OSError as e:
                 sock.close()
                 if isinstance(e, socket.timeout):
@@ -97,7 +104,11 @@ class GWire:
                 err = e
                 continue
             self.connections_opened += 1
-            return GConn(sock, tg.key, clock, watch=True)
+            # from here on a plain non-blocking socket: the process's reader reads it (no
+            # gevent wrapper per read); gevent.Timeout bounds the exchange
+            raw = RawSocket(fileno=sock.detach())
+            raw.setblocking(False)
+            return GConn(raw, tg.key, clock, reader=self.reader)
         raise err if err is not None else OSError(f"no address for {tg.host}")
 
     def _idle_conn(self, key: tuple) -> Optional[GConn]:

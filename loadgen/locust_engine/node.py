@@ -33,10 +33,13 @@ import gevent
 from gevent.event import Event
 
 from loadgen.client import request
+from loadgen.client.structured import Checker
 from loadgen.locust_engine import user as user_mod
 from loadgen.locust_engine.clock import (LagSampler, clock_estimate, clock_shift, same_host,
                                          sleep_until)
 from loadgen.locust_engine.gconn import process_stamps
+from loadgen.locust_engine.idle import YoungGC
+from loadgen.locust_engine.reader import process_reader
 from loadgen.client.gc_hold import hold_gc, release_gc
 from loadgen.locust_engine.ledger import WorkerLedger
 from loadgen.locust_engine.plan import Plan
@@ -59,6 +62,7 @@ class WorkerNode:
         self.url = self.base_url + request.endpoint_path(a.endpoint)
         self.chat = a.endpoint == "chat"
         self.base = request.base_body(a, setup["model"], tuple(setup.get("drop_fields") or ()))
+        self.check = Checker.of(self.base)      # tools / response_format: checked at finish
         self.headers = request.request_headers(a, api_key)
         user_mod.LLMUser.host = self.base_url   # users spawned from now on (Locust's UI label)
         user_mod.LLMUser.connection_timeout = a.connect_timeout_s
@@ -89,6 +93,7 @@ class WorkerNode:
         self.later = self.ledger.idle.put        # what may wait for an idle hub (idle.py)
         self.sampler = LagSampler()
         self.gc_saved: Optional[tuple] = None    # GC thresholds before _hold_gc
+        self.young: Optional[YoungGC] = None
         user_mod.NODE = self                     # this process's users now draw from here
 
     # -- phases (driven by the coordinator) --------------------------------------------------
@@ -124,6 +129,7 @@ class WorkerNode:
     def _hold_gc(self) -> None:
         if self.gc_saved is None:                # from warm-up (or go) to done: hold_gc
             self.gc_saved = hold_gc()
+            self.young = YoungGC()               # young objects collected when the hub idles
 
     # -- what a user does ------------------------------------------------------------------
     def _next(self, t: Optional[int] = None):
@@ -211,7 +217,7 @@ class WorkerNode:
                 self.ledger.journal(rec)
                 a = self.sc.api
                 user.send(self.url, request.with_headers(self.headers, headers), data, a.stream,
-                          rec, a.continuous_usage, a.timeout_s, self.limits, want_text)
+                          rec, a.continuous_usage, a.timeout_s, self.limits, want_text, self.check)
         except gevent.GreenletExit:
             self.cancel(rec, "the run was interrupted before the request ended")
             raise
@@ -272,9 +278,10 @@ class WorkerNode:
                       sent=self.ledger.sent_count,
                       interrupted=self.stopped, host=socket.gethostname(), pid=os.getpid(),
                       clock_shift_ns=self.shift, clock=self.clock,
-                      stamps=self.stamps.describe())
+                      stamps=self.stamps.describe(), reader=process_reader().describe())
         self.ledger.close()
         if self.gc_saved is not None:
+            report.update(self.young.stop())
             release_gc(self.gc_saved)
             self.gc_saved = None
         self.send_msg("loadgen_done", report)

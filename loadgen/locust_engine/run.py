@@ -95,6 +95,13 @@ class LocustRun:
         self.prep = prepare(sc)         # run_dir, plan, schedule, api key: as the native engine
         # the native engine's target steps only (server, affinity, probe, sut.json): never meta
         self.run = Run(sc, prepared=self.prep)
+        if sc.workload.images is not None:
+            raise ScenarioError("workload.images: images are sent by the native engine only")
+        if sc.load.probe is not None:
+            raise ScenarioError("load.probe: the probe stream runs in the native engine only")
+        if sc.target.replica_urls:
+            raise ScenarioError("target.urls: several replicas are balanced by the native engine "
+                                "only; the Locust engine takes one target.url (or a gateway's)")
         users = self.users = users_for(sc, self.prep.schedule, opts.workers)
         if opts.workers and users < opts.workers:
             field = "load.concurrency" if sc.load.mode == "concurrency" else "load.max_concurrency"

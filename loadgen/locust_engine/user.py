@@ -95,9 +95,10 @@ class LLMUser(User):
 
     def send(self, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
              continuous: bool, timeout_s: float, limits: Limits = DEFAULT_LIMITS,
-             want_text: bool = False) -> None:
-        """``want_text``: keep the answer's text in ``rec.output_text`` (a session turn's)."""
-        tally = StreamTally(continuous, want_text)
+             want_text: bool = False, check: Any = None) -> None:
+        """``want_text``: keep the answer's text in ``rec.output_text`` (a session turn's);
+        ``check``: the node's structured.Checker (tools / response_format), or None."""
+        tally = StreamTally(continuous, want_text, check)
         execute(self._wire(url, timeout_s, limits), headers, data, stream, rec, tally)
         e2e = ((rec.end_at_ns or now_ns()) - (rec.sent_at_ns or now_ns())) / 1e6
         exc = None if rec.status == "ok" else RuntimeError(f"{rec.error_kind}: {rec.error}")

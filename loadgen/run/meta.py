@@ -64,6 +64,8 @@ def run_meta(prep: Prepared, out: Outcome) -> dict:
     }
     if out.locust is not None:
         meta["locust"] = out.locust
+    if out.probe_stream is not None:       # load.probe (loadgen.run.probe_stream)
+        meta["probe_stream"] = out.probe_stream
     if out.client_processes is not None:   # client.processes > 1 (loadgen.run.procs)
         meta["client_processes"] = out.client_processes
     return meta

@@ -71,3 +71,4 @@ class Outcome:
     client_transport: Optional[dict] = None     # Client.transport_info(): wire | aiohttp, stamps
     locust: Optional[dict] = None               # the Locust engine's workers (its engine only)
     client_processes: Optional[list] = None     # client.processes > 1: each sender process
+    probe_stream: Optional[dict] = None         # load.probe: ProbeStream.describe()

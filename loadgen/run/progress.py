@@ -135,6 +135,12 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
     c.print(f"throughput: {_fmt(summary.get('request_throughput'), ' req/s')}   output "
             f"{_fmt(summary.get('output_throughput'), ' tok/s')}   goodput "
             f"{_fmt(summary.get('goodput'), ' req/s')}")
+    line = embeddings_line(summary)
+    if line:
+        c.print(line, highlight=False)
+    line = probe_line(summary)
+    if line:
+        c.print(line, highlight=False)
     energy = summary.get("energy") or {}
     if energy:
         c.print(f"energy: {energy.get('status')}" + (f" ({energy.get('reason')})"
@@ -155,6 +161,34 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
         c.print(f"verdict: {head}")
         for r in v.get("reasons") or []:
             c.print(f"  - {r}")
+
+
+def embeddings_line(summary: dict) -> Optional[str]:
+    """An embeddings run's figures in one line (summary.json "embeddings"); None for others."""
+    e = summary.get("embeddings")
+    if not isinstance(e, dict):
+        return None
+    lat = e.get("latency_ms") or {}
+    return (f"embeddings: latency p50 {_fmt(lat.get('p50'))} / p90 {_fmt(lat.get('p90'))} / "
+            f"p99 {_fmt(lat.get('p99'), ' ms')}   {_fmt(e.get('request_throughput'), ' req/s')}   "
+            f"{_fmt(e.get('input_token_throughput'), ' input tok/s')}   "
+            f"{_fmt(e.get('input_throughput'), ' inputs/s')}")
+
+
+def probe_line(summary: dict) -> Optional[str]:
+    """load.probe in one line: the probe's TTFT/TPOT p50 alone → beside the load (summary.json
+    "probe_stream"); None without a probe stream."""
+    ps = summary.get("probe_stream")
+    if not isinstance(ps, dict):
+        return None
+    a, u, x = ps["alone"], ps["under_load"], ps["slowdown"]
+
+    def part(name: str, key: str, ratio: str) -> str:
+        r = x.get(ratio)
+        return (f"{name} p50 {_fmt(a[key]['p50'])} → {_fmt(u[key]['p50'], ' ms')}"
+                + (f" ({r:.2f}×)" if r is not None else ""))
+    return (f"probe stream ({a['requests']} alone, {u['requests']} beside): "
+            f"{part('TTFT', 'ttft_ms', 'ttft_p50')}, {part('TPOT', 'tpot_ms', 'tpot_p50')}")
 
 
 def roofline_line(summary: dict, run_dir=None) -> Optional[str]:

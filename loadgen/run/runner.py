@@ -2,7 +2,7 @@
 
     Scenario ─► workload.py (PromptSpecs) + schedule.py (offsets)      [errors before any I/O]
         ─► run_dir/scenario.yaml (resolved; API key never written, only api_key_env's name)
-        ─► managed.py (start + health-check target.server; server.log)    or target.url
+        ─► managed.py (start + health-check target.server; server.log)    or target.url(s)
         ─► ready.py (wait: /health 200, no 503; api.ready_timeout_s, a live line)       [exit 2]
         ─► probe.py (GET /v1/models: reachable, authorised, api.model listed; one small request
                      with the run's body: fields the server rejects dropped or a stop) [exit 2]
@@ -10,7 +10,8 @@
         ─► sut.py (/v1/models, headers, /info, client host ─► sut.json)
         ─► power (loadgen.power sampler ─► power.jsonl, when power.sources != ["none"])
         ─► server_metrics.py (GET /metrics every target.metrics_interval_s ─► server_metrics.jsonl)
-        ─► warm-up (phase "warmup", closed loop) ─► t0 ─► dispatch.py (offline|server|closed)
+        ─► warm-up (phase "warmup", closed loop) ─► [load.probe: probes alone, probe_stream.py]
+        ─► t0 ─► dispatch.py (offline|server|closed)   [+ probes beside it ─► probe_stream.jsonl]
             ─► Client.execute ─► Record ─► records.jsonl (flushed per request)
            (client.processes > 1: loadgen.run.procs, N sender processes, parts merged)
         ─► meta.json (mode, t0, rates, client CPU, interruption) ─► device.json (calibration.py:
@@ -35,9 +36,11 @@ from loadgen.targets import fit as fit_mod
 from loadgen.targets import probe as probe_mod
 from loadgen.targets import ready as ready_mod
 from loadgen.targets import sut as sut_mod
+from loadgen.client.balance import open_client
 from loadgen.client.client import Client, ClientConfig, RequestSpec
 from loadgen.client.clientload import ClientLoad
 from loadgen.run.dispatch import Dispatcher, Ledger, closed_stages, spec_factory
+from loadgen.run.probe_stream import ProbeStream
 from loadgen.targets.managed import ManagedServer, ServerStartError
 from loadgen.run.progress import RunProgress
 from loadgen.record import RecordWriter, now_ns
@@ -103,6 +106,7 @@ class Run:
         self.drop_fields: tuple = ()            # fields the server rejected, dropped
         self.client: Optional[Client] = None    # the measured phase's (meta: its retries)
         self.senders = None     # client.processes > 1: loadgen.run.procs.parent.Senders
+        self.probe_stream: Optional[ProbeStream] = None   # load.probe
 
     # -- sync shell: run dir, managed server ----------------------------------------------
     def execute(self) -> RunResult:
@@ -112,7 +116,7 @@ class Run:
         self._saved_handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             with contextlib.ExitStack() as stack:
-                base_url = self.sc.target.url
+                base_url = self.sc.target.primary_url
                 if self.shared_server is not None:
                     if not self.shared_server.alive:
                         raise ServerStartError(
@@ -198,8 +202,9 @@ class Run:
             self.server.spec.health_path if self.server is not None else "/health")
         warnings: list = slo_mod.stream_warnings(self.sc.slo.model_dump(), a.stream)
         if a.probe:
-            model, found = probe_mod.check_models(base_url, models, a.model, a.api_key_env,
-                                                  managed=self.server is not None)
+            model, found = probe_mod.check_models(
+                base_url, models, a.model, a.api_key_env, managed=self.server is not None,
+                where="target.urls" if self.sc.target.urls else None)
             warnings += found
         else:
             model = a.model or sut_mod.first_model_id(models.get("models"))
@@ -207,6 +212,12 @@ class Run:
             raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
                                 f"({models.get('error') or 'status ' + str(models.get('status'))})")
         self.base_url, self.model = base_url, model
+        for other in (self.sc.target.replica_urls or [])[1:]:   # every replica ready, same model
+            more, _ = await ready_mod.wait_ready(
+                other, self.key, a.headers, a.connect_timeout_s,
+                ready_mod.ready_timeout_s(a, False), "/health")
+            if a.probe:
+                probe_mod.check_models(other, more, model, a.api_key_env, where="target.urls")
         own = await sut_mod.fetch_self_description(base_url, self.key, a.connect_timeout_s)
         if a.probe:
             info = own.get("info") or (self.server.info if self.server is not None else None)
@@ -248,7 +259,8 @@ class Run:
         def make(p, i: int) -> RequestSpec:
             return RequestSpec(id=i, phase="measured", prompt=p.prompt,
                                prompt_tokens=p.prompt_tokens, max_tokens=p.max_tokens,
-                               messages=list(p.messages) if p.messages else None)
+                               messages=list(p.messages) if p.messages else None,
+                               images=p.images)
 
         self.writer = RecordWriter(self.run_dir / "records.jsonl")
         ledger = Ledger(self.writer, self.progress.on_done)
@@ -265,12 +277,19 @@ class Run:
                 await self.senders.measure(sut)
                 return
             cfg = ClientConfig.from_api(a, base_url, model, self.key, self.drop_fields)
-            async with Client(cfg, cap or max(1, n or 1)) as client:
+            tg = self.sc.target
+            async with open_client(cfg, tg.replica_urls, tg.balance,
+                                   cap or max(1, n or 1)) as client, \
+                    contextlib.AsyncExitStack() as side:
                 self.client = client
                 w = ld.warmup_requests
                 warm = (stream if ld.mode != "trace" and self.plan.sessions is None
                         else self.plan.warmup_specs())
                 await self._warmup(client, ledger, spec_factory(warm, make, 0), w, cap)
+                if ld.probe is not None:     # load.probe: its own client, its own file
+                    self.probe_stream = await side.enter_async_context(
+                        ProbeStream(self.sc, self.run_dir, cfg, self.stop))
+                    await self.probe_stream.alone()
                 self.progress.start("measured", n)
                 d = self.dispatcher = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s,
                                                  self.progress.on_send)
@@ -300,6 +319,8 @@ class Run:
         await self.scraper.mark("measure_start")
         self.cpu.start()
         self.t0 = now_ns() + (T0_LEAD_NS if ld.mode in ("server", "trace") else 0)
+        if self.probe_stream is not None:
+            self.probe_stream.start_beside(self.t0)
         if self.plan.sessions is not None:
             await self._sessions(d, cap)
         elif ld.mode == "offline":
@@ -311,6 +332,8 @@ class Run:
         else:
             await d.closed(next_spec, cap or 1, self.t0, ld.num_requests, ld.duration_s)
         self.end = now_ns()
+        if self.probe_stream is not None:     # no new probe; those in flight end
+            await self.probe_stream.finish()
         self.power.mark("measure_end")
         await self.scraper.mark("measure_end")
 
@@ -374,7 +397,8 @@ class Run:
             managed_server_alive_at_end=self.server_alive_at_end, client_cpus=self.client_cpus,
             server_metrics=self.server_metrics, probe=self.probe,
             client_connections=self.client.describe() if self.client is not None else None,
-            client_transport=self.client.transport_info() if self.client is not None else None)
+            client_transport=self.client.transport_info() if self.client is not None else None,
+            probe_stream=self.probe_stream.describe() if self.probe_stream is not None else None)
 
     def meta(self) -> dict:
         """meta.json: what was prepared and how it went (loadgen.run.meta.run_meta)."""

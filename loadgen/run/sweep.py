@@ -132,7 +132,7 @@ class Sweep:
         return row
 
     def _base_url(self) -> str:
-        return self.managed.base_url if self.managed is not None else (self.sc.target.url or "")
+        return self.managed.base_url if self.managed is not None else (self.sc.target.primary_url or "")
 
     def _hygiene(self, d: Path, reset: Optional[dict]) -> Optional[dict]:
         """Record what earlier points left in a prefix cache; re-summarise when it warns."""

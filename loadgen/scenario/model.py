@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from loadgen.scenario import limits
 from loadgen.scenario.strict import ScenarioError, Strict  # noqa: F401 (ScenarioError: re-exported)
+from loadgen.scenario.structured import ResponseFormat, Tool, ToolChoice, body_fields, check_tools
 from loadgen.scenario.target import Target
 
 
@@ -29,7 +30,11 @@ class ResponseLimits(Strict):
 
 
 class Api(Strict):
-    endpoint: Literal["chat", "completions"] = "completions"
+    # embeddings: POST /v1/embeddings, one JSON answer (never streamed: api.stream defaults to
+    # false there), workload.inputs_per_request texts per request, no output tokens
+    # responses: POST /v1/responses (OpenAI Responses API: input, max_output_tokens; named
+    # events, response.output_text.delta per token; usage with response.completed)
+    endpoint: Literal["chat", "completions", "embeddings", "responses"] = "completions"
     model: Optional[str] = None           # None: the first id that /v1/models lists
     stream: bool = True
     ignore_eos: bool = True               # ask for exactly max_tokens (server may ignore)
@@ -55,6 +60,38 @@ class Api(Strict):
     # a 3xx answer is a failed request of kind "redirect" (its Location in the error); same-host:
     # a 307/308 to the same scheme, host and port is followed (up to 3 hops); never another host
     follow_redirects: Literal["never", "same-host"] = "never"
+    # chat only: {"type": "json_object"} | {"type": "json_schema", "json_schema": {name, schema,
+    # strict}}; each answer is checked against it after the stream (loadgen.scenario.structured)
+    response_format: Optional[ResponseFormat] = None
+    # workload.tools / tool_choice, put here by Scenario: the request body is built from the api
+    _tools: Optional[list] = PrivateAttr(None)
+    _tool_choice: Any = PrivateAttr(None)
+
+    @property
+    def structured(self) -> dict:
+        """The body's tools, tool_choice and response_format (plain JSON; only those given)."""
+        return body_fields(self._tools, self._tool_choice, self.response_format)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _embeddings_not_streamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("endpoint") == "embeddings" and "stream" not in data:
+            data = {**data, "stream": False}
+        return data
+
+    @model_validator(mode="after")
+    def _responses_usage(self) -> "Api":
+        if self.endpoint == "responses" and self.continuous_usage:
+            raise ValueError("continuous_usage: api.endpoint responses has no stream_options "
+                             "(usage comes once, with response.completed): leave it false")
+        return self
+
+    @model_validator(mode="after")
+    def _embeddings_stream(self) -> "Api":
+        if self.endpoint == "embeddings" and self.stream:
+            raise ValueError("stream: api.endpoint embeddings is answered in one JSON body, "
+                             "never streamed: set api.stream: false or leave it out")
+        return self
 
 
 class Dist(Strict):
@@ -109,6 +146,19 @@ class Prefix(Strict):
     zipf_s: float = Field(1.1, gt=0)
 
 
+class Images(Strict):
+    """workload.images: ``count`` synthetic images (seeded, made locally) sent with each chat
+    request as base64 data URLs (loadgen.scenario.images); ``pool`` distinct images are made
+    once and dealt out in turn, so a server's image cache sees each one again after ``pool``
+    images."""
+
+    count: int = Field(1, ge=1, le=16)                 # images per request
+    width: int = Field(512, ge=8, le=4096)
+    height: int = Field(512, ge=8, le=4096)
+    format: Literal["png", "jpeg"] = "png"
+    pool: int = Field(16, ge=1, le=256)                # distinct images made up front
+
+
 class Workload(Strict):
     source: Literal["synthetic", "jsonl", "sharegpt", "trace", "sessions"] = "synthetic"
     path: Optional[str] = None            # jsonl: {prompt, max_tokens} per line; sharegpt: JSON
@@ -129,6 +179,14 @@ class Workload(Strict):
     # each: counts approximate), "bytes" (1 token per ASCII byte: the JAX server's synthetic
     # ByteTokenizer; exact) or a path to a HF tokenizer.json (exact for that tokenizer)
     tokenizer: str = "words"
+    # api.endpoint embeddings: texts per request (the request's "input" list; 1 sends one string)
+    inputs_per_request: int = Field(1, ge=1, le=2048)
+    # chat: synthetic images with each request (content parts after the text)
+    images: Optional[Images] = None
+    # chat only: OpenAI tool specs sent with every request, inline (loadgen.scenario.structured);
+    # streamed tool_calls deltas count as output, the final call's arguments are checked
+    tools: Optional[list[Tool]] = None
+    tool_choice: Optional[ToolChoice] = None      # auto | required | none | {type, function: {name}}
     seed: int = 0
 
     @model_validator(mode="after")
@@ -149,6 +207,17 @@ class Stage(Strict):
     duration_s: float = Field(gt=0)
 
 
+class Probe(Strict):
+    """load.probe: a light side stream beside the main load (loadgen.run.probe_stream): first
+    ``alone_requests`` probes one after another with nothing else in flight, then, during the
+    measured phase, one probe every 1/``rate`` s; reported apart (summary.json probe_stream)."""
+
+    rate: float = Field(gt=0, le=100)              # probes/s during the measured phase
+    prompt_tokens: int = Field(32, gt=0)
+    output_tokens: int = Field(32, gt=1)           # > 1: a TPOT needs two tokens
+    alone_requests: int = Field(8, ge=0, le=10_000)  # the baseline: probes with no main load
+
+
 class Load(Strict):
     mode: Literal["offline", "server", "concurrency", "trace"] = "server"
     rate: Optional[float] = Field(None, gt=0)         # requests/s (server)
@@ -165,6 +234,7 @@ class Load(Strict):
     min_queries: int = Field(0, ge=0)
     drain_timeout_s: float = Field(600.0, gt=0)  # after the last send, wait this long at most
     seed: Optional[int] = None  # arrival-schedule seed; None: workload.seed + 1
+    probe: Optional[Probe] = None  # a light side stream measured beside the main load
 
     @model_validator(mode="after")
     def _mode(self) -> "Load":
@@ -318,16 +388,48 @@ class Scenario(Strict):
             if self.load.mode not in ("concurrency", "server") or self.load.stages:
                 raise ValueError("workload.source sessions runs in load.mode concurrency (N "
                                  "concurrent sessions) or server (a rate of new sessions)")
+        n_in = self.workload.inputs_per_request
+        if n_in > 1 and self.api.endpoint != "embeddings":
+            raise ValueError(f"workload.inputs_per_request: {n_in} inputs per request needs "
+                             "api.endpoint: embeddings (completions and chat send one prompt)")
+        if n_in > 1 and self.workload.source == "trace":
+            raise ValueError("workload.inputs_per_request: a trace sends one row per request "
+                             "(leave it at 1)")
         for key in ("ttft_ms", "tpot_ms", "itl_ms"):   # analysis.metrics.slo.STREAM_ONLY
             if getattr(self.slo, key) is not None and not self.api.stream:
                 raise ValueError(f"slo.{key}: TTFT/TPOT/ITL need api.stream: true (a non-streamed "
                                  f"answer arrives whole, with no first-token time): set "
                                  f"api.stream: true or drop slo.{key}")
+        if self.workload.images is not None:
+            if self.api.endpoint != "chat":
+                raise ValueError("workload.images: images go with api.endpoint chat (content "
+                                 "parts of the user message)")
+            if self.workload.source in ("trace", "sessions"):
+                raise ValueError(f"workload.images: not with workload.source "
+                                 f"{self.workload.source} (synthetic, jsonl or sharegpt prompts)")
+        if self.load.probe is not None:
+            if self.api.endpoint not in ("chat", "completions", "responses"):
+                raise ValueError("load.probe: probes are generation requests (api.endpoint chat, "
+                                 "completions or responses)")
+            if not self.api.stream:
+                raise ValueError("load.probe: a probe's TTFT/TPOT need api.stream: true")
         self._processes()
+        self._structured()
         if (self.load.mode == "trace") != (self.workload.source == "trace"):
             raise ValueError("load.mode trace and workload.source trace go together (the trace "
                              "file gives both the prompts and the send times)")
         return self
+
+    def _structured(self) -> None:
+        """Tools and response_format are chat fields; the api carries them into the body."""
+        w, a = self.workload, self.api
+        check_tools(w.tools, w.tool_choice)
+        for key, given in (("workload.tools", w.tools), ("workload.tool_choice", w.tool_choice),
+                           ("api.response_format", a.response_format)):
+            if given is not None and a.endpoint != "chat":
+                raise ValueError(f"{key}: needs api.endpoint: chat (the {a.endpoint} endpoint "
+                                 "takes no tools or response_format)")
+        a._tools, a._tool_choice = w.tools, w.tool_choice
 
     def _processes(self) -> None:
         """An explicit client.processes > 1 must fit the run: sessions run in one process; a
@@ -338,6 +440,9 @@ class Scenario(Strict):
         if self.workload.source == "sessions":
             raise ValueError(f"client.processes: {n}: workload.source sessions runs in one "
                              "process (set client.processes: 1 or auto)")
+        if self.load.probe is not None:
+            raise ValueError(f"client.processes: {n}: load.probe runs in one process (set "
+                             "client.processes: 1 or auto)")
         cap = self.load.in_flight_cap
         if cap is not None and n > cap:
             what = ("load.max_concurrency" if self.load.mode in ("server", "trace")

@@ -1,6 +1,8 @@
 """The scenario's ``target``: a running server's URL, or a server that ``loadgen run`` manages.
 
     target: {url: http://127.0.0.1:8000}                      an external server (any OpenAI API)
+    target: {urls: [http://127.0.0.1:8000, http://127.0.0.1:8001],   several replicas, the client
+             balance: round_robin | least_in_flight}              balances (loadgen.client.balance)
     target: {server: {kind: jax | vllm | command, ...}}       started, health-checked, stopped
 """
 from __future__ import annotations
@@ -72,8 +74,26 @@ class ServerSpec(Strict):
         return self
 
 
+def _check_base_url(v: str) -> str:
+    """An http(s):// base URL; one that ends in /v1 is the API's root, not the server's."""
+    p = urlsplit(v)
+    if p.scheme not in ("http", "https") or not p.netloc:
+        hint = f"http://{v}" if "://" not in v else "http://HOST:PORT"
+        raise ValueError(f"'{v}' is not an http:// or https:// URL (e.g. {hint})")
+    if p.path.rstrip("/").endswith("/v1"):
+        base = urlunsplit((p.scheme, p.netloc, p.path.rstrip("/")[:-3], "", ""))
+        raise ValueError(f"'{v}' ends in /v1: give the server's base URL, {base} "
+                         "(loadgen adds /v1/completions, /v1/models itself)")
+    return v
+
+
 class Target(Strict):
     url: Optional[str] = None             # base URL of a running server, e.g. http://127.0.0.1:8000
+    # several replicas of one model behind no gateway: the client spreads the requests over them
+    # (round_robin: in the order requests are sent; least_in_flight: to the URL with the fewest
+    # requests in flight, ties in turn); every record names its URL (``target_url``)
+    urls: Optional[list[str]] = None
+    balance: Literal["round_robin", "least_in_flight"] = "round_robin"
     server: Optional[ServerSpec] = None
     # the server's Prometheus endpoint, scraped during the run into server_metrics.jsonl by a
     # separate process (the parse never holds the client's GIL); metrics_path: a path on the
@@ -85,21 +105,35 @@ class Target(Strict):
     @field_validator("url")
     @classmethod
     def _base_url(cls, v: Optional[str]) -> Optional[str]:
-        """An http(s):// base URL; one that ends in /v1 is the API's root, not the server's."""
+        return v if v is None else _check_base_url(v)
+
+    @field_validator("urls")
+    @classmethod
+    def _base_urls(cls, v: Optional[list[str]]) -> Optional[list[str]]:
         if v is None:
             return v
-        p = urlsplit(v)
-        if p.scheme not in ("http", "https") or not p.netloc:
-            hint = f"http://{v}" if "://" not in v else "http://HOST:PORT"
-            raise ValueError(f"'{v}' is not an http:// or https:// URL (e.g. {hint})")
-        if p.path.rstrip("/").endswith("/v1"):
-            base = urlunsplit((p.scheme, p.netloc, p.path.rstrip("/")[:-3], "", ""))
-            raise ValueError(f"'{v}' ends in /v1: give the server's base URL, {base} "
-                             "(loadgen adds /v1/completions, /v1/models itself)")
-        return v
+        if not v:
+            raise ValueError("give at least one URL")
+        out = [_check_base_url(u).rstrip("/") for u in v]
+        dup = sorted({u for u in out if out.count(u) > 1})
+        if dup:
+            raise ValueError(f"{dup[0]} is listed twice")
+        return out
 
     @model_validator(mode="after")
     def _one_of(self) -> "Target":
-        if (self.url is None) == (self.server is None):
-            raise ValueError("give exactly one of target.url or target.server")
+        given = [k for k in ("url", "urls", "server") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of target.url, target.urls or target.server")
         return self
+
+    @property
+    def primary_url(self) -> Optional[str]:
+        """target.url, or the first of target.urls (readiness and /v1/models are asked there
+        first; server metrics are scraped there); None for a managed server."""
+        return self.urls[0] if self.urls else self.url
+
+    @property
+    def replica_urls(self) -> Optional[list[str]]:
+        """target.urls when there are several replicas to balance over, else None."""
+        return list(self.urls) if self.urls and len(self.urls) > 1 else None

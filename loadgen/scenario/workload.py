@@ -8,6 +8,9 @@
         trace      timestamped rows (loadgen.scenario.trace), in time order, not cycled; prompts
                    built block by block from hash ids; the send times come with them
     ─► optional shared prefix in front of every prompt ─► PromptSpec stream (cycles files)
+    ─► workload.images (chat): request k carries images k·count.. of a seeded pool (images.py)
+    ─► inputs_per_request N > 1 (embeddings): N consecutive prompts make one PromptSpec whose
+       prompt is the list of the N texts, prompt_tokens their sum (max_tokens: the first's)
 
 Token counts are exact for "bytes" (1 token per ASCII byte, the JAX server's ByteTokenizer) and
 for a tokenizer.json; "words" counts whitespace-separated common English words (about one BPE
@@ -16,13 +19,14 @@ token each), labelled ``approximate``.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Union
 
 import numpy as np
 
 from loadgen.scenario.model import Dist, ScenarioError, Workload
+from loadgen.scenario.images import pool_for
 from loadgen.scenario.tokens import make_counter
 from loadgen.scenario.sessions import SessionPlan, read_sharegpt_sessions
 from loadgen.scenario.limits import MAX_FILE_ROWS, MAX_TOKENS
@@ -31,10 +35,11 @@ from loadgen.scenario.trace import (TracePrompts, jsonl_objects, positive_int, p
 
 @dataclass(frozen=True)
 class PromptSpec:
-    prompt: str
+    prompt: Union[str, list]    # a list of texts: one embeddings request of several inputs
     prompt_tokens: int          # by the workload's counter (see WorkloadPlan.token_count)
     max_tokens: int
     messages: Optional[tuple] = None   # chat messages as given (trace jsonl); else prompt is the user turn
+    images: Optional[tuple] = None     # workload.images: data URLs sent after the text (chat)
 
 
 # --- lengths --------------------------------------------------------------------------------
@@ -107,6 +112,7 @@ class WorkloadPlan:
         if w.shared_prefix_tokens:
             self.prefix = self.counter.build(np.random.default_rng([w.seed, 1]),
                                              w.shared_prefix_tokens)
+        self.images = pool_for(w.images, w.seed)    # workload.images (made once, here)
         self.groups: list[str] = []
         self.group_p: Optional[np.ndarray] = None
         if w.prefix is not None:
@@ -129,7 +135,8 @@ class WorkloadPlan:
                 "trace": (None if self.trace is None else
                           {"format": self.w.format, "rows": len(self.trace_rows),
                            **self.trace.describe()}),
-                "sessions": self.sessions.describe() if self.sessions is not None else None}
+                "sessions": self.sessions.describe() if self.sessions is not None else None,
+                "images": self.images.describe() if self.images is not None else None}
 
     def trace_offsets(self, load) -> "np.ndarray":
         """Send offsets of a trace run (``load``: time_scale, num_requests, duration_s)."""
@@ -176,6 +183,23 @@ class WorkloadPlan:
             yield PromptSpec(prompt, self.counter.count(prompt), int(row.output_length or 16))
 
     def __iter__(self) -> Iterator[PromptSpec]:
+        if self.images is not None:       # request k's images: dealt in turn from the pool
+            for k, ps in enumerate(self._specs()):
+                yield replace(ps, images=self.images.for_request(k))
+            return
+        n = self.w.inputs_per_request
+        one = self._specs()
+        if n <= 1:
+            yield from one
+            return
+        while True:                    # N consecutive prompts of the same stream per request
+            group = list(itertools.islice(one, n))
+            if len(group) < n:
+                return
+            yield PromptSpec([g.prompt for g in group], sum(g.prompt_tokens for g in group),
+                             group[0].max_tokens)
+
+    def _specs(self) -> Iterator[PromptSpec]:
         rng = np.random.default_rng([self.w.seed, 0])
         if self.trace_rows is not None:
             yield from self._trace_specs(rng)

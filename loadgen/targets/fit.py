@@ -18,7 +18,9 @@ How a prompt is counted (rounded up where the unit is uncertain):
                                                   (common English words: one BPE token each);
                                                   other text (files): the larger of 1 per word
                                                   and 1 per 4 UTF-8 bytes (prose: ~4 bytes/token)
-    api.endpoint chat                             + CHAT_TEMPLATE_TOKENS per message (role markers)
+    api.endpoint chat | responses                 + CHAT_TEMPLATE_TOKENS per message (role markers)
+    api.endpoint embeddings                       each input on its own, nothing generated:
+                                                  the largest input <= limit
 """
 from __future__ import annotations
 
@@ -113,7 +115,7 @@ def _requests(plan, load) -> Iterator[tuple[list[str], int, int]]:
             yield ([str(m.get("content", "")) for m in p.messages if isinstance(m, dict)], 0,
                    p.max_tokens)
         else:
-            yield [p.prompt], 0, p.max_tokens
+            yield (list(p.prompt) if isinstance(p.prompt, list) else [p.prompt]), 0, p.max_tokens
 
 
 def check_context_fit(plan, load, endpoint: str, models: Optional[dict], model: Optional[str],
@@ -124,12 +126,18 @@ def check_context_fit(plan, load, endpoint: str, models: Optional[dict], model: 
     limit, source = context_limit(models, model, info)
     if limit is None:
         return None
-    byte_server, chat = byte_level(info), endpoint == "chat"
+    byte_server, chat = byte_level(info), endpoint in ("chat", "responses")   # a chat template
+    embeddings = endpoint == "embeddings"
     rule = counting_rule(plan.counter, byte_server, chat)
     big_prompt, worst = 0, (0, 0)          # largest prompt; (prompt, max_tokens) of the largest
     looked = 0
     for texts, answers, max_tokens in _requests(plan, load):
         looked += 1
+        if embeddings:
+            p, max_tokens = max(prompt_tokens(t, plan.counter, byte_server) for t in texts), 0
+            big_prompt = max(big_prompt, p)
+            worst = max(worst, (p, 0))
+            continue
         p = answers + sum(prompt_tokens(t, plan.counter, byte_server) for t in texts)
         if chat:
             p += CHAT_TEMPLATE_TOKENS * (len(texts) + (len(texts) - 1 if answers else 0))
@@ -139,7 +147,10 @@ def check_context_fit(plan, load, endpoint: str, models: Optional[dict], model: 
     out = {"limit": limit, "source": source, "counted_as": rule, "requests_looked_at": looked,
            "largest_prompt": big_prompt, "largest_request": sum(worst)}
     where = f"the server's context of {limit:,} tokens ({source})"
-    if big_prompt + 1 > limit:
+    if embeddings and big_prompt > limit:
+        raise ProbeError(f"workload.prompt_tokens: the largest input (~{big_prompt:,} tokens, "
+                         f"counted as {rule}) does not fit {where}; send shorter inputs")
+    if big_prompt + (0 if embeddings else 1) > limit:
         raise ProbeError(f"workload.prompt_tokens: the largest prompt (~{big_prompt:,} tokens, "
                          f"counted as {rule}) does not fit {where}; send shorter prompts")
     if sum(worst) > limit:

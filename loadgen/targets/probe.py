@@ -145,10 +145,11 @@ def model_ids(models: Any) -> Optional[list[str]]:
 
 
 def check_models(base_url: str, got: dict, want: Optional[str], api_key_env: Optional[str],
-                 managed: bool = False) -> tuple[str, list[str]]:
-    """The model to ask for, and warnings; ProbeError when the target cannot serve the run."""
+                 managed: bool = False, where: Optional[str] = None) -> tuple[str, list[str]]:
+    """The model to ask for, and warnings; ProbeError when the target cannot serve the run.
+    ``where``: the field named in an error (default target.server or target.url)."""
     url = base_url.rstrip("/") + "/v1/models"
-    where = "target.server" if managed else "target.url"
+    where = where or ("target.server" if managed else "target.url")
     status = got.get("status")
     if status is None:
         raise ProbeError(f"{where}: cannot reach {url}: {got.get('cause') or got.get('error')}")

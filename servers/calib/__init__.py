@@ -10,6 +10,7 @@ tester (loadgen, or your own harness) against numbers you chose.
                    (absolute deadlines), usage, [DONE]; each write logged [write_ns, n_tokens]
                    (perf_counter_ns: the client's clock on this host) ─► GET /calib/log
         chunks.py  the SSE bytes (completions and chat), cached per shape
+        answers.py a streamed tool call or a JSON answer (``calib.answer``), valid or not
         lockstep.py with --lockstep: one DecodeClock per itl_ms writes the next chunk of every
                    running stream per tick (continuous batching) ─► GET /calib/clock
         faults.py  http500 | http429 | drop | malformed | bad_json | stall | error_event |
@@ -31,6 +32,12 @@ A request overrides the flags with ``{"calib": {...}}`` in its body. Keys:
                              open but drop the next request on it unanswered (a stale keep-alive)
   lockstep                   true: content chunks on the global decode clock; a request with a
                              fault keeps its own absolute deadlines
+  answer                     "tool_call": chat streams a tool call (OpenAI delta form: id and name,
+                             then the arguments in pieces); "json": the content is a JSON text
+                             (answers.py); never on the lockstep clock
+  json, tool_name            the text carried (the arguments, or the content; default "{}"), valid
+                             or not as you need; the function name (default: the body's named
+                             tool_choice, else its first tool)
 With ttft_ms = itl_ms = 0 and no fault the whole answer is written at once from cached bytes, so
 the server is cheap enough for client capacity benchmarks.
 

@@ -89,12 +89,20 @@ class Builder:
         return o
 
 
+def _text(content) -> str:
+    """A message's text: a string as is; content parts: their text parts (images not counted)."""
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content
+                        if isinstance(p, dict) and p.get("type") == "text")
+    return str(content)
+
+
 def prompt_tag_and_tokens(body: dict, chat: bool) -> tuple[str, int]:
     """The log's tag for a request (its prompt's first 120 characters) and its prompt words."""
     if chat:
         msgs = body.get("messages") or []
-        text = " ".join(str(m.get("content", "")) for m in msgs if isinstance(m, dict))
-        last = str(msgs[-1].get("content", "")) if msgs and isinstance(msgs[-1], dict) else ""
+        text = " ".join(_text(m.get("content", "")) for m in msgs if isinstance(m, dict))
+        last = _text(msgs[-1].get("content", "")) if msgs and isinstance(msgs[-1], dict) else ""
         return last[:120], len(text.split())
     p = body.get("prompt", "")
     if isinstance(p, list):

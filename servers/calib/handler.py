@@ -6,6 +6,8 @@
                    ─► content chunk j at arrival + ttft_ms + j*itl_ms   (ABSOLUTE deadlines)
                       or, lockstep, on the global DecodeClock (lockstep.py)
                    ─► usage chunk ─► [DONE]
+        calib answer tool_call | json: the content chunks are a streamed tool call or JSON text
+        (answers.py), on the same deadlines
         each data event written ─► log entry's chunks [write_ns, n_tokens] (GET /calib/log)
     ttft_ms = itl_ms = 0 and no fault: the whole answer at once from cached bytes (capacity runs)
 """
@@ -18,14 +20,15 @@ from typing import Any, Optional
 
 from aiohttp import web
 
-from servers.calib import faults
+from servers.calib import answers, faults
 from servers.calib.chunks import DONE, SSE_HEADERS, Builder, now_ns, prompt_tag_and_tokens
 from servers.calib.lockstep import DecodeClock, Stream, sleep_until
+from servers.calib.images import images_of
 
 DEFAULTS: dict[str, Any] = dict(ttft_ms=0.0, itl_ms=0.0, role_ms=0.0, tokens=None, tokens_per_chunk=1,
                                 usage=True, usage_tokens=None, role_first=True, reasoning_tokens=0, text=" tok",
                                 fault=None, fault_at=2, stall_s=30.0, lockstep=False,
-                                close_after=False)
+                                close_after=False, answer=None, json="{}", tool_name=None)
 
 
 class Calibration:
@@ -54,6 +57,7 @@ class Calibration:
             if chat:             # the conversation as sent: each message's role, first 120 chars
                 entry["messages"] = [{"role": m.get("role"), "content": str(m.get("content", ""))[:120]}
                                      for m in body.get("messages") or [] if isinstance(m, dict)]
+                entry["images"] = images_of(body.get("messages"))   # image parts (images.py)
             self.log.append(entry)
         return entry
 
@@ -78,6 +82,12 @@ class Calibration:
         k = int(c["tokens_per_chunk"])
         n_tok = c["tokens"] if c["tokens"] is not None else int(body.get("max_tokens") or 16)
         n_chunks = max(1, -(-int(n_tok) // k))
+        why = answers.check(c, chat)           # answer: tool_call | json (answers.py)
+        if why:
+            return web.json_response({"error": {"message": why, "code": 400}}, status=400)
+        pieces = answers.events(c, body, n_chunks, self.seq) if c["answer"] and body.get("stream") else None
+        if pieces is not None:
+            n_chunks = len(pieces)
         opts = body.get("stream_options") or {}
         want_usage = bool(c["usage"]) and (not body.get("stream") or bool(opts.get("include_usage")))
         continuous = bool(c["usage"]) and bool(opts.get("continuous_usage_stats"))
@@ -92,17 +102,22 @@ class Calibration:
         if not body.get("stream"):
             await sleep_until(arrival + int(ttft + (n_chunks - 1) * itl))
             entry["chunks"].append([now_ns(), n_chunks * k])
-            return web.json_response(b.full(n_chunks, "length", usage_tokens if c["usage"] else None))
+            full = b.full(n_chunks, "length", usage_tokens if c["usage"] else None)
+            if c["answer"]:
+                msg, fr = answers.message(c, body, self.seq)
+                full["choices"][0].update(message=msg, finish_reason=fr)
+            return web.json_response(full)
         if (ttft == 0 and itl == 0 and fault is None and not continuous and not c["reasoning_tokens"]
-                and not c["close_after"]):
+                and not c["close_after"] and pieces is None):
             return self._at_once(b, chat and c["role_first"], n_chunks, want_usage, usage_tokens, entry)
         return await self._stream(request, c, b, chat, arrival, n_chunks, continuous, want_usage,
-                                  usage_tokens, entry)
+                                  usage_tokens, entry, pieces)
 
     async def _stream(self, request, c: dict, b: Builder, chat: bool, arrival: int, n_chunks: int,
                       continuous: bool, want_usage: bool, usage_tokens: int,
-                      entry: dict) -> web.StreamResponse:
-        """The streamed answer on its absolute deadlines (or the lockstep clock), faults injected."""
+                      entry: dict, pieces: Optional[list] = None) -> web.StreamResponse:
+        """The streamed answer on its absolute deadlines (or the lockstep clock), faults injected;
+        ``pieces``: a structured answer's events (answers.py) instead of content chunks."""
         fault, close_after, k = c["fault"], c["close_after"], b.k
         ttft, itl = c["ttft_ms"] * 1e6, c["itl_ms"] * 1e6
         resp = web.StreamResponse(headers={**SSE_HEADERS, "Keep-Alive": "timeout=5, max=100"}
@@ -116,7 +131,7 @@ class Calibration:
                 data = b.role(0 if continuous else None)
                 log.append([now_ns(), 0])
                 await resp.write(data)
-            if c["lockstep"] and fault is None and itl > 0:
+            if c["lockstep"] and fault is None and itl > 0 and pieces is None:
                 clock = self.clocks.get(int(itl))
                 if clock is None:
                     clock = self.clocks[int(itl)] = DecodeClock(int(itl))
@@ -132,7 +147,8 @@ class Calibration:
                         return resp
                 last = j == n_chunks - 1
                 fr = "length" if last and fault != "no_done" else None
-                data = b.content(fr, j < c["reasoning_tokens"], (j + 1) * k if continuous else None)
+                data = pieces[j] if pieces is not None else b.content(
+                    fr, j < c["reasoning_tokens"], (j + 1) * k if continuous else None)
                 await sleep_until(arrival + int(ttft + j * itl))
                 log.append([now_ns(), k])
                 await resp.write(data)

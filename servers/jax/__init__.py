@@ -16,6 +16,14 @@ Data flow (JetStream style; each box is one module)::
                                            ▲ params: presets.py (seeded random)
                                            │      or weights.py (local HF dir, safetensors)
 
+POST /v1/embeddings: api.py ─► embeddings.py (input forms → token ids, EmbedPlan) ─► orchestrator
+.submit_embed ─► engine.embed_step (one input per loop iteration: prefill-only forward, mean of the
+final hidden states, L2-normalised) ─► on_done(vectors) ─► float list | base64 JSON.
+
+POST /v1/responses: api.py ─► responses.py (input/instructions → chat messages ─► protocol.build_plan)
+─► the same Generation as chat ─► named events (response.created … output_text.delta per token …
+response.completed | incomplete | failed) or one ``object: "response"`` body.
+
 ``build(source, dtype, slots, max_model_len, seed)`` puts the pieces together and returns
 ``(engine, tokenizer, describe_dict)``; ``describe_dict`` is what GET /info serves.
 """

@@ -2,6 +2,11 @@
 
     POST /v1/completions, /v1/chat/completions ─► protocol.build_plan ─► generation.Generation
          ─► orchestrator (engine thread) ─► Pieces ─► SSE chunks (one per token) or one JSON response
+    POST /v1/responses ─► responses.build_responses_plan (input/instructions → the chat messages) ─► the same
+         Generation ─► named SSE events (response.created … response.output_text.delta per token …
+         response.completed | response.incomplete | response.failed; no [DONE]) or one "response" object
+    POST /v1/embeddings ─► embeddings.build_embed_plan ─► embeddings.Embedding ─► orchestrator (one input
+         per engine iteration: a prefill-only forward, mean-pooled, L2-normalised) ─► one JSON response
     GET  /v1/models   served model id + max_model_len        GET /health  200 once ready, else 503
     GET  /info        engine describe() + server settings    GET /metrics vLLM-named Prometheus text
                       (server: max_model_len and the tokenizer, which loadgen's context check reads)
@@ -28,10 +33,12 @@ from typing import Any
 
 from aiohttp import web
 
+from servers.jax.embeddings import POOLING, Embedding, build_embed_plan, response_body
 from servers.jax.generation import Generation, Piece
 from servers.jax.metrics import ServerMetrics
 from servers.jax.orchestrator import QueueFull, RequestTooLong
 from servers.jax.protocol import ApiError, Plan, build_plan
+from servers.jax import responses as responses_api
 
 log = logging.getLogger(__name__)
 
@@ -125,28 +132,45 @@ def _full(plan: Plan, rid: str, created: int, text: str, finish: str | None, usa
 
 
 # ---- generation handlers ---------------------------------------------------------------------------------------
-async def _generate(request: web.Request, kind: str) -> web.StreamResponse:
-    arrival_ns = time.perf_counter_ns()
+async def _body(request: web.Request) -> Any:
     st: ServerState = request.app[STATE]
     if not st.ready:
         raise ApiError(503, "the server is still warming up; retry when GET /health returns 200",
                        type_="server_error", code="not_ready")
     try:
-        body = await request.json()
+        return await request.json()
     except (ValueError, RecursionError) as e:
         raise ApiError(400, f"request body is not valid JSON: {e}") from None
-    plan = build_plan(kind, body, st.tokenizer, st.model_name, st.max_model_len)  # type: ignore[arg-type]
-    rid = f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex}"
-    gen = Generation(st.orchestrator, st.tokenizer, plan, rid, st.metrics, arrival_ns)
+
+
+def _submit(job, param: str) -> None:
+    """``job.submit()`` (a Generation or an Embedding), the engine's refusals as API errors:
+    queue full / engine stopped 503, too long 400 naming ``param``."""
     try:
-        gen.submit()
+        job.submit()
     except QueueFull as e:
         raise ApiError(503, f"server busy: {e}", type_="server_error", code="queue_full") from None
     except RequestTooLong as e:
-        raise ApiError(400, str(e), param="prompt", code="context_length_exceeded") from None
+        raise ApiError(400, str(e), param=param, code="context_length_exceeded") from None
     except RuntimeError as e:
         raise ApiError(503, f"engine unavailable: {e}", type_="server_error", code="engine_stopped") from None
+
+
+def _start(st: ServerState, plan: Plan, rid: str, arrival_ns: int) -> Generation:
+    """Submit one plan to the engine (the chat/completions and responses handlers share it)."""
+    gen = Generation(st.orchestrator, st.tokenizer, plan, rid, st.metrics, arrival_ns)
+    _submit(gen, "prompt")
     st.active.add(gen)
+    return gen
+
+
+async def _generate(request: web.Request, kind: str) -> web.StreamResponse:
+    arrival_ns = time.perf_counter_ns()
+    st: ServerState = request.app[STATE]
+    body = await _body(request)
+    plan = build_plan(kind, body, st.tokenizer, st.model_name, st.max_model_len)  # type: ignore[arg-type]
+    rid = f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex}"
+    gen = _start(st, plan, rid, arrival_ns)
     try:
         if plan.stream:
             return await _stream(request, plan, gen, rid)
@@ -204,6 +228,55 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     return await _generate(request, "chat")
 
 
+async def _responses(request: web.Request) -> web.StreamResponse:
+    """POST /v1/responses: the chat path's generation, answered as Responses API events or object."""
+    arrival_ns = time.perf_counter_ns()
+    st: ServerState = request.app[STATE]
+    body = await _body(request)
+    plan, meta = responses_api.build_responses_plan(body, st.tokenizer, st.model_name, st.max_model_len)
+    rid = f"resp_{uuid.uuid4().hex}"
+    gen = _start(st, plan, rid, arrival_ns)
+    obj = responses_api.ResponseObject(rid, plan, meta)
+    try:
+        if not plan.stream:
+            return web.json_response(await responses_api.collect(gen, obj), dumps=_dumps)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                                           "X-Request-Id": rid})
+        await resp.prepare(request)
+        await responses_api.stream(resp, gen, obj)
+        return resp
+    finally:
+        st.active.discard(gen)
+        gen.close()
+
+
+async def _embeddings(request: web.Request) -> web.Response:
+    arrival_ns = time.perf_counter_ns()
+    st: ServerState = request.app[STATE]
+    if not st.ready:
+        raise ApiError(503, "the server is still warming up; retry when GET /health returns 200",
+                       type_="server_error", code="not_ready")
+    try:
+        body = await request.json()
+    except (ValueError, RecursionError) as e:
+        raise ApiError(400, f"request body is not valid JSON: {e}") from None
+    dim = int((st.describe.get("model") or {}).get("dim") or 0)
+    plan = build_embed_plan(body, st.tokenizer, st.model_name, st.max_model_len, dim)
+    emb = Embedding(st.orchestrator, plan, f"embd-{uuid.uuid4().hex}")
+    _submit(emb, "input")
+    try:
+        vectors = await emb.vectors()
+    except asyncio.CancelledError:          # the client went away: free the engine of it
+        emb.abort()
+        raise
+    if vectors is None:
+        raise ApiError(503, "the request was aborted (server shutting down)", type_="server_error",
+                       code="aborted")
+    body = response_body(plan, vectors)
+    st.metrics.on_embedded(arrival_ns, time.perf_counter_ns(), plan.prompt_tokens)
+    return web.json_response(body, dumps=_dumps)
+
+
 # ---- info handlers ---------------------------------------------------------------------------------------------
 async def _models(request: web.Request) -> web.Response:
     st: ServerState = request.app[STATE]
@@ -228,7 +301,10 @@ async def _info(request: web.Request) -> web.Response:
     describe_tok = getattr(st.tokenizer, "describe", None)
     body["server"] = {**st.settings, "served_model_name": st.model_name, "max_model_len": st.max_model_len,
                       "tokenizer": describe_tok() if callable(describe_tok) else None,
-                      "api_key_required": st.api_key is not None, "ready": st.ready}
+                      "api_key_required": st.api_key is not None, "ready": st.ready,
+                      "embeddings": {"pooling": POOLING, "dim": (st.describe.get("model") or {}).get("dim"),
+                                     "encoding_formats": ["float", "base64"],
+                                     "max_input_tokens": st.max_model_len}}
     return web.json_response(body, dumps=lambda o: json.dumps(o, default=str))
 
 
@@ -249,6 +325,8 @@ def create_app(orchestrator: Any, tokenizer: Any, describe: dict, *, model_name:
                              metrics=ServerMetrics(model_name, orchestrator.stats))
     app.router.add_post("/v1/completions", _completions)
     app.router.add_post("/v1/chat/completions", _chat)
+    app.router.add_post("/v1/embeddings", _embeddings)
+    app.router.add_post("/v1/responses", _responses)
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/health", _health)
     app.router.add_get("/info", _info)

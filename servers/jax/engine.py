@@ -21,6 +21,11 @@ would add ~33 ms and a one-shot 64-token prefill ~90 ms to the gap. Writing the 
 dynamic_update_slice made XLA:CPU copy the whole cache (the fused step took 61-88 ms); scatters
 stay in place.
     free(slot)                                  the slot is reusable at once
+    start_embed(ids) -> job; embed_step(job)    /v1/embeddings: a prefill-only forward of one
+                                                input (padded to a prefill bucket, chunked like a
+                                                prompt past ``prefill_chunk``; no cache, no slot) →
+                                                the mean of its final hidden states (after the
+                                                final RMSNorm), L2-normalised: float32 [dim]
 
 Host-side state per slot (numpy): last token, position (= tokens in cache), sampling parameters,
 key, generated-token counter. Inactive slots still run through the batched step (their results are
@@ -85,6 +90,18 @@ class Prefix:
     key: np.ndarray               # [2] uint32
 
 
+@dataclass
+class EmbedJob:
+    """One /v1/embeddings input on its way through the pooled forward (``embed_step``)."""
+    tokens: np.ndarray            # [bucket] int32, the input then padding
+    length: int
+    offsets: list[int]            # chunk starts still to run; [] = one shot
+    chunk: int = 0
+    kv: Any = None                # chunked: the input's own K/V buffer (never the slots' cache)
+    done: int = 0                 # positions [0, done) are in ``acc``
+    acc: Optional[np.ndarray] = None   # float64 [D]: sum of the normed hidden rows so far
+
+
 class Engine:
     def __init__(self, args: ModelArgs, params: M.Params, *, dtype: str = "fp32", slots: int = 8,
                  max_model_len: int = 1024, eos_ids: Optional[set[int]] = None,
@@ -130,6 +147,10 @@ class Engine:
         # sampling is its own jitted function (compiled for batch 1 and batch `slots`), so the
         # per-bucket programs do not each recompile the sort / random number code
         self._sample = jax.jit(sample)
+        # /v1/embeddings: one prefill-only forward per bucket → the sum of the input's normed
+        # final hidden rows; a chunked input sums each chunk's rows (_pool) after _chunk
+        self._embed = jax.jit(self._embed_fn)
+        self._pool = jax.jit(self._pool_fn)
 
     # ---- jitted bodies -----------------------------------------------------------------------
     def _prefill_fn(self, params, tokens, length):
@@ -142,6 +163,17 @@ class Engine:
 
     def _last_logits_fn(self, params, x, i):
         return M.logits_of(params, self.args, jax.lax.dynamic_slice_in_dim(x, i, 1, axis=0))
+
+    def _pool_fn(self, params, x, off, lo, hi):
+        """Σ over the rows of x [C, D] at positions off + i with lo <= position < hi of the
+        final-normed hidden state (fp32 [D])."""
+        h = M.rms_norm(x, params["norm"], self.args.norm_eps).astype(jnp.float32)
+        pos = off + jnp.arange(x.shape[0])
+        return jnp.sum(jnp.where(((pos >= lo) & (pos < hi))[:, None], h, 0.0), axis=0)
+
+    def _embed_fn(self, params, tokens, length):
+        x, _, _ = M.prefill(params, self.args, tokens)             # K/V unused: XLA drops them
+        return self._pool_fn(params, x, 0, 0, length)
 
     @staticmethod
     def _insert_fn(cache, kv, slot):
@@ -297,6 +329,48 @@ class Engine:
         self.top_p[slot] = 1.0
         self.step[slot] = 0
 
+    # ---- embeddings (no slot, no cache: a prefill-only forward) -------------------------------
+    def start_embed(self, ids: list[int]) -> EmbedJob:
+        """An input of 1..max_model_len tokens (no token is generated, so the whole context)."""
+        n = len(ids)
+        if n == 0 or n > self.max_model_len:
+            raise ValueError(f"input length {n} must be in [1, {self.max_model_len}]")
+        b = self.prefill_bucket(n)
+        toks = np.zeros(b, np.int32)
+        toks[:n] = ids
+        c = self.prefill_chunk
+        return EmbedJob(toks, n, M.chunk_offsets(n, c, b) if c and n > c else [], c)
+
+    def embed_step(self, job: EmbedJob) -> Optional[np.ndarray]:
+        """Run the next chunk of ``job`` (or the whole input, one forward); once the input is
+        done: its embedding, the mean of the normed final hidden rows, L2-normalised (float32)."""
+        if not job.offsets:
+            acc = np.asarray(self._embed(self.params, job.tokens, np.int32(job.length)), np.float64)
+            job.done = job.length
+        else:
+            if job.kv is None:
+                job.kv = self._empty_kv(job.tokens.shape[0])
+                job.acc = np.zeros(self.args.dim, np.float64)
+            off = job.offsets.pop(0)
+            x, job.kv = self._chunk(self.params, job.kv, job.tokens[off:off + job.chunk], np.int32(off))
+            part = self._pool(self.params, x, np.int32(off), np.int32(job.done), np.int32(job.length))
+            job.acc += np.asarray(part, np.float64)          # an overlapping last chunk: rows once
+            job.done = min(off + job.chunk, job.length)
+            if job.offsets:
+                return None
+            acc, job.kv = job.acc, None
+        mean = acc / job.length
+        norm = float(np.linalg.norm(mean))
+        return (mean / norm if norm > 0 else mean).astype(np.float32)
+
+    def embed(self, ids: list[int]) -> np.ndarray:
+        """One input's embedding at once (every chunk): float32 [dim], unit length."""
+        job = self.start_embed(ids)
+        while True:
+            v = self.embed_step(job)
+            if v is not None:
+                return v
+
     # ---- helpers -----------------------------------------------------------------------------
     def is_eos(self, tok: int) -> bool:
         return tok in self.eos_ids
@@ -315,6 +389,10 @@ class Engine:
             p = self.prefill([1] * min(b, self.max_model_len - 1))
             self.insert(p, 0)
             self.free(0)
+        for b in self.prefill_buckets:                             # /v1/embeddings' programs
+            if b <= (self.prefill_chunk or self.max_model_len) or b == self.prefill_buckets[-1]:
+                log.info("compiling embedding bucket %d (%.0f s)", b, time.perf_counter() - t0)
+                self.embed([1] * b)
         saved = self.pos.copy(), self.active.copy(), self.tokens.copy(), self.step.copy()
         self.active[:] = False                                     # nothing advances
         hidden = {}                                                # piece size -> [C, D]

@@ -17,6 +17,9 @@ Names and meaning (vLLM v1 names; documented in vLLM's docs/design/metrics.md):
     vllm:request_prefill_time_seconds                       engine pick-up → first token (when known)
     vllm:request_decode_time_seconds                        first token → last token
     vllm:request_success_total{finished_reason}             finished requests by reason (stop/length/abort)
+A /v1/embeddings request counts its input tokens in vllm:prompt_tokens_total, its latency in
+vllm:e2e_request_latency_seconds and one vllm:request_success_total{finished_reason="stop"}; it has
+no first token, so no TTFT/ITL/prefill/decode observation.
 When the orchestrator does not report when a request left the queue, queue and prefill time are not observed
 (their _count stays 0) rather than guessed.
 """
@@ -114,6 +117,12 @@ class ServerMetrics:
                 self.prefill_time.observe(max(0, timing.first_token_ns - timing.scheduled_ns) * NS)
         if timing.first_token_ns is not None and timing.last_token_ns is not None:
             self.decode_time.observe(max(0, timing.last_token_ns - timing.first_token_ns) * NS)
+
+    def on_embedded(self, arrival_ns: int, end_ns: int, prompt_tokens: int) -> None:
+        """An embeddings request answered: its input tokens, its latency, one success."""
+        self.prompt_tokens.inc(prompt_tokens)
+        self.e2e.observe(max(0, end_ns - arrival_ns) * NS)
+        self._success.labels(finished_reason="stop", **self._labels).inc()
 
     # ---- scrape -----------------------------------------------------------------------------------------------
     def render(self) -> tuple[bytes, str]:

@@ -12,6 +12,8 @@ Loop, one iteration (the thread sleeps on a condition variable while there is no
         whole short prompts, or one chunk of a long one)──► first token ─► engine.insert
       (admitted while streams decode and longer than interleave_chunk: a fused job, whose
        pieces ride in the decode steps below: engine.generate_with(job), one weight read)
+    embeddings queue ──► engine.embed_step: ONE input (or one prefill_chunk of a long one) per
+      iteration, between two decode steps like a prefill piece; on_done(vectors) when all are in
     active slots ──► engine.generate()  (ONE batched decode step, one device→host copy)
                  ──► on_token(tok, None) per slot ──► finished? on_token(last|None, reason); engine.free
 
@@ -65,6 +67,21 @@ class GenRequest:
     admitted_ns: Optional[int] = None   # left the waiting queue for a slot (queue time ends here)
 
 
+OnEmbedded = Callable[[Optional[list], Optional[str]], None]
+
+
+@dataclass
+class EmbedRequest:
+    """/v1/embeddings: token ids of each input; ``on_done(vectors, None)`` once every input is
+    embedded (float32 [dim] each, in input order) or ``on_done(None, "abort")``; engine thread."""
+    request_id: str
+    inputs: list[list[int]]
+    on_done: OnEmbedded
+    submitted_ns: int = field(default_factory=time.perf_counter_ns)
+    vectors: list = field(default_factory=list)
+    job: Any = None                   # engine EmbedJob of the input in progress
+
+
 @dataclass
 class _Running:
     req: GenRequest
@@ -93,6 +110,7 @@ class Orchestrator:
                                    else 4 * (getattr(engine, "interleave_long", 0) or 64))
         self._cv = threading.Condition()
         self._waiting: collections.deque[GenRequest] = collections.deque()
+        self._embeds: collections.deque[EmbedRequest] = collections.deque()
         self._cancels: set[str] = set()
         self._running: dict[int, _Running] = {}          # slot -> request (prefilling or decoding)
         self._prefilling: list[_Running] = []            # FIFO of those still prefilling
@@ -103,7 +121,8 @@ class Orchestrator:
         # totals reported by stats(); every key exists from the start so stats() can copy safely
         self._counters: dict[str, int] = dict.fromkeys(
             ("prefill_tokens_total", "generated_tokens_total", "decode_steps_total",
-             "decode_slot_steps_total", "finished_stop", "finished_length", "finished_abort"), 0)
+             "decode_slot_steps_total", "finished_stop", "finished_length", "finished_abort",
+             "embed_requests_total", "embed_inputs_total", "embed_tokens_total"), 0)
         self.error: Optional[BaseException] = None        # set if the loop died
 
     # ---- public, thread-safe API -------------------------------------------------------------
@@ -150,6 +169,23 @@ class Orchestrator:
             self._waiting.append(req)
             self._cv.notify_all()
 
+    def submit_embed(self, req: EmbedRequest) -> None:
+        """Queue an embeddings request; raises QueueFull or RequestTooLong; never blocks. The
+        waiting queue's bound counts generation and embeddings requests together."""
+        if not req.inputs:
+            raise RequestTooLong("no input")
+        for i, ids in enumerate(req.inputs):
+            if not 0 < len(ids) <= self.max_model_len:
+                raise RequestTooLong(f"input {i} has {len(ids)} tokens; it must have 1 to "
+                                     f"max_model_len={self.max_model_len}")
+        with self._cv:
+            if self._stop:
+                raise RuntimeError("orchestrator is stopped")
+            if len(self._waiting) + len(self._embeds) >= self.max_queue:
+                raise QueueFull(f"waiting queue is full ({self.max_queue} requests)")
+            self._embeds.append(req)
+            self._cv.notify_all()
+
     def cancel(self, request_id: str) -> None:
         """Abort a waiting or running request at the next step (on_token(None, "abort"))."""
         with self._cv:
@@ -159,7 +195,7 @@ class Orchestrator:
     def stats(self) -> dict:
         with self._cv:
             running = len(self._running)
-            waiting = len(self._waiting)
+            waiting = len(self._waiting) + len(self._embeds)
         used = self.engine.cache_tokens_used()
         out = {"running": running, "waiting": waiting, "slots": self.slots,
                "kv_cache_usage": used / float(self.slots * self.max_model_len)}
@@ -204,20 +240,28 @@ class Orchestrator:
     def _take_work(self) -> tuple[list[GenRequest], set[str]]:
         """Block until there is work; return (requests to admit, request ids to cancel)."""
         with self._cv:
-            while not self._stop and not self._waiting and not self._running and not self._cancels:
+            while not self._stop and not self._waiting and not self._running and not self._cancels \
+                    and not self._embeds:
                 self._cv.wait()
             cancels, self._cancels = self._cancels, set()
             dropped: list[GenRequest] = []
+            dropped_embeds: list[EmbedRequest] = []
             if cancels:
                 kept = collections.deque()
                 for r in self._waiting:
                     (dropped if r.request_id in cancels else kept).append(r)
                 self._waiting = kept
+                kept_e = collections.deque()
+                for e in self._embeds:
+                    (dropped_embeds if e.request_id in cancels else kept_e).append(e)
+                self._embeds = kept_e
             admit = []                     # reserving a slot is cheap; prefill work is budgeted
             while self._waiting and len(admit) < len(self._free):
                 admit.append(self._waiting.popleft())
         for r in dropped:                                   # callbacks outside the lock
             self._finish(_Running(r, -1), None, "abort")
+        for e in dropped_embeds:
+            self._embedded(e, "abort")
         return admit, cancels
 
     def _loop(self) -> None:
@@ -235,6 +279,7 @@ class Orchestrator:
                     else:
                         self._admit(req)
                 self._prefill_some()
+                self._embed_some()
                 if self._decoding or self._next_fused() is not None:
                     self._step()
         except BaseException as e:  # noqa: BLE001 - record, abort everyone, let stats show it
@@ -244,8 +289,11 @@ class Orchestrator:
             with self._cv:
                 self._stop = True
                 waiting, self._waiting = list(self._waiting), collections.deque()
+                embeds, self._embeds = list(self._embeds), collections.deque()
             for r in waiting:
                 self._finish(_Running(r, -1), None, "abort")
+            for e in embeds:
+                self._embedded(e, "abort")
             for run in list(self._running.values()):
                 self._finish(run, None, "abort")
 
@@ -282,6 +330,35 @@ class Orchestrator:
             budget -= run.job.chunk if chunked else run.job.length
             if prefix is not None:
                 self._prefilled(run, prefix)
+
+    def _embed_some(self) -> None:
+        """One input of the oldest embeddings request (one chunk of a long input): the stall a
+        decode step sees is one prefill piece's, never a whole batch of inputs."""
+        with self._cv:
+            req = self._embeds[0] if self._embeds else None
+        if req is None:
+            return
+        if req.job is None:
+            req.job = self.engine.start_embed(req.inputs[len(req.vectors)])
+        vec = self.engine.embed_step(req.job)
+        if vec is None:
+            return
+        req.vectors.append(vec)
+        req.job = None
+        self._counters["embed_inputs_total"] += 1
+        self._counters["embed_tokens_total"] += len(req.inputs[len(req.vectors) - 1])
+        if len(req.vectors) == len(req.inputs):
+            with self._cv:
+                if self._embeds and self._embeds[0] is req:
+                    self._embeds.popleft()
+            self._counters["embed_requests_total"] += 1
+            self._embedded(req, None)
+
+    def _embedded(self, req: EmbedRequest, reason: Optional[str]) -> None:
+        try:
+            req.on_done(None if reason else req.vectors, reason)
+        except Exception:  # noqa: BLE001 - a broken client must not kill the engine thread
+            log.exception("on_done of %s raised", req.request_id)
 
     def _prefilled(self, run: _Running, prefix: Any) -> None:
         self._prefilling.remove(run)

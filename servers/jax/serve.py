@@ -57,8 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic weights (default 0)")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
     p.add_argument("--matmul", choices=MATMUL_MODES, default="xla",
-                   help="weight matmuls: xla (XLA's dot), ffi (servers/jax/kernels: single-threaded AVX2 "
-                        "kernel for <= 96 rows, built with g++ on first use), auto (per shape, whichever "
+                   help="weight matmuls: xla (XLA's dot), ffi (servers/jax/kernels: AVX2 kernel for <= 96 "
+                        "rows on XLA's intra-op threads (the CPUs this process may use), built with "
+                        "g++ on first use), auto (per shape, whichever "
                         "timed faster at warm-up); default xla; docs/kernels.md")
 
 
@@ -139,7 +140,11 @@ def _run(args: argparse.Namespace, prog: str) -> int:
         return 2
     log.info("model built in %.1f s", time.perf_counter() - t0)
     from servers.jax import kernels
-    describe["matmul"] = kernels.configure(args.matmul)     # before warm-up traces any model function
+    try:
+        describe["matmul"] = kernels.configure(args.matmul)     # before warm-up traces any model function
+    except ValueError as e:                                      # e.g. SERVERS_JAX_MATMUL_THREADS=two
+        sys.stderr.write(f"{prog}: error: {e}\n")
+        return 2
     log.info("matmul: %s%s", kernels.mode(), f" (asked {args.matmul})" if kernels.mode() != args.matmul else "")
     name = args.served_model_name or (preset if args.model is None
                                       else os.path.basename(os.path.normpath(args.model)))

@@ -22,3 +22,24 @@ def test_table_writes_missing_not_zero():
     md = table({"llama.cpp": {"1": {"tpot_p50_ms": 16.9, "output_tok_s": 58.0}}, "jax": {}}, [1])
     row = md.splitlines()[-1]
     assert row.startswith("| 1 | 16.9 ms | missing | 58 | missing | missing |")
+
+
+def test_over_runs_takes_min_median_max_and_judges_the_min_against_the_goal():
+    from bench.engine_vs_llama_cpp import over_runs
+    speeds = [{"1": 0.83, "8": 1.2, "32": 1.6}, {"1": 1.31, "8": 1.1, "32": 1.4}, {"1": 0.77, "8": 1.05, "32": 1.7}]
+    s = over_runs(speeds, [1, 8, 32])
+    assert (s["1"]["min"], s["1"]["median"], s["1"]["max"]) == (0.77, 0.83, 1.31)
+    assert abs(s["1"]["spread"] - 0.54) < 1e-12 and (s["1"]["runs"], s["1"]["of"]) == (3, 3)
+    assert (s["1"]["met"], s["8"]["met"], s["32"]["met"]) == (False, True, False)   # 32 needs 1.5 at the min
+    assert over_runs(speeds[:2], [1])["1"]["median"] == (0.83 + 1.31) / 2
+
+
+def test_over_runs_keeps_missing_runs_out_and_unknown_not_met():
+    from bench.engine_vs_llama_cpp import over_runs, runs_table
+    s = over_runs([{"8": None}, {"8": 1.2}], [8, 4])
+    assert (s["8"]["min"], s["8"]["runs"], s["8"]["of"], s["8"]["met"]) == (1.2, 1, 2, None)
+    assert over_runs([{"8": None}, {"8": 0.9}], [8])["8"]["met"] is False     # a miss is a miss
+    assert s["4"] == {"min": None, "median": None, "max": None, "spread": None, "runs": 0, "of": 2,
+                      "goal": None, "met": None}
+    row = runs_table(s, [4]).splitlines()[-1]
+    assert row == "| 4 | missing | missing | missing | missing | 0 of 2 | missing | missing |"

@@ -106,7 +106,8 @@ class Sender:
         import asyncio
         import os
 
-        from loadgen.client.client import Client, ClientConfig
+        from loadgen.client.balance import open_client
+        from loadgen.client.client import ClientConfig
         from loadgen.record import RecordWriter, now_ns
         from loadgen.run.dispatch import Dispatcher
         from loadgen.run.procs.job import MEASURING, READY, STATE, WARM_ISSUED, WARMING
@@ -129,7 +130,8 @@ class Sender:
         cfg = ClientConfig.from_api(sc.api, job.base_url, job.model, key, job.drop_fields)
         size = job.cap or max(1, len(job.planned) or job.num_requests or 1)
         try:
-            async with Client(cfg, size) as client:
+            async with open_client(cfg, sc.target.replica_urls, sc.target.balance, size,
+                                   first_turn=job.index) as client:
                 self.client = client
                 ctr[STATE] = WARMING
                 if job.warm and not self.stop.is_set():
@@ -198,7 +200,8 @@ class Sender:
             ctr.bump(ISSUED)                   # counted before it can be sent
             return RequestSpec(id=next(ids), phase="measured", prompt=p.prompt,
                                prompt_tokens=p.prompt_tokens, max_tokens=p.max_tokens,
-                               messages=list(p.messages) if p.messages else None)
+                               messages=list(p.messages) if p.messages else None,
+                               images=p.images)
         if job.stages:
             await closed_stages(d, make_spec, job.stages, t0, job.num_requests)
         else:

@@ -65,7 +65,8 @@ class Senders:
         def make(p, i: int, phase: str) -> RequestSpec:
             return RequestSpec(id=i, phase=phase, prompt=p.prompt, prompt_tokens=p.prompt_tokens,
                                max_tokens=p.max_tokens,
-                               messages=list(p.messages) if p.messages else None)
+                               messages=list(p.messages) if p.messages else None,
+                               images=p.images)
         warm_src = stream if ld.mode != "trace" else run.plan.warmup_specs()
         warm = [make(p, i, "warmup") for i, p in zip(range(w), warm_src)]
         planned = []

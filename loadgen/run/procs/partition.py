@@ -97,5 +97,5 @@ def for_run(run, warn: Optional[Callable[[str], None]] = None) -> int:
     if sc.client.processes == 1:
         return 1
     count = planned_count(ld.mode, run.schedule.count, ld.num_requests, ld.duration_s)
-    return processes_for(sc.client.processes, ld.in_flight_cap, count,
-                         run.plan.sessions is not None, warn=warn)
+    return processes_for(sc.client.processes, ld.in_flight_cap, count,   # one process: sessions
+                         run.plan.sessions is not None or ld.probe is not None, warn=warn)  # probe

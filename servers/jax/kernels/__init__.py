@@ -15,8 +15,10 @@ Data flow::
                                           ▼
                                    describe() ──► /info "matmul" (mode, reason, per-shape choices)
 
-The kernel (matmul.cc) is single-threaded fp32, AVX2/FMA: W [K, N] read as KU-row sequential
-runs against a y block held in L1 (row streaming), and E [N, K] as dot products along its rows.
+The kernel (matmul.cc) is fp32, AVX2/FMA: W [K, N] read as KU-row sequential runs against a y
+block held in L1 (row streaming), and E [N, K] as dot products along its rows. Each call splits
+y's columns (at M = 1 W's rows) over XLA's own intra-op threads, as many as the process's CPU
+affinity allows (pinned to one core: one), or $SERVERS_JAX_MATMUL_THREADS when set.
 Imports: jax, numpy and the standard library only (never loadgen/ or analysis/).
 """
 # build.py is imported lazily (by configure), so `python -m servers.jax.kernels.build` runs it fresh

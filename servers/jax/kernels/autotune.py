@@ -8,8 +8,11 @@ the same shapes anyway, and every decision is shown with its timings in /info.
 Method: weight copies whose total exceeds the last-level cache (>= 64 MiB, as the model's layers
 do: a decode step reads every weight once, from DRAM; a single weight that large is used alone),
 rotated call after call; the two programs alternate (so a noisy neighbour hits both alike); best
-of REPS each. The FFI kernel is kept only if it beats XLA by more than MARGIN: when the two are
-within noise, XLA (the default) stays. Measured on the small preset: 68 shapes, 11 s in all. The
+of REPS each. Where the kernel would split the shape over threads (the CPU affinity allows more
+than one), the split kernel is also raced against the same kernel on one thread, and the call
+site keeps one thread (the FFI call's `threads` attribute) if that was faster: on a busy host the
+second core may cost more than it reads. The FFI kernel is kept only if it beats XLA by more than
+MARGIN: when the two are within noise, XLA (the default) stays. Measured on the small preset: 68 shapes, 11 s in all. The
 timing runs in its own thread: the caller is usually inside a jit trace, where JAX would stage
 these calls instead of running them.
 """
@@ -55,16 +58,32 @@ def _measure(layout: str, m: int, k: int, n: int) -> dict:
     copies = 1 if nbytes >= ROTATE_BYTES else min(MAX_COPIES, -(-ROTATE_BYTES // nbytes))
     ws = [jnp.full(wshape, 0.01 * (i + 1), jnp.float32) for i in range(copies)]
     x = jnp.full((m, k), 0.5, jnp.float32)
-    if layout == "nn":
-        fx, ff = jax.jit(lambda a, b: a @ b), jax.jit(ffi_nn)
-    else:
-        fx, ff = jax.jit(lambda a, b: a @ b.T), jax.jit(ffi_nt)
+    kern = ffi_nn if layout == "nn" else ffi_nt
+    fx = jax.jit((lambda a, b: a @ b) if layout == "nn" else (lambda a, b: a @ b.T))
+    ff = jax.jit(kern)                                     # the process's thread policy
     best = race(fx, ff, x, ws, REPS)
-    use = "ffi" if best["ffi"] < best["xla"] * (1 - MARGIN) else "xla"
-    return {"use": use, "xla_ms": round(best["xla"] * 1e3, 4), "ffi_ms": round(best["ffi"] * 1e3, 4),
-            "weight_GBps_xla": round(nbytes / best["xla"] / 1e9, 2),
-            "weight_GBps_ffi": round(nbytes / best["ffi"] / 1e9, 2),
-            "tune_s": round(time.perf_counter() - t_start, 3)}
+    threads = 0
+    if _lib_threads(layout, m, k, n) > 1:                  # it would split: is one thread faster here?
+        one = race(ff, jax.jit(lambda a, b: kern(a, b, 1)), x, ws, REPS)
+        if one["ffi"] < min(best["ffi"], one["xla"]):
+            threads, best["ffi_1t"] = 1, one["ffi"]
+    fbest = best["ffi_1t"] if threads == 1 else best["ffi"]
+    use = "ffi" if fbest < best["xla"] * (1 - MARGIN) else "xla"
+    out = {"use": use, "xla_ms": round(best["xla"] * 1e3, 4), "ffi_ms": round(fbest * 1e3, 4),
+           "weight_GBps_xla": round(nbytes / best["xla"] / 1e9, 2),
+           "weight_GBps_ffi": round(nbytes / fbest / 1e9, 2),
+           "tune_s": round(time.perf_counter() - t_start, 3)}
+    if use == "ffi":
+        out["threads"] = threads
+    return out
+
+
+def _lib_threads(layout: str, m: int, k: int, n: int) -> int:
+    """Threads the kernel's policy gives this shape (2 pool threads assumed: the affinity decides)."""
+    from .build import loaded_lib
+
+    lib = loaded_lib()
+    return lib.lg_threads_for(m, k, n, 2) if lib is not None else 1
 
 
 def time_both(layout: str, m: int, k: int, n: int) -> dict:

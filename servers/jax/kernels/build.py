@@ -129,8 +129,14 @@ def load() -> ctypes.CDLL:
         raise BuildError(f"cannot load {path}: {e}") from None
     for target, symbol in TARGETS.items():
         jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
+    lib.lg_set_threads.argtypes, lib.lg_set_threads.restype = [ctypes.c_int], None
+    lib.lg_threads_for.argtypes, lib.lg_threads_for.restype = [ctypes.c_int64] * 4, ctypes.c_int
     _loaded["lib"], _loaded["path"] = lib, path
     return lib
+
+
+def loaded_lib() -> Optional[ctypes.CDLL]:
+    return _loaded.get("lib")
 
 
 def loaded_path() -> Optional[str]:

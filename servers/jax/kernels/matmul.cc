@@ -3,7 +3,9 @@
 //   lg_matmul_nn: y[M,N] = x[M,K] @ w[K,N]     (w row-major: the layer weights wqkv/wo/w13/w2/lm_head)
 //   lg_matmul_nt: y[M,N] = x[M,K] @ e[N,K]^T   (dot products along e's rows: tied-embedding logits)
 //
-// Single-threaded (the server is pinned to one core in the benches): the caller's thread runs it.
+// Threads: y's columns (NN at M = 1: w's rows, partial sums added) are cut into one part per thread
+// the process's CPU affinity allows (or lg_set_threads(n)); the caller and XLA's own intra-op pool
+// threads (the FFI ThreadPool) claim the parts (run_parts, below). Pinned to one core: one thread.
 // AVX2 + FMA intrinsics, register-blocked so that each weight byte is loaded from memory once per call:
 //   NN (row streaming): y's columns are cut into blocks of NB = kBlockFloats/M (y[:, block] stays in
 //       L1); for each block, KU rows of w at a time are read as sequential runs of NB floats and
@@ -23,13 +25,17 @@
 //       a K-long dot with MR*NR ymm accumulators (horizontal sums at the end); the NR rows stay in L1
 //       for the later blocks, and consecutive rows are contiguous, so the hardware streams them.
 // Tails: N (NN) or K (NT) not a multiple of 8 use masked loads/stores; M not a multiple of MR
-// uses a smaller MR for the last block; K % KU rows run with KU = 1. No threads; the packed tile
-// keeps one 192 KiB buffer per calling thread (allocated on first use, never freed).
+// uses a smaller MR for the last block; K % KU rows run with KU = 1. The packed tile keeps one
+// 192 KiB buffer per thread that runs it (allocated on first use, never freed).
 // The "GCC unroll" pragmas make GCC unroll the small constant loops before scalar replacement, so
 // the accumulator arrays live in registers (without them GCC 12 kept them on the stack).
 #include <immintrin.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#include <atomic>
+#include <memory>
 
 #include "xla/ffi/api/ffi.h"
 
@@ -117,25 +123,26 @@ inline int64_t block_cols(int64_t nb_floats, int64_t M) {
   return NB < 64 ? 64 : (NB & ~int64_t(7));
 }
 
-inline void zero_cols(float* y, int64_t M, int64_t N, int64_t n0, int64_t nb) {
+inline void zero_cols(float* y, int64_t M, int64_t ld, int64_t n0, int64_t nb) {
   for (int64_t m = 0; m < M; ++m)
-    for (int64_t j = 0; j < nb; ++j) y[m * N + n0 + j] = 0.f;
+    for (int64_t j = 0; j < nb; ++j) y[m * ld + n0 + j] = 0.f;
 }
 
+// N: the columns computed here; ld: the row stride of w and y (N, or more for a part of the columns).
 template <int MR, int KU>
-void rs_run(const float* x, const float* w, float* y, int64_t M, int64_t K, int64_t N, int64_t nb_floats,
-            int64_t pfd) {
+void rs_run(const float* x, const float* w, float* y, int64_t M, int64_t K, int64_t N, int64_t ld,
+            int64_t nb_floats, int64_t pfd) {
   const int64_t NB = block_cols(nb_floats, M);
   for (int64_t n0 = 0; n0 < N; n0 += NB) {
     const int64_t nb = N - n0 < NB ? N - n0 : NB;
-    zero_cols(y, M, N, n0, nb);
+    zero_cols(y, M, ld, n0, nb);
     int64_t k = 0;
     for (; k + KU <= K; k += KU) {
       const int64_t kp = k + pfd * KU;
-      const float* pf = (pfd > 0 && kp + KU <= K) ? w + kp * N + n0 : nullptr;
-      rs_rows<MR, KU>(x + k, M, K, w + k * N + n0, N, y + n0, N, nb / 8, nb % 8, pf);
+      const float* pf = (pfd > 0 && kp + KU <= K) ? w + kp * ld + n0 : nullptr;
+      rs_rows<MR, KU>(x + k, M, K, w + k * ld + n0, ld, y + n0, ld, nb / 8, nb % 8, pf);
     }
-    for (; k < K; ++k) rs_rows<MR, 1>(x + k, M, K, w + k * N + n0, N, y + n0, N, nb / 8, nb % 8, nullptr);
+    for (; k < K; ++k) rs_rows<MR, 1>(x + k, M, K, w + k * ld + n0, ld, y + n0, ld, nb / 8, nb % 8, nullptr);
   }
 }
 
@@ -145,25 +152,25 @@ void rs_run(const float* x, const float* w, float* y, int64_t M, int64_t K, int6
 // 16.5-20.7, 4 streams 20.9-23.7, 8 streams 19.4-23.0, 16 streams 12.4-16.8; software prefetch
 // lowered every one of them, so none here.
 template <int MR, int KU, int G>
-void rs_run_streams(const float* x, const float* w, float* y, int64_t M, int64_t K, int64_t N,
+void rs_run_streams(const float* x, const float* w, float* y, int64_t M, int64_t K, int64_t N, int64_t ld,
                     int64_t nb_floats) {
   constexpr int U = KU / G;
   const int64_t seg = (K / G) / U * U;  // rows per segment, a multiple of U
   const int64_t NB = block_cols(nb_floats, M);
   for (int64_t n0 = 0; n0 < N; n0 += NB) {
     const int64_t nb = N - n0 < NB ? N - n0 : NB;
-    zero_cols(y, M, N, n0, nb);
+    zero_cols(y, M, ld, n0, nb);
     for (int64_t k = 0; k < seg; k += U) {
       int64_t m = 0;
       for (; m + MR <= M; m += MR)
-        rs_step<MR, KU, false, G>(x + m * K + k, K, w + k * N + n0, N, y + m * N + n0, N, nb / 8, nb % 8,
-                                  nullptr, seg);
+        rs_step<MR, KU, false, G>(x + m * K + k, K, w + k * ld + n0, ld, y + m * ld + n0, ld, nb / 8,
+                                  nb % 8, nullptr, seg);
       for (; m < M; ++m)
-        rs_step<1, KU, false, G>(x + m * K + k, K, w + k * N + n0, N, y + m * N + n0, N, nb / 8, nb % 8,
-                                 nullptr, seg);
+        rs_step<1, KU, false, G>(x + m * K + k, K, w + k * ld + n0, ld, y + m * ld + n0, ld, nb / 8,
+                                 nb % 8, nullptr, seg);
     }
     for (int64_t k = G * seg; k < K; ++k)
-      rs_rows<MR, 1>(x + k, M, K, w + k * N + n0, N, y + n0, N, nb / 8, nb % 8, nullptr);
+      rs_rows<MR, 1>(x + k, M, K, w + k * ld + n0, ld, y + n0, ld, nb / 8, nb % 8, nullptr);
   }
 }
 
@@ -217,14 +224,14 @@ inline void pk_tile(const float* x, int64_t ldx, const float* p, int64_t kc, flo
 }
 
 template <int MR, int NV>
-inline void pk_rows(const float* x, int64_t M, int64_t K, const float* pp, int64_t kc, float* yb, int64_t N,
+inline void pk_rows(const float* x, int64_t M, int64_t K, const float* pp, int64_t kc, float* yb, int64_t ld,
                     bool first, int64_t cn) {
   int64_t m = 0;
-  for (; m + MR <= M; m += MR) pk_tile<MR, NV>(x + m * K, K, pp, kc, yb + m * N, N, first, cn);
-  for (; m + 3 <= M; m += 3) pk_tile<3, NV>(x + m * K, K, pp, kc, yb + m * N, N, first, cn);
+  for (; m + MR <= M; m += MR) pk_tile<MR, NV>(x + m * K, K, pp, kc, yb + m * ld, ld, first, cn);
+  for (; m + 3 <= M; m += 3) pk_tile<3, NV>(x + m * K, K, pp, kc, yb + m * ld, ld, first, cn);
   switch (M - m) {
-    case 1: pk_tile<1, NV>(x + m * K, K, pp, kc, yb + m * N, N, first, cn); break;
-    case 2: pk_tile<2, NV>(x + m * K, K, pp, kc, yb + m * N, N, first, cn); break;
+    case 1: pk_tile<1, NV>(x + m * K, K, pp, kc, yb + m * ld, ld, first, cn); break;
+    case 2: pk_tile<2, NV>(x + m * K, K, pp, kc, yb + m * ld, ld, first, cn); break;
     default: break;
   }
 }
@@ -253,9 +260,10 @@ inline void transpose8(const float* src, int64_t lds, float* dst, int64_t ldd) {
 
 // TRANS = false: w is [K, N] (row k of a block is nb contiguous floats);
 // TRANS = true:  w is e [N, K] (the panel is the transpose of NR rows of e: 8 x 8 in-register transposes).
+// N: the columns of y computed here; ld: y's row stride (and w's when !TRANS).
 // Returns false (nothing done) when the packing buffer cannot be allocated.
 template <bool TRANS>
-bool pk_run(const float* x, const float* w, float* y, int64_t M, int64_t K, int64_t N) {
+bool pk_run(const float* x, const float* w, float* y, int64_t M, int64_t K, int64_t N, int64_t ld) {
   constexpr int64_t KC = LG_PK_KC, NB = LG_PK_NB, NR = 8 * LG_PK_NV;
   static_assert(NB % NR == 0, "NB must be a multiple of the panel width");
   static thread_local float* buf = nullptr;  // KC*NB floats, 64-byte aligned, one per thread, kept
@@ -268,9 +276,9 @@ bool pk_run(const float* x, const float* w, float* y, int64_t M, int64_t K, int6
       const int64_t kc = K - k0 < KC ? K - k0 : KC;
       if (!TRANS) {
         for (int64_t k = 0; k < kc; ++k) {  // pack: row k of the block into every panel
-          const float* src = w + (k0 + k) * N + n0;
+          const float* src = w + (k0 + k) * ld + n0;
           if (k + 4 < kc) {
-            const char* ahead = reinterpret_cast<const char*>(src + 4 * N);
+            const char* ahead = reinterpret_cast<const char*>(src + 4 * ld);
             for (int64_t b = 0; b < nb * 4; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
           }
           for (int64_t p = 0; p < panels; ++p) {
@@ -300,7 +308,7 @@ bool pk_run(const float* x, const float* w, float* y, int64_t M, int64_t K, int6
       }
       for (int64_t p = 0; p < panels; ++p) {
         const int64_t c0 = p * NR, cn = nb - c0 < NR ? nb - c0 : NR;
-        pk_rows<LG_PK_MR, LG_PK_NV>(x + k0, M, K, buf + p * kc * NR, kc, y + n0 + c0, N, k0 == 0, cn);
+        pk_rows<LG_PK_MR, LG_PK_NV>(x + k0, M, K, buf + p * kc * NR, kc, y + n0 + c0, ld, k0 == 0, cn);
       }
     }
   }
@@ -343,52 +351,168 @@ inline void nt_block(const float* x, const float* e, float* y, int64_t ldy, int6
 }
 
 template <int MR, int NR>
-void nt_rows(const float* x, const float* e, float* y, int64_t M, int64_t K, int64_t N) {
+void nt_rows(const float* x, const float* e, float* y, int64_t M, int64_t K, int64_t ld) {
   int64_t m = 0;
-  for (; m + MR <= M; m += MR) nt_block<MR, NR>(x + m * K, e, y + m * N, N, K);
+  for (; m + MR <= M; m += MR) nt_block<MR, NR>(x + m * K, e, y + m * ld, ld, K);
   switch (M - m) {
     case 0: break;
-    case 1: nt_block<1, NR>(x + m * K, e, y + m * N, N, K); break;
-    case 2: nt_block<2, NR>(x + m * K, e, y + m * N, N, K); break;
-    default: nt_block<3, NR>(x + m * K, e, y + m * N, N, K); break;  // MR <= 4: at most 3 rows left
+    case 1: nt_block<1, NR>(x + m * K, e, y + m * ld, ld, K); break;
+    case 2: nt_block<2, NR>(x + m * K, e, y + m * ld, ld, K); break;
+    default: nt_block<3, NR>(x + m * K, e, y + m * ld, ld, K); break;  // MR <= 4: at most 3 rows left
   }
 }
 
 template <int MR, int NR>
-void nt_run(const float* x, const float* e, float* y, int64_t M, int64_t K, int64_t N) {
+void nt_run(const float* x, const float* e, float* y, int64_t M, int64_t K, int64_t N, int64_t ld) {
   int64_t n = 0;
-  for (; n + NR <= N; n += NR) nt_rows<MR, NR>(x, e + n * K, y + n, M, K, N);
-  for (; n < N; ++n) nt_rows<MR, 1>(x, e + n * K, y + n, M, K, N);
+  for (; n + NR <= N; n += NR) nt_rows<MR, NR>(x, e + n * K, y + n, M, K, ld);
+  for (; n < N; ++n) nt_rows<MR, 1>(x, e + n * K, y + n, M, K, ld);
+}
+
+// ---- One part of y's columns: y[:, 0:N] of a y whose rows are ld floats apart (w's too for NN) ----
+void nn_cols(const float* x, const float* w, float* y, int64_t M, int64_t K, int64_t N, int64_t ld) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) { zero_cols(y, M, ld, 0, N); return; }
+  // M = 1: no software prefetch (the hardware prefetcher alone streamed faster, measured); a row
+  // that fits one block (N <= kBlockFloats: wqkv, wo, w13, w2) is one sequential run per step, so
+  // read 4 segments of w at once (4 streams); a wider w (lm_head) is already read as 8 runs of a
+  // block each, rows N*4 bytes apart. M >= 2: LG_PFD steps ahead; more streams gave nothing there.
+  if (M == 1 && N <= kBlockFloats) rs_run_streams<1, 4, 4>(x, w, y, M, K, N, ld, kBlockFloats);
+  else if (M == 1) rs_run<1, 8>(x, w, y, M, K, N, ld, kBlockFloats, 0);
+  else if (M < LG_PK_MIN_M) rs_run<2, 4>(x, w, y, M, K, N, ld, kBlockFloats, LG_PFD);
+  else if (!pk_run<false>(x, w, y, M, K, N, ld)) rs_run<2, 4>(x, w, y, M, K, N, ld, kBlockFloats, LG_PFD);
+}
+
+void nt_cols(const float* x, const float* e, float* y, int64_t M, int64_t K, int64_t N, int64_t ld) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) { zero_cols(y, M, ld, 0, N); return; }
+  if (M >= LG_PK_MIN_M_T && pk_run<true>(x, e, y, M, K, N, ld)) return;
+  switch (M) {
+    case 1: nt_run<1, 8>(x, e, y, M, K, N, ld); break;
+    case 2: nt_run<2, 6>(x, e, y, M, K, N, ld); break;
+    case 3: nt_run<3, 4>(x, e, y, M, K, N, ld); break;
+    default: nt_run<4, 3>(x, e, y, M, K, N, ld); break;
+  }
+}
+
+// ---- Threads: y's columns cut into T parts (16-column aligned), one per thread ----
+// T = the forced count (lg_set_threads(n > 0)) or the CPUs this thread may run on
+// (sched_getaffinity: a server pinned to one core stays single-threaded), at most kMaxThreads, and
+// 1 for products under kMinSplitFloats weights (the hand-off costs more than it saves) unless forced.
+// The helpers are XLA's own intra-op threads (the FFI ThreadPool: the Eigen pool XLA:CPU runs its
+// own parallel work on; no thread of ours). Parts are claimed from an atomic counter by the caller
+// and by every helper that gets to run: the caller waits only for parts a helper has claimed and
+// is running, so a pool that runs nothing (busy, or size 1) costs nothing but the caller's time.
+#ifndef LG_KSPLIT_M1
+#define LG_KSPLIT_M1 1   // NN, M = 1: threads take rows of w (K) rather than columns (N)
+#endif
+constexpr int kMaxThreads = 8;
+constexpr int64_t kMinSplitFloats = 1 << 18;   // 1 MiB of weights
+constexpr int64_t kPartAlign = 16;
+
+std::atomic<int> g_force_threads{0};
+
+int affinity_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  const int n = CPU_COUNT(&set);
+  return n < 1 ? 1 : n;
+}
+
+int threads_for(int64_t M, int64_t K, int64_t N, int64_t pool_threads, int32_t site = 0) {
+  if (site == 1) return 1;   // the call site asked for one thread (auto mode timed it faster)
+  const int forced = g_force_threads.load(std::memory_order_relaxed);
+  if (forced == 0 && (pool_threads < 1 || K * N < kMinSplitFloats)) return 1;
+  int t = forced > 0 ? forced : affinity_cpus();
+  if (t > kMaxThreads) t = kMaxThreads;
+  const int64_t most = (N + kPartAlign - 1) / kPartAlign;   // every part at least kPartAlign columns
+  return t > most ? static_cast<int>(most) : t;
+}
+
+struct Job {
+  const float *x, *w;
+  float* y;
+  int64_t M, K, N;
+  bool nt, ksplit;
+  int parts;
+  std::atomic<int> next{0}, done{0};
+  float* partial = nullptr;   // ksplit: (parts - 1) x N partial sums, parts 1.. (part 0 writes y)
+
+  ~Job() { free(partial); }
+
+  void part(int p) const {
+    if (ksplit) {   // NN, M = 1: rows [k0, k1) of w, one contiguous run of memory per thread
+      const int64_t per = (K + parts - 1) / parts, k0 = p * per, k1 = k0 + per < K ? k0 + per : K;
+      float* out = p == 0 ? y : partial + (p - 1) * N;
+      if (k0 >= k1) zero_cols(out, 1, N, 0, N);
+      else nn_cols(x + k0, w + k0 * N, out, 1, k1 - k0, N, N);
+      return;
+    }
+    const int64_t per = (N / parts + kPartAlign - 1) / kPartAlign * kPartAlign;
+    const int64_t n0 = p * per, n1 = p + 1 == parts ? N : (n0 + per < N ? n0 + per : N);
+    if (n0 >= n1) return;
+    if (nt) nt_cols(x, w + n0 * K, y + n0, M, K, n1 - n0, N);
+    else nn_cols(x, w + n0, y + n0, M, K, n1 - n0, N);
+  }
+  void work() {
+    for (int p; (p = next.fetch_add(1, std::memory_order_relaxed)) < parts;) {
+      part(p);
+      done.fetch_add(1, std::memory_order_release);
+    }
+  }
+};
+
+template <typename Pool>
+void run_parts(Pool* pool, int64_t pool_threads, int32_t site, bool nt, const float* x, const float* w,
+               float* y, int64_t M, int64_t K, int64_t N) {
+  const int t = threads_for(M, K, N, pool_threads, site);
+  if (t <= 1 || pool == nullptr) {
+    if (nt) nt_cols(x, w, y, M, K, N, N);
+    else nn_cols(x, w, y, M, K, N, N);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->x = x; job->w = w; job->y = y; job->M = M; job->K = K; job->N = N; job->nt = nt; job->parts = t;
+  // M = 1, NN: split K (each thread streams a contiguous half of w; partial sums added at the end):
+  // y's columns split would give each thread runs of N/t floats, rows N*4 bytes apart
+  job->ksplit = !nt && M == 1 && K >= 2 * t && LG_KSPLIT_M1;
+  if (job->ksplit) {
+    job->partial = static_cast<float*>(malloc(sizeof(float) * N * (t - 1)));
+    if (!job->partial) job->ksplit = false;
+  }
+  for (int i = 1; i < t; ++i) pool->Schedule([job] { job->work(); });   // a late helper finds no part
+  job->work();
+  for (int spins = 0; job->done.load(std::memory_order_acquire) < t; ++spins) {
+    if (spins < 20000) _mm_pause();
+    else sched_yield();
+  }
+  if (job->ksplit)
+    for (int p = 1; p < t; ++p) {
+      const float* src = job->partial + (p - 1) * N;
+      for (int64_t j = 0; j < N; ++j) y[j] += src[j];
+    }
 }
 
 }  // namespace
 
 extern "C" {
 
-// Plain C entry points (the FFI handlers below call these).
+// Plain C entry points, single-threaded (the FFI handlers below split the columns over threads).
 void lg_matmul_nn(const float* x, const float* w, float* y, int64_t M, int64_t K, int64_t N) {
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) { for (int64_t i = 0; i < M * N; ++i) y[i] = 0.f; return; }
-  // M = 1: no software prefetch (the hardware prefetcher alone streamed faster, measured); a row
-  // that fits one block (N <= kBlockFloats: wqkv, wo, w13, w2) is one sequential run per step, so
-  // read 4 segments of w at once (4 streams); a wider w (lm_head) is already read as 8 runs of a
-  // block each, rows N*4 bytes apart. M >= 2: LG_PFD steps ahead; more streams gave nothing there.
-  if (M == 1 && N <= kBlockFloats) rs_run_streams<1, 4, 4>(x, w, y, M, K, N, kBlockFloats);
-  else if (M == 1) rs_run<1, 8>(x, w, y, M, K, N, kBlockFloats, 0);
-  else if (M < LG_PK_MIN_M) rs_run<2, 4>(x, w, y, M, K, N, kBlockFloats, LG_PFD);
-  else if (!pk_run<false>(x, w, y, M, K, N)) rs_run<2, 4>(x, w, y, M, K, N, kBlockFloats, LG_PFD);
+  nn_cols(x, w, y, M, K, N, N);
 }
 
 void lg_matmul_nt(const float* x, const float* e, float* y, int64_t M, int64_t K, int64_t N) {
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) { for (int64_t i = 0; i < M * N; ++i) y[i] = 0.f; return; }
-  if (M >= LG_PK_MIN_M_T && pk_run<true>(x, e, y, M, K, N)) return;
-  switch (M) {
-    case 1: nt_run<1, 8>(x, e, y, M, K, N); break;
-    case 2: nt_run<2, 6>(x, e, y, M, K, N); break;
-    case 3: nt_run<3, 4>(x, e, y, M, K, N); break;
-    default: nt_run<4, 3>(x, e, y, M, K, N); break;
-  }
+  nt_cols(x, e, y, M, K, N, N);
+}
+
+// n > 0: every FFI call uses n threads (even for small products); 0: follow the CPU affinity.
+void lg_set_threads(int n) { g_force_threads.store(n < 0 ? 0 : n, std::memory_order_relaxed); }
+int lg_affinity_cpus() { return affinity_cpus(); }
+// The threads a call of this shape gets when XLA's pool has pool_threads threads (for the tests).
+int lg_threads_for(int64_t M, int64_t K, int64_t N, int64_t pool_threads) {
+  return threads_for(M, K, N, pool_threads);
 }
 
 }  // extern "C"
@@ -397,25 +521,28 @@ void lg_matmul_nt(const float* x, const float* e, float* y, int64_t M, int64_t K
 using Mat = ffi::Buffer<ffi::F32, 2>;  // (an alias: the macro below would split the template's comma)
 using OutMat = ffi::ResultBuffer<ffi::F32, 2>;
 
-static ffi::Error MatmulNN(Mat x, Mat w, OutMat y) {
+// threads: the call site's attribute, 0 = the process policy above, 1 = one thread.
+static ffi::Error MatmulNN(ffi::ThreadPool pool, Mat x, Mat w, OutMat y, int32_t threads) {
   auto xd = x.dimensions(), wd = w.dimensions(), yd = y->dimensions();
   if (wd[0] != xd[1] || yd[0] != xd[0] || yd[1] != wd[1])
     return ffi::Error::InvalidArgument("lg_matmul_nn: shapes do not match x[M,K] @ w[K,N] -> y[M,N]");
-  lg_matmul_nn(x.typed_data(), w.typed_data(), y->typed_data(), xd[0], xd[1], wd[1]);
+  run_parts(&pool, pool.num_threads(), threads, false, x.typed_data(), w.typed_data(), y->typed_data(), xd[0], xd[1],
+            wd[1]);
   return ffi::Error::Success();
 }
 
-static ffi::Error MatmulNT(Mat x, Mat e, OutMat y) {
+static ffi::Error MatmulNT(ffi::ThreadPool pool, Mat x, Mat e, OutMat y, int32_t threads) {
   auto xd = x.dimensions(), ed = e.dimensions(), yd = y->dimensions();
   if (ed[1] != xd[1] || yd[0] != xd[0] || yd[1] != ed[0])
     return ffi::Error::InvalidArgument("lg_matmul_nt: shapes do not match x[M,K] @ e[N,K]^T -> y[M,N]");
-  lg_matmul_nt(x.typed_data(), e.typed_data(), y->typed_data(), xd[0], xd[1], ed[0]);
+  run_parts(&pool, pool.num_threads(), threads, true, x.typed_data(), e.typed_data(), y->typed_data(), xd[0], xd[1],
+            ed[0]);
   return ffi::Error::Success();
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LgMatmulNN, MatmulNN,
                               ffi::Ffi::Bind()
-                                  .Arg<Mat>().Arg<Mat>().Ret<Mat>());
+                                  .Ctx<ffi::ThreadPool>().Arg<Mat>().Arg<Mat>().Ret<Mat>().Attr<int32_t>("threads"));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LgMatmulNT, MatmulNT,
                               ffi::Ffi::Bind()
-                                  .Arg<Mat>().Arg<Mat>().Ret<Mat>());
+                                  .Ctx<ffi::ThreadPool>().Arg<Mat>().Arg<Mat>().Ret<Mat>().Attr<int32_t>("threads"));

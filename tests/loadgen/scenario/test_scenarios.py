@@ -56,7 +56,7 @@ def _err(tree, overrides=()):
     ({"workload": {"prompt_tokens": {"dist": "normal", "mean": 5}}}, "workload.prompt_tokens"),
     ({"workload": {"source": "jsonl"}}, "workload"),
     ({"slo": {"preset": "server/nope"}}, "slo"),
-    ({"api": {"endpoint": "embeddings"}}, "api.endpoint"),
+    ({"api": {"endpoint": "rerank"}}, "api.endpoint"),
 ])
 def test_bad_scenarios_name_the_field(patch, field):
     msg = _err({**BASE, **patch})

@@ -1,0 +1,30 @@
+"""Figures of a run whose chat requests carried images (``workload.images``), from its records.
+
+    records with "input_images" + meta.json workload.images (the pool's sizes)
+        ─► images_block(): requests with images, images sent, images per request, and the
+           images' shape (width x height, format, mean encoded bytes) as the workload made them
+
+The latencies of such a run are the usual ones (a vision server's TTFT includes encoding the
+images); the workload's prompt token counts cover the text only, usage.prompt_tokens (the
+server's) also the image tokens. Pure; None for a run without images.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from analysis.metrics import metrics as m
+
+
+def images_block(records: list[dict], meta: Optional[dict]) -> Optional[dict]:
+    recs = [r for r in m.measured(records) if r.get("input_images")]
+    if not recs:
+        return None
+    shape = (((meta or {}).get("workload") or {}).get("images")) or {}
+    total = sum(r["input_images"] for r in recs)
+    done = m.completed(recs)
+    usage = [r.get("prompt_tokens") for r in done if r.get("prompt_tokens_source") == "usage"]
+    return {"requests": len(recs), "images": total, "per_request": total / len(recs),
+            "width": shape.get("width"), "height": shape.get("height"),
+            "format": shape.get("format"), "bytes_mean": shape.get("bytes_mean"),
+            "pool": shape.get("pool"),
+            "usage_prompt_tokens_mean": sum(usage) / len(usage) if usage else None}

@@ -1,0 +1,56 @@
+"""``loadgen run --metrics-port P [--metrics-host H]``: the flags, checked, and the runs wired.
+
+    args ─► open_live(args) ─► None (no --metrics-port) | LiveExporter (process.py) | ScenarioError
+            one line naming the flag (exit 2): not a port number, the port in use or not
+            permitted, a host that does not resolve, --engine locust
+    open_live's exporter + scenario ─► run_live(live, sc, progress): runner.Run built (its run
+            directory known), live.follow(run_dir, progress), then the run as run_scenario runs it
+
+The port is a property of this invocation on this host, not of the experiment (like
+``--master-port``), so it has no scenario key.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from loadgen.live.process import LiveError, LiveExporter
+from loadgen.scenario.model import ScenarioError
+
+DEFAULT_HOST = "127.0.0.1"
+
+
+def parse_port(text) -> int:
+    """``--metrics-port`` as a port number from 1 to 65535 (else a one-line ScenarioError)."""
+    s = str(text).strip()
+    if not (s.isdigit() and s.isascii() and 1 <= int(s) <= 65535):
+        raise ScenarioError(f"--metrics-port {text}: a port number from 1 to 65535")
+    return int(s)
+
+
+def open_live(args) -> Optional[LiveExporter]:
+    """The exporter for ``loadgen run``'s flags (serving from now until ``close()``), or None."""
+    port_text = getattr(args, "metrics_port", None)
+    host = getattr(args, "metrics_host", None)
+    if port_text is None:
+        if host is not None:
+            raise ScenarioError("--metrics-host needs --metrics-port P")
+        return None
+    port = parse_port(port_text)
+    if getattr(args, "engine", "native") != "native":
+        raise ScenarioError("--metrics-port: native engine only (the Locust engine merges its "
+                            "workers' records at the end of the run)")
+    try:
+        return LiveExporter.open(port, host or DEFAULT_HOST)
+    except LiveError as e:
+        raise ScenarioError(f"--metrics-port {port}: {e}") from None
+
+
+def run_live(live: Optional[LiveExporter], sc, progress, server=None):
+    """``runner.run_scenario(sc, progress, server)``, its records and live counters served by
+    ``live`` while it runs (``live`` None: exactly run_scenario)."""
+    from loadgen.run.runner import Run, run_scenario
+    if live is None:
+        return run_scenario(sc, progress, server)
+    run = Run(sc, progress, server)
+    live.follow(run.run_dir, run.progress)
+    return run.execute()

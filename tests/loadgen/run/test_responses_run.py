@@ -1,0 +1,77 @@
+"""`loadgen run` of a small Responses API scenario end to end: loadgen starts the real JAX server (tiny
+preset) on 127.0.0.1, sends POST /v1/responses (input, max_output_tokens, stream), and the run
+directory holds records whose first token is the first response.output_text.delta, usage-sourced
+counts and a summary with TTFT/TPOT as for chat; the Locust engine and a bad combination are refused
+in one line."""
+import json
+from pathlib import Path
+
+import yaml
+
+from analysis.contract import validate_run_dir
+from loadgen.cli import main as cli_main
+from loadgen.scenario.loader import load_scenario, scenario_from_dict
+from loadgen.scenario.model import ScenarioError
+
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIO = {
+    "name": "responses-e2e",
+    "target": {"server": {"kind": "jax", "preset": "tiny", "max_model_len": 256, "slots": 2,
+                          "startup_timeout_s": 300}},
+    "api": {"endpoint": "responses"},
+    "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "uniform", "min": 8, "max": 32},
+                 "output_tokens": {"dist": "uniform", "min": 4, "max": 12}, "seed": 1},
+    "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 8, "warmup_requests": 1},
+}
+
+
+def test_loadgen_run_responses_against_the_jax_server(tmp_path, capsys):
+    sc = {**SCENARIO, "output": {"dir": str(tmp_path), "run_name": "run", "report": "text"}}
+    path = tmp_path / "responses.yaml"
+    path.write_text(yaml.safe_dump(sc))
+    assert cli_main(["run", str(path)]) == 0
+    d = tmp_path / "run"
+    recs = [json.loads(x) for x in (d / "records.jsonl").read_text().splitlines()]
+    measured = [r for r in recs if r["phase"] == "measured"]
+    assert len(recs) == 9 and len(measured) == 8
+    for r in recs:
+        assert r["status"] == "ok" and r["http_status"] == 200, r
+        # ignore_eos: every answer runs to max_output_tokens, which ends in response.incomplete
+        assert r["finish_reason"] == "length"
+        assert r["output_tokens"] == r["requested_output_tokens"] and r["output_tokens_source"] == "usage"
+        assert r["prompt_tokens_source"] == "usage"
+        tokens = [t for t, n in r["chunks"] if n]
+        assert r["first_token_at_ns"] == tokens[0] > r["first_chunk_at_ns"] == r["chunks"][0][0]
+        assert r["chunks"][0][1] == 0                             # response.created carries no token
+    s = json.loads((d / "summary.json").read_text())
+    assert s["requests_completed"] == 8
+    assert s["ttft_ms"]["count"] == 8 and 0 < s["ttft_ms"]["p50"] <= s["ttft_ms"]["p99"]
+    assert s["tpot_ms"]["p50"] is not None and s["tpot_ms"]["p50"] > 0
+    meta = json.loads((d / "meta.json").read_text())
+    assert meta["endpoint"] == "responses" and meta["probe"]["status"] in ("ok", "warning")
+    assert "TTFT" in capsys.readouterr().out
+    assert validate_run_dir(d) == []
+
+
+def test_locust_engine_is_refused_in_one_line(tmp_path, capsys):
+    path = tmp_path / "responses.yaml"
+    path.write_text(yaml.safe_dump({**SCENARIO, "target": {"url": "http://127.0.0.1:9"}}))
+    assert cli_main(["run", str(path), "--engine", "locust"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "api.endpoint: responses runs with the native engine only" in err[0]
+
+
+def test_continuous_usage_is_refused():
+    tree = {**SCENARIO, "target": {"url": "http://127.0.0.1:9"},
+            "api": {"endpoint": "responses", "continuous_usage": True}}
+    try:
+        scenario_from_dict(tree)
+    except ScenarioError as e:
+        assert "continuous_usage" in str(e) and "\n" not in str(e)
+    else:
+        raise AssertionError("continuous_usage with responses was accepted")
+
+
+def test_shipped_scenario():
+    sc = load_scenario(ROOT / "scenarios/responses.yaml")
+    assert sc.api.endpoint == "responses" and sc.api.stream and sc.target.server.kind == "jax"
