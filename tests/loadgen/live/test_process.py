@@ -90,7 +90,10 @@ def test_a_real_run_is_served_live_and_its_counts_end_equal_to_its_records(calib
         deadline = time.monotonic() + DEADLINE_S          # the exporter catches up: bounded
         while True:
             end = scrape(live.url)
-            if requests_total(end) == len(recs) or time.monotonic() > deadline:
+            # the records followed, and the in-flight gauge's next copy of the progress counters
+            # (every feed.MIRROR_S) taken after the last request ended
+            caught_up = requests_total(end) == len(recs) and end.get(("loadgen_in_flight", ())) == 0
+            if caught_up or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
         assert end[("loadgen_requests_total", (("status", "ok"),))] == len(recs)
