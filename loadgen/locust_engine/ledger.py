@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Callable
 
 import gevent
-import msgspec
 
 from loadgen.client import request
 from loadgen.locust_engine.clock import rebase
@@ -30,25 +29,6 @@ from loadgen.locust_engine.idle import IdleQueue
 from loadgen.record import Record, RecordWriter, now_ns
 
 FORWARD_EVERY_S = 0.1
-_ENCODE = msgspec.json.Encoder().encode
-
-
-class _Fast:
-    """``rec`` as RecordWriter takes it, encoded by msgspec: the same JSON value as
-    Record.to_json (json.loads gives the same dict; non-ASCII stays UTF-8) in an eighth of
-    the time for a 128-chunk record, so a burst of finished requests keeps the hub's reads
-    on time. A text msgspec refuses (a lone surrogate) goes through Record.to_json."""
-
-    __slots__ = ("rec",)
-
-    def __init__(self, rec: Record):
-        self.rec = rec
-
-    def to_json(self) -> str:
-        try:
-            return _ENCODE(self.rec.__dict__).decode("utf-8")
-        except (TypeError, ValueError, UnicodeError):
-            return self.rec.to_json()
 
 
 class WorkerLedger:
@@ -92,10 +72,9 @@ class WorkerLedger:
         return True
 
     def _line(self, rec: Record) -> None:
-        line = _Fast(rec)
-        self.writer.write(line)
+        self.writer.write(rec)                  # Record.to_json: msgspec, as for every engine
         if self.forward:
-            self.batch_rec.append(line.to_json())
+            self.batch_rec.append(rec.to_json())
 
     @staticmethod
     def cancelled(rec: Record, why: str) -> Record:
