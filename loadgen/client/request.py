@@ -203,9 +203,6 @@ def fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:
 
 def end_stream(rec: Record, tally: Any, done: bool, t: int) -> None:
     """After a stream's last event: ok if [DONE] or a finish_reason came, else incomplete."""
-    err = getattr(tally, "error", None)
-    if err is not None:       # an error object a named event carried (responses: response.failed)
-        return fail(rec, "server_error", error_message(err), t)
     if done or tally.finish_reason is not None:
         rec.status = "ok"
         if rec.end_at_ns is None:

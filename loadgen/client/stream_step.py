@@ -245,7 +245,11 @@ class StreamStep:
                 self._append([t, 0])
                 self._fail("server_error", ev.data.decode("utf-8", "replace"), t)
                 return True
-            self._append([t, max(self._add(ev.data), 0)])   # ValueError: the caller's
+            n = self._add(ev.data)                          # ValueError: the caller's
+            self._append([t, max(n, 0)])
+            if n < 0:      # an error object in a named event (responses: response.failed)
+                self._fail("server_error", error_message(self.tally.error), t)
+                return True
             return False
         if ev.__class__ is TooLarge:
             self._fail("too_large", f"a stream event longer than {ev.limit} bytes "
