@@ -10,7 +10,8 @@
 to URL n mod k, whatever the others are doing); least_in_flight takes the URL with the fewest
 requests in flight, ties going to the first such URL at or after the round-robin turn (so an
 idle fleet is still visited in turn). The in-flight counts are the client's own: requests sent
-and not yet ended, as the load generator sees them.
+and not yet ended, as the load generator sees them. The asyncio client is imported only where
+used, so the Locust workers (gevent, no asyncio) import ``pick`` from here too.
 
 ``Balanced`` has the methods of ``Client`` that the load loops and the runner use
 (``new_record``, ``execute``, ``describe``, ``transport_info``, ``first_response_headers``),
@@ -20,10 +21,12 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
-from loadgen.client.client import Client, ClientConfig, RequestSpec
 from loadgen.record import Record
+
+if TYPE_CHECKING:     # hints only: the asyncio client is imported where it is used
+    from loadgen.client.client import ClientConfig, RequestSpec
 
 BALANCES = ("round_robin", "least_in_flight")
 
@@ -57,6 +60,7 @@ class Balanced:
             raise ValueError("target.urls: give at least one URL")
         if balance not in BALANCES:
             raise ValueError(f"target.balance: expected one of {BALANCES}, got {balance!r}")
+        from loadgen.client.client import Client
         self.urls = [u.rstrip("/") for u in urls]
         self.balance = balance
         self.clients = [Client(replace(cfg, base_url=u), max_connections, transport)
@@ -85,6 +89,7 @@ class Balanced:
 
     @staticmethod
     def new_record(spec: RequestSpec) -> Record:
+        from loadgen.client.client import Client
         return Client.new_record(spec)
 
     async def execute(self, spec: RequestSpec, rec: Optional[Record] = None) -> Record:
@@ -138,4 +143,5 @@ def open_client(cfg: ClientConfig, urls: Optional[Sequence[str]], balance: str,
     process (client.processes) balances its own requests, process k starting at URL k."""
     if urls and len(urls) > 1:
         return Balanced(cfg, urls, balance, max_connections, first_turn=first_turn)
+    from loadgen.client.client import Client
     return Client(cfg, max_connections)

@@ -102,12 +102,6 @@ def main(args: argparse.Namespace) -> int:
     sc = load_scenario(args.scenario, args.overrides + _procs_override(args))
     if args.repeat < 1:
         raise ScenarioError(f"--repeat {args.repeat}: must be at least 1")
-    if args.engine == "locust" and sc.api.endpoint == "embeddings":
-        raise ScenarioError("api.endpoint: embeddings runs with the native engine only "
-                            "(drop --engine locust)")
-    if args.engine == "locust" and sc.api.endpoint == "responses":
-        raise ScenarioError("api.endpoint: responses runs with the native engine only "
-                            "(drop --engine locust)")
     if args.repeat > 1:
         if args.engine != "native":
             raise ScenarioError("--repeat: runs with the native engine only")
@@ -117,7 +111,7 @@ def main(args: argparse.Namespace) -> int:
     old = signal.signal(signal.SIGTERM, _term_as_interrupt)
     try:
         if args.engine == "locust":
-            result = run_from_cli(sc, args, progress)
+            result = run_from_cli(sc, args, progress, live)
             if isinstance(result, int):      # --worker, or locust missing: an exit code
                 return result
         else:

@@ -4,6 +4,8 @@
         ─► <output.dir>/<output.run_name or sweep-NAME>/{<param>-<value>/, sweep.json}
         ─► table of the points (rich) or one JSON line with --json
 Rerunning the same command skips every point that already has a summary.json.
+``--metrics-port P``: one live exporter (loadgen/live) for the whole sweep, following each
+point's run as it goes (counters go on from point to point; docs/live-metrics.md).
 """
 from __future__ import annotations
 
@@ -28,6 +30,11 @@ def register(subparsers) -> None:
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run the whole sweep N times; repeat.json gives, per point, the mean and "
                         "a 95%% confidence interval of every headline figure")
+    p.add_argument("--metrics-port", default=None, metavar="P",
+                   help="serve live Prometheus metrics on http://127.0.0.1:P/metrics while the "
+                        "points run (one exporter for the sweep; docs/live-metrics.md)")
+    p.add_argument("--metrics-host", default=None, metavar="H",
+                   help="the address --metrics-port listens on (default 127.0.0.1)")
     p.set_defaults(func=main)
 
 
@@ -56,15 +63,25 @@ def sweep_table(result: dict) -> Table:
 
 
 def main(args: argparse.Namespace) -> int:
+    from loadgen.live.flags import open_live
     from loadgen.scenario.loader import load_scenario
-    from loadgen.run.sweep import run_sweep
 
     sc = load_scenario(args.scenario, args.overrides)
     if args.repeat < 1:
         raise ScenarioError(f"--repeat {args.repeat}: must be at least 1")
+    exporter = open_live(args)      # --metrics-port: /metrics from its own process, or None
+    try:
+        return _main(sc, args, exporter)
+    finally:
+        if exporter is not None:
+            exporter.close()
+
+
+def _main(sc, args: argparse.Namespace, exporter) -> int:
+    from loadgen.run.sweep import run_sweep
     if args.repeat > 1:
-        return _repeat(sc, args)
-    d, result = run_sweep(sc, live=not args.json)
+        return _repeat(sc, args, exporter)
+    d, result = run_sweep(sc, live=not args.json, exporter=exporter)
     if args.json:
         print(json.dumps({"sweep_dir": str(d), **result}, default=str))
         return 0
@@ -79,11 +96,12 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _repeat(sc, args: argparse.Namespace) -> int:
+def _repeat(sc, args: argparse.Namespace, exporter=None) -> int:
     """The whole sweep N times; per point, the mean and 95 % CI of each headline figure."""
     from loadgen.run.repeat import sweep_repeats
     from loadgen.run.sweep import run_sweep
-    base, rep = sweep_repeats(sc, args.repeat, lambda one: run_sweep(one, live=not args.json))
+    base, rep = sweep_repeats(sc, args.repeat, lambda one: run_sweep(one, live=not args.json,
+                                                                     exporter=exporter))
     if args.json:
         print(json.dumps({"repeat_dir": str(base), "repeat": rep}, default=str))
         return 0

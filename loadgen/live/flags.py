@@ -2,9 +2,13 @@
 
     args ─► open_live(args) ─► None (no --metrics-port) | LiveExporter (process.py) | ScenarioError
             one line naming the flag (exit 2): not a port number, the port in use or not
-            permitted, a host that does not resolve, --engine locust
+            permitted, a host that does not resolve, --worker (the master's side serves it)
     open_live's exporter + scenario ─► run_live(live, sc, progress): runner.Run built (its run
             directory known), live.follow(run_dir, progress), then the run as run_scenario runs it
+    --engine locust: locust_engine/cli.run_from_cli does the same with its LocustRun (the
+            exporter follows the workers' ledgers, locust/records.worker-i.jsonl, and the
+            progress that the CLI process already feeds from those files: nothing is added
+            to the Locust workers' gevent processes)
 
 The port is a property of this invocation on this host, not of the experiment (like
 ``--master-port``), so it has no scenario key.
@@ -36,9 +40,9 @@ def open_live(args) -> Optional[LiveExporter]:
             raise ScenarioError("--metrics-host needs --metrics-port P")
         return None
     port = parse_port(port_text)
-    if getattr(args, "engine", "native") != "native":
-        raise ScenarioError("--metrics-port: native engine only (the Locust engine merges its "
-                            "workers' records at the end of the run)")
+    if getattr(args, "worker", False):
+        raise ScenarioError("--metrics-port: give it to the master's side (--master or a local "
+                            "--engine locust run), not to --worker")
     try:
         return LiveExporter.open(port, host or DEFAULT_HOST)
     except LiveError as e:

@@ -3,6 +3,8 @@
     run_dir/records.jsonl            one process: the Ledger appends a line per finished request
     run_dir/procs/records.K.jsonl    client.processes > 1: each sender's part, during the run;
                                      merged into records.jsonl (appended) at the end, then deleted
+    run_dir/locust/records.worker-i.jsonl   --engine locust: each worker's ledger (on the
+                                     master's clock), merged into records.jsonl at the end
         ─► Tail per file (offset, partial last line kept, truncation or replacement: from 0)
         ─► each id once per run (a bitmap: the merged file repeats the parts' records)
         ─► new record dicts, in file order
@@ -101,6 +103,8 @@ class RecordFollower:
     def _paths(self) -> list[Path]:
         parts = sorted(self.dir.glob("procs/records.*.jsonl")) if (self.dir / "procs").is_dir() \
             else []
+        if (self.dir / "locust").is_dir():      # --engine locust: the workers' ledgers
+            parts += sorted(self.dir.glob("locust/records.worker-*.jsonl"))
         return parts + [self.dir / "records.jsonl"]
 
     def _first_time(self, rid) -> bool:

@@ -11,7 +11,8 @@
                 sessions: SessionWork, sessions.py: a user plays a whole conversation, turn
                 after turn, the rules of loadgen.scenario.session_turns, as the native driver)
                LLMUser (user.py, a Locust User): body ─► gwire.GWire (gwire.py: one keep-alive
-                 connection per user, the wire transport's record rules) ─► gconn.GConn
+                 connection per user and URL, target.urls' replica picked by replicas.py;
+                 the wire transport's record rules) ─► gconn.GConn
                  (gconn.py: sends; the process's ONE reader, reader.py, one epoll for every
                  streaming socket, reads them inline: recvmsg + SO_TIMESTAMPNS, the kernel's
                  receive stamp per read on perf_counter_ns, httptools framing, the stream

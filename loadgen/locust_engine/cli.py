@@ -4,7 +4,8 @@
     run_from_cli(sc, args, progress)                           ─► RunResult | exit code
         --worker --master-host H   run_worker: one Locust worker joined to H; its records are
                                    forwarded to the master's run directory (a copy stays here)
-        otherwise                  run.run_locust (local, --workers N, or --master)
+        otherwise                  run.LocustRun (local, --workers N, or --master); with
+                                   --metrics-port the live exporter follows its directory
 A master error (workers never connected, ...) prints one line; meta.crashed holds it.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from loadgen.locust_engine.run import LocustOptions, _argv, _spawn, _stop, run_locust
+from loadgen.locust_engine.run import LocustOptions, _argv, _spawn, _stop
 
 
 def check_flags(engine: str, workers, master: bool, worker: bool, master_host) -> Optional[str]:
@@ -58,8 +59,9 @@ def run_worker(opts: LocustOptions, master_host: str, records_dir: Optional[str]
         return 130
 
 
-def run_from_cli(sc, args, progress):
-    """``loadgen run --engine locust ...``: a RunResult, or an exit code for ``--worker``."""
+def run_from_cli(sc, args, progress, live=None):
+    """``loadgen run --engine locust ...``: a RunResult, or an exit code for ``--worker``.
+    ``live``: the --metrics-port exporter (loadgen.live), pointed at this run's directory."""
     if importlib.util.find_spec("locust") is None:
         print("loadgen: error: --engine locust needs the locust package "
               "(pip install 'loadgen[locust]')", file=sys.stderr)
@@ -68,7 +70,11 @@ def run_from_cli(sc, args, progress):
                          scenario_path=args.scenario, overrides=list(args.overrides))
     if args.worker:
         return run_worker(opts, args.master_host)
-    result = run_locust(sc, opts, progress)
+    from loadgen.locust_engine.run import LocustRun
+    run = LocustRun(sc, opts, progress)
+    if live is not None:            # the workers' ledgers and the progress counters (flags.py)
+        live.follow(run.prep.run_dir, progress)
+    result = run.execute()
     err = result.meta.get("crashed")
     if err:
         print(f"loadgen: error: locust engine: {err} (logs: {result.run_dir / 'locust'})",

@@ -89,7 +89,7 @@ def _on_test_start(environment, **kw):
         return
     from loadgen.locust_engine.coordinator import Coordinator
     sc = _STATE["sc"]
-    base_url = (environment.host or sc.target.url or "").rstrip("/")
+    base_url = (environment.host or sc.target.primary_url or "").rstrip("/")
     if not base_url:
         raise SystemExit("loadgen locustfile: give --host or target.url in the scenario")
     _STATE["runs"] += 1

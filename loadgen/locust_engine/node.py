@@ -43,6 +43,7 @@ from loadgen.locust_engine.reader import process_reader
 from loadgen.client.gc_hold import hold_gc, release_gc
 from loadgen.locust_engine.ledger import WorkerLedger
 from loadgen.locust_engine.plan import Plan
+from loadgen.locust_engine.replicas import replicas_for
 from loadgen.locust_engine.sessions import SessionWork
 from loadgen.locust_engine.stages import StageGate, even_split
 from loadgen.record import Record, now_ns
@@ -59,10 +60,21 @@ class WorkerNode:
         self.plan = Plan(sc, index, n)
         a = sc.api
         self.base_url = setup["base_url"].rstrip("/")
+        self.endpoint = a.endpoint
         self.url = self.base_url + request.endpoint_path(a.endpoint)
         self.chat = a.endpoint == "chat"
+        self.embeddings = a.endpoint == "embeddings"    # rec.inputs; no max_tokens asked for
+        self.responses = a.endpoint == "responses"      # named events: ResponsesTally (user.py)
         self.base = request.base_body(a, setup["model"], tuple(setup.get("drop_fields") or ()))
         self.check = Checker.of(self.base)      # tools / response_format: checked at finish
+        # continuous usage stats only where the body still asks for them (the native rule)
+        opts = self.base.get("stream_options")
+        self.continuous = isinstance(opts, dict) and bool(opts.get("continuous_usage_stats"))
+        # target.urls: this process picks each request's replica (balance.pick, the native
+        # client's pure rule; least_in_flight counts this process's requests only); worker i
+        # starts its round-robin turns at URL i, as sender process i does natively
+        self.replicas = replicas_for(sc.target.replica_urls, sc.target.balance,
+                                     request.endpoint_path(a.endpoint), index)
         self.headers = request.request_headers(a, api_key)
         user_mod.LLMUser.host = self.base_url   # users spawned from now on (Locust's UI label)
         user_mod.LLMUser.connection_timeout = a.connect_timeout_s
@@ -197,27 +209,43 @@ class WorkerNode:
                      requested_output_tokens=spec.max_tokens,
                      workload_prompt_tokens=spec.prompt_tokens)
         self.last_issue_ns = sched
-        self.send(user, rec, spec.prompt, None, None, False, sched)
+        self.send(user, rec, spec.prompt, None, None, False, sched, spec.images)
 
     def send(self, user, rec: Record, prompt, messages: Optional[list], headers: Optional[dict],
-             want_text: bool, sched: Optional[int] = None) -> None:
+             want_text: bool, sched: Optional[int] = None,
+             images: Optional[tuple] = None) -> None:
         """The one request path: sleep to ``sched`` (if later), body, journal, send, record.
         ``messages`` (a session turn): the whole conversation; ``headers``: its own headers;
-        ``want_text``: keep the answer's text (Record.output_text, the next turn sends it)."""
+        ``want_text``: keep the answer's text (Record.output_text, the next turn sends it);
+        ``images``: workload.images' data URLs (their parts JSON-encoded once per process,
+        request.image_part, spliced into the body)."""
         self.inflight[rec.id] = rec
+        if self.embeddings:                      # the native client's record fields
+            rec.inputs, rec.requested_output_tokens = request.input_count(prompt), None
+        if images:
+            rec.input_images = len(images)
         try:
             if sched is not None and sched > now_ns() and sleep_until(sched, lambda: self.stopped):
                 return                   # interrupt() wrote it as cancelled
             try:
                 data = request.request_body(self.base, self.chat, prompt,
-                                            rec.requested_output_tokens, messages)
+                                            rec.requested_output_tokens, messages, self.endpoint,
+                                            images)
             except (TypeError, ValueError) as e:
                 request.fail(rec, "client", f"cannot build the request body: {e}")
             else:
+                url, i = self.url, None
+                if self.replicas is not None:    # picked at the send: rec.target_url
+                    url, i = self.replicas.take(rec)
                 self.ledger.journal(rec)
                 a = self.sc.api
-                user.send(self.url, request.with_headers(self.headers, headers), data, a.stream,
-                          rec, a.continuous_usage, a.timeout_s, self.limits, want_text, self.check)
+                try:
+                    user.send(url, request.with_headers(self.headers, headers), data, a.stream,
+                              rec, self.continuous, a.timeout_s, self.limits, want_text,
+                              self.check, self.responses)
+                finally:
+                    if i is not None:
+                        self.replicas.done(i)
         except gevent.GreenletExit:
             self.cancel(rec, "the run was interrupted before the request ended")
             raise
@@ -279,6 +307,8 @@ class WorkerNode:
                       interrupted=self.stopped, host=socket.gethostname(), pid=os.getpid(),
                       clock_shift_ns=self.shift, clock=self.clock,
                       stamps=self.stamps.describe(), reader=process_reader().describe())
+        if self.replicas is not None:            # target.urls: this process's picks (run.py)
+            report["replicas"] = self.replicas.describe()
         self.ledger.close()
         if self.gc_saved is not None:
             report.update(self.young.stop())

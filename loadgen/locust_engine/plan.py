@@ -42,6 +42,8 @@ class Spec:
     prompt_tokens: Optional[int]
     max_tokens: int
     offset_ns: Optional[int]     # from t0 (server/offline); None: closed loop (now)
+    images: Optional[tuple] = None   # workload.images: request k's data URLs (the pool's, dealt
+                                     # in turn: every process builds the same seeded pool)
 
 
 def digest(sc: Scenario) -> str:
@@ -106,7 +108,8 @@ class Plan:
         out = []
         for rid, p in itertools.islice(self._stream(), self.warmup):
             if self._mine(rid):
-                out.append(Spec(rid, "warmup", p.prompt, p.prompt_tokens, p.max_tokens, None))
+                out.append(Spec(rid, "warmup", p.prompt, p.prompt_tokens, p.max_tokens, None,
+                                p.images))
         return out
 
     def measured_specs(self) -> Iterator[Spec]:
@@ -121,7 +124,7 @@ class Plan:
             if not self._mine(rid):
                 continue
             off = int(offs[i]) if offs is not None else None
-            yield Spec(rid, "measured", p.prompt, p.prompt_tokens, p.max_tokens, off)
+            yield Spec(rid, "measured", p.prompt, p.prompt_tokens, p.max_tokens, off, p.images)
 
     def expected_ids(self) -> list[int]:
         """Ids every worker together owes a record, whatever happens: the warm-up, plus the

@@ -95,13 +95,8 @@ class LocustRun:
         self.prep = prepare(sc)         # run_dir, plan, schedule, api key: as the native engine
         # the native engine's target steps only (server, affinity, probe, sut.json): never meta
         self.run = Run(sc, prepared=self.prep)
-        if sc.workload.images is not None:
-            raise ScenarioError("workload.images: images are sent by the native engine only")
         if sc.load.probe is not None:
             raise ScenarioError("load.probe: the probe stream runs in the native engine only")
-        if sc.target.replica_urls:
-            raise ScenarioError("target.urls: several replicas are balanced by the native engine "
-                                "only; the Locust engine takes one target.url (or a gateway's)")
         users = self.users = users_for(sc, self.prep.schedule, opts.workers)
         if opts.workers and users < opts.workers:
             field = "load.concurrency" if sc.load.mode == "concurrency" else "load.max_concurrency"
@@ -147,7 +142,7 @@ class LocustRun:
             old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             with contextlib.ExitStack() as stack:
-                base_url = self.sc.target.url
+                base_url = self.sc.target.primary_url     # target.urls: the first one's
                 if self.sc.target.server is not None:
                     r.server = stack.enter_context(ManagedServer(self.sc.target.server, run_dir))
                     base_url = r.server.base_url
@@ -291,6 +286,7 @@ class LocustRun:
             interrupted=interrupted, crashed=crashed,
             managed_server_alive_at_end=self.server_alive_at_end, client_cpus=r.client_cpus,
             server_metrics=self.server_metrics, probe=r.probe,
+            client_connections=_replicas(reports),
             client_transport=transport_info(reports),
             locust={"workers": n, "users": st.get("users"), "role": st.get("role"),
                     "users_by_worker": st.get("users_by_worker"),
@@ -304,6 +300,20 @@ class LocustRun:
         meta = write_meta(run_dir, meta)
         summary = summarize_dir(run_dir, meta, self.sc.output.report)
         return RunResult(run_dir, meta, summary, bool(interrupted))
+
+
+def _replicas(reports: list) -> Optional[dict]:
+    """meta.json ``client_connections`` of a run over target.urls: the balance and each URL's
+    requests sent, summed over the workers (each picks its own: replicas.py); None for one URL."""
+    each = [x["replicas"] for x in reports if x.get("replicas")]
+    if not each:
+        return None
+    sent: dict = {}
+    for d in each:
+        for row in d["replicas"]:
+            sent[row["url"]] = sent.get(row["url"], 0) + int(row["requests_sent"])
+    return {"balance": each[0]["balance"], "balanced_per": "worker process",
+            "replicas": [{"url": u, "requests_sent": n} for u, n in sent.items()]}
 
 
 def _locust_version() -> Optional[str]:

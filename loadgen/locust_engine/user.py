@@ -1,10 +1,12 @@
 """The gevent side of one request: a Locust user that streams from the OpenAI API.
 
-    Spec ─► body (loadgen.client.request, as loadgen.client.client) ─► this user's GWire
+    Spec ─► body (loadgen.client.request, as loadgen.client.client) ─► this user's GWire for
+        the request's URL (target.urls: one per replica, the node picks the replica)
         (gwire.py: ONE keep-alive connection, httptools framing, every read a recvmsg with its
          kernel receive stamp on the perf_counter clock)
         sent_at_ns ─► headers ─► each read's body pieces, one stamp per read
-                  ─► stream_step.StreamStep (the native client's step) ─► Record.chunks
+                  ─► stream_step.StreamStep (the native client's step; a StreamTally, or
+                     for api.endpoint responses a ResponsesTally) ─► Record.chunks
         end ─► usage vs chunk counts, status / error_kind (the same rules as the native client)
         ─► one Locust ``request`` event per request (E2E, for Locust's UI only; never a fake
            request per token: loadgen's metrics come from the records)
@@ -30,6 +32,7 @@ import gevent
 from locust import User, constant, task
 
 from loadgen.client.request import fail, finish
+from loadgen.client.responses import ResponsesTally
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
 from loadgen.locust_engine.gconn import process_stamps
@@ -68,13 +71,13 @@ class LLMUser(User):
 
     def __init__(self, environment) -> None:
         super().__init__(environment)
-        self.wire: Optional[GWire] = None
+        self.wires: dict[str, GWire] = {}    # one keep-alive connection per URL (target.urls)
         self.slot: Optional[int] = None      # staged closed loop: this worker's user index
         self.sessions_played = 0             # sessions: the first one starts at t0
 
     def on_stop(self) -> None:
-        if self.wire is not None:
-            self.wire.close()
+        for w in self.wires.values():
+            w.close()
 
     @task
     def next_request(self) -> None:
@@ -85,20 +88,23 @@ class LLMUser(User):
         node.serve(self)
 
     def _wire(self, url: str, timeout_s: float, limits: Limits) -> GWire:
-        w = self.wire
-        if w is None or (w.url, w.timeout_s, w.limits) != (url, timeout_s, limits):
+        w = self.wires.get(url)
+        if w is None or (w.timeout_s, w.limits) != (timeout_s, limits):
             if w is not None:
                 w.close()
-            w = self.wire = GWire(url, timeout_s, self.connection_timeout, limits,
-                                  self.follow_redirects, process_stamps())
+            w = self.wires[url] = GWire(url, timeout_s, self.connection_timeout, limits,
+                                        self.follow_redirects, process_stamps())
         return w
 
     def send(self, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
              continuous: bool, timeout_s: float, limits: Limits = DEFAULT_LIMITS,
-             want_text: bool = False, check: Any = None) -> None:
+             want_text: bool = False, check: Any = None, responses: bool = False) -> None:
         """``want_text``: keep the answer's text in ``rec.output_text`` (a session turn's);
-        ``check``: the node's structured.Checker (tools / response_format), or None."""
-        tally = StreamTally(continuous, want_text, check)
+        ``check``: the node's structured.Checker (tools / response_format), or None;
+        ``responses``: api.endpoint responses (named events: ResponsesTally, the native
+        client's; its first token is the first response.output_text.delta)."""
+        tally = (ResponsesTally(want_text, check) if responses
+                 else StreamTally(continuous, want_text, check))
         execute(self._wire(url, timeout_s, limits), headers, data, stream, rec, tally)
         e2e = ((rec.end_at_ns or now_ns()) - (rec.sent_at_ns or now_ns())) / 1e6
         exc = None if rec.status == "ok" else RuntimeError(f"{rec.error_kind}: {rec.error}")

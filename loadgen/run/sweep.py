@@ -67,7 +67,8 @@ def point_figures(summary: dict) -> dict:
 class Sweep:
     """Runs the points of ``sc.sweep``; ``run_fn`` executes one point (the runner by default)."""
 
-    def __init__(self, sc: Scenario, run_fn: Optional[RunFn] = None, live: bool = False):
+    def __init__(self, sc: Scenario, run_fn: Optional[RunFn] = None, live: bool = False,
+                 exporter=None):
         if sc.sweep is None:
             raise ScenarioError("sweep: the scenario has no sweep block "
                                 "(add sweep.values or sweep.search)")
@@ -75,7 +76,7 @@ class Sweep:
         self.spec = sc.sweep
         self.dir = sweep_dir_for(sc)
         self.run_fn = run_fn or (lambda point_sc: _run_point(point_sc, live, self._server(),
-                                                              self.label))
+                                                              self.label, exporter))
         self.label: Optional[str] = None    # the point being run, for its progress bars
         self.managed = None                 # one managed server for every point, started lazily
         self.points: list[dict] = []
@@ -231,16 +232,18 @@ def _interrupted(run_dir: Path) -> bool:
     return meta is None or bool(meta.interrupted)
 
 
-def _run_point(sc: Scenario, live: bool = False, server=None, label: Optional[str] = None) -> dict:
+def _run_point(sc: Scenario, live: bool = False, server=None, label: Optional[str] = None,
+               exporter=None) -> dict:
+    """One point's run; ``exporter`` (loadgen.live, --metrics-port) follows it while it goes."""
+    from loadgen.live.flags import run_live
     from loadgen.run.progress import RunProgress
-    from loadgen.run.runner import run_scenario
-    res = run_scenario(sc, RunProgress(None, enabled=live, point=label), server=server)
+    res = run_live(exporter, sc, RunProgress(None, enabled=live, point=label), server)
     if res.interrupted:
         raise KeyboardInterrupt  # stop the sweep; the point stays incomplete for the rerun
     return res.summary or {}
 
 
-def run_sweep(sc: Scenario, run_fn: Optional[RunFn] = None,
-              live: bool = False) -> tuple[Path, dict]:
-    sw = Sweep(sc, run_fn, live)
+def run_sweep(sc: Scenario, run_fn: Optional[RunFn] = None, live: bool = False,
+              exporter=None) -> tuple[Path, dict]:
+    sw = Sweep(sc, run_fn, live, exporter)
     return sw.dir, sw.run()

@@ -215,8 +215,8 @@ class Orchestrator:
             return False
 
     def _finish(self, run: _Running, tok: Optional[int], reason: str) -> None:
-        self._deliver(run, tok, reason)
-        self._counters[f"finished_{reason}"] += 1
+        """Free the slot and count the finish, then deliver it: a client that has the last
+        chunk sees the request gone from /metrics' running gauge and KV-cache usage."""
         if run.job is not None and run in self._prefilling:
             self._prefilling.remove(run)
             run.job = None
@@ -224,6 +224,8 @@ class Orchestrator:
             del self._running[run.slot]
             self.engine.free(run.slot)
             heapq.heappush(self._free, run.slot)
+        self._counters[f"finished_{reason}"] += 1
+        self._deliver(run, tok, reason)
 
     def _check(self, run: _Running, tok: int) -> Optional[tuple[Optional[int], str]]:
         """After ``tok`` was produced: None to go on, else (token to send with the finish, reason)."""

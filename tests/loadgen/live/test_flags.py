@@ -74,8 +74,9 @@ def test_flag_errors_are_one_line_naming_the_flag(tmp_path):
                                                        "num_requests": 1})
     assert "--metrics-port abc" in one_line_error(cli("run", path, "--metrics-port", "abc"))
     assert "--metrics-host" in one_line_error(cli("run", path, "--metrics-host", "0.0.0.0"))
-    line = one_line_error(cli("run", path, "--metrics-port", free_port(), "--engine", "locust"))
-    assert "--metrics-port" in line and "native engine only" in line
+    line = one_line_error(cli("run", path, "--metrics-port", free_port(), "--engine", "locust",
+                              "--worker", "--master-host", "127.0.0.1"))
+    assert "--metrics-port" in line and "not to --worker" in line
     line = one_line_error(cli("run", path, "--metrics-port", free_port(), "--metrics-host",
                               "192.0.2.1"))                 # not this host's: cannot bind
     assert "--metrics-port" in line and "192.0.2.1" in line

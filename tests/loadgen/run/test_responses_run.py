@@ -1,8 +1,8 @@
 """`loadgen run` of a small Responses API scenario end to end: loadgen starts the real JAX server (tiny
 preset) on 127.0.0.1, sends POST /v1/responses (input, max_output_tokens, stream), and the run
 directory holds records whose first token is the first response.output_text.delta, usage-sourced
-counts and a summary with TTFT/TPOT as for chat; the Locust engine and a bad combination are refused
-in one line."""
+counts and a summary with TTFT/TPOT as for chat; a bad combination is refused in one line (the
+Locust engine's run: tests/loadgen/locust_engine/test_locust_endpoints.py)."""
 import json
 from pathlib import Path
 
@@ -51,14 +51,6 @@ def test_loadgen_run_responses_against_the_jax_server(tmp_path, capsys):
     assert meta["endpoint"] == "responses" and meta["probe"]["status"] in ("ok", "warning")
     assert "TTFT" in capsys.readouterr().out
     assert validate_run_dir(d) == []
-
-
-def test_locust_engine_is_refused_in_one_line(tmp_path, capsys):
-    path = tmp_path / "responses.yaml"
-    path.write_text(yaml.safe_dump({**SCENARIO, "target": {"url": "http://127.0.0.1:9"}}))
-    assert cli_main(["run", str(path), "--engine", "locust"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "api.endpoint: responses runs with the native engine only" in err[0]
 
 
 def test_continuous_usage_is_refused():
