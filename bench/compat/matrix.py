@@ -11,13 +11,19 @@
                        | token-count mismatches 0 (or explained) | server version in sut.json
                        | /metrics scraped (where the server has one)
         stop the server (process group)
+        vLLM also: FEATURE_RUNS (features.py) — Responses API on the default start; tools (required / named / auto)
+            and json_schema on the tools start; embeddings on the pooling start; images on the
+            BLIP-2 start (servers.VLLM_VARIANTS) ─► the same checks + a "request shape" check
+            (inputs, input_images and image tokens in usage, tool calls and their arguments' validity,
+            json_valid, output tokens)
     ─► docs/compatibility.md + compatibility.json (server, version, each check, pass/fail,
        concurrency-1 TTFT/TPOT p50 as loadgen measured them, the regenerating command)
 
 Prompts: 64 tokens of loadgen's common words counted with the models' own tokenizer.json (exact).
 
 Run: ``python -m bench.compat.matrix [--servers vllm,llama.cpp,transformers] [--quick] [--merge]``
-(``--merge``: rerun some servers, keep the others' last results; ``--render JSON``: only rewrite the .md)
+(``--merge``: rerun some servers, keep the others' last results; with ``--runs`` also keep these servers'
+runs not named; ``--render JSON``: only rewrite the .md)
 """
 from __future__ import annotations
 
@@ -33,7 +39,8 @@ from typing import Optional
 
 import yaml
 
-from bench.compat import models, servers
+from bench.compat import models, record, servers
+from bench.compat.features import FEATURE_RUNS, feature_check, feature_scenario
 from bench.compat.paths import REPO, cache_dir
 
 HERE = Path(__file__).resolve().parent
@@ -51,7 +58,6 @@ RUNS: dict[str, tuple] = {
 }
 QUICK = ("completions-stream-c1", "chat-stream-c8")
 RUN_TIMEOUT_S = 900
-
 
 def scenario(name: str, url: str, endpoint: str, stream: bool, load: dict, out: Path) -> dict:
     return {
@@ -186,26 +192,65 @@ def judge(server: servers.Server, res: dict) -> dict:
     return checks
 
 
+def run_features(name: str, variant: str, runs: list[str], tmp: Path, out: dict) -> None:
+    """FEATURE_RUNS of one vLLM variant on its own start (the default start's are run by run_server)."""
+    with servers.Server(name, variant=variant) as s:
+        out.setdefault("variants", {})[variant] = {"argv": s.argv, "startup_s": s.startup_s, "model": s.model}
+        out["version"] = out["version"] or s.version
+        run_each(s, runs, tmp, out)
+
+
+def run_each(s: servers.Server, runs: list[str], tmp: Path, out: dict) -> None:
+    for rn in runs:
+        if rn in RUNS:
+            endpoint, stream, load = RUNS[rn]
+            sc, kind = scenario(f"{s.name}-{rn}", s.url, endpoint, stream, load, tmp / "runs"), None
+        else:
+            _, api, wl, kind = FEATURE_RUNS[rn]
+            sc = feature_scenario(scenario, f"{s.name}-{rn}", s.url, api, wl, tmp / "runs")
+        load0 = os.getloadavg()[0]
+        res = run_loadgen(sc, tmp)
+        res["loadavg_1m"] = [round(load0, 2), round(os.getloadavg()[0], 2)]   # a shared machine?
+        res["checks"] = judge(s, res)
+        if kind is not None:
+            rd = Path(res["run_dir"]) if res["run_dir"] else None
+            recs = [r for r in _jsonl(rd / "records.jsonl") if r.get("phase", "measured") == "measured"] if rd else []
+            res["checks"]["feature"] = feature_check(kind, recs, sc["workload"], PROMPT_TOKENS, MAX_TOKENS)
+            if kind in ("tools", "json") and res["checks"]["token_count_mismatches"]["ok"] is False:
+                # a tool call's arguments stream in fewer pieces than tokens, and vLLM streams
+                # nothing of what follows the call; a JSON answer's end-of-text token has no text
+                res["checks"]["token_count_mismatches"]["ok"] = "explained"
+                res["checks"]["token_count_mismatches"]["detail"] += (
+                    ". Explained: structured output streams fewer pieces than usage counts tokens")
+            if sc["api"].get("ignore_eos") is not True or sc["api"]["endpoint"] == "embeddings":
+                res["checks"]["output_eq_max_tokens"] = {"ok": None, "detail": "no ignore_eos: answers end "
+                                                         "when complete" if sc["api"]["endpoint"] != "embeddings"
+                                                         else "embeddings: nothing generated"}
+        res["pass"] = all(c["ok"] is not False for c in res["checks"].values())
+        out["runs"][rn] = res
+        bad = [k for k, c in res["checks"].items() if c["ok"] is False]
+        print(f"  {s.name} {rn}: {'PASS' if res['pass'] else 'FAIL ' + ','.join(bad)} "
+              f"({res['wall_s']} s)", file=sys.stderr, flush=True)
+
+
 def run_server(name: str, runs: list[str], tmp: Path) -> dict:
+    """RUNS (and vLLM's generate FEATURE_RUNS) on the server's default start; for vLLM then each
+    other variant's FEATURE_RUNS on its own start (one server at a time)."""
     out = {"server": name, "runs": {}, "version": None, "error": None}
     t0 = time.monotonic()
+    default = [rn for rn in runs if rn in RUNS or (name == "vllm" and FEATURE_RUNS[rn][0] == "generate")]
     try:
-        with servers.Server(name) as s:
-            out.update(version=s.version, startup_s=s.startup_s, url_model=s.model, argv=s.argv)
-            for rn in runs:
-                endpoint, stream, load = RUNS[rn]
-                sc = scenario(f"{name}-{rn}", s.url, endpoint, stream, load, tmp / "runs")
-                load0 = os.getloadavg()[0]
-                res = run_loadgen(sc, tmp)
-                res["loadavg_1m"] = [round(load0, 2), round(os.getloadavg()[0], 2)]   # a shared machine?
-                res["checks"] = judge(s, res)
-                res["pass"] = all(c["ok"] is not False for c in res["checks"].values())
-                out["runs"][rn] = res
-                bad = [k for k, c in res["checks"].items() if c["ok"] is False]
-                print(f"  {name} {rn}: {'PASS' if res['pass'] else 'FAIL ' + ','.join(bad)} "
-                      f"({res['wall_s']} s)", file=sys.stderr, flush=True)
-            if s.proc.poll() is not None:
-                out["error"] = f"server exited with {s.proc.returncode} during the runs"
+        if default:
+            with servers.Server(name) as s:
+                out.update(version=s.version, startup_s=s.startup_s, url_model=s.model, argv=s.argv)
+                run_each(s, default, tmp, out)
+                if s.proc.poll() is not None:
+                    out["error"] = f"server exited with {s.proc.returncode} during the runs"
+        if name == "vllm":
+            for variant in ("tools", "embed", "vision"):
+                mine = [rn for rn in runs if rn in FEATURE_RUNS and FEATURE_RUNS[rn][0] == variant]
+                if mine:
+                    run_features(name, variant, mine, tmp, out)
     except Exception as e:
         out["error"] = f"{type(e).__name__}: {str(e)[:1500]}"
     out["total_s"] = round(time.monotonic() - t0, 1)
@@ -228,18 +273,22 @@ def write_md(results: list[dict], cmd: str, path: Path) -> None:
          f"Measured on this project's 2-core CPU VM (no GPU), {time.strftime('%Y-%m-%d')}; evidence: measured.",
          "Every server runs a random-weight model with the JAX `small` shapes (bench/compat/models.py); "
          f"prompts {PROMPT_TOKENS} tokens (exact, the model's tokenizer), max_tokens {MAX_TOKENS}, "
-         "`ignore_eos: true`, `include_usage: true`, 2 warm-up requests per run.", "",
+         "`ignore_eos: true`, `include_usage: true`, 2 warm-up requests per run. The runs beyond text "
+         "(vLLM only, `FEATURE_RUNS`): concurrency 4, 12 requests, 1 warm-up; tools and json_schema without "
+         f"`ignore_eos` and max_tokens {record.TOOL_TOKENS} (the tool is `strict`, its city an enum; the schema "
+         "a city enum and a boolean); embeddings 4 inputs per request; images one 64×48 PNG per request "
+         "(loadgen's `workload.images`).", "",
          "The machine may be shared with other work while this runs: the last column gives the 1-minute "
          "load average before → after each run (— where not recorded); on 2 cores, anything above ~2 "
          "inflates TTFT/TPOT. Run directories are kept under `~/.cache/loadgen-compat/matrix-runs/`.", "",
          f"Regenerate: `{cmd}`", "",
          "| server | version | run | result | failed | out = max_tokens | token-count mismatches | version in sut.json "
-         "| /metrics scraped | TTFT p50 ms | TPOT p50 ms | load avg 1 min (start → end) |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "| /metrics scraped | request shape | TTFT p50 ms | TPOT p50 ms | load avg 1 min (start → end) |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         if r.get("error") and not r["runs"]:
             L.append(f"| {r['server']} | {r.get('version') or '—'} | — | **did not start**: "
-                     f"{r['error'][:300].replace('|', '/').replace(chr(10), ' ')} | | | | | | | | |")
+                     f"{r['error'][:300].replace('|', '/').replace(chr(10), ' ')} | | | | | | | | | |")
             continue
         for rn, res in r["runs"].items():
             c = res["checks"]
@@ -248,10 +297,20 @@ def write_md(results: list[dict], cmd: str, path: Path) -> None:
                      f"{'' if res['checks']['exit']['ok'] else ' (exit ' + str(res['rc']) + ')'} "
                      f"| {_cell(c['no_failures'])} | {_cell(c['output_eq_max_tokens'])} "
                      f"| {_cell(c['token_count_mismatches'])} | {_cell(c['version_in_sut'])} "
-                     f"| {_cell(c['metrics_scraped'])} | {f(res['ttft_p50_ms'])} | {f(res['tpot_p50_ms'])} "
+                     f"| {_cell(c['metrics_scraped'])} | {_cell(c.get('feature'))} "
+                     f"| {f(res['ttft_p50_ms'])} | {f(res['tpot_p50_ms'])} "
                      f"| {' → '.join(map(str, res.get('loadavg_1m') or [])) or '—'} |")
         if r.get("error"):
-            L.append(f"| {r['server']} | | (server) | **{r['error'][:200]}** | | | | | | | | |")
+            L.append(f"| {r['server']} | | (server) | **{r['error'][:200]}** | | | | | | | | | |")
+    starts = [(r["server"], "default", r.get("argv")) for r in results if r.get("variants") and r.get("argv")] + [
+        (r["server"], v, x.get("argv")) for r in results for v, x in (r.get("variants") or {}).items()]
+    if starts:
+        home = str(Path.home())
+        L += ["", "Server starts of the runs beyond text (vLLM: `FEATURE_RUNS`, one start per variant; models "
+              "in bench/compat/models.py — `small-hf` the Llama above, as an embedding model through "
+              "`--convert embed`; `small-vl` BLIP-2 shapes: that Llama, a 2-layer vision tower on 64×64 "
+              "pixels and a 2-layer Q-Former, 16 image tokens per image; dummy weights):", ""]
+        L += [f"- {n} {v}: `{' '.join(map(str, argv)).replace(home, '~')}`" for n, v, argv in starts if argv]
     L += ["", "## Concurrency 1, as loadgen measured it (streaming)", "",
           "| server | version | start-up s | completions TTFT p50 ms | completions TPOT p50 ms "
           "| chat TTFT p50 ms | chat TPOT p50 ms |", "|---|---|---|---|---|---|---|"]
@@ -269,16 +328,37 @@ def write_md(results: list[dict], cmd: str, path: Path) -> None:
           "special tokens streaming as no text while usage counts them); *version in sut.json* = "
           "the server's version string appears in sut.json (n/a: the server exposes none — no /version, "
           "/props or /info — and sut.json says so); */metrics scraped* = server_metrics.jsonl has "
-          "lines (n/a: the server has no /metrics). Raw results: docs/compatibility.json.", ""]
+          "lines (n/a: the server has no /metrics); *request shape* (FEATURE_RUNS only) = what the records "
+          "must show for that shape: embeddings `inputs` = inputs_per_request and usage prompt tokens; "
+          "images `input_images` and usage prompt tokens above the text's by at least the image tokens; "
+          "tools: every record with ≥ 1 tool call whose final call's arguments are valid, or not JSON because "
+          "max_tokens cut it (explained); auto: `tool_calls` recorded (0: no call parsed); json_schema: "
+          "`json_valid`; responses: output tokens = max_tokens. Raw results: docs/compatibility.json.", ""]
     whys = [(r["server"], silent_special_tokens(r["server"])) for r in results]
     L += ["Token-count mismatches explained, per server:", ""] + [f"- {n}: {w}" for n, w in whys if w] + [""]
     path.write_text("\n".join(L))
 
 
+def merge_runs(old: Optional[dict], new: dict) -> dict:
+    """``new`` (some runs of a server) over ``old`` (its last full result): old runs not rerun are
+    kept, in their order; start-up facts come from the default start when it ran again."""
+    if old is None:
+        return new
+    out = dict(old)
+    out["runs"] = {**old.get("runs", {}), **new["runs"]}
+    out["variants"] = {**(old.get("variants") or {}), **(new.get("variants") or {})}
+    for k in ("version", "startup_s", "url_model", "argv"):
+        if new.get(k) is not None and (k == "version" or "argv" in new):
+            out[k] = new[k]
+    out["error"] = new.get("error") or None
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="run loadgen against each real server and write the matrix")
     ap.add_argument("--servers", default=",".join(servers.NAMES))
-    ap.add_argument("--runs", default=None, help=f"comma list of {', '.join(RUNS)}")
+    ap.add_argument("--runs", default=None, help=f"comma list of {', '.join(list(RUNS) + list(FEATURE_RUNS))} "
+                                                  "(the last ones: vLLM only)")
     ap.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
     ap.add_argument("--out", type=Path, default=HERE.parents[1] / "docs" / "compatibility.md")
     ap.add_argument("--merge", action="store_true",
@@ -289,7 +369,7 @@ def main(argv=None) -> int:
         res = json.loads(a.render.read_text())
         write_md(res, "python -m bench.compat.matrix --servers " + ",".join(r["server"] for r in res), a.out)
         return 0
-    runs = list(QUICK) if a.quick else (a.runs.split(",") if a.runs else list(RUNS))
+    runs = list(QUICK) if a.quick else (a.runs.split(",") if a.runs else list(RUNS) + list(FEATURE_RUNS))
     names = [x.strip() for x in a.servers.split(",") if x.strip()]
     cmd = "python -m bench.compat.matrix --servers " + ",".join(names) + (" --quick" if a.quick else "")
     results = []
@@ -300,7 +380,11 @@ def main(argv=None) -> int:
         print(f"{name}: starting", file=sys.stderr, flush=True)
         results.append(run_server(name, runs, work))
     if a.merge and a.out.with_suffix(".json").exists():     # keep the other servers' last results
-        old = [r for r in json.loads(a.out.with_suffix(".json").read_text()) if r["server"] not in names]
+        before = json.loads(a.out.with_suffix(".json").read_text())
+        if a.runs:                                          # and these servers' other runs
+            results = [merge_runs(next((o for o in before if o["server"] == r["server"]), None), r)
+                       for r in results]
+        old = [r for r in before if r["server"] not in names]
         results = sorted(old + results, key=lambda r: servers.NAMES.index(r["server"]))
         cmd = "python -m bench.compat.matrix --servers " + ",".join(r["server"] for r in results)
     a.out.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")

@@ -10,6 +10,11 @@
         ─► the same tensors, q/k rows permuted to GGUF's rope layout, with the
            same BPE vocab and merges (tokenizer.ggml.model = gpt2)  ─► <cache>/models/small-f32.gguf
 
+    small-hf's BPE + ``<image>`` (id 32000), BLIP-2 config: that Llama as the text model, a 2-layer
+        vision tower (64x64 pixels, 16x16 patches) and Q-Former (16 queries: 16 image tokens per
+        image), BlipImageProcessor + Blip2Processor files written by hand, no weights
+        ─► <cache>/models/small-vl/   (vLLM --load-format dummy only)
+
 Shapes (servers/jax/presets.py ``small``): 12 layers, dim 768, 12 heads / 4 KV heads (head 64),
 ffn 2048, vocab 32000, untied head, rope theta 10000, eps 1e-5 — ~124.7M parameters, ~499 MB fp32.
 
@@ -17,7 +22,9 @@ The ``gguf`` writer comes from the gguf-py that the llama-cpp-python sdist vendo
 install.py), else from an installed ``gguf`` package. Everything is idempotent: files already
 there with the same recipe stamp are kept.
 
-Run: ``python -m bench.compat.models [--force]`` (prints the paths).
+The embeddings runs use small-hf itself (vLLM ``--runner pooling --convert embed``).
+
+Run: ``python -m bench.compat.models [--force] [--only hf|gguf|vision]`` (prints the paths).
 """
 from __future__ import annotations
 
@@ -244,15 +251,98 @@ def rest_is(name: str, proj: str) -> bool:
     return name.endswith(f"self_attn.{proj}.weight")
 
 
+# --- vision-language (BLIP-2 shapes, dummy weights) ---------------------------------------------
+# BLIP-2, not LLaVA or PaliGemma: in vLLM 0.32 those reach vision.get_vision_encoder_info, which
+# imports pixtral.py → transformers' torchvision image processor, and the torchvision wheel the
+# registry offers is a CUDA build that dies on torch 2.13.0+cpu (install.py trap 1; with its
+# libraries removed it still dies registering torchvision::nms). blip2.py needs no torchvision.
+
+VISION_RECIPE = "small-vl-blip2-v2"
+IMAGE_TOKEN = "<image>"
+QUERY_TOKENS = 16               # image tokens per image: BLIP-2's Q-Former queries
+# a tiny BLIP vision tower (64x64 pixels, 16x16 patches) and a 2-layer Q-Former
+VISION = dict(image_size=64, patch_size=16, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
+              num_attention_heads=2)
+CLIP_MEAN, CLIP_STD = [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]
+
+
+def vision_dir() -> Path:
+    return cache_dir() / "models" / "small-vl"
+
+
+def image_tokens() -> int:
+    """Image tokens per image in the vision model's prompt."""
+    return QUERY_TOKENS
+
+
+def vision_config(vocab: int, image_id: int, bos: int, eos: int) -> dict:
+    text = {k: v for k, v in hf_config({"bos": bos, "eos": eos}).items() if k != "loadgen_compat_recipe"}
+    text["vocab_size"] = vocab
+    vis = {"model_type": "blip_2_vision_model", "hidden_act": "gelu", "layer_norm_eps": 1e-6,
+           "attention_dropout": 0.0, "qkv_bias": True, **VISION}
+    qf = {"model_type": "blip_2_qformer", "hidden_size": VISION["hidden_size"], "num_hidden_layers": 2,
+          "num_attention_heads": 2, "intermediate_size": VISION["intermediate_size"],
+          "encoder_hidden_size": VISION["hidden_size"], "cross_attention_frequency": 1, "vocab_size": 30522,
+          "max_position_embeddings": 512, "layer_norm_eps": 1e-12, "hidden_act": "gelu",
+          "position_embedding_type": "absolute"}
+    return {"architectures": ["Blip2ForConditionalGeneration"], "model_type": "blip-2",
+            "vision_config": vis, "qformer_config": qf, "text_config": text, "num_query_tokens": QUERY_TOKENS,
+            "image_token_index": image_id, "image_token_id": image_id, "use_decoder_only_language_model": True,
+            "torch_dtype": "float32", "loadgen_compat_recipe": VISION_RECIPE}
+
+
+def make_vision(force: bool = False) -> Path:
+    """A BLIP-2 model dir with no weights (vLLM --load-format dummy): small-hf's Llama as the text
+    model and its BPE plus ``<image>``, a 2-layer vision tower and Q-Former, and the processor files
+    written by hand."""
+    out = vision_dir()
+    stamp = out / ".recipe"
+    if not force and stamp.exists() and stamp.read_text() == VISION_RECIPE:
+        return out
+    src = make_hf(force)
+    from tokenizers import AddedToken, Tokenizer
+    tok = Tokenizer.from_file(str(src / "tokenizer.json"))
+    tok.add_special_tokens([AddedToken(IMAGE_TOKEN, special=True, normalized=False)])
+    image_id, vocab = tok.token_to_id(IMAGE_TOKEN), tok.get_vocab_size()
+    if out.exists():
+        for f in out.iterdir():          # an older recipe's files (e.g. chat_template.jinja) go
+            f.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    tok.save(str(out / "tokenizer.json"))
+    cfg = json.loads((src / "tokenizer_config.json").read_text())
+    cfg["added_tokens_decoder"][str(image_id)] = {"content": IMAGE_TOKEN, "lstrip": False, "normalized": False,
+                                                  "rstrip": False, "single_word": False, "special": True}
+    cfg["processor_class"] = "Blip2Processor"     # no tokenizer.image_token: Blip2Processor wants its own AddedToken
+    (out / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2))
+    (out / "special_tokens_map.json").write_text((src / "special_tokens_map.json").read_text())
+    hc = json.loads((src / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps(
+        vision_config(vocab, image_id, hc["bos_token_id"], hc["eos_token_id"]), indent=2))
+    (out / "generation_config.json").write_text((src / "generation_config.json").read_text())
+    n = VISION["image_size"]
+    (out / "preprocessor_config.json").write_text(json.dumps({
+        "image_processor_type": "BlipImageProcessor", "processor_class": "Blip2Processor",
+        "do_resize": True, "size": {"height": n, "width": n}, "resample": 3, "do_rescale": True,
+        "rescale_factor": 1 / 255, "do_normalize": True, "image_mean": CLIP_MEAN, "image_std": CLIP_STD,
+        "do_convert_rgb": True}, indent=2))
+    (out / "processor_config.json").write_text(json.dumps(
+        {"processor_class": "Blip2Processor", "num_query_tokens": QUERY_TOKENS}, indent=2))
+    stamp.write_text(VISION_RECIPE)
+    print(f"vision model: {out}", file=sys.stderr)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="make the random-weight compat models in the cache")
     ap.add_argument("--force", action="store_true", help="rebuild even if the recipe stamp matches")
-    ap.add_argument("--only", choices=["hf", "gguf"], default=None)
+    ap.add_argument("--only", choices=["hf", "gguf", "vision"], default=None)
     a = ap.parse_args(argv)
-    if a.only != "gguf":
+    if a.only in (None, "hf"):
         print(make_hf(a.force))
-    if a.only != "hf":
+    if a.only in (None, "gguf"):
         print(make_gguf(a.force))
+    if a.only in (None, "vision"):
+        print(make_vision(a.force))
     return 0
 
 

@@ -16,7 +16,14 @@ The request bodies are loadgen's own (loadgen/client/request.py): the headers it
 stream_options.include_usage, ignore_eos, plus the fields servers disagree on (min_tokens,
 continuous_usage_stats, an unknown field). max_tokens is small so fixtures stay small.
 
+vLLM also answers what goes beyond text (VARIANT_CASES), each on the start that serves it
+(bench/compat/servers.py VLLM_VARIANTS): generate (the default start: Responses API), tools (tool calls
+required / named / auto, json_schema), embed (embeddings: a list of 4 texts, one text), vision (chat with one 64x48 PNG
+made by loadgen's own image code) ─► the same directory; _server.json ``variants`` gives each
+start's argv and cases.
+
 Run: ``python -m bench.compat.record [--servers vllm,llama.cpp,transformers]``
+     ``python -m bench.compat.record --vllm-variants generate,embed,vision``  (only those cases)
 """
 from __future__ import annotations
 
@@ -77,6 +84,67 @@ CASES: dict[str, tuple] = {
 }
 REUSE = "keepalive-reuse"   # two loadgen-style streamed completions on one connection
 
+# --- the endpoints and request shapes beyond text chat/completions (vLLM: one start per variant) ---
+TOOL_TOKENS = 128           # room for a whole tool call / JSON answer (they end before max_tokens)
+CITIES = ["Paris", "Oslo"]
+# strict: vLLM 0.32 (--tool-strict-level auto) pins the arguments to ``parameters`` only for a
+# strict tool; else they are any JSON ("arguments": true from random weights)
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city", "strict": True,
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": CITIES}},
+                   "required": ["city"], "additionalProperties": False}}}]
+JSON_SCHEMA = {"type": "json_schema", "json_schema": {
+    "name": "forecast", "strict": True,
+    "schema": {"type": "object", "properties": {"city": {"type": "string", "enum": CITIES},
+                                                "rain": {"type": "boolean"}},
+               "required": ["city", "rain"], "additionalProperties": False}}}
+TOOLED = {"stream": True, "stream_options": {"include_usage": True}}      # loadgen's body, ignore_eos off
+EMBED_INPUTS = [PROMPT, "and the of in to", "was he for it with as his", "on be at by had are but from"]
+IMAGE = dict(width=64, height=48, fmt="png", seed=0)
+
+
+def image_url(k: int = 0) -> str:
+    """Image ``k`` of loadgen's own seeded pool (loadgen.scenario.images), as a data URL."""
+    from loadgen.scenario.images import data_url, make_image
+    return data_url(make_image(IMAGE["seed"], k, IMAGE["width"], IMAGE["height"], IMAGE["fmt"]), IMAGE["fmt"])
+
+
+def _chat_images(n: int, **kw) -> dict:
+    parts = [{"type": "text", "text": PROMPT}] + [{"type": "image_url", "image_url": {"url": image_url(k)}}
+                                                  for k in range(n)]
+    return {"messages": [{"role": "user", "content": parts}], "max_tokens": MAX_TOKENS, **kw}
+
+
+R, E = "/v1/responses", "/v1/embeddings"
+NAMED = {"type": "function", "function": {"name": "get_weather"}}
+# variant (bench/compat/servers.py VLLM_VARIANTS) ─► cases recorded against that start
+VARIANT_CASES: dict[str, dict[str, tuple]] = {
+    "generate": {
+        "responses": ("POST", R, {"input": PROMPT, "max_output_tokens": MAX_TOKENS, "stream": False}, {}),
+        "responses-stream-loadgen": ("POST", R, {"input": PROMPT, "max_output_tokens": MAX_TOKENS, "stream": True,
+                                                 "ignore_eos": True}, SSE),
+    },
+    "tools": {
+        "chat-stream-tools-required": ("POST", CH, _chat(**TOOLED, tools=TOOLS, tool_choice="required",
+                                                         max_tokens=TOOL_TOKENS), SSE),
+        "chat-stream-tools-named": ("POST", CH, _chat(**TOOLED, tools=TOOLS, tool_choice=NAMED,
+                                                      max_tokens=TOOL_TOKENS), SSE),
+        "chat-stream-tools-auto": ("POST", CH, _chat(**TOOLED, tools=TOOLS, tool_choice="auto"), SSE),
+        "chat-tools-required": ("POST", CH, _chat(stream=False, tools=TOOLS, tool_choice="required",
+                                                  max_tokens=TOOL_TOKENS), {}),
+        "chat-stream-json-schema": ("POST", CH, _chat(**TOOLED, response_format=JSON_SCHEMA,
+                                                      max_tokens=TOOL_TOKENS), SSE),
+    },
+    "embed": {
+        "embeddings": ("POST", E, {"input": EMBED_INPUTS}, {}),
+        "embeddings-one": ("POST", E, {"input": PROMPT}, {}),
+    },
+    "vision": {
+        "chat-stream-images-loadgen": ("POST", CH, _chat_images(1, **LOADGEN), SSE),
+        "chat-images": ("POST", CH, _chat_images(1, stream=False), {}),
+    },
+}
+
 
 def _piece(c: dict) -> dict:
     try:
@@ -96,8 +164,8 @@ def _request(method: str, path: str, body, headers: dict, model: str) -> dict:
     return {"method": method, "path": path, "headers": headers, "body": body}
 
 
-def record_case(s: servers.Server, name: str) -> dict:
-    method, path, body, headers = CASES[name]
+def record_case(s: servers.Server, name: str, cases: dict = CASES) -> dict:
+    method, path, body, headers = cases[name]
     req = _request(method, path, body, headers, s.model)
     conn = wire.Conn(s.port)
     try:
@@ -105,8 +173,11 @@ def record_case(s: servers.Server, name: str) -> dict:
         closing = conn.after_body(1.0) if ex.error is None else {"closed_by_server": None}
     finally:
         conn.close()
-    return {"server": s.name, "version": s.version, "case": name, "request": req, "response": _response(ex),
-            "connection": closing, "error": ex.error}
+    out = {"server": s.name, "version": s.version, "case": name, "request": req, "response": _response(ex),
+           "connection": closing, "error": ex.error}
+    if s.variant != "generate":
+        out["variant"] = s.variant
+    return out
 
 
 def record_reuse(s: servers.Server) -> dict:
@@ -134,20 +205,80 @@ def record_reuse(s: servers.Server) -> dict:
     return out
 
 
-def record_server(name: str, out: Path = OUT) -> dict:
+def _home(argv: list) -> list:
+    return [a.replace(str(Path.home()), "~") for a in argv]
+
+
+def _write(d: Path, name: str, rec: dict, t0: float) -> None:
+    (d / f"{name}.json").write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n")
+    print(f"  {rec['server']} {name}: {rec['response']['status']} {rec['connection']} "
+          f"({time.monotonic() - t0:.1f} s)", file=sys.stderr)
+
+
+def record_server(name: str, out: Path = OUT, variants: tuple = tuple(VARIANT_CASES)) -> dict:
+    """Every case of ``name`` (CASES + keepalive-reuse on its default start); for vLLM also each
+    of ``variants``' cases on that variant's own start (``generate``'s on the default one)."""
     d = out / name
     d.mkdir(parents=True, exist_ok=True)
     with servers.Server(name) as s:
-        meta = {"name": name, "version": s.version, "argv": [a.replace(str(Path.home()), "~") for a in s.argv],
+        meta = {"name": name, "version": s.version, "argv": _home(s.argv),
                 "model": Path(s.model).name if "/" in s.model else s.model, "startup_s": s.startup_s,
                 "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cases": []}
         for case in list(CASES) + [REUSE]:
             t0 = time.monotonic()
             rec = record_reuse(s) if case == REUSE else record_case(s, case)
-            (d / f"{case}.json").write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n")
+            _write(d, case, rec, t0)
             meta["cases"].append(case)
-            print(f"  {name} {case}: {rec['response']['status']} {rec['connection']} "
-                  f"({time.monotonic() - t0:.1f} s)", file=sys.stderr)
+        if name == "vllm" and "generate" in variants:
+            for case in VARIANT_CASES["generate"]:
+                t0 = time.monotonic()
+                _write(d, case, record_case(s, case, VARIANT_CASES["generate"]), t0)
+                meta["cases"].append(case)
+    if name == "vllm":       # variants not recorded now keep their last record
+        old = json.loads((d / "_server.json").read_text()).get("variants", {}) if (d / "_server.json").exists() else {}
+        meta["variants"] = {**{k: v for k, v in old.items() if k in VARIANT_CASES},
+                            **record_variants(d, [v for v in variants if v != "generate"])}
+    (d / "_server.json").write_text(json.dumps(meta, indent=1) + "\n")
+    return meta
+
+
+def record_variants(d: Path, variants: list) -> dict:
+    """vLLM's other starts (a pooling model; a vision model): their cases, their argv."""
+    out = {}
+    for v in variants:
+        try:
+            out[v] = record_variant(d, v)
+        except Exception as e:           # one variant that does not start: the others still record
+            out[v] = {"error": f"{type(e).__name__}: {str(e)[:600]}"}
+            print(f"  vllm {v}: FAILED: {str(e)[:300]}", file=sys.stderr)
+    return out
+
+
+def record_variant(d: Path, v: str) -> dict:
+    """One variant's start and its cases."""
+    with servers.Server("vllm", variant=v) as s:
+        out = {"argv": _home(s.argv), "model": Path(s.model).name, "startup_s": s.startup_s, "cases": []}
+        for case in VARIANT_CASES[v]:
+            t0 = time.monotonic()
+            _write(d, case, record_case(s, case, VARIANT_CASES[v]), t0)
+            out["cases"].append(case)
+    return out
+
+
+def record_variant_only(variants: list, out: Path = OUT) -> dict:
+    """Re-record only some vLLM variants' cases (the default start's cases are kept), updating
+    _server.json's ``variants`` and ``cases``."""
+    d = out / "vllm"
+    meta = json.loads((d / "_server.json").read_text())
+    if "generate" in variants:
+        with servers.Server("vllm") as s:
+            meta.update(version=s.version, argv=_home(s.argv), startup_s=s.startup_s)
+            for case in VARIANT_CASES["generate"]:
+                t0 = time.monotonic()
+                _write(d, case, record_case(s, case, VARIANT_CASES["generate"]), t0)
+                if case not in meta["cases"]:
+                    meta["cases"].append(case)
+    meta.setdefault("variants", {}).update(record_variants(d, [v for v in variants if v != "generate"]))
     (d / "_server.json").write_text(json.dumps(meta, indent=1) + "\n")
     return meta
 
@@ -157,7 +288,9 @@ def write_readme(out: Path = OUT) -> None:
     for f in sorted(out.glob("*/_server.json")):
         m = json.loads(f.read_text())
         rows.append(f"| {m['name']} | {m['version']} | `{' '.join(m['argv'])}` | {m['recorded_at']} |")
-    (out / "README.md").write_text(README.format(rows="\n".join(rows), cases=", ".join(list(CASES) + [REUSE])))
+    more = "; ".join(f"{v}: {', '.join(c)}" for v, c in VARIANT_CASES.items())
+    (out / "README.md").write_text(README.format(rows="\n".join(rows), cases=", ".join(list(CASES) + [REUSE]),
+                                                 more=more))
 
 
 README = """# Real servers' answers, recorded
@@ -181,6 +314,10 @@ the socket within 1 s of the answer's end) and `error` (a wire error, else null)
 
 Cases: {cases}.
 
+vLLM only, each on the start that serves it (`_server.json` `variants`: generate = the default start,
+tools = with `--enable-auto-tool-choice --tool-call-parser hermes` and xgrammar without whitespace, embed = `--runner pooling --convert embed`, vision = the BLIP-2-shaped
+`small-vl`): {more}.
+
 Regenerate (installs and model making are cached in `$LOADGEN_COMPAT_CACHE`, default
 `~/.cache/loadgen-compat/`):
 
@@ -192,8 +329,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="record real servers' HTTP answers as CI fixtures")
     ap.add_argument("--servers", default=",".join(servers.NAMES))
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--vllm-variants", default=None,
+                    help=f"only these vLLM variants' cases ({', '.join(VARIANT_CASES)}); keeps the rest")
     a = ap.parse_args(argv)
     rc = 0
+    if a.vllm_variants:
+        m = record_variant_only([v.strip() for v in a.vllm_variants.split(",") if v.strip()], a.out)
+        print(f"vllm {m['version']}: variants {', '.join(m['variants'])}", file=sys.stderr)
+        write_readme(a.out)
+        return 0
     for name in [x.strip() for x in a.servers.split(",") if x.strip()]:
         try:
             m = record_server(name, a.out)

@@ -9,7 +9,12 @@
 
     name          argv (the model: bench/compat/models.py)                          health    /metrics
     vllm          vllm serve <hf dir> --load-format dummy --dtype float32            /health   yes
-                  --max-model-len 4096 (env VLLM_CPU_KVCACHE_SPACE=2)
+                  --max-model-len 4096 (env VLLM_CPU_KVCACHE_SPACE=2), then per variant:
+                    generate  (nothing more: text, Responses API)
+                    tools     --enable-auto-tool-choice --tool-call-parser hermes
+                              --structured-outputs-config '{"backend": "xgrammar", "disable_any_whitespace": true}'
+                    embed     --runner pooling --convert embed        (warm-up: /v1/embeddings)
+                    vision    <small-vl dir> --limit-mm-per-prompt '{"image": 1}'
     llama.cpp     llama-server -m <f32 gguf> -c 1024·np -np 8 --metrics -t 2         /health   yes (--metrics)
     transformers  transformers serve <hf dir> --device cpu --dtype float32          /health   no
 
@@ -33,6 +38,17 @@ from bench.compat import install, models
 from bench.compat.paths import cache_dir
 
 NAMES = ("vllm", "llama.cpp", "transformers")
+# vLLM starts: one model and one set of flags each (a pooling runner cannot also generate)
+VLLM_VARIANTS: dict[str, list] = {
+    "generate": [],
+    # tool_choice auto needs a parser (required / named: a structural tag in the parser's format);
+    # whitespace inside JSON off: a random-weight model otherwise fills max_tokens with it. Its own
+    # start: with these flags vLLM streams no chunk for a special token (the plain start sends "")
+    "tools": ["--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+              "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}'],
+    "embed": ["--runner", "pooling", "--convert", "embed"],
+    "vision": ["--limit-mm-per-prompt", '{"image": 1}'],     # BLIP-2 takes one image a prompt
+}
 HAS_METRICS = {"vllm": True, "llama.cpp": True, "transformers": False}
 
 
@@ -64,15 +80,24 @@ class Spec:
     health: str = "/health"
 
 
-def spec(name: str, port: int, slots: int = 8) -> Spec:
+def vllm_args(variant: str) -> tuple[str, list]:
+    """The model dir and the variant's own flags (after the common ones) of a vLLM start."""
+    if variant not in VLLM_VARIANTS:
+        raise ValueError(f"unknown vllm variant {variant!r}; one of {', '.join(VLLM_VARIANTS)}")
+    d = models.make_vision() if variant == "vision" else models.make_hf()
+    return str(d), VLLM_VARIANTS[variant]
+
+
+def spec(name: str, port: int, slots: int = 8, variant: str = "generate") -> Spec:
     """How to start ``name`` on ``port``; installs it and makes its model when missing.
-    ``slots``: llama.cpp's parallel sequences (-np), each with a 1024-token context (-c = 1024·slots)."""
+    ``slots``: llama.cpp's parallel sequences (-np), each with a 1024-token context (-c = 1024·slots).
+    ``variant`` (vLLM only): generate | embed | vision (VLLM_VARIANTS)."""
     info = install.ensure(name)
     if name == "vllm":
-        d = str(models.make_hf())
+        d, extra = vllm_args(variant)
         return Spec([info["executable"], "serve", d, "--host", "127.0.0.1", "--port", str(port),
                      "--load-format", "dummy", "--dtype", "float32", "--max-model-len", "4096",
-                     "--disable-uvicorn-access-log"],
+                     "--disable-uvicorn-access-log", *extra],
                     {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
                      "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}, d, startup_s=420)
     if name == "llama.cpp":
@@ -100,6 +125,7 @@ class Server:
     log_path: Optional[Path] = None
     startup_s: float = 0.0
     slots: int = 8                # llama.cpp -np
+    variant: str = "generate"     # vLLM: VLLM_VARIANTS
 
     @property
     def url(self) -> str:
@@ -111,11 +137,12 @@ class Server:
 
     def start(self) -> "Server":
         self.port = self.port or free_port()
-        sp = spec(self.name, self.port, self.slots)
+        sp = spec(self.name, self.port, self.slots, self.variant)
         self.model, self.argv = sp.model, [str(a) for a in sp.argv]
         logs = cache_dir() / "logs"
         logs.mkdir(exist_ok=True)
-        self.log_path = logs / f"{self.name}.log"
+        self.log_path = logs / (f"{self.name}.log" if self.variant == "generate"
+                                else f"{self.name}-{self.variant}.log")
         t0 = time.monotonic()
         with open(self.log_path, "w") as log:
             log.write("$ " + " ".join(self.argv) + "\n")
@@ -152,8 +179,12 @@ class Server:
         return install.check_transformers(cache_dir() / "transformers")
 
     def _warm_up(self) -> None:
-        body = {"model": self.model, "messages": [{"role": "user", "content": "the of and"}], "max_tokens": 2}
-        st, b = http(self.url + "/v1/chat/completions", body, timeout=300)
+        if self.variant == "embed":
+            path, body = "/v1/embeddings", {"model": self.model, "input": "the of and"}
+        else:
+            path = "/v1/chat/completions"
+            body = {"model": self.model, "messages": [{"role": "user", "content": "the of and"}], "max_tokens": 2}
+        st, b = http(self.url + path, body, timeout=300)
         if st != 200:
             raise RuntimeError(f"{self.name} warm-up answered {st}: {b[:500]!r}")
 
@@ -197,8 +228,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("name", choices=NAMES)
     ap.add_argument("--hold-s", type=float, default=3600.0)
+    ap.add_argument("--variant", default="generate", choices=list(VLLM_VARIANTS), help="vLLM only")
     a = ap.parse_args(argv)
-    with Server(a.name) as s:
+
+    def _stop(*_):          # SIGTERM (a background job ignores SIGINT): stop the server too
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, _stop)
+    with Server(a.name, variant=a.variant) as s:
         print(json.dumps({"url": s.url, "model": s.model, "version": s.version, "startup_s": s.startup_s}),
               flush=True)
         try:

@@ -4,8 +4,9 @@
     process's reader pumped first (what is ready is read before this send), sent_at_ns
     immediately before the send, then the socket is handed to the reader (reader.py) and the
     greenlet waits on ``done`` ONCE, until the answer is complete, EOF or a failure:
-      Reader ─► GConn.on_readable (inline, no greenlet switch per read):
-        sock.recvmsg(BUFSIZE, ANCBUFSIZE) (a plain non-blocking socket)
+      Reader ─► GConn.recv then GConn.process (inline, no greenlet switch per read; the
+      reader reads every ready socket before it processes any read; on_readable does both):
+        sock.recvmsg(BUFSIZE, ANCBUFSIZE) (a plain non-blocking socket), the user time of it
         ─► SCM_TIMESTAMPNS (REALTIME) − clock.offset_ns ─► t   (kstamp.ClockMap; no cmsg: the
            user-space time of the read) ─► WireResponse counters (kernel reads, read lag)
         ─► httptools.HttpResponseParser.feed_data (C) ─► status, headers, that read's body pieces
@@ -107,6 +108,7 @@ class GConn:
         except BaseException:          # gevent.Timeout, GreenletExit: the caller records it
             self.close()
             raise
+        reader.pump()                  # reads first: what is ready before this request's end work
 
     def _send(self, data: bytes) -> None:
         sock = self.sock
@@ -125,16 +127,33 @@ class GConn:
     def on_readable(self) -> None:
         """ONE read (level-triggered readiness brings the reader back for more): stamp, frame,
         the stream step. Ends the exchange (``_end``) when the answer is complete or failed."""
-        resp = self.resp
+        got = self.recv()
+        if got is not None:
+            self.process(got)
+
+    def recv(self) -> Optional[tuple]:
+        """The read itself (the reader's first pass over every ready socket): recvmsg and the
+        user-space time right after it; ``(data, ancillary, tu)`` for ``process``, or None
+        (nothing to read, or the read failed: the exchange is over)."""
         if not self.active:
-            return self._end()
+            self._end()
+            return None
         try:
             data, anc, _flags, _addr = self.sock.recvmsg(BUFSIZE, kstamp.ANCBUFSIZE)
         except (BlockingIOError, InterruptedError):
-            return
+            return None
         except OSError as e:
-            return self.failed(resp, "connection", f"{type(e).__name__}: {e}", now_ns())
-        tu = now_ns()
+            self.failed(self.resp, "connection", f"{type(e).__name__}: {e}", now_ns())
+            return None
+        return data, anc, now_ns()
+
+    def process(self, got: tuple) -> None:
+        """What one read brought (``recv``'s tuple), in the order of the reads: its stamp
+        (the kernel's, else the user time of the read), the framing, the stream step."""
+        data, anc, tu = got
+        resp = self.resp
+        if not self.active:                             # closed since the read (a failure)
+            return
         if not data:
             return self.eof(tu)
         clock = self.clock

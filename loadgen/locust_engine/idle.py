@@ -4,8 +4,9 @@ nothing ready (the cyclic GC is kept out of the requests' way by node.py, with t
 client's rule: loadgen.client.gc_hold, standard library only, so no asyncio here).
 
     WorkerLedger.write (record ─► JSON ─► records.worker-i.jsonl), Locust's request event
-      ─► IdleQueue.put(fn, *args) ─► deque ─► one greenlet: gevent.idle() ─► fn(*args), one
-         item per idle wake (libev runs idle watchers only when no other event is pending)
+      ─► IdleQueue.put(fn, *args) ─► deque ─► one greenlet: gevent.idle() ─► fn(*args), items
+         in order for up to SLICE_NS per idle wake (libev runs idle watchers only when no
+         other event is pending; a socket that turns readable meanwhile waits at most a slice)
       ─► drain(): everything now, in order (the ledger's close: done, interrupt, SIGTERM)
     YoungGC (while the GC is held): every CHECK_S, when more than YOUNG_BATCH young objects
       wait, gc.collect(0) at the next idle moment: small collections between decode steps,
@@ -24,6 +25,7 @@ from __future__ import annotations
 import collections
 import gc
 import logging
+import time
 from typing import Callable
 
 import gevent
@@ -31,6 +33,7 @@ from gevent.event import Event
 
 
 MAX_QUEUED = 4096
+SLICE_NS = 300_000        # deferred work run per idle wake before the hub polls again
 log = logging.getLogger(__name__)
 
 
@@ -61,13 +64,18 @@ class IdleQueue:
             log.exception("deferred work failed: %r", fn)
 
     def _loop(self) -> None:
+        now_ns = time.perf_counter_ns
+        q = self.q
         while True:
             self.ready.wait()
-            while self.q:
+            while q:
                 gevent.idle()
-                if self.q:
+                end = now_ns() + SLICE_NS
+                while q:
                     self.ran_idle += 1
-                    self._run(*self.q.popleft())
+                    self._run(*q.popleft())
+                    if now_ns() >= end:
+                        break
             self.ready.clear()
 
     def drain(self) -> None:

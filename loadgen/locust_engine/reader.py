@@ -4,16 +4,21 @@
       on conn.done (a gevent Event) ONCE per request: no greenlet switch and no watcher per read
     Reader, kind "epoll": the process's own epoll (the original select.epoll, level-triggered;
       gevent's monkey-patching hides it) ─► ONE gevent io watcher on its fd ─► one reader
-      greenlet: hub.wait(watcher) ─► pump(): epoll.poll(0) ─► for every ready socket, inline:
-        conn.on_readable(): recvmsg + SO_TIMESTAMPNS (kernel stamp → perf_counter clock),
-        httptools framing, THE stream step (loadgen.client.stream_step, the native engine's)
+      greenlet: hub.wait(watcher) ─► pump(): epoll.poll(0) ─► inline, in two passes:
+        1. every ready socket read: conn.recv(), recvmsg + SO_TIMESTAMPNS ancillary data and the
+           user time of the read (only syscalls: the whole lockstep burst leaves the sockets
+           within ~1 ms, so a socket's next chunk cannot join this one in a late read)
+        2. every read processed in order: conn.process(), the kernel stamp → perf_counter
+           clock, httptools framing, THE stream step (loadgen.client.stream_step, the native
+           engine's); a read's stamp never depends on when pass 2 gets to it
       ─► the exchange ended (message complete, EOF, failure): unwatch, conn.done.set()
          (the user greenlet wakes to finish its record)
     kind "watchers": one gevent io watcher per socket whose callback is conn.on_readable, run
       by the hub itself (no greenlet); where select.epoll is missing, or LOADGEN_LOCUST_READER.
 
-``pump()`` is also what a greenlet calls before non-stamping work (reads first: a request's
-end, the next request's body): the sockets that are ready are read before it goes on. Not
+``pump()`` is also what a greenlet calls before non-stamping work (reads first: a user woken
+at its answer's end pumps before it builds the record, and again before the next send): the
+sockets that are ready are read before it goes on. Not
 re-entrant (a pump inside a pump returns at once). A conn whose read raised (a bug of ours) is
 failed as ``client`` and its user woken: the reader never dies with one socket.
 """
@@ -102,10 +107,24 @@ class Reader:
         self.pumping = True
         try:
             get = self.conns.get
+            got = []                           # pass 1: every ready socket read (recvmsg only)
             for fd, _ev in self._ep.poll(0):
                 conn = get(fd)
-                if conn is not None:
-                    self._one(conn)
+                if conn is None:
+                    continue
+                self.ready_reads += 1
+                try:
+                    r = conn.recv()
+                except Exception as e:         # noqa: BLE001 - ours: one record, not the reader
+                    self._broken(conn, e)
+                    continue
+                if r is not None:
+                    got.append((conn, r))
+            for conn, r in got:                # pass 2: stamps, framing, the stream step
+                try:
+                    conn.process(r)
+                except Exception as e:         # noqa: BLE001
+                    self._broken(conn, e)
         finally:
             self.pumping = False
 
@@ -114,11 +133,14 @@ class Reader:
         try:
             conn.on_readable()
         except Exception as e:                 # noqa: BLE001 - ours, not the server's: one record
-            log.exception("reading a socket failed")
-            try:
-                conn.read_failed(e)
-            finally:
-                self.unwatch(conn)
+            self._broken(conn, e)
+
+    def _broken(self, conn, e: BaseException) -> None:
+        log.exception("reading a socket failed")
+        try:
+            conn.read_failed(e)
+        finally:
+            self.unwatch(conn)
 
     def describe(self) -> dict:
         """For meta.json (locust.worker_reports[i].reader)."""

@@ -430,6 +430,11 @@ class Scenario(Strict):
                 raise ValueError(f"{key}: needs api.endpoint: chat (the {a.endpoint} endpoint "
                                  "takes no tools or response_format)")
         a._tools, a._tool_choice = w.tools, w.tool_choice
+        # a tool call or JSON answer ends when complete: with ignore_eos vLLM 0.32 generates on
+        # past the grammar's end to max_tokens, and every answer fails its check ("Extra data");
+        # so ignore_eos defaults to false here (an explicit api.ignore_eos: true is kept)
+        if (w.tools or a.response_format is not None) and "ignore_eos" not in a.model_fields_set:
+            a.ignore_eos = False
 
     def _processes(self) -> None:
         """An explicit client.processes > 1 must fit the run: sessions run in one process; a

@@ -3,9 +3,11 @@
     tests/fixtures/servers/<server>/<case>.json  (recorded by bench/compat/record.py)
         ─► Transcripts(server): the cases, indexed by path and request features
     client ──GET /v1/models | /health | /version | /metrics──► the recorded answer (404 if none was)
-    client ──POST /v1/completions | /v1/chat/completions──► pick(path, body):
+    client ──POST /v1/completions | /v1/chat/completions | /v1/responses | /v1/embeddings──► pick(path, body):
         features = {stream, usage (stream_options.include_usage), continuous_usage, ignore_eos,
-                    min_tokens, logit_bias | logit_bias_int, unknown (any field outside the OpenAI/vLLM set)}
+                    min_tokens, logit_bias | logit_bias_int, tools, tool_choice_<auto|required|none|named>,
+                    json_schema | json_object (response_format), images | images_<n> (image_url parts),
+                    batch (a list of embeddings inputs), unknown (any field outside the OpenAI/vLLM set)}
         0. a case recorded on this path with exactly these features ─► that case
         1. a feature the recorded server REJECTED (its case answered 4xx) ─► that error answer
         2. else the case on this path with the same ``stream`` whose features are the largest
@@ -42,7 +44,9 @@ from tests.support.procs import PortServer, serve_app
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "servers"
 KNOWN = {"model", "prompt", "messages", "max_tokens", "stream", "stream_options", "temperature", "top_p",
          "seed", "n", "stop", "ignore_eos", "min_tokens", "max_completion_tokens", "logprobs", "user",
-         "presence_penalty", "frequency_penalty", "logit_bias"}
+         "presence_penalty", "frequency_penalty", "logit_bias",
+         "tools", "tool_choice", "response_format",                 # chat: tools, structured output
+         "input", "max_output_tokens", "encoding_format", "dimensions"}   # responses, embeddings
 FRAMING = {"transfer-encoding", "content-length"}   # aiohttp writes these itself
 
 
@@ -67,9 +71,32 @@ def features(body: dict) -> frozenset:
     if isinstance(body.get("logit_bias"), dict):      # int and float biases: answered differently
         ints = any(isinstance(v, int) and not isinstance(v, bool) for v in body["logit_bias"].values())
         f.add("logit_bias_int" if ints else "logit_bias")
+    if body.get("tools"):
+        f.add("tools")
+    choice = body.get("tool_choice")
+    if choice is not None:
+        f.add(f"tool_choice_{choice}" if isinstance(choice, str) else "tool_choice_named")
+    rf = body.get("response_format")
+    if isinstance(rf, dict) and rf.get("type"):
+        f.add(str(rf["type"]))                          # json_schema | json_object
+    n = image_count(body)
+    if n:
+        f.add("images" if n == 1 else f"images_{n}")
+    if isinstance(body.get("input"), list) and len(body["input"]) > 1:
+        f.add("batch")                                  # embeddings: a list of inputs
     if set(body) - KNOWN:
         f.add("unknown")
     return frozenset(f)
+
+
+def image_count(body: dict) -> int:
+    """image_url parts in a chat body's messages."""
+    n = 0
+    for m in body.get("messages") or ():
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list):
+            n += sum(1 for p in content if isinstance(p, dict) and p.get("type") == "image_url")
+    return n
 
 
 def chunk_bytes(c: dict) -> bytes:

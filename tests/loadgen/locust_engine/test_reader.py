@@ -178,3 +178,54 @@ def test_one_reader_streams_many_sockets_as_the_native_transport(kind, monkeypat
     st = got["stamps"]
     assert st["stamp_source"] == "kernel" and st["kernel_stamped_reads"] == st["reads"] > 0
     assert got["reads"] >= st["reads"]
+
+
+PASSES_SCRIPT = r"""
+from gevent import monkey; monkey.patch_all()
+import json, socket
+from loadgen.locust_engine.reader import Reader
+log = []
+class Conn:                                   # a hand-written conn: a real socket, logged steps
+    def __init__(self, name, sock):
+        self.name, self.sock, self.fd = name, sock, sock.fileno()
+    def recv(self):
+        data = self.sock.recv(100)
+        log.append(["recv", self.name])
+        if self.name == "bad":
+            raise RuntimeError("a bug of ours")
+        return (data,)
+    def process(self, got):
+        log.append(["process", self.name, got[0].decode()])
+    def read_failed(self, e):
+        log.append(["failed", self.name, str(e)])
+r = Reader("epoll")
+pairs = {n: socket.socketpair() for n in ("a", "b", "bad", "c")}
+conns = {n: Conn(n, p[0]) for n, p in pairs.items()}
+for c in conns.values():
+    r.watch(c)
+for n, p in pairs.items():
+    p[1].send(n.encode())
+r.pump()                                      # from this greenlet, as a user does before a send
+print(json.dumps({"log": log, "watched": sorted(c.name for c in r.conns.values()),
+                  "reads": r.ready_reads}))
+"""
+
+
+def test_a_pump_reads_every_ready_socket_before_it_processes_any():
+    """Pass 1 reads (recvmsg) every ready socket, pass 2 processes the reads in that order: a
+    socket late in a lockstep burst is read before the others' framing and stream steps. A
+    read that raised fails that conn only (and it is no longer watched)."""
+    r = subprocess.run([sys.executable, "-c", PASSES_SCRIPT], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    log = got["log"]
+    recvs = [x[1] for x in log if x[0] == "recv"]
+    assert sorted(recvs) == ["a", "b", "bad", "c"] and got["reads"] == 4
+    last_recv = max(i for i, x in enumerate(log) if x[0] == "recv")
+    processed = [x for x in log if x[0] == "process"]
+    assert all(log.index(x) > last_recv for x in processed)
+    assert [x[1] for x in processed] == [n for n in recvs if n != "bad"]   # in read order
+    assert all(x[2] == x[1] for x in processed)                            # each its own bytes
+    assert ["failed", "bad", "a bug of ours"] in log
+    assert got["watched"] == ["a", "b", "c"]

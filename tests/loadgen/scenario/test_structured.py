@@ -67,6 +67,18 @@ def test_overrides_reach_the_body_and_json_object_needs_no_schema():
     assert sc.api.structured["response_format"] == {"type": "json_object"}
 
 
+def test_ignore_eos_defaults_to_false_with_tools_or_response_format_unless_given():
+    # vLLM 0.32 with ignore_eos generates past the JSON's end to max_tokens: every answer
+    # then failed its check (bench/compat: "Extra data"); a tool call / JSON answer ends itself
+    for t in (tree(), tree(workload={}, api__response_format=RF)):
+        sc = scenario_from_dict(t)
+        assert sc.api.ignore_eos is False and "ignore_eos" not in base_body(sc.api, "m")
+        assert scenario_from_dict(sc.model_dump(mode="json")).api.ignore_eos is False
+    kept = scenario_from_dict(tree(api__ignore_eos=True))
+    assert kept.api.ignore_eos is True and base_body(kept.api, "m")["ignore_eos"] is True
+    assert scenario_from_dict(tree(workload={})).api.ignore_eos is True     # plain chat: as before
+
+
 @pytest.mark.parametrize("patch, field", [
     ({"api__endpoint": "completions"}, "workload.tools: needs api.endpoint: chat"),
     ({"workload__tools": None}, "workload.tool_choice: needs workload.tools"),
