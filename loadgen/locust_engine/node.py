@@ -302,6 +302,7 @@ class WorkerNode:
             return
         self.phase = "done"
         report = self.sampler.stop()
+        self.ledger.close()                      # records still queued are written first
         report.update(index=self.index, written=self.ledger.writer.count,
                       sent=self.ledger.sent_count,
                       interrupted=self.stopped, host=socket.gethostname(), pid=os.getpid(),
@@ -309,7 +310,6 @@ class WorkerNode:
                       stamps=self.stamps.describe(), reader=process_reader().describe())
         if self.replicas is not None:            # target.urls: this process's picks (run.py)
             report["replicas"] = self.replicas.describe()
-        self.ledger.close()
         if self.gc_saved is not None:
             report.update(self.young.stop())
             release_gc(self.gc_saved)
