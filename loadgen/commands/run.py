@@ -30,6 +30,7 @@ from loadgen.scenario.model import ScenarioError
 
 
 def register(subparsers) -> None:
+    from loadgen.live.flags import add_flags as add_live_flags
     p = subparsers.add_parser(
         "run", help="run one scenario (YAML) and write a run directory",
         description="Run one scenario: start or reach the server, send the load, write "
@@ -55,11 +56,7 @@ def register(subparsers) -> None:
                    help="sender processes of the native engine (scenario client.processes; "
                         "default 1): each its own event loop and connections, one share of "
                         "the schedule each, one records.jsonl; auto: the usable CPUs - 1")
-    p.add_argument("--metrics-port", default=None, metavar="P",
-                   help="serve live Prometheus metrics on http://127.0.0.1:P/metrics while the "
-                        "run goes (native engine; docs/live-metrics.md)")
-    p.add_argument("--metrics-host", default=None, metavar="H",
-                   help="the address --metrics-port listens on (default 127.0.0.1)")
+    add_live_flags(p)
     g = p.add_argument_group("locust engine (--engine locust)")
     g.add_argument("--workers", type=int, default=None, metavar="N",
                    help="local Locust worker processes (with --master: how many will connect)")

@@ -19,6 +19,7 @@ from loadgen.scenario.model import ScenarioError
 
 
 def register(subparsers) -> None:
+    from loadgen.live.flags import add_flags as add_live_flags
     p = subparsers.add_parser(
         "sweep", help="run a scenario at several load points, or search the max rate under SLO",
         description="One full run per point of the scenario's sweep block (load.concurrency "
@@ -30,11 +31,7 @@ def register(subparsers) -> None:
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run the whole sweep N times; repeat.json gives, per point, the mean and "
                         "a 95%% confidence interval of every headline figure")
-    p.add_argument("--metrics-port", default=None, metavar="P",
-                   help="serve live Prometheus metrics on http://127.0.0.1:P/metrics while the "
-                        "points run (one exporter for the sweep; docs/live-metrics.md)")
-    p.add_argument("--metrics-host", default=None, metavar="H",
-                   help="the address --metrics-port listens on (default 127.0.0.1)")
+    add_live_flags(p, "the points run (one exporter for the sweep)")
     p.set_defaults(func=main)
 
 

@@ -23,6 +23,15 @@ from loadgen.scenario.model import ScenarioError
 DEFAULT_HOST = "127.0.0.1"
 
 
+def add_flags(p, what: str = "the run goes") -> None:
+    """``--metrics-port P`` and ``--metrics-host H`` on an argparse parser (run, sweep)."""
+    p.add_argument("--metrics-port", default=None, metavar="P",
+                   help=f"serve live Prometheus metrics on http://127.0.0.1:P/metrics while "
+                        f"{what} (docs/live-metrics.md)")
+    p.add_argument("--metrics-host", default=None, metavar="H",
+                   help="the address --metrics-port listens on (default 127.0.0.1)")
+
+
 def parse_port(text) -> int:
     """``--metrics-port`` as a port number from 1 to 65535 (else a one-line ScenarioError)."""
     s = str(text).strip()
