@@ -136,7 +136,12 @@ class RecordWriter:
 
     def write_many(self, recs) -> None:
         """Several records in one write (a bulk of cancelled ones); whole lines only on failure."""
-        data = "".join(redact(r.to_json()) + "\n" for r in recs).encode("utf-8")
+        self.write_lines([redact(r.to_json()) for r in recs])
+
+    def write_lines(self, lines: list) -> None:
+        """Lines already encoded and redacted (one record each, no newline) in one write; whole
+        lines only on failure. The Locust ledger forwards the same lines it writes."""
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
         if not data:
             return
         with self._lock:

@@ -35,29 +35,13 @@ FORWARD_EVERY_S = 0.1
 WRITE_BATCH = 16          # records encoded and written per idle slot (one write, ~0.3 ms)
 
 
-class LineRecordWriter(RecordWriter):
-    """RecordWriter that also takes lines already encoded (so a forwarded record is encoded
-    once): ``write_lines`` is ``write_many`` without the encoding."""
-
-    def write_lines(self, lines: list) -> None:
-        data = "".join(line + "\n" for line in lines).encode("utf-8")
-        if not data:
-            return
-        with self._lock:
-            before = self._f.lines
-            try:
-                self._f.write(data)
-            finally:
-                self.count += self._f.lines - before
-
-
 class WorkerLedger:
     def __init__(self, records_dir: Path, index: int, shift: int, forward: bool,
                  send_msg: Callable[[str, dict], None]):
         self.index, self.shift, self.forward, self.send_msg = index, shift, forward, send_msg
         self.idle = IdleQueue()                      # record lines wait for an idle hub
         records_dir.mkdir(parents=True, exist_ok=True)
-        self.writer = LineRecordWriter(records_dir / f"records.worker-{index}.jsonl")
+        self.writer = RecordWriter(records_dir / f"records.worker-{index}.jsonl")
         self.pending: list[Record] = []              # taken, waiting for an idle slot
         self.journal_file = open(records_dir / f"sent.worker-{index}.jsonl", "a", buffering=1,
                                  encoding="utf-8")
