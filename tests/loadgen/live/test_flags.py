@@ -6,7 +6,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import yaml
 from loadgen.live.flags import parse_port
 from loadgen.scenario.model import ScenarioError
 from loadgen.targets.managed import free_port
-from tests.loadgen.live.test_process import port_is_free, requests_total, scrape
+from tests.loadgen.live.test_process import port_is_free, requests_total, scrape, scrape_until
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -96,18 +95,9 @@ def test_served_during_a_cli_run_and_freed_when_it_is_interrupted(calib_server, 
     proc = subprocess.Popen([sys.executable, "-m", "loadgen.cli", "run", str(path), "--json",
                              "--metrics-port", str(port)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    url, seen = f"http://127.0.0.1:{port}/metrics", None
+    url = f"http://127.0.0.1:{port}/metrics"
     try:
-        deadline = time.monotonic() + 120             # bounded poll; values never timed
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                s = scrape(url)
-            except (OSError, urllib.error.URLError):
-                s = None
-            if s is not None and requests_total(s) > 0:
-                seen = s
-                break
-            time.sleep(0.05)
+        seen = scrape_until(url, timeout_s=120, alive=lambda: proc.poll() is None)
         assert seen is not None, "no record counted on /metrics while the run went"
         assert seen[("loadgen_output_tokens_total", ())] > 0
         assert listeners(port) == ["127.0.0.1"]          # loopback only, by default

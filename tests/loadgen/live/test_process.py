@@ -35,6 +35,22 @@ def requests_total(samples: dict) -> float:
     return sum(v for (name, _), v in samples.items() if name == "loadgen_requests_total")
 
 
+def scrape_until(url: str, want: float = 1, timeout_s: float = DEADLINE_S, alive=None,
+                 every_s: float = 0.05):
+    """Scrape ``url`` until ``loadgen_requests_total`` reaches ``want`` (bounded by ``timeout_s``,
+    and by ``alive()`` turning false): those samples, else None. Values are never timed."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and (alive is None or alive()):
+        try:
+            s = scrape(url)
+        except (OSError, urllib.error.URLError):
+            s = None
+        if s is not None and requests_total(s) >= want:
+            return s
+        time.sleep(every_s)
+    return None
+
+
 def port_is_free(port: int) -> bool:
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -1,8 +1,5 @@
 """``loadgen sweep --metrics-port P``: one exporter follows every point's run; one-line errors."""
 import json
-import time
-import urllib.error
-from pathlib import Path
 
 import yaml
 
@@ -11,7 +8,7 @@ from loadgen.run.sweep import run_sweep
 from loadgen.scenario.loader import scenario_from_dict
 from loadgen.targets.managed import free_port
 from tests.loadgen.live.test_flags import cli, one_line_error
-from tests.loadgen.live.test_process import port_is_free, requests_total, scrape
+from tests.loadgen.live.test_process import port_is_free, requests_total, scrape_until
 
 
 def tree(tmp_path, url) -> dict:
@@ -24,20 +21,6 @@ def tree(tmp_path, url) -> dict:
             "output": {"dir": str(tmp_path), "run_name": "sw", "report": "none"}}
 
 
-def served_once_caught_up(url: str, want: int) -> dict:
-    """The exporter polls the files every 0.1 s: wait (bounded) until it counted ``want``."""
-    deadline, s = time.monotonic() + 60, {}
-    while time.monotonic() < deadline:
-        try:
-            s = scrape(url)
-        except (OSError, urllib.error.URLError):
-            s = {}
-        if s and requests_total(s) >= want:
-            break
-        time.sleep(0.05)
-    return s
-
-
 def test_one_exporter_counts_every_point_of_the_sweep(calib_server, tmp_path):
     port = free_port()
     ex = LiveExporter.open(port)
@@ -46,7 +29,7 @@ def test_one_exporter_counts_every_point_of_the_sweep(calib_server, tmp_path):
         lines = sum(len((d / p["run_dir"] / "records.jsonl").read_text().splitlines())
                     for p in result["points"])
         assert len(result["points"]) == 2 and lines >= 6
-        s = served_once_caught_up(ex.url, lines)
+        s = scrape_until(ex.url, lines) or {}
         assert requests_total(s) == lines          # both points' records, each once
         assert s[("loadgen_requests_total", (("status", "ok"),))] == lines
         assert s[("loadgen_output_tokens_total", ())] == 4 * lines

@@ -8,7 +8,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 from pathlib import Path
 
@@ -20,7 +19,7 @@ if importlib.util.find_spec("locust") is None:
                 allow_module_level=True)
 
 from loadgen.targets.managed import free_port
-from tests.loadgen.live.test_process import port_is_free, requests_total, scrape
+from tests.loadgen.live.test_process import port_is_free, requests_total, scrape, scrape_until
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -38,18 +37,9 @@ def test_served_during_a_locust_run_and_freed_when_it_is_interrupted(calib_serve
     proc = subprocess.Popen([sys.executable, "-m", "loadgen.cli", "run", str(path), "--json",
                              "--engine", "locust", "--workers", "2", "--metrics-port", str(port)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url, seen = f"http://127.0.0.1:{port}/metrics", None
+    url = f"http://127.0.0.1:{port}/metrics"
     try:
-        deadline = time.monotonic() + 180             # bounded poll; values never timed
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                s = scrape(url)
-            except (OSError, urllib.error.URLError):
-                s = None
-            if s is not None and requests_total(s) > 0:
-                seen = s
-                break
-            time.sleep(0.1)
+        seen = scrape_until(url, timeout_s=180, alive=lambda: proc.poll() is None, every_s=0.1)
         assert seen is not None, "no record counted on /metrics while the Locust run went"
         assert seen[("loadgen_output_tokens_total", ())] > 0
         assert ("loadgen_in_flight", ()) in seen          # the progress counters' copy
