@@ -1,6 +1,6 @@
 """Benchmark (and the harness of tests/loadgen/client/test_hostile.py): what loadgen survives.
 
-    for each case of tests/support/hostile_server.py × transport (wire | aiohttp: LOADGEN_HTTP):
+    for each case of servers/hostile/server.py × transport (wire | aiohttp: LOADGEN_HTTP):
         hostile server (its own process) ◄── `python -m loadgen run` (subprocess; probe off; chat,
             stream; N requests, concurrency C, api.timeout_s T; api key from $HOSTILE_KEY = a fresh
             random sk-test-…, api.headers X-Api-Key = a fresh random hdr-…)
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support.hostile_server import CASES, HostileServer  # noqa: E402
+from servers.hostile.server import CASES, HostileServer  # noqa: E402
 
 TRANSPORTS = ("wire", "aiohttp")
 # case ─► (the kinds every record may carry: "ok" or an error_kind; the exit code). Two kinds

@@ -3,7 +3,7 @@
     calibration server (subprocess: TTFT 20 ms, ITL 10 ms)   ◄── `loadgen run` (subprocess),
     fake vLLM /metrics (subprocess: ~600 lines, vLLM 0.32's      Server mode, Poisson, 64-token
         names, labels and buckets; tests/loadgen/targets/          streams; target.metrics_path
-        vllm_metrics_fake.py)                              ◄──     = the fake's full URL
+        servers/vllm/metrics_fake.py)                              ◄──     = the fake's full URL
     modes, one `loadgen run` each, the same seeded schedule:
         off      target.scrape_metrics: false
         process  the scraper as shipped: GET + parse + write in its own process
@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.loadgen.targets.vllm_metrics_fake import FakeVllmMetrics, exposition  # noqa: E402
+from servers.vllm.metrics_fake import FakeVllmMetrics, exposition  # noqa: E402
 from servers.calib import CalibrationServer  # noqa: E402
 
 LEGACY = "bench.scrape_interference:legacy_main"

@@ -39,7 +39,7 @@ from typing import Optional
 
 from aiohttp import web
 
-from tests.support.procs import PortServer, serve_app
+from servers.port_server import PortServer, serve_app
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "servers"
 KNOWN = {"model", "prompt", "messages", "max_tokens", "stream", "stream_options", "temperature", "top_p",

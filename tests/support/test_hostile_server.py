@@ -1,4 +1,4 @@
-"""The hostile server (tests/support/hostile_server.py, hostile_cases.py) sends what each case
+"""The hostile server (servers/hostile/server.py, cases.py) sends what each case
 promises: raw sockets, no HTTP library between."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from tests.support.hostile_server import CASES, HostileServer
+from servers.hostile.server import CASES, HostileServer
 
 BODY = json.dumps({"model": "hostile", "stream": True, "max_tokens": 3,
                    "messages": [{"role": "user", "content": "hi"}]}).encode()
@@ -110,7 +110,7 @@ def test_the_server_exits_after_its_lifetime():
 
 
 def test_every_case_is_runnable_from_the_command_line():
-    out = subprocess.run([sys.executable, "-m", "tests.support.hostile_server", "--help"],
+    out = subprocess.run([sys.executable, "-m", "servers.hostile.server", "--help"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and all(c in out.stdout for c in CASES)
     with pytest.raises(ValueError, match="unknown case"):

@@ -24,7 +24,7 @@ from typing import Optional
 
 from aiohttp import web
 
-from tests.support.procs import PortServer, serve_app
+from servers.port_server import PortServer, serve_app
 
 
 def sse(*objs, done: bool = True, sep: bytes = b"\n\n") -> list[bytes]:

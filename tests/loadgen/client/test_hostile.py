@@ -1,6 +1,6 @@
 """The client against hostile servers: every case × both transports, a real `loadgen run` each.
 
-    tests/support/hostile_server.py (its own process, one case of hostile_cases.py)
+    servers/hostile/server.py (its own process, one case of servers/hostile/cases.py)
         ◄── python -m loadgen run (subprocess; LOADGEN_HTTP=wire | aiohttp; probe off; 8 requests,
             concurrency 4, api.timeout_s 2 (30 where no timeout is expected); key from $HOSTILE_KEY, a random sk-test-…; a random
             secret X-Api-Key in api.headers)      harness: bench/hostile.py (run_case, EXPECT)
@@ -26,8 +26,8 @@ import pytest
 
 from bench.hostile import (EXPECT, RSS_LIMIT_MB, TRANSPORTS, find_secrets, kind_of, read_records,
                            reap, run_case, start_run, verdict)
-from tests.support.hostile_server import HostileServer
-from tests.support.procs import alive
+from servers.hostile.server import HostileServer
+from servers.port_server import alive
 
 N = 8
 PARALLEL = 3            # runs at a time (each: a hostile server and a `loadgen run`)

@@ -569,7 +569,7 @@ def test_locust_run_scrapes_metrics_and_records_the_server_version(tmp_path):
     GET /version; a server without /metrics is said unavailable in meta.json, not silently."""
     from analysis.server.metrics import server_metrics_summary
     from analysis.server.series import read_rows
-    from tests.loadgen.targets.vllm_metrics_fake import VERSION, FakeVllmMetrics
+    from servers.vllm.metrics_fake import VERSION, FakeVllmMetrics
     with FakeVllmMetrics(calibration=True) as srv:
         p = _scenario(tmp_path, srv.url, {"mode": "concurrency", "concurrency": 2,
                                           "num_requests": 6, "warmup_requests": 1},

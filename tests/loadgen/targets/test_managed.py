@@ -9,7 +9,7 @@ import pytest
 
 from loadgen.targets.managed import ManagedServer, ServerStartError
 from loadgen.scenario.target import ServerSpec
-from tests.support.procs import alive
+from servers.port_server import alive
 
 SERVER = textwrap.dedent('''
     import json, signal, sys, time

@@ -10,7 +10,7 @@ import pytest
 from loadgen.targets.prometheus_text import (SKIP_PREFIXES, _fast, parse_samples,
                                              parse_samples_reference)
 from tests.loadgen.targets.test_scrape import exposition
-from tests.loadgen.targets.vllm_metrics_fake import exposition as vllm_like
+from servers.vllm.metrics_fake import exposition as vllm_like
 
 
 def test_parse_samples_drops_created_and_process_metrics():

@@ -12,7 +12,7 @@ from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
 from loadgen.scenario.loader import scenario_from_dict
 from tests.servers.vllm.fakes import FAKE_VLLM, ROOT, VLLM_HERE, exe
-from tests.support.procs import alive
+from servers.port_server import alive
 
 
 @pytest.mark.skipif(VLLM_HERE, reason="vllm is installed here")

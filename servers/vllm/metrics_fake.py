@@ -6,7 +6,7 @@ families that vLLM's API server also exposes (prometheus-fastapi-instrumentator)
 at every GET: gauges follow the GET count, counters and histograms grow, so a scraper writes
 changed rows like it would against a live vLLM.
 
-    python -m tests.loadgen.targets.vllm_metrics_fake --port 0 [--calibration]
+    python -m servers.vllm.metrics_fake --port 0 [--calibration]
         prints "PORT n"; GET /metrics, GET /version ({"version": VERSION});
         --calibration: also the calibration server's OpenAI routes (tests/support), so one
         process is a whole target (the Locust engine's test).
@@ -20,7 +20,7 @@ from typing import Optional
 
 from aiohttp import web
 
-from tests.support.procs import PortServer, serve_app
+from servers.port_server import PortServer, serve_app
 
 VERSION = "0.32.0-fake"
 MODEL = "calib-model"
@@ -165,7 +165,7 @@ class FakeVllmMetrics(PortServer):
     label = "fake vLLM metrics server"
 
     def __init__(self, calibration: bool = False):
-        argv = [sys.executable, "-m", "tests.loadgen.targets.vllm_metrics_fake", "--port", "0"]
+        argv = [sys.executable, "-m", "servers.vllm.metrics_fake", "--port", "0"]
         super().__init__(argv + (["--calibration"] if calibration else []), 30.0)
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -33,7 +33,7 @@ class PortServer:
         import select
         import subprocess
         from pathlib import Path
-        root = Path(__file__).resolve().parents[2]
+        root = Path(__file__).resolve().parents[1]
         env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.proc = subprocess.Popen(self.argv, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], self.startup_timeout_s)

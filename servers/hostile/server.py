@@ -2,7 +2,7 @@
 
     client ──GET /v1/models, /health──► a normal answer (model ``hostile``; echo_secret_sut and
               redirect_307 excepted)
-    client ──POST /v1/chat/completions | /v1/completions──► hostile_cases.CASES[case]: the answer
+    client ──POST /v1/chat/completions | /v1/completions──► cases.CASES[case]: the answer
     test   ──GET /hostile/log──► {"case", "second_port" (redirect_307's other listener, else null),
               "requests": every request either listener has seen, in order: [{"listener": "main" |
               "second", "method", "path", "headers": {lower-case name: value}}]}
@@ -12,8 +12,8 @@ never shares a core's GIL with the client under test. Keep-alive is honoured for
 whole; endless answers end when the client goes away, and the whole server exits after
 ``--lifetime`` seconds whatever happens (nothing it starts outlives a test).
 
-The cases: tests/support/hostile_cases.py; what a client should record for each: docs/survives.md.
-Run: ``python -m tests.support.hostile_server --case header_flood --port 0 [--lifetime 120]``
+The cases: servers/hostile/cases.py; what a client should record for each: docs/survives.md.
+Run: ``python -m servers.hostile.server --case header_flood --port 0 [--lifetime 120]``
 prints ``PORT <n>`` when listening. ``HostileServer(case)`` runs that as a context manager.
 """
 from __future__ import annotations
@@ -25,8 +25,8 @@ import sys
 import urllib.request
 from typing import Optional
 
-from tests.support.hostile_cases import CASES, PIECE, STATE, Request, head, json_answer, models
-from tests.support.procs import PortServer
+from servers.hostile.cases import CASES, PIECE, STATE, Request, head, json_answer, models
+from servers.port_server import PortServer
 
 
 async def read_request(reader: asyncio.StreamReader) -> Optional[Request]:
@@ -136,7 +136,7 @@ class HostileServer(PortServer):
         if case not in CASES:
             raise ValueError(f"unknown case {case!r} (known: {', '.join(sorted(CASES))})")
         self.case = case
-        super().__init__([sys.executable, "-m", "tests.support.hostile_server", "--case", case,
+        super().__init__([sys.executable, "-m", "servers.hostile.server", "--case", case,
                           "--port", "0", "--lifetime", str(lifetime_s)])
 
     def log(self, timeout_s: float = 10.0) -> dict:

@@ -1,4 +1,4 @@
-"""The hostile answers of tests/support/hostile_server.py: one coroutine per case.
+"""The hostile answers of servers/hostile/server.py: one coroutine per case.
 
     CASES[name](req, reader, writer) ─► writes its answer as raw bytes (status line, headers,
         framing, body) ─► True: the connection may serve another request; else it is closed (or
