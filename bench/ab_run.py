@@ -11,7 +11,7 @@ A drop is a regression until a same-sitting A/B says otherwise: rounds alternate
 on the same cores, and the table shows every run, then min / median / max per side and the ratio
 of medians. Ends with one JSON line.
 
-    python bench/ab_run.py [--base REV|working-tree] [--rounds 3] [--concurrency 64] [--requests 400]
+    python -m bench.ab_run [--base REV|working-tree] [--rounds 3] [--concurrency 64] [--requests 400]
                            [--tokens 1000] [--transport wire|aiohttp]
                            [--a-procs N --b-procs M --client-cpus 0,1]   (e.g. --procs 1 vs 2)
 """
@@ -30,8 +30,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from servers.calib import CalibrationServer  # noqa: E402
+from servers.calib import CalibrationServer
 
 SERVER_CPU, CLIENT_CPU = 0, 1
 

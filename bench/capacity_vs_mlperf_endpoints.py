@@ -13,7 +13,7 @@ Their package is not part of loadgen and is not installed by anything here: pass
 in which ``inference_endpoint`` imports (``--peer-python``). Prints a table and the ratio of medians,
 then one JSON line.
 
-    python bench/capacity_vs_mlperf_endpoints.py --peer-python PATH [--rounds 3] [--duration 10]
+    python -m bench.capacity_vs_mlperf_endpoints --peer-python PATH [--rounds 3] [--duration 10]
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@
 Goals: TTFT error at 256 streams <= 3 ms (mean), ITL p99 error <= 1.5 ms, capacity >= 1.5x Locust.
 Prints a table and ends with one JSON line. ``--quick`` shortens every phase.
 
-    python bench/client_capacity.py [--quick] [--phase capacity|timing] [--levels 32,128]
+    python -m bench.client_capacity [--quick] [--phase capacity|timing] [--levels 32,128]
                                     [--pin-timing] [--nice -10]
 """
 from __future__ import annotations
@@ -30,8 +30,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from loadgen.client import eventloop  # noqa: E402  (uvloop where installed)
+from loadgen.client import eventloop  # (uvloop where installed)
 
 SERVER_CPU, CLIENT_CPU = 0, 1
 NICE = 0      # --nice: priority of the server and client processes (negative: ahead of other load)
@@ -145,8 +144,8 @@ def _one(kind: str, server, conc: int, warm_s: float, dur_s: float, tokens: int,
     out = tmp / f"{kind}-{conc}.json"
     cpu0 = _server_cpu(server.proc)
     if kind == "ours":
-        wall = _run_pinned([sys.executable, __file__, "--worker", "capacity", "--url", server.url,
-                            "--concurrency", str(conc), "--warm-s", str(warm_s),
+        wall = _run_pinned([sys.executable, "-m", "bench.client_capacity", "--worker", "capacity",
+                            "--url", server.url, "--concurrency", str(conc), "--warm-s", str(warm_s),
                             "--duration-s", str(dur_s), "--tokens", str(tokens), "--out", str(out)])
     else:
         env = dict(os.environ, BENCH_OUT=str(out), BENCH_WARM_S=str(warm_s + 0.5),
@@ -193,7 +192,7 @@ def timing(server, conc: int, rounds: int, tokens: int, tmp: Path, pin: bool = F
     req_s = (50 + (tokens - 1) * 10) / 1e3
     out = tmp / f"timing-{conc}.json"
     server.clear()
-    _run_pinned([sys.executable, __file__, "--worker", "timing", "--url", server.url,
+    _run_pinned([sys.executable, "-m", "bench.client_capacity", "--worker", "timing", "--url", server.url,
                  "--concurrency", str(conc), "--rounds", str(rounds), "--tokens", str(tokens),
                  "--req-s", str(req_s), "--out", str(out)] + (["--pin-timing"] if pin else []),
                 timeout=300, pin=pin)

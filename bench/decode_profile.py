@@ -14,7 +14,7 @@
     kernel's where --matmul is ffi/auto and it is faster: the rate a decode step could reach on this
     host; the copy bandwidth the reports use is printed beside it.
 
-    .venv/bin/python bench/decode_profile.py [--preset small] [--batch 1,8] [--ctx 128] [--runs 30]
+    .venv/bin/python -m bench.decode_profile [--preset small] [--batch 1,8] [--ctx 128] [--runs 30]
                                              [--matmul xla|ffi|auto]  (servers/jax/kernels; default xla)
 
 Ends with ONE JSON line. Evidence: measured (floors calculated from the measured GEMV rate).
@@ -26,15 +26,12 @@ import json
 import os
 import platform
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from bench.decode_roofline import _best, measure_bandwidth  # noqa: E402
+from bench.decode_roofline import _best, measure_bandwidth
 
 
 def gemv_bandwidth(runs: int, fn=None) -> float:

@@ -14,7 +14,7 @@ so the numbers are noisy. Prompts longer than the engine's prefill_chunk (256) a
 chunks, as when serving. Everything printed is "measured" on this host except the
 bounds, which are "calculated" from the measured peaks.
 
-    .venv/bin/python bench/decode_roofline.py [--preset small] [--ctx 128] [--steps 20] [--out DIR]
+    .venv/bin/python -m bench.decode_roofline [--preset small] [--ctx 128] [--steps 20] [--out DIR]
 
 Ends with ONE JSON line.
 """
@@ -28,11 +28,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
 
 def _best(f, n: int) -> tuple[float, float]:

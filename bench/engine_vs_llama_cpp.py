@@ -17,7 +17,7 @@
     then per N the speed's min / median / max over the runs (issue 21 judges the min against
     >= 1.0x at 1 and 8 streams, >= 1.5x at 32) ─► bench/results/engine_vs_llama_cpp-<date>.{json,md}
 
-    .venv/bin/python bench/engine_vs_llama_cpp.py [--runs 3] [--levels 1,8,32] [--engines llama.cpp,jax]
+    .venv/bin/python -m bench.engine_vs_llama_cpp [--runs 3] [--levels 1,8,32] [--engines llama.cpp,jax]
                                                   [--jax-arg=--matmul --jax-arg=auto] [--out bench/results]
 
 Builds llama.cpp on first use (~12 min on 2 cores, `python -m bench.compat.install llama.cpp`).
@@ -37,13 +37,12 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
+import yaml
 
-from bench.compat import models  # noqa: E402
-from bench.compat.paths import cache_dir  # noqa: E402
-from bench.compat.servers import Server, free_port, http  # noqa: E402
+from bench.compat import models
+from bench.compat.paths import cache_dir
+from bench.compat.servers import Server, free_port, http
 
 PROMPT, OUTPUT, SLOTS, MAX_LEN = 64, 128, 32, 256
 RUN_TIMEOUT_S = 600
@@ -234,7 +233,7 @@ def main(argv=None) -> int:
            "host": platform.node(), "cpus": os.cpu_count(), "evidence": "measured",
            "conditions": f"completions, stream, ignore_eos, {PROMPT} prompt tokens, {OUTPUT} output "
                          f"tokens, {SLOTS} server slots, fp32, same seeded weights and tokenizer",
-           "command": "python bench/engine_vs_llama_cpp.py " + " ".join(argv or sys.argv[1:]),
+           "command": "python -m bench.engine_vs_llama_cpp " + " ".join(argv or sys.argv[1:]),
            "runs": runs, "over_runs": summary,
            "speed_min": {n: v["min"] for n, v in summary.items()}}
     if a.out:

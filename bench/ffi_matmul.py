@@ -8,7 +8,7 @@
     Pinned to one CPU (--cpu, default the last one) before JAX starts, nice -5 when allowed; the
     load average is printed beside the numbers (this host is shared).
 
-    .venv/bin/python bench/ffi_matmul.py [--ms 1,2,4,8,16,32,48,65,72,96] [--reps 7] [--cpu 1]
+    .venv/bin/python -m bench.ffi_matmul [--ms 1,2,4,8,16,32,48,65,72,96] [--reps 7] [--cpu 1]
                                          [--no-pin --tag=-unpinned]   (XLA then uses every core)
                                          [--threads 1,2]  the kernel's threads per call, each raced
                                          against XLA's dot (default 0: as the CPU affinity allows)
@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 SHAPES = [("nn", 768, 1280, "wqkv"), ("nn", 768, 768, "wo"), ("nn", 768, 4096, "w13"),      # the small
           ("nn", 2048, 768, "w2"), ("nn", 768, 32000, "lm_head"),                            # preset

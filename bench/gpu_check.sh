@@ -132,9 +132,9 @@ step kernel-decode 45 "$PY" -m loadgen.commands.kernel --model small --dtype bf1
 # 5 the JAX server's decode roofline benchmark (written by the engine helper)
 if [ -f bench/decode_roofline.py ]; then
   EXTRA=()
-  if [ $DRY = 1 ] && "$PY" bench/decode_roofline.py --help 2>/dev/null | grep -q -- "--quick"; then EXTRA=(--quick); fi
+  if [ $DRY = 1 ] && "$PY" -m bench.decode_roofline --help 2>/dev/null | grep -q -- "--quick"; then EXTRA=(--quick); fi
   # shellcheck disable=SC2086
-  OUT="$SCRATCH/decode" step decode-roofline 100 "$PY" bench/decode_roofline.py "${EXTRA[@]}" ${DECODE_ROOFLINE_ARGS:-}
+  OUT="$SCRATCH/decode" step decode-roofline 100 "$PY" -m bench.decode_roofline "${EXTRA[@]}" ${DECODE_ROOFLINE_ARGS:-}
   # its one-JSON-line summary is the last line starting with "{" in its output
   grep -E '^\{' "$SCRATCH/decode-roofline.out" | tail -n 1 >"$DEST/decode_roofline.json" || true
   [ -s "$DEST/decode_roofline.json" ] || rm -f "$DEST/decode_roofline.json"
@@ -175,7 +175,7 @@ json.dump(res, open(sys.argv[1], "w"))
 print({k: v for k, v in res.items() if k != "samples"})
 EOF
   if [ -f bench/nvml_power_check.py ]; then
-    OUT="$SCRATCH/nvml" step nvml-power-check 30 "$PY" bench/nvml_power_check.py --idle 2 --load 6
+    OUT="$SCRATCH/nvml" step nvml-power-check 30 "$PY" -m bench.nvml_power_check --idle 2 --load 6
     f=$(find "$SCRATCH/nvml" -name result.json 2>/dev/null | head -n 1)
     [ -n "$f" ] && cp "$f" "$DEST/nvml_power_check.json"
   fi

@@ -12,8 +12,8 @@
     64 KiB pieces (stopped after --parse-budget seconds: then a lower bound)
 Prints a table and ends with one JSON line (--out FILE: also written there).
 
-    python bench/hostile.py [--cases a,b] [--transports wire,aiohttp] [--requests 8]
-                            [--concurrency 4] [--timeout 2] [--out bench/results/hostile-DATE.json]
+    python -m bench.hostile [--cases a,b] [--transports wire,aiohttp] [--requests 8]
+                          [--concurrency 4] [--timeout 2] [--out bench/results/hostile-DATE.json]
 """
 from __future__ import annotations
 
@@ -31,11 +31,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from servers.hostile.server import CASES, HostileServer
 
-from servers.hostile.server import CASES, HostileServer  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TRANSPORTS = ("wire", "aiohttp")
 # case ─► (the kinds every record may carry: "ok" or an error_kind; the exit code). Two kinds

@@ -8,12 +8,17 @@
          start-up seconds
     per round: the read roof of CPU 0 = the fastest GEMV there, XLA's or the FFI kernel's, over a 134 MB
       [4096, 8192] and a 268 MB [16384, 4096] fp32 weight (a pinned subprocess, best of 20 each:
-      bench/decode_profile.py's method)
+      bench.decode_profile's method)
     MBU = weight bytes read per batch-1 step (every matrix but the gathered embedding table) / TPOT
           p50 / that roof, the issue's definition (the report's MBU divides by the frozen device
           spec's bandwidth instead: a copy calibration)
 
-    python bench/jax_batch1.py [--variants xla,auto] [--rounds 2] [--requests 8]
+    python -m bench.jax_batch1 [--variants xla,auto] [--rounds 2] [--requests 8] [--tree DIR]
+
+--tree DIR runs the server and the read-roof probe from another source tree (an old checkout, e.g.
+`git worktree add --detach DIR REV`) for a same-sitting A/B: each is a subprocess started with
+cwd=DIR and PYTHONPATH=DIR, so DIR's servers/ and bench/ are the ones imported; the client
+(`loadgen run`) and this script stay this tree's. No sys.path edit in any process.
 
 Prints one line per run, a table per variant (min / median / max) and ends with ONE JSON line.
 Evidence: measured (MBU calculated from measured figures).
@@ -38,8 +43,7 @@ SERVER_CPU, CLIENT_CPU = 0, 1
 PROMPT, OUTPUT, WARMUP = 64, 128, 2
 
 ROOF = r"""
-import json, sys
-sys.path.insert(0, sys.argv[1])
+import json
 import jax, jax.numpy as jnp, numpy as np
 from bench.decode_roofline import _best
 from servers.jax import kernels
@@ -63,15 +67,20 @@ print(json.dumps(out))
 def step_bytes() -> int:
     """Bytes of weights one batch-1 decode step reads: every parameter but the embedding table, of
     which one row is gathered (a tied table is read whole by the logits, so it counts)."""
-    sys.path.insert(0, str(ROOT))
     from servers.jax.presets import get_preset
     a = get_preset("small")
     return 4 * (a.n_params() - (0 if a.tied_embeddings else a.vocab_size * a.dim))
 
 
-def read_roof() -> dict:
-    p = subprocess.run(["taskset", "-c", str(SERVER_CPU), sys.executable, "-c", ROOF, str(ROOT)],
-                       capture_output=True, text=True, timeout=600)
+def tree_env(tree: Path) -> dict:
+    """The environment of a subprocess that must import ``tree``'s servers/ and bench/ first."""
+    old = os.environ.get("PYTHONPATH")
+    return dict(os.environ, PYTHONPATH=str(tree) + (os.pathsep + old if old else ""))
+
+
+def read_roof(tree: Path = ROOT) -> dict:
+    p = subprocess.run(["taskset", "-c", str(SERVER_CPU), sys.executable, "-c", ROOF], cwd=tree,
+                       env=tree_env(tree), capture_output=True, text=True, timeout=600)
     return json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else {}
 
 
@@ -86,7 +95,7 @@ def thread_cpu(pid: int) -> dict[int, float]:
     return out
 
 
-def one_run(mode: str, n: int, work: Path) -> dict:
+def one_run(mode: str, n: int, work: Path, tree: Path = ROOT) -> dict:
     port = 20000 + os.getpid() % 10000
     url = f"http://127.0.0.1:{port}"
     argv = ["taskset", "-c", str(SERVER_CPU), sys.executable, "-m", "servers.jax", "--preset", "small",
@@ -94,7 +103,8 @@ def one_run(mode: str, n: int, work: Path) -> dict:
             "--matmul", mode]
     t0 = time.monotonic()
     log = open(work / f"server-{mode}.log", "w")
-    srv = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    srv = subprocess.Popen(argv, cwd=tree, env=tree_env(tree), stdout=log, stderr=subprocess.STDOUT,
+                           start_new_session=True)
     try:
         while True:
             if srv.poll() is not None:
@@ -155,12 +165,18 @@ def main() -> int:
     ap.add_argument("--variants", default="xla,auto", help="matmul modes, comma-separated (xla, ffi, auto)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--requests", type=int, default=8, help="measured requests per run (plus 2 warm-up)")
+    ap.add_argument("--tree", type=Path, default=ROOT,
+                    help="source tree whose servers.jax runs (an old checkout for an A/B; default this one)")
     opt = ap.parse_args()
     variants = [v for v in opt.variants.split(",") if v]
     bad = [v for v in variants if v not in ("xla", "ffi", "auto")]
     if bad or not variants or opt.rounds < 1 or opt.requests < 1:
         print(f"jax_batch1: --variants must name xla, ffi or auto (got {opt.variants!r}); --rounds and "
               "--requests must be >= 1", file=sys.stderr)
+        return 2
+    tree = opt.tree.resolve()
+    if not (tree / "servers" / "jax").is_dir():
+        print(f"jax_batch1: --tree: {tree} has no servers/jax", file=sys.stderr)
         return 2
     if (os.cpu_count() or 1) < 2:
         print("jax_batch1: needs 2 CPUs (server on CPU 0, client on CPU 1)", file=sys.stderr)
@@ -171,13 +187,13 @@ def main() -> int:
           f"{SERVER_CPU}, client CPU {CLIENT_CPU}; load average {os.getloadavg()[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="jax-batch1-") as tmp:
         for r in range(opt.rounds):
-            roof = read_roof()
+            roof = read_roof(tree)
             roofs.append(roof)
             best = max(roof.values()) if roof else None
             print(f"round {r + 1} read roof of CPU {SERVER_CPU}: "
                   + ", ".join(f"{k} GEMV {v / 1e9:.1f} GB/s" for k, v in roof.items()), flush=True)
             for mode in variants:
-                res = one_run(mode, opt.requests, Path(tmp))
+                res = one_run(mode, opt.requests, Path(tmp), tree)
                 res["round"], res["roof_Bps"] = r + 1, best
                 if "error" not in res and best:
                     res["mbu"] = nbytes / (res["tpot_p50_ms"] / 1e3) / best
@@ -200,7 +216,7 @@ def main() -> int:
         c = [x["server_cpu_ms_per_token"] for x in ok]
         summary[mode] = {"tpot_p50_ms": t, "mbu": m, "server_cpu_ms_per_token": c}
         print(f"{mode:7}  {_spread(t):28}  {_spread(m):19}  {statistics.median(c) if c else 'missing'}")
-    print(json.dumps({"bench": "jax_batch1", "evidence": "measured", "step_bytes": nbytes,
+    print(json.dumps({"bench": "jax_batch1", "evidence": "measured", "step_bytes": nbytes, "tree": str(tree),
                       "prompt": PROMPT, "output": OUTPUT, "rounds": opt.rounds, "requests": opt.requests,
                       "read_roof_Bps": roofs, "runs": runs, "summary": summary}))
     return 0

@@ -11,7 +11,7 @@ The machine is small (2 cores) and shared: a second worker competes with the ser
 first worker for the same cores, so "2 workers" measures this box, not Locust's scaling.
 Prints a table and ends with ONE JSON line.
 
-    python bench/locust_capacity.py [--quick] [--levels 32,128,256] [--duration 4]
+    python -m bench.locust_capacity [--quick] [--levels 32,128,256] [--duration 4]
 """
 from __future__ import annotations
 
@@ -22,9 +22,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 TOKENS = 128
 

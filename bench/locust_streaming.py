@@ -1,4 +1,5 @@
-"""Locust streaming user for bench/client_capacity.py (gevent process; never import aiohttp here).
+"""Locust streaming user for bench.client_capacity: a locustfile (`locust -f bench/locust_streaming.py`),
+never imported by another module (importing locust patches the process with gevent; no aiohttp here).
 
 Each user posts a streaming /v1/completions request through FastHttpUser and reads the SSE
 stream event by event (``readline(b"\\n\\n")`` on the raw response, not iter_content, which

@@ -6,7 +6,7 @@
                           then unique blocks; input 64-384 tokens, output 16-48
     chat-small.jsonl      the generic form: {timestamp, messages, max_tokens}, 24 requests
 
-    python bench/make_traces.py        (rewrites both files; the same bytes every time)
+    python -m bench.make_traces        (rewrites both files; the same bytes every time)
 """
 from __future__ import annotations
 

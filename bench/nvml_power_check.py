@@ -1,6 +1,6 @@
 """Check the NVML energy path on a GPU machine: counter vs. integrated instant power under a matmul load.
 
-    python bench/nvml_power_check.py [--gpu 0] [--idle 3] [--load 10] [--size 8192]
+    python -m bench.nvml_power_check [--gpu 0] [--idle 3] [--load 10] [--size 8192]
 
 Steps: probe how often nvmlDeviceGetTotalEnergyConsumption changes (polled at ~1 kHz for 1 s);
 idle baseline; a bf16 matmul loop on CUDA (torch, else jax) between measure_start/measure_end
@@ -18,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def unavailable(reason: str) -> int:

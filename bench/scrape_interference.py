@@ -17,7 +17,7 @@
 Prints a table and ends with one JSON line. The host's load average is printed beside it (the
 numbers move with other load on a shared box).
 
-    python bench/scrape_interference.py [--duration 30] [--rate 20] [--interval 1.0]
+    python -m bench.scrape_interference [--duration 30] [--rate 20] [--interval 1.0]
                                         [--modes off,process,thread] [--repeat 1]
 """
 from __future__ import annotations
@@ -34,10 +34,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from servers.vllm.metrics_fake import FakeVllmMetrics, exposition  # noqa: E402
-from servers.calib import CalibrationServer  # noqa: E402
+from servers.vllm.metrics_fake import FakeVllmMetrics, exposition
+from servers.calib import CalibrationServer
 
 LEGACY = "bench.scrape_interference:legacy_main"
 

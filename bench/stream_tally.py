@@ -11,23 +11,18 @@ shared host preempts the run, which wall time would count). Content figures are 
 hot path every run pays; the tool-call figures say what a tool-calling stream costs on top.
 Prints a table, then one JSON line. Wrap runs in ``flock /tmp/bench.lock`` on a shared host.
 
-    python bench/stream_tally.py [--chunks 4096] [--repeat 15]
+    python -m bench.stream_tally [--chunks 4096] [--repeat 15]
 """
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from loadgen.client.request import finish  # noqa: E402
-from loadgen.client.sse import SSEParser, StreamTally  # noqa: E402
-from loadgen.client.stream_step import StreamStep  # noqa: E402
-from loadgen.record import Record  # noqa: E402
+from loadgen.client.request import finish
+from loadgen.client.sse import SSEParser, StreamTally
+from loadgen.client.stream_step import StreamStep
+from loadgen.record import Record
 
 HEAD = '{"id":"chatcmpl-0123456789abcdef","object":"chat.completion.chunk","created":1733000000,' \
        '"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"delta":'

@@ -13,7 +13,7 @@
 Goal (issue 12): at 256 lockstep streams, TTFT error mean <= 3 ms and ITL p99 error <= 1.5 ms.
 Prints a table, ends with one JSON line.
 
-    python bench/timing_truth.py [--quick] [--levels 1,32,256] [--engines native,locust,locust1,procs2]
+    python -m bench.timing_truth [--quick] [--levels 1,32,256] [--engines native,locust,locust1,procs2]
     (procs2: the native engine with --procs 2 on CPUs 0-1, sharing CPU 0 with the server: labelled)
                                  [--stagger-levels 256] [--loop asyncio|uvloop] [--keep DIR]
 Needs: tcpdump (root or CAP_NET_RAW), dpkt, 2 CPUs.
@@ -33,13 +33,12 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from bench.wire import compare, http, pcap  # noqa: E402
-from bench.wire.capture import Capture, clock_offset_ns, counter_delta, tcp_counters  # noqa: E402
-from bench.wire.host import cpu_share, cpu_times, run_in_pty  # noqa: E402
-from bench.wire.report import profile_top, server_log_stats, table, tick_stats  # noqa: E402
-from bench.wire.scenario import scenario, write_prompts, write_scenario  # noqa: E402
+from bench.wire import compare, http, pcap
+from bench.wire.capture import Capture, clock_offset_ns, counter_delta, tcp_counters
+from bench.wire.host import cpu_share, cpu_times, run_in_pty
+from bench.wire.report import profile_top, server_log_stats, table, tick_stats
+from bench.wire.scenario import scenario, write_prompts, write_scenario
 
 SERVER_CPU, CLIENT_CPU = 0, 1
 TTFT_MS, ITL_MS, TOKENS = 50.0, 10.0, 128

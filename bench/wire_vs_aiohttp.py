@@ -14,7 +14,7 @@ per chunk (wire: split into the hot path and the after-the-fact fill_record), an
 the loop read each segment after the kernel stamped it (what a user-space stamp would have been
 off by) and how many reads carried more than one token chunk. Prints a table, then one JSON line.
 
-    python bench/wire_vs_aiohttp.py [--levels 32,256] [--rounds 2] [--tokens 128] [--ttft-ms 50]
+    python -m bench.wire_vs_aiohttp [--levels 32,256] [--rounds 2] [--tokens 128] [--ttft-ms 50]
                                     [--itl-ms 10] [--no-pin] [--fill sliced|inline] [--mux epoll|loop]
 """
 from __future__ import annotations
@@ -26,19 +26,15 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from loadgen.client.client import Client, ClientConfig, RequestSpec, build_base_body  # noqa: E402
-from loadgen.client.clientload import gc_hold, gc_release  # noqa: E402
-from loadgen.client.request import request_body, request_headers  # noqa: E402
-from loadgen.client.request import finish  # noqa: E402
-from loadgen.client.sse import StreamTally  # noqa: E402
-from loadgen.client.wire.fill import fill_record  # noqa: E402
-from loadgen.client.wire.pool import WirePool  # noqa: E402
-from servers.calib import CalibrationServer  # noqa: E402
+from loadgen.client.client import Client, ClientConfig, RequestSpec, build_base_body
+from loadgen.client.clientload import gc_hold, gc_release
+from loadgen.client.request import request_body, request_headers
+from loadgen.client.request import finish
+from loadgen.client.sse import StreamTally
+from loadgen.client.wire.fill import fill_record
+from loadgen.client.wire.pool import WirePool
+from servers.calib import CalibrationServer
 
 SERVER_CPU, CLIENT_CPU = 0, 1
 MUX = "epoll"

@@ -29,6 +29,7 @@ Run: ``python -m bench.compat.models [--force] [--only hf|gguf|vision]`` (prints
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import sys
@@ -168,11 +169,25 @@ def make_hf(force: bool = False) -> Path:
 # --- GGUF --------------------------------------------------------------------------------------
 
 def _import_gguf():
-    vend = sorted((cache_dir() / "llama.cpp").glob("llama_cpp_python-*/vendor/llama.cpp/gguf-py"))
-    if vend:
-        sys.path.insert(0, str(vend[-1]))
-    import gguf
-    return gguf
+    """llama.cpp's own ``gguf`` package: the copy vendored in the llama-cpp-python sdist that
+    ``bench.compat.install`` unpacked (it matches the llama-server built from it), loaded from its
+    directory as the top-level package ``gguf`` without adding that tree to sys.path; else an installed one."""
+    if "gguf" in sys.modules:
+        return sys.modules["gguf"]
+    vend = sorted((cache_dir() / "llama.cpp").glob("llama_cpp_python-*/vendor/llama.cpp/gguf-py/gguf"))
+    if not vend:
+        import gguf
+        return gguf
+    spec = importlib.util.spec_from_file_location("gguf", vend[-1] / "__init__.py",
+                                                  submodule_search_locations=[str(vend[-1])])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["gguf"] = mod                       # its own `from .constants import *` resolve here
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop("gguf", None)
+        raise
+    return mod
 
 
 def _permute(w: np.ndarray, n_head: int) -> np.ndarray:

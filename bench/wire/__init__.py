@@ -12,5 +12,8 @@
       ─► compare.errors: client-minus-wire TTFT and ITL (durations on each side's own clock)
 
 Pure parts (pcap, http, compare) are tested in tests/bench/test_wire.py on synthetic captures;
-capture.py and scenario.py drive tcpdump and ``loadgen run`` for bench/timing_truth.py.
+capture.py and scenario.py drive tcpdump and ``loadgen run`` for ``python -m bench.timing_truth``; host.py
+and report.py are that bench's CPU accounting and table.
+
+Imports: the standard library, dpkt (pcap frames) and its own modules; ``loadgen run`` only as a subprocess.
 """

@@ -1,0 +1,33 @@
+"""Benchmarks and measurement harnesses (not tests): each module is one bench, run from the repository root as
+
+    python -m bench.NAME [--help]            e.g. python -m bench.timing_truth --quick
+
+What is here:
+    timing_truth          loadgen's TTFT/ITL against a loopback packet capture (bench.wire: pcap → TCP →
+                          HTTP → SSE → per-request errors), native, --procs and --engine locust
+    capacity_vs_mlperf_endpoints, client_capacity, locust_capacity, wire_vs_aiohttp, stream_tally,
+    ab_run                the client's speed: events/s and CPU per event, against peers and against an
+                          older revision (ab_run: a git worktree imported through PYTHONPATH in the child)
+    hostile               what loadgen survives: every case of servers/hostile × transport (also the
+                          harness of tests/loadgen/client/test_hostile.py)
+    scrape_interference   whether scraping /metrics disturbs the client's timing
+    report_speed          how fast and how small reading a big run is (loadgen report, open_run)
+    decode_roofline, decode_profile, ffi_matmul, jax_batch1, engine_vs_llama_cpp
+                          the built-in JAX server: decode roofline, per-op profile, FFI matmul kernel,
+                          batch-1 over HTTP (--tree DIR: an old checkout's server, same sitting), and
+                          against llama.cpp
+    nvml_power_check      the NVML energy path on a GPU host; gpu_check.sh runs the GPU checks in one go
+    make_traces           writes scenarios/traces/ (seeded)
+    locust_streaming.py   a locustfile (`locust -f bench/locust_streaming.py`), never imported
+    compat/               real servers (vLLM, llama.cpp, transformers): install, models, record fixtures,
+                          the compatibility matrix (python -m bench.compat.matrix)
+    wire/                 the packet-capture reader and comparison behind timing_truth
+    results/              what the benches printed, dated (the figures docs/benchmarks.md quotes)
+
+Imports: bench may import loadgen, analysis, servers and itself; nothing imports bench but tests/bench
+and tests/loadgen/client/test_hostile.py (the hostile harness). bench never imports tests/ and never edits
+sys.path: it is a package found from the repository root (the current directory under `python -m`). A bench
+that measures another source tree (ab_run --base, timing_truth --loadgen-root, jax_batch1 --tree) runs that
+tree in a subprocess with cwd and PYTHONPATH set to it. Timing benches want a quiet host (pin, flock
+/tmp/bench.lock); the suite never runs them.
+"""
