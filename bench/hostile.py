@@ -52,6 +52,7 @@ EXPECT: dict[str, tuple[tuple[str, ...], int]] = {
     "echo_secret_cut": (("http",), 3),
     "echo_secret_stream": (("server_error",), 3),
     "echo_secret_sut": (("ok",), 0),
+    "echo_headers_400": (("http",), 3),
     "redirect_307": (("redirect",), 3),
     "reset": (("connection",), 3),
     "reset_before_status": (("connection",), 3),

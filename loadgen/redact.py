@@ -7,11 +7,17 @@
 
 A server that echoes the Authorization header into an error body, a stream's error event or a
 response header cannot get the key into a file or onto the terminal: the redaction runs on the
-final text, whatever path it took. Secret header names: ``SECRET_NAME`` (authorization, *key*,
-*token*, *secret*, cookie, password). A value is registered whole and, for ``Bearer x`` / ``Basic
-x``, also its credential ``x``; values shorter than ``MIN_LEN`` are not registered (redacting two
-letters everywhere would garble the output). Its JSON-escaped form is registered too. Process-wide:
-Locust workers register in their own process.
+final text, whatever path it took. Process-wide: Locust workers register in their own process.
+
+THE rule (docs/secrets.md), one for every writer: a name is secret when it contains one of
+``SECRET_WORDS`` (auth, key, token, secret, passw, cookie, credential; any case): the values of
+such request headers (api.headers: ``X-Auth``, ``X-Api-Key``, ``Authorization``, ``Cookie``),
+managed-server args/env keys in scenario.yaml, and URL query parameters (``?api_key=...``:
+``register_url``). A URL's user:password@ is refused up front (loadgen.scenario.target), never
+sent or written. A value is registered whole and, for ``Bearer x`` / ``Basic x``, also its
+credential ``x``; values shorter than ``MIN_LEN`` are not registered alone (redacting two letters
+everywhere would garble the output) — a query parameter's ``name=value`` is, whatever its length.
+Its JSON-escaped form is registered too.
 """
 from __future__ import annotations
 
@@ -23,7 +29,13 @@ from typing import Iterable, Optional
 MASK = "[REDACTED]"
 MIN_LEN = 6
 PREFIX = 8                       # a secret cut short still shows this many leading characters
-SECRET_NAME = re.compile(r"authorization|key|token|secret|cookie|password", re.I)
+SECRET_WORDS = ("auth", "key", "token", "secret", "passw", "cookie", "credential")
+SECRET_NAME = re.compile("|".join(SECRET_WORDS), re.I)
+
+
+def secret_name(name) -> bool:
+    """THE rule: a header, parameter, argument or variable name whose value is a secret."""
+    return bool(SECRET_NAME.search(str(name)))
 
 _lock = threading.Lock()
 _secrets: tuple = ()             # longest first, so a credential inside its header value goes last
@@ -53,7 +65,28 @@ def register(*values: Optional[str]) -> None:
 
 def register_headers(headers: dict) -> None:
     """Register the values of every header whose name looks secret."""
-    register(*(str(v) for k, v in headers.items() if SECRET_NAME.search(str(k))))
+    register(*(str(v) for k, v in headers.items() if secret_name(k)))
+
+
+def register_url(url: Optional[str]) -> None:
+    """Register the secret-looking query parameters of ``url`` (``?api_key=v``): ``v`` and
+    ``api_key=v`` (raw and percent-decoded), so the URL is masked wherever it is written."""
+    if not url or "?" not in url:
+        return
+    from urllib.parse import unquote, urlsplit
+    global _secrets
+    new = set(_secrets)
+    for pair in urlsplit(url).query.split("&"):
+        name, eq, value = pair.partition("=")
+        if not eq or not value or not secret_name(unquote(name)):
+            continue
+        for form in {pair, f"{unquote(name)}={unquote(value)}"}:
+            new.add(form)
+        for v in {value, unquote(value)}:
+            if len(v) >= MIN_LEN:
+                new.add(v)
+    with _lock:
+        _secrets = tuple(sorted(new, key=len, reverse=True))
 
 
 def secrets() -> tuple:

@@ -87,7 +87,7 @@ def _worker_pids(locust_dir: Path) -> dict[int, int]:
 
 class LocustRun:
     def __init__(self, sc, opts: LocustOptions, progress=None):
-        from loadgen.locust_engine.plan import users_for
+        from loadgen.run.senders.plan import users_for
         from loadgen.run.outcome import prepare
         from loadgen.run.runner import Run
         from loadgen.scenario.model import ScenarioError
@@ -132,9 +132,9 @@ class LocustRun:
 
     def execute(self):
         from loadgen.targets.managed import ManagedServer
-        from loadgen.run.rundir import resolved_yaml
+        from loadgen.run.rundir import claim, resolved_yaml
         r, run_dir = self.run, self.prep.run_dir
-        run_dir.mkdir(parents=True, exist_ok=True)
+        claim(run_dir)      # made and locked: a second run here at once gets exit 2 (rundir.py)
         self.dir.mkdir(exist_ok=True)
         (run_dir / "scenario.yaml").write_text(resolved_yaml(self.sc), encoding="utf-8")
         old = {}
@@ -195,8 +195,8 @@ class LocustRun:
                     self.procs.append(_spawn(_argv(
                         "worker", o, "--records-dir", str(self.dir), "--master-host",
                         "127.0.0.1", "--master-port", str(port)), self.dir / f"worker.{i}.log"))
-        from loadgen.locust_engine.merge import Follower
-        from loadgen.locust_engine.plan import Plan
+        from loadgen.locust_engine.results import Follower
+        from loadgen.run.senders.plan import Plan
         follow = Follower(self.dir)
         if self.progress is not None:
             plan = Plan(self.sc)
@@ -243,8 +243,9 @@ class LocustRun:
     def _finish(self):
         """The workers' records merged, then meta.json from (Prepared, Outcome) as the native
         engine's (loadgen.run.meta.run_meta), device.json, summary.json."""
-        from loadgen.locust_engine.merge import clock_info, merge, transport_info
-        from loadgen.locust_engine.plan import Plan
+        from loadgen.locust_engine.results import merge, transport_info
+        from loadgen.run.senders.clock import clock_info
+        from loadgen.run.senders.plan import Plan
         from loadgen.run.calibration import freeze_device
         from loadgen.run.meta import run_meta, write_meta
         from loadgen.run.outcome import Outcome
@@ -290,7 +291,8 @@ class LocustRun:
             client_transport=transport_info(reports),
             locust={"workers": n, "users": st.get("users"), "role": st.get("role"),
                     "users_by_worker": st.get("users_by_worker"),
-                    "clock": clock_info(reports),
+                    "clock": clock_info({str(x["index"]): x["clock"] for x in reports
+                                         if x.get("clock") and "index" in x}),
                     "worker_status": {str(k): v for k, v in sorted(status.items())},
                     "worker_exit_codes": {str(pids.get(p, p)): c for p, c in self.exits.items()},
                     "worker_reports": reports, "merge": counts, "error": st.get("error"),

@@ -25,7 +25,8 @@ from loadgen.scenario.workload import WorkloadPlan, build_workload
 @dataclass(frozen=True)
 class Prepared:
     """Everything fixed before the first request. Errors (ScenarioError) come before any I/O but
-    the output directory's check (rundir.run_dir_for)."""
+    the output directory's check (rundir.run_dir_for); each engine claims the run directory
+    (rundir.claim: made and locked for this process, so two runs never share one) as it starts."""
     sc: Scenario
     plan: WorkloadPlan
     schedule: Schedule

@@ -6,11 +6,15 @@
         records.jsonl, sut.json, meta.json, power.jsonl   (written by runner.py and friends)
         summary.json    analysis.metrics.summary.store_summary(run_dir, meta)
     JSON files are written atomically (loadgen.run.storage); output.dir is checked first
+    claim(run_dir): the directory made and flock'd for the run's length (one run at a time: a
+        second run of the same output.dir/run_name gets one line, exit 2; the lock dies with
+        the process, kill -9 included); a directory that already holds records.jsonl is refused
         report.md/html  analysis.report.report.write_report (output.report: full | text | none)
 """
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import time
@@ -23,7 +27,6 @@ from loadgen import redact
 from loadgen.run.storage import StorageError, atomic_write_text, check_output_dir
 from loadgen.scenario.model import Scenario, ScenarioError
 
-SECRET_WORDS = ("auth", "key", "token", "secret", "cookie", "password")
 
 
 def run_dir_for(sc: Scenario) -> Path:
@@ -42,21 +45,62 @@ def run_dir_for(sc: Scenario) -> Path:
     return d
 
 
+_claims: dict[str, int] = {}     # resolved run dir ─► the open directory fd holding its flock
+
+
+def claim(d: Path) -> None:
+    """Hold run directory ``d`` for this process: made if absent, then ``flock(LOCK_EX |
+    LOCK_NB)`` on the directory itself (no lock file; released when the process ends, however
+    it ends). Another run holding it, or records.jsonl already in it: ScenarioError, one line.
+    Idempotent within a process; ``release(d)`` ends the claim."""
+    key = str(d.resolve())
+    if key in _claims:
+        return
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise ScenarioError(f"output.run_name: cannot create {d} "
+                            f"({e.strerror or type(e).__name__})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ScenarioError(f"output.run_name: {d} is in use by another loadgen run right now; "
+                            "choose another name") from None
+    if (d / "records.jsonl").exists():         # a run that ended while this one checked
+        os.close(fd)
+        raise ScenarioError(f"output.run_name: {d} already holds a run (records.jsonl); "
+                            "choose another name or remove it")
+    _claims[key] = fd
+
+
+def release(d: Path) -> None:
+    """End this process's claim on ``d`` (no-op without one)."""
+    fd = _claims.pop(str(d.resolve()), None)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def resolved_yaml(sc: Scenario) -> str:
     """The scenario as run (defaults and overrides applied), secret-looking values redacted."""
     tree = sc.model_dump(mode="json")
     server = (tree.get("target") or {}).get("server") or {}
     for d in ((tree.get("api") or {}).get("headers"), server.get("args"), server.get("env")):
         for k in d or {}:
-            if any(w in k.lower() for w in SECRET_WORDS):
+            if redact.secret_name(k):             # THE rule (loadgen.redact)
                 d[k] = "<redacted>"
-    return yaml.safe_dump(tree, sort_keys=False)
+    return redact.redact(yaml.safe_dump(tree, sort_keys=False))   # and every registered value
 
 
 def api_key(sc: Scenario) -> Optional[str]:
-    """The key from ``api.api_key_env``; it and every secret-looking ``api.headers`` value are
-    registered with ``loadgen.redact`` here, before anything of the run is written."""
+    """The key from ``api.api_key_env``; it, every secret-looking ``api.headers`` value and the
+    target URLs' secret query parameters are registered with ``loadgen.redact`` here, before
+    anything of the run is written."""
     redact.register_headers(sc.api.headers)
+    for url in [sc.target.url, *(sc.target.urls or []), sc.target.metrics_path]:
+        redact.register_url(url)              # ?api_key=...: masked wherever it is written
     name = sc.api.api_key_env
     if not name:
         return None

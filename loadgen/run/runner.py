@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from analysis.roofline import host_load
 from loadgen.client import eventloop
 from analysis.metrics import slo as slo_mod
 from loadgen.targets import fit as fit_mod
@@ -45,7 +46,7 @@ from loadgen.targets.managed import ManagedServer, ServerStartError
 from loadgen.run.progress import RunProgress
 from loadgen.record import RecordWriter, now_ns
 from loadgen.run.storage import atomic_write_text
-from loadgen.run.rundir import resolved_yaml, summarize_dir, write_json
+from loadgen.run.rundir import claim, release, resolved_yaml, summarize_dir, write_json
 from loadgen.scenario.model import Scenario, ScenarioError
 from loadgen.scenario.schedule import Schedule
 from loadgen.targets.scrape import ServerMetricsScraper
@@ -55,7 +56,7 @@ from loadgen.run.meta import run_meta, write_meta
 from loadgen.run.outcome import Outcome, Prepared, prepare
 from loadgen.run.power_hook import PowerHook
 from loadgen.run.procs.parent import Senders
-from loadgen.run.procs.partition import for_run as processes_for
+from loadgen.run.senders.partition import for_run as processes_for
 from loadgen.run.sessions import SessionDriver
 
 T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
@@ -110,10 +111,11 @@ class Run:
 
     # -- sync shell: run dir, managed server ----------------------------------------------
     def execute(self) -> RunResult:
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        claim(self.run_dir)        # made and locked: a second run here at once gets exit 2
         atomic_write_text(self.run_dir / "scenario.yaml", resolved_yaml(self.sc))
         meta: dict = {}
         self._saved_handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        first: Optional[BaseException] = None     # what ended the run, if it failed
         try:
             with contextlib.ExitStack() as stack:
                 base_url = self.sc.target.primary_url
@@ -130,23 +132,38 @@ class Run:
                     base_url = self.server.base_url
                 stack.enter_context(self.client_affinity())
                 eventloop.run(self._main(base_url.rstrip("/")))
+        except BaseException as e:
+            first = e
+            raise
         finally:
-            if self.writer is not None and self.hurry:   # a second signal: meta.json, then out
-                meta = write_meta(self.run_dir, self.meta())
-            elif self.writer is not None:  # the load phase began: its files are always finished
-                meta = write_meta(self.run_dir, self.meta())
-                own = self.server is not None and self.shared_server is None  # stopped by now
-                meta["calibration"] = freeze_device(self.run_dir, own and not self.crashed)
-                meta = write_meta(self.run_dir, meta)                 # device.json written
-                try:
-                    self.summary = summarize_dir(self.run_dir, meta, self.sc.output.report)
-                except Exception:
-                    if not self.crashed:  # after a crash, the crash is the error to show
-                        raise
+            try:
+                meta = self._finish(meta)
+            except OSError:     # a full disk: records.jsonl failed first, that is the error shown
+                if first is None:
+                    raise
             for sig, handler in self._saved_handlers.items():   # the second-signal handler off
                 with contextlib.suppress(ValueError, TypeError):
                     signal.signal(sig, handler)
+            release(self.run_dir)            # the claim (rundir.claim) ends with the run
         return RunResult(self.run_dir, meta, self.summary, bool(self.interrupted))
+
+    def _finish(self, meta: dict) -> dict:
+        """meta.json, device.json, summary.json once the load phase began (a second signal:
+        meta.json only)."""
+        if self.writer is None:
+            return meta
+        meta = write_meta(self.run_dir, self.meta())
+        if self.hurry:
+            return meta
+        own = self.server is not None and self.shared_server is None  # stopped by now
+        meta["calibration"] = freeze_device(self.run_dir, own and not self.crashed)
+        meta = write_meta(self.run_dir, meta)                 # device.json written
+        try:
+            self.summary = summarize_dir(self.run_dir, meta, self.sc.output.report)
+        except Exception:
+            if not self.crashed:  # after a crash, the crash is the error to show
+                raise
+        return meta
 
     @contextlib.contextmanager
     def client_affinity(self):
@@ -318,6 +335,7 @@ class Run:
         self.power.mark("measure_start")
         await self.scraper.mark("measure_start")
         self.cpu.start()
+        self.host_at_t0 = host_load.snapshot()       # the whole host's load (issue 29 item 12)
         self.t0 = now_ns() + (T0_LEAD_NS if ld.mode in ("server", "trace") else 0)
         if self.probe_stream is not None:
             self.probe_stream.start_beside(self.t0)
@@ -332,6 +350,7 @@ class Run:
         else:
             await d.closed(next_spec, cap or 1, self.t0, ld.num_requests, ld.duration_s)
         self.end = now_ns()
+        self.host_load = host_load.over_run(self.host_at_t0)
         if self.probe_stream is not None:     # no new probe; those in flight end
             await self.probe_stream.finish()
         self.power.mark("measure_end")
@@ -403,7 +422,9 @@ class Run:
     def meta(self) -> dict:
         """meta.json: what was prepared and how it went (loadgen.run.meta.run_meta)."""
         out = self.outcome()
-        return run_meta(self.prepared, self.senders.outcome(out) if self.senders else out)
+        meta = run_meta(self.prepared, self.senders.outcome(out) if self.senders else out)
+        meta["host_load"] = getattr(self, "host_load", None)   # busy host vs saturated client
+        return meta
 
 def run_scenario(sc: Scenario, progress: Optional[RunProgress] = None,
                  server: Optional[ManagedServer] = None) -> RunResult:

@@ -4,7 +4,8 @@
                                  ─► no_bool(): true/false is not a number (concurrency: true refused)
                                  ─► at_most(): UPPER[(model, field)], a range this machine can run
     Load ─► check_plan(): a planned run (offline, server, trace) holds every request before t0
-    Output.run_name ─► check_run_name(): stays inside output.dir
+    Output.run_name ─► check_run_name(): stays inside output.dir; parts ≤ MAX_NAME_BYTES
+    Scenario.name ─► check_name(): ≤ MAX_NAME_BYTES (the run directory's default name holds it)
     trace / sessions files ─► MAX_TOKENS, MAX_PROMPT_CHARS, MAX_FILE_ROWS per line
 
 A number over its bound is one line naming the field (``load.duration_s: must be at most 604,800
@@ -130,13 +131,32 @@ def check_plan(load) -> None:
                          "(docs/limits.md; load.mode concurrency has no such limit)")
 
 
+MAX_NAME_BYTES = 200          # output.run_name's parts and the scenario's name (+ "-x3", a time)
+MAX_RUN_NAME_BYTES = 1024     # output.run_name as a whole (a path of such parts)
+
+
+def check_name(name: str) -> str:
+    """The scenario's ``name``: a run directory's default name is ``{time}-{name}``, so it must
+    fit one file name (NAME_MAX 255 bytes, with room for the time and a suffix)."""
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise ValueError(f"at most {MAX_NAME_BYTES} bytes (it names the run directory; "
+                         "docs/limits.md)")
+    return name
+
+
 def check_run_name(name):
-    """``output.run_name`` is a relative path that stays inside ``output.dir``."""
+    """``output.run_name`` is a relative path that stays inside ``output.dir``, each part of it
+    one file name the file system takes (at most MAX_NAME_BYTES bytes)."""
     if name is None:
         return name
     p = PurePath(name)
     if not name.strip() or "\0" in name:
         raise ValueError("must be a non-empty name")
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_RUN_NAME_BYTES or any(len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
+                                        for part in p.parts):
+        raise ValueError(f"{size} bytes: each part of the name at most {MAX_NAME_BYTES} bytes, "
+                         f"the whole at most {MAX_RUN_NAME_BYTES} (docs/limits.md)")
     if p.is_absolute() or name.startswith(("/", "\\", "~")):
         raise ValueError(f"'{name}' is an absolute path: give a name inside output.dir")
     if ".." in p.parts or ".." in name.replace("\\", "/").split("/"):

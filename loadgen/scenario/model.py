@@ -372,6 +372,11 @@ class Scenario(Strict):
     output: Output = Field(default_factory=Output)
     client: Client = Field(default_factory=Client)
 
+    @field_validator("name")
+    @classmethod
+    def _name_fits(cls, v: str) -> str:
+        return limits.check_name(v)
+
     @model_validator(mode="after")
     def _sweep_mode(self) -> "Scenario":
         sw = self.sweep

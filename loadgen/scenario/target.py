@@ -77,6 +77,13 @@ class ServerSpec(Strict):
 def _check_base_url(v: str) -> str:
     """An http(s):// base URL; one that ends in /v1 is the API's root, not the server's."""
     p = urlsplit(v)
+    if "@" in p.netloc:             # never echoed: the password would land on the terminal
+        raise ValueError("holds credentials (user:password@host): loadgen neither sends nor "
+                         "writes them; give api.headers.Authorization or api.api_key_env "
+                         "instead (docs/secrets.md)")
+    if p.query or p.fragment:       # loadgen appends /v1/...: a query here is never sent right
+        raise ValueError("has a query string or fragment (?... / #...): give the server's base "
+                         "URL; secrets go in api.headers or api.api_key_env (docs/secrets.md)")
     if p.scheme not in ("http", "https") or not p.netloc:
         hint = f"http://{v}" if "://" not in v else "http://HOST:PORT"
         raise ValueError(f"'{v}' is not an http:// or https:// URL (e.g. {hint})")

@@ -20,6 +20,7 @@ Cases (the failure kind a client should record; see docs/survives.md):
                        characters more on each request: a snippet cut anywhere cuts a key copy
   echo_secret_stream   200 SSE with two tokens, then an error event echoing the Authorization
                        header (and an X-Echo-Authorization response header)
+  echo_headers_400     400 whose JSON body echoes every request header (X-Auth, Cookie...)
   echo_secret_sut      a normal stream, but /v1/models, /info, /version, /props echo both secret
                        headers in their JSON and in X-Echo-* response headers
   redirect_307         every request: 307 to the same path on a second loopback listener, which
@@ -320,3 +321,14 @@ CASES: dict[str, Callable] = {f.__name__: f for f in (
     redirect_307, reset, reset_before_status, bad_chunk_size, non_http_reply, short_content_length,
     gzip_stream, deflate_stream, invalid_utf8, http10_close, slowloris, never_answers)}
 CASES["echo_secret_sut"] = normal        # its hostility is on the GET paths (below)
+
+
+async def echo_headers_400(req, reader, writer):
+    """400 whose JSON body echoes every request header, whatever its name (X-Auth, Cookie...)."""
+    said = " ".join(f"{k}: {v}" for k, v in req.headers.items())
+    writer.write(json_answer({"error": {"message": f"bad request; you sent {said}"}},
+                             "400 Bad Request"))
+    return True
+
+
+CASES["echo_headers_400"] = echo_headers_400
