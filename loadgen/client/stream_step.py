@@ -5,7 +5,7 @@
             [gzip | deflate: zlib, output bounded per call] ─► sse.SSEParser (linear, event cap)
             ─► every data event: StreamTally.add_bytes (msgspec typed decode; generic parse
                when it does not fit) ─► rec.chunks.append([t, n])
-            ─► [DONE]: rec ok, end_at_ns; error event / error object: ``server_error``;
+            ─► [DONE]: rec ok, end_at_ns; nothing after it is counted (``done``); error event / error object: ``server_error``;
                not SSE / bad JSON: ``protocol``; an event over ``max_event_bytes`` or more events
                than ``max_events``: ``too_large``
         end(t)           the body ended (message complete): the pending event, then ok | incomplete
@@ -104,7 +104,7 @@ class StreamStep:
 
     # ------------------------------------------------------------------ input
     def feed(self, t: int, data: bytes) -> bool:
-        if self.settled or not data:
+        if self.settled or self.done or not data:        # [DONE] ended the record: the rest is not
             return self.settled
         if self._zip is not None:
             return self._inflate(t, data)
@@ -116,6 +116,8 @@ class StreamStep:
         finished responses; returns the index after the last piece fed (early when settled).
         Data events are handled inline (``_events``' rules); from the first other event of a
         read on ([DONE], a named event, a refused line) the rest of that read goes to ``_events``."""
+        if self.done:
+            return stop                                  # after [DONE]: nothing more is counted
         if self._zip is not None or self.settled:
             while i < stop and not self.settled:
                 t, piece = reads[i]
@@ -160,8 +162,8 @@ class StreamStep:
                     self._last_t, self._tok_in_read = last_t, tin
                     settled = self._events(evs[k:], t)
                     last_t, tin = self._last_t, self._tok_in_read
-                    if settled:
-                        return j + 1
+                    if settled or self.done:
+                        return stop if self.done and not settled else j + 1
                 elif len(chunks) > most:
                     self._too_many(t)
                     return j + 1
@@ -174,6 +176,8 @@ class StreamStep:
         self._read_done()
         if self.settled:
             return
+        if self.done:                                   # [DONE] came: what follows is not counted
+            return end_stream(self.rec, self.tally, True, t)
         if self._zip is not None:
             try:
                 rest = self._zip.flush()
@@ -190,7 +194,7 @@ class StreamStep:
     def _inflate(self, t: int, data: bytes) -> bool:
         z = self._zip
         try:
-            while data and not self.settled:
+            while data and not self.settled and not self.done:
                 out = z.decompress(data, self._chunk_cap)    # bounded output per call (bombs)
                 data = z.unconsumed_tail
                 if out:
@@ -224,7 +228,7 @@ class StreamStep:
                         self._fail("server_error", error_message(self.tally.error), t)
                         break
                 elif self._other(ev, t):
-                    break
+                    break                            # settled, or [DONE]
         except ValueError as e:                      # sse.loads / a chunk that is not an object
             what = ev[:120] if isinstance(ev, bytes) else ev
             self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {what!r}", t)
@@ -235,11 +239,10 @@ class StreamStep:
 
     def _other(self, ev: Any, t: int) -> bool:
         """[DONE], a named event, a refused line: True when it settles the record."""
-        if ev is DONE:
-            if not self.done:
-                self.done = True
-                self.rec.end_at_ns, self.rec.status = t, "ok"
-            return False
+        if ev is DONE:                                  # the record's end: nothing after it counts
+            self.done = True
+            self.rec.end_at_ns, self.rec.status = t, "ok"
+            return True
         if ev.__class__ is NamedEvent:
             if ev.event == "error":
                 self._append([t, 0])

@@ -1,26 +1,17 @@
-"""gconn: one socket of a Locust user's client (gwire.py), every read stamped by the kernel.
+"""gconn: one socket of a Locust user's client (gwire.py): the gevent driver of the wire exchange.
 
     GConn.exchange(bytes, resp, rec, tally, stream, limits) (the user's greenlet): the
     process's reader pumped first (what is ready is read before this send), sent_at_ns
     immediately before the send, then the socket is handed to the reader (reader.py) and the
-    greenlet waits on ``done`` ONCE, until the answer is complete, EOF or a failure:
-      Reader ─► GConn.recv then GConn.process (inline, no greenlet switch per read; the
-      reader reads every ready socket before it processes any read; on_readable does both):
-        sock.recvmsg(BUFSIZE, ANCBUFSIZE) (a plain non-blocking socket), the user time of it
-        ─► SCM_TIMESTAMPNS (REALTIME) − clock.offset_ns ─► t   (kstamp.ClockMap; no cmsg: the
-           user-space time of the read) ─► WireResponse counters (kernel reads, read lag)
-        ─► httptools.HttpResponseParser.feed_data (C) ─► status, headers, that read's body pieces
-        ─► streamed 2xx: stream_step.StreamStep.feed(t, piece) at once (THE stream step; settled:
-           stop, close); anything else held in ``resp.reads`` for gwire.fill (≤ max_body_bytes)
-        ─► over: the reader lets go of the socket, ``done`` set (the user finishes its record)
-
-What ``loadgen.client.wire.conn.Conn.on_readable`` does: the same header cap
-(api.limits.max_header_bytes), the same EOF rule (a read-until-close body ends at EOF, anything
-else is a ``connection`` failure), ``Keep-Alive: timeout=N`` (reuse within N − 1 s), ``stale``
-(a REUSED socket that failed before any byte of the answer). Without a reader (the tests'
-recorded streams: a socket that never blocks) ``exchange`` calls on_readable itself.
-``process_stamps()``: the worker process's kstamp.Stamps (host-wide switch held on, clock offset
-measured once and re-checked every 512 responses; what the reads showed, for meta.json).
+    greenlet waits on ``done`` ONCE, until the exchange is over:
+      Reader ─► GConn.recv (recvmsg + the user time of it; the reader reads every ready socket
+      before it processes any) then GConn.process: SCM_TIMESTAMPNS (REALTIME) − clock.offset_ns
+      ─► t (kstamp.ClockMap; no cmsg: the user time) ─► Exchange.feed(t, bytes) (every HTTP/1.1
+      rule: loadgen.client.wire.exchange, the asyncio wire transport's too), a streamed 2xx fed
+      to stream_step.StreamStep inline ─► over: the reader lets go, ``done`` set
+    [DONE] with the message still open: the greenlet wakes and waits DONE_GRACE_S at most more.
+Without a reader (the tests' recorded streams: a socket that never blocks) ``exchange`` reads
+it straight through itself. ``process_stamps()``: the worker process's kstamp.Stamps.
 No asyncio and no geventhttpclient: plain sockets, gevent waits and httptools only.
 """
 from __future__ import annotations
@@ -28,13 +19,13 @@ from __future__ import annotations
 import socket
 from typing import Optional
 
-import httptools
 from gevent.event import Event
 from gevent.socket import wait_write
 
 from loadgen.client.sse import StreamTally
-from loadgen.client.stream_step import Limits, StreamStep, body_too_large
+from loadgen.client.stream_step import Limits, StreamStep
 from loadgen.client.wire import kstamp
+from loadgen.client.wire.exchange import DONE_GRACE_S, GOING, Exchange
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.record import Record, now_ns
 
@@ -59,10 +50,8 @@ def process_stamps() -> kstamp.Stamps:
 
 
 class GConn:
-    """One socket and the httptools parser of the exchange on it (the parser's protocol).
-    ``reader`` (reader.Reader): the process's one reader reads it while an exchange is in
-    flight, the user's greenlet waits on ``done`` once; None (a socket that never blocks, as
-    the tests' recorded streams): ``exchange`` reads it straight through itself."""
+    """One socket, one Exchange at a time (module doc). ``reader``: the process's reader, or
+    None (a socket that never blocks: ``exchange`` reads it through itself)."""
 
     def __init__(self, sock, key: tuple, clock: Optional[kstamp.ClockMap],
                  keepalive_ns: int = KEEPALIVE_NS, reader=None):
@@ -71,24 +60,20 @@ class GConn:
         self.keepalive_ns = keepalive_ns
         self.reused = self.closed = self.active = False
         self.idle_since_ns = 0
-        self.resp: Optional[WireResponse] = None
-        self.step: Optional[StreamStep] = None
+        self.ex: Optional[Exchange] = None
         self.reader = reader
         self.done = Event() if reader is not None else None
 
-    # ------------------------------------------------------------------ one exchange
     def exchange(self, data: bytes, resp: WireResponse, rec: Record, tally: StreamTally,
                  stream: bool, limits: Limits) -> None:
         """Send ``data``, then read the answer into ``resp`` (a streamed 2xx body straight into
-        ``rec`` through a StreamStep, kept in ``resp.step``) until complete, EOF or a failure.
-        Failures land on ``resp`` (never raises but gevent.Timeout / GreenletExit)."""
+        ``rec``, its step kept in ``resp.step``). Failures land on ``resp`` (never raises but
+        gevent.Timeout / GreenletExit)."""
         resp.new_connection = not self.reused
-        self.resp, self.rec, self.tally, self.stream, self.limits = resp, rec, tally, stream, limits
-        self.step, self.nbytes, self.t, self.until_close = None, 0, 0, False
-        self._hdrs: list = []
-        self._pieces: list = []
-        self.parser = httptools.HttpResponseParser(self)
-        self.active = True
+        resp.stream, resp.max_body_bytes = stream, limits.max_body_bytes
+        self.ex = Exchange(resp, self.reused, lambda r: StreamStep(
+            rec, tally, limits, r.headers.get("content-encoding")))
+        self.active, self.grace = True, False
         if self.reader is not None:
             self.reader.pump()         # reads first: what is ready now is read before this send
         resp.sent_at_ns = now_ns()
@@ -105,6 +90,12 @@ class GConn:
         reader.watch(self)
         try:
             self.done.wait()
+            if self.active:            # woken by [DONE]: the message end, briefly awaited
+                self.done.clear()
+                self.done.wait(DONE_GRACE_S)
+                if self.active:
+                    self.ex.finish_after_done()
+                    self.close()
         except BaseException:          # gevent.Timeout, GreenletExit: the caller records it
             self.close()
             raise
@@ -125,16 +116,14 @@ class GConn:
             view = view[n:]
 
     def on_readable(self) -> None:
-        """ONE read (level-triggered readiness brings the reader back for more): stamp, frame,
-        the stream step. Ends the exchange (``_end``) when the answer is complete or failed."""
+        """ONE read (level-triggered readiness brings the reader back for more)."""
         got = self.recv()
         if got is not None:
             self.process(got)
 
     def recv(self) -> Optional[tuple]:
-        """The read itself (the reader's first pass over every ready socket): recvmsg and the
-        user-space time right after it; ``(data, ancillary, tu)`` for ``process``, or None
-        (nothing to read, or the read failed: the exchange is over)."""
+        """The read itself: ``(data, ancillary, user time)`` for ``process``, or None (nothing
+        to read, or the read failed: the exchange is over)."""
         if not self.active:
             self._end()
             return None
@@ -143,135 +132,52 @@ class GConn:
         except (BlockingIOError, InterruptedError):
             return None
         except OSError as e:
-            self.failed(self.resp, "connection", f"{type(e).__name__}: {e}", now_ns())
+            self.failed(self.ex.resp, "connection", f"{type(e).__name__}: {e}", now_ns())
             return None
         return data, anc, now_ns()
 
     def process(self, got: tuple) -> None:
-        """What one read brought (``recv``'s tuple), in the order of the reads: its stamp
-        (the kernel's, else the user time of the read), the framing, the stream step."""
-        data, anc, tu = got
-        resp = self.resp
+        """One read, in the order of the reads: its stamp, then the exchange."""
         if not self.active:                             # closed since the read (a failure)
             return
+        data, anc, tu = got
+        ex = self.ex
         if not data:
-            return self.eof(tu)
+            ex.eof(tu)
+            return self._over()
         clock = self.clock
-        t = read_time(anc, clock.offset_ns if clock is not None else None, tu, resp)
-        self.nbytes += len(data)
-        resp.n_reads += 1
-        self.t = t
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            return self.failed(resp, "protocol", "unexpected protocol upgrade", t)
-        except httptools.HttpParserError as e:
-            return self.failed(resp, "protocol", f"bad HTTP response: {e}", t)
-        if resp.headers_at_ns is None and self.nbytes > resp.max_header_bytes:
-            # httptools has no header limit and builds a long value by concatenation
-            return self.failed(resp, "too_large", f"response headers over "
-                               f"{resp.max_header_bytes} bytes (api.limits.max_header_bytes)", t)
-        if self._pieces and self._take(t):
-            return                                      # settled or over a limit: closed
-        if resp.complete:
+        if ex.feed(read_time(anc, clock.offset_ns if clock is not None else None, tu, ex.resp),
+                   data) != GOING:
+            return self._over()
+        if ex.step is not None and ex.step.done and not self.grace and self.done is not None:
+            self.grace = True
+            self.done.set()                             # [DONE]: wake the user, keep reading
+
+    def _over(self) -> None:
+        ex = self.ex
+        resp = ex.resp
+        if ex.keepalive_s is not None:                  # Keep-Alive: timeout=N
+            self.keepalive_ns = min(self.keepalive_ns, int(ex.keepalive_s * 1e9))
+        if resp.keep_alive and resp.complete:
             self._end()
+        else:
+            self.close()                                # failed, settled, not reusable
 
     def read_failed(self, e: BaseException) -> None:
         """The read itself raised (ours, not the server's): the record says so."""
-        self.failed(self.resp, "client", f"{type(e).__name__}: {e}", now_ns())
+        self.failed(self.ex.resp, "client", f"{type(e).__name__}: {e}", now_ns())
 
     def _end(self) -> None:
         """The exchange is over: the reader lets go of the socket, the user's greenlet wakes."""
         if self.active:
             self.active = False
             if self.reader is not None:
-                self.reader.unwatch(self)
+                self.reader.unwatch(self)               # before any close: fd reuse
                 self.done.set()
 
-    def _take(self, t: int) -> bool:
-        """The body pieces of the read stamped ``t``; True when reading must stop."""
-        pieces, self._pieces = self._pieces, []
-        resp, step = self.resp, self.step
-        if step is not None:
-            for p in pieces:
-                if step.feed(t, p):                     # settled: an error event, a limit, ...
-                    resp.keep_alive = False
-                    self.close()                        # mid-body: never reused
-                    return True
-            return False
-        for p in pieces:
-            resp.reads.append((t, p))
-            resp.held += len(p)
-        if resp.held > resp.hold_bytes and resp.held > self.limits.max_body_bytes:
-            # the wire transport's rule (its catch-up at hold_bytes); below it, ``fill`` decides
-            self.failed(resp, "too_large", body_too_large(resp.held, self.limits)
-                        or "response too large", t)
-            return True
-        return False
-
-    # ------------------------------------------------------------------ httptools callbacks
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._hdrs.append((name, value))
-
-    def on_headers_complete(self) -> None:
-        resp = self.resp
-        if resp.complete:
-            return
-        resp.status = status = self.parser.get_status_code()
-        h: dict = {}
-        raw = resp.raw_headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in self._hdrs]
-        for n, v in raw:
-            k = n.lower()
-            h[k] = f"{h[k]}, {v}" if k in h else v
-        resp.headers = h
-        resp.headers_at_ns = self.t
-        self.until_close = ("content-length" not in h
-                            and "chunked" not in h.get("transfer-encoding", "")
-                            and status >= 200 and status not in (204, 304))
-        ka = h.get("keep-alive")
-        if ka:
-            self._keep_alive_timeout(ka)
-        if self.stream and 200 <= status < 300 and resp.content_type() != "application/json":
-            self.step = resp.step = StreamStep(self.rec, self.tally, self.limits,
-                                               h.get("content-encoding"))
-
-    def _keep_alive_timeout(self, value: str) -> None:
-        for part in value.split(","):
-            k, _, v = part.strip().partition("=")
-            if k.lower() == "timeout":
-                try:
-                    self.keepalive_ns = min(self.keepalive_ns, max(int((float(v) - 1.0) * 1e9), 0))
-                except ValueError:
-                    pass
-
-    def on_body(self, body: bytes) -> None:
-        if not self.resp.complete:
-            self._pieces.append(body)
-
-    def on_message_complete(self) -> None:
-        resp = self.resp
-        if resp.complete:
-            return
-        resp.complete = True
-        resp.end_at_ns = self.t
-        resp.keep_alive = self.parser.should_keep_alive() and not self.until_close
-
-    # ------------------------------------------------------------------ endings
-    def eof(self, t: int) -> None:
-        resp = self.resp
-        if resp.status is not None and self.until_close:
-            resp.complete, resp.end_at_ns = True, t       # read-until-close body: EOF ends it
-            resp.keep_alive = False
-            self.close()
-            return
-        what = "before the response was complete" if self.nbytes else "before the status line"
-        self.failed(resp, "connection",
-                    f"ServerDisconnected: the server closed the connection {what}", t)
-
     def failed(self, resp: WireResponse, kind: str, msg: str, t: int) -> None:
-        if resp.error_kind is None and not resp.complete:
-            resp.error_kind, resp.error, resp.end_at_ns = kind, msg, t
-            resp.stale = self.reused and self.nbytes == 0 and kind == "connection"
+        if self.ex is not None and self.active:
+            self.ex.fail(kind, msg, t)
         self.close()
 
     def peer_closed(self) -> bool:

@@ -1,28 +1,27 @@
-"""One keep-alive socket of the wire pool: reads stamped, HTTP/1.1 framing by httptools, writes.
+"""One keep-alive socket of the wire pool: the asyncio driver of exchange.Exchange.
 
     mux says readable ─► Conn.on_readable (no coroutine per read), until the socket is drained:
         recvmsg(BUFSIZE, ANCBUFSIZE) ─► SCM_TIMESTAMPNS (REALTIME) − clock.offset_ns ─► t
                                         (no cmsg: t = the user-space time of the read)
-        ─► httptools.HttpResponseParser.feed_data (C) ─► on_header / on_headers_complete /
-           on_body (pieces joined once per read) ─► resp.reads.append((t, bytes)) / on_message_complete
+        ─► Exchange.feed(t, bytes) (every HTTP/1.1 rule: exchange.py) ─► GOING | DONE | FAILED |
+           SPILL (pause reading while fill.catch_up_steps parses what is held, then resume)
     the awaiting coroutine (pool._exchange) wakes twice: ``headers_fut``, then ``done_fut``
-    (message complete, EOF, error, timeout, close).
+    (the exchange is over: complete, EOF, failure, timeout, close).
 
-Framing: chunked, Content-Length, or read-until-close (no length, no chunking: EOF ends it);
-``Connection: close`` / HTTP/1.0 come from ``should_keep_alive``; ``Keep-Alive: timeout=N``
-shortens this connection's reuse window to N − 1 s. Endings: ``eof`` (an until-close body ends,
-else a ``connection`` failure), ``failed`` (sets the response's error once; ``stale`` when a
-REUSED connection failed before any byte of the answer: the pool may retry), ``close``.
+Close order: unwatch (mux) and remove the writer BEFORE the socket closes (descriptor numbers
+are reused at once); a closed Conn's late callbacks (a read, a resume, an abort, a timer) never
+touch the number again. A connection the peer closed before the request went out ends that
+request as ``connection`` (``stale`` when it was a reused one: the pool may retry).
 """
 from __future__ import annotations
 
 import asyncio
 import socket
+from functools import partial
 from typing import Optional
 
-import httptools
-
 from loadgen.client.wire import kstamp
+from loadgen.client.wire.exchange import DONE_GRACE_S, FAILED, GOING, SPILL, Exchange
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.client.wire.mux import ReadMux
 from loadgen.record import now_ns
@@ -37,52 +36,44 @@ def _wake(fut: Optional[asyncio.Future]) -> None:
 
 
 class Conn:
-    """One socket; the httptools parser's protocol for the exchange in flight. Watched by ``mux``
-    from creation to ``close`` (an idle connection too: a server's FIN is seen before reuse);
-    listed in ``conns`` (the pool's open connections) for as long."""
+    """One socket, one Exchange at a time. Watched by ``mux`` from creation to ``close`` (an
+    idle connection too: a server's FIN is seen before reuse); in ``conns`` for as long."""
 
     def __init__(self, sock: socket.socket, key: tuple, loop: asyncio.AbstractEventLoop,
                  mux: ReadMux, clock: Optional[kstamp.ClockMap], keepalive_s: float, conns: set):
         self.sock, self.key, self.fd = sock, key, sock.fileno()
         self.loop, self.mux, self.clock, self.conns = loop, mux, clock, conns
         self.resp: Optional[WireResponse] = None
-        self.active = False                 # an exchange is reading
-        self.closed = False
-        self.reused = False
+        self.ex: Optional[Exchange] = None
+        self.active = self.closed = self.reused = self.paused = False
         self.idle_since = 0.0
         self.keepalive_s = keepalive_s
-        self.nbytes = 0
-        self.t = 0
-        self._hdrs: list = []
-        self.parser: Optional[httptools.HttpResponseParser] = None
-        self.until_close = False
-        self.paused = False                 # not watched while a spill parses what is held
         self.headers_fut: Optional[asyncio.Future] = None
         self.done_fut: Optional[asyncio.Future] = None
         self.wfut: Optional[asyncio.Future] = None
-        self._pieces: list = []             # body pieces of the read being parsed (one entry per read)
-        self._piece = self._pieces.append
+        self._grace: Optional[asyncio.TimerHandle] = None
+        self._hdr_wait = False
         conns.add(self)
         mux.watch(self.fd, self.on_readable)
 
     # ---------------------------------------------------------------- exchange
     def begin(self, resp: WireResponse) -> None:
-        self.resp, self.active, self.nbytes, self._hdrs = resp, True, 0, []
-        self.until_close = False
-        self.paused = False
-        resp.abort = self.abort
-        self.parser = httptools.HttpResponseParser(self)
-        self._pieces.clear()
+        self.resp, self.active, self.paused = resp, True, False
+        self.ex = Exchange(resp, self.reused)
+        resp.abort, resp.finish = partial(self._abort, resp), partial(self._done_seen, resp)
         self.headers_fut = self.loop.create_future()
         self.done_fut = self.loop.create_future()
+        self._hdr_wait = True
 
     def idle(self, now: float) -> None:
         """The exchange ended with the connection reusable: park it."""
-        self.active, self.resp, self.parser = False, None, None
+        self.active, self.resp, self.ex = False, None, None
         self.headers_fut = self.done_fut = None
         self.idle_since = now
 
     def on_readable(self) -> None:
+        if self.closed:
+            return
         recvmsg = self.sock.recvmsg
         offset = self.clock.offset_ns if self.clock is not None else None
         while True:
@@ -96,47 +87,43 @@ class Conn:
             if not self.active:                          # idle or finished: EOF or stray bytes
                 return self.close()
             if not data:
-                return self.eof(tu)
-            resp = self.resp
-            t = read_time(anc, offset, tu, resp)
-            self.nbytes += len(data)
-            resp.n_reads += 1
-            self.t = t
-            try:
-                self.parser.feed_data(data)
-            except httptools.HttpParserUpgrade:
-                self._flush(resp, t)
-                return self.failed("protocol", "unexpected protocol upgrade", t)
-            except httptools.HttpParserError as e:
-                self._flush(resp, t)
-                return self.failed("protocol", f"bad HTTP response: {e}", t)
-            if self._pieces:                             # _flush, inlined: the hot path
-                p = self._pieces
-                body = p[0] if len(p) == 1 else b"".join(p)
-                p.clear()
-                resp.reads.append((t, body))
-                resp.held += len(body)
-            if not self.active:
-                return
-            if resp.headers_at_ns is None and self.nbytes > resp.max_header_bytes:
-                # httptools has no header limit and builds a long value by concatenation
-                return self.failed("too_large", f"response headers over {resp.max_header_bytes} "
-                                   "bytes (api.limits.max_header_bytes)", t)
-            if resp.held > resp.hold_bytes:
-                return self._spill(resp, t)
+                self.ex.eof(tu)
+                return self._over()
+            r = self.ex.feed(read_time(anc, offset, tu, self.resp), data)
+            if self._hdr_wait and self.resp.headers_at_ns is not None:
+                self._hdr_wait = False
+                _wake(self.headers_fut)
+            if r != GOING:
+                if r == SPILL:
+                    return self._spill()
+                return self._over()
             if len(data) < BUFSIZE:
                 return
 
-    def _spill(self, resp: WireResponse, t: int) -> None:
+    def _over(self) -> None:
+        """The exchange is over (complete, failed): stop reading it; reuse is the pool's call."""
+        self.active = False
+        if self._grace is not None:
+            self._grace.cancel()
+            self._grace = None
+        if self.ex.keepalive_s is not None:             # Keep-Alive: timeout=N
+            self.keepalive_s = min(self.keepalive_s, self.ex.keepalive_s)
+        if not self.resp.keep_alive or not self.resp.complete:
+            return self.close()
+        _wake(self.headers_fut)
+        _wake(self.done_fut)
+
+    def _spill(self) -> None:
         """More body held than ``hold_bytes``: pause reading (TCP flow control throttles the
         server) while the transport parses what is held (``fill.catch_up_steps``), then resume.
         No spill hook (nothing to parse it into): the body is too large."""
+        resp = self.resp
         if resp.spilling:
             return
         if resp.on_spill is None:
-            return self.failed("too_large", f"response body over {resp.hold_bytes} bytes held", t)
-        resp.spilling = True
-        self.paused = True
+            self.ex.fail("too_large", f"response body over {resp.hold_bytes} bytes held", now_ns())
+            return self._over()
+        resp.spilling = self.paused = True
         self.mux.unwatch(self.fd, self.on_readable)
         resp.on_spill(resp, self.resume)
 
@@ -148,80 +135,34 @@ class Conn:
             self.paused = False
             self.mux.watch(self.fd, self.on_readable)
 
-    def abort(self, kind: str, msg: str) -> None:
+    def catch_up(self) -> None:
+        """Parse what is held so far without pausing (the pool's sweep): a stream that settled
+        or had its [DONE] while the socket stays open ends within a sweep, not at the timeout."""
+        resp = self.resp
+        if self.active and resp.on_spill is not None and not resp.spilling and resp.reads:
+            resp.spilling = True
+            resp.on_spill(resp, self.resume)
+
+    def _abort(self, resp: WireResponse, kind: str, msg: str) -> None:
         """The record is decided (a limit, a protocol fault found by the stream step): stop."""
-        if self.active and not self.closed:
+        if self.resp is resp and self.active and not self.closed:
             self.failed(kind, msg, now_ns())
 
-    # ---------------------------------------------------------------- httptools callbacks
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._hdrs.append((name, value))
+    def _done_seen(self, resp: WireResponse) -> None:
+        """The stream had its [DONE]: the message end is awaited ``DONE_GRACE_S`` at most."""
+        if self.resp is resp and self.active and not self.closed and self._grace is None:
+            self._grace = self.loop.call_later(DONE_GRACE_S, self._grace_over, self.ex)
 
-    def on_headers_complete(self) -> None:
-        resp = self.resp
-        resp.status = status = self.parser.get_status_code()
-        h: dict = {}
-        raw = resp.raw_headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in self._hdrs]
-        for n, v in raw:
-            k = n.lower()
-            h[k] = f"{h[k]}, {v}" if k in h else v
-        resp.headers = h
-        resp.headers_at_ns = self.t
-        self.until_close = ("content-length" not in h and "chunked" not in h.get("transfer-encoding", "")
-                            and status >= 200 and status not in (204, 304))
-        ka = h.get("keep-alive")
-        if ka:
-            self._keep_alive_timeout(ka)
-        _wake(self.headers_fut)
-
-    def _keep_alive_timeout(self, value: str) -> None:
-        for part in value.split(","):
-            k, _, v = part.strip().partition("=")
-            if k.lower() == "timeout":
-                try:
-                    self.keepalive_s = min(self.keepalive_s, max(float(v) - 1.0, 0.0))
-                except ValueError:
-                    pass
-
-    def on_body(self, body: bytes) -> None:
-        self._piece(body)          # joined once per read (chunked SSE: one call per event)
-
-    def _flush(self, resp: WireResponse, t: int) -> None:
-        """This read's body pieces as ONE stamped piece: every event of a read shares its stamp,
-        and the stream step parses them in one pass (one split per read, not per event)."""
-        p = self._pieces
-        if p:
-            body = p[0] if len(p) == 1 else b"".join(p)
-            p.clear()
-            resp.reads.append((t, body))
-            resp.held += len(body)
-
-    def on_message_complete(self) -> None:
-        resp = self.resp
-        resp.complete = True
-        resp.end_at_ns = self.t
-        resp.keep_alive = self.parser.should_keep_alive() and not self.until_close
-        self.active = False
-        _wake(self.headers_fut)
-        _wake(self.done_fut)
+    def _grace_over(self, ex: Exchange) -> None:
+        self._grace = None
+        if self.active and self.ex is ex:
+            ex.finish_after_done()
+            self._over()
 
     # ---------------------------------------------------------------- endings
-    def eof(self, t: int) -> None:
-        resp = self.resp
-        if resp.status is not None and self.until_close and self.parser is not None:
-            resp.complete, resp.end_at_ns = True, t           # read-until-close body: EOF ends it
-            self.active = False
-            self.close()
-            return
-        what = "before the response was complete" if self.nbytes else "before the status line"
-        self.failed("connection", f"ServerDisconnected: the server closed the connection {what}", t)
-
     def failed(self, kind: str, msg: str, t: int) -> None:
-        resp = self.resp
-        if self.active and resp is not None and resp.error_kind is None:
-            resp.error_kind, resp.error, resp.end_at_ns = kind, msg, t
-            resp.stale = self.reused and self.nbytes == 0 and kind == "connection"
-        self.active = False
+        if self.active and self.ex is not None:
+            self.ex.fail(kind, msg, t)
         self.close()
 
     def timed_out(self, timeout_s: float) -> None:
@@ -233,8 +174,11 @@ class Conn:
             self.closed = True
             self.conns.discard(self)
             if not self.paused:
-                self.mux.unwatch(self.fd, self.on_readable)
+                self.mux.unwatch(self.fd, self.on_readable)      # before the close: fd reuse
             self.loop.remove_writer(self.fd)
+            if self._grace is not None:
+                self._grace.cancel()
+                self._grace = None
             self.sock.close()
         _wake(self.headers_fut)
         _wake(self.done_fut)
@@ -249,6 +193,8 @@ class Conn:
 
         def writable() -> None:
             nonlocal view
+            if self.closed:
+                return
             try:
                 n = self.sock.send(view)
             except (BlockingIOError, InterruptedError):

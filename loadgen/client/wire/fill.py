@@ -7,7 +7,9 @@
     catch_up_steps the same StreamStep over the pieces read SO FAR of a response still in flight,
                    started by the connection when it holds more than ``HOLD_BYTES`` (reading pauses
                    until it is done): memory per response stays bounded whatever the server sends
-                   (an endless stream of comments is parsed and dropped, never kept)
+                   (an endless stream of comments is parsed and dropped, never kept); also run
+                   by the pool's sweep (every pool.SWEEP_S, without pausing): a stream that
+                   settled, or had its [DONE], on a socket left open ends its exchange
     RecordFiller   these generators on ONE task, at most ``budget_ns`` of them between two turns
                    of the event loop: 256 lockstep streams that end together are ~200 ms of JSON,
                    which in one go would hold every socket's next read up for 20 decode steps
@@ -99,6 +101,8 @@ def catch_up_steps(resp: WireResponse, rec: Record, tally: StreamTally, limits: 
         yield from _consume(resp, step, every, len(resp.reads), drop=True)
         if step.settled and resp.abort is not None:
             resp.abort(rec.error_kind or "protocol", rec.error or "")   # stop reading it
+        elif step.done and resp.finish is not None:
+            resp.finish()                         # [DONE]: the message end, briefly awaited
     elif resp.held > limits.max_body_bytes and resp.abort is not None:
         resp.abort("too_large", body_too_large(resp.held, limits) or "response too large")
 
@@ -143,8 +147,8 @@ class RecordFiller:
 
     async def fill(self, resp: WireResponse, rec: Record, tally: StreamTally, *, stream: bool) -> None:
         gen = fill_steps(resp, rec, tally, stream, self.every, self.limits)
-        if not (stream and resp.reads):
-            return drive(gen)                         # nothing to slice
+        if not (stream and (resp.reads or resp.spilling)):
+            return drive(gen)                         # nothing to slice (nor a catch-up to follow)
         fut = asyncio.get_running_loop().create_future()
         self._enqueue(gen, fut)
         try:

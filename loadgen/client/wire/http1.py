@@ -4,10 +4,11 @@ and what came back, as it happened (``WireResponse``). No I/O here.
     url ─► Target (host, port, Host header, path; addresses resolved once by the pool)
     method, headers, body ─► request_head ─► bytes (Content-Length framing; ``Connection: close``
                                              once the pool stopped reusing connections)
-    conn.Conn fills a WireResponse: status, headers, stamped body pieces, the end or the failure
+    exchange.Exchange fills a WireResponse: status, headers, stamped body pieces, the end or the failure
 """
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 from urllib.parse import urlsplit
@@ -48,10 +49,13 @@ class WireResponse:
     consumed: int = 0
     step: Optional[object] = None                    # stream_step.StreamStep, once parsing began
     hold_bytes: int = 1 << 20                        # held above this: spill (or too_large)
-    max_header_bytes: int = 64 * 2**10
+    max_header_bytes: int = 64 * 2**10             # also bounds 1xx answers and trailers
+    max_body_bytes: int = 32 * 2**20                 # a body held whole (not a stream)
+    stream: Optional[bool] = None                    # the request asked for a stream (None: not said)
     on_spill: Optional[Callable] = field(default=None, repr=False)   # transport: parse what is held
     spilling: bool = False
     abort: Optional[Callable] = field(default=None, repr=False)      # conn: stop with (kind, msg)
+    finish: Optional[Callable] = field(default=None, repr=False)     # conn: [DONE] seen, end soon
 
     @property
     def stamp_source(self) -> str:
@@ -110,3 +114,12 @@ def request_head(method: str, tg: Target, headers: Optional[dict], body: bytes,
     if close:
         lines.append("Connection: close")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + body
+
+
+def connect_failure(e: OSError) -> tuple:
+    """(error_kind, message) of a failed connect: out of file descriptors (EMFILE / ENFILE) is
+    loadgen's own fault (``client``), anything else the way to the server (``connection``)."""
+    if getattr(e, "errno", None) in (errno.EMFILE, errno.ENFILE):
+        return "client", (f"{type(e).__name__}: {e} (loadgen ran out of file descriptors: raise "
+                          "the limit, `ulimit -n`, or spread the sockets over processes, --procs)")
+    return "connection", f"{type(e).__name__}: {e}"

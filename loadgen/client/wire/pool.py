@@ -28,12 +28,13 @@ from loadgen.client.sse import StreamTally
 from loadgen.client.wire import kstamp
 from loadgen.client.wire.conn import Conn
 from loadgen.client.wire.fill import RecordFiller
-from loadgen.client.wire.http1 import Target, WireResponse, request_head
+from loadgen.client.wire.http1 import Target, WireResponse, connect_failure, request_head
 from loadgen.client.wire.mux import ReadMux
 from loadgen.record import Record, now_ns
 
 KEEPALIVE_S = 4.0             # below uvicorn's 5 s keep-alive (aiohttp_transport.KEEPALIVE_S)
 CANCELLED = "the run was interrupted before the request ended"
+SWEEP_S = 0.25                # streams in flight parsed this often (Conn.catch_up): see module doc
 
 
 class WirePool:
@@ -61,6 +62,7 @@ class WirePool:
         self._targets: dict = {}
         self.retries = self.connections_opened = 0
         self.coalesced_reads = 0                    # over the records filled by fill()
+        self._sweeper: Optional[asyncio.TimerHandle] = None
 
     async def __aenter__(self) -> "WirePool":
         self.open()
@@ -76,9 +78,22 @@ class WirePool:
         if self.limit:
             self._sem = asyncio.Semaphore(self.limit)
         self.stamps.open()
+        if self._sweeper is None:
+            self._sweeper = self._loop.call_later(SWEEP_S, self._sweep)
+
+    def _sweep(self) -> None:
+        """Every SWEEP_S: each stream in flight parses what it holds (off the read path, not
+        pausing it), so an error event or a [DONE] on a socket left open ends its exchange."""
+        for c in self._conns:
+            if c.active:
+                c.catch_up()
+        self._sweeper = self._loop.call_later(SWEEP_S, self._sweep)
 
     def close(self) -> None:
         """Close every connection (an exchange in flight ends as a ``connection`` error)."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         for c in list(self._conns):
             c.failed("connection", "the client closed the connection (pool closed)", now_ns())
         self._idle.clear()
@@ -197,7 +212,8 @@ class WirePool:
             resp.error = f"no complete answer within {self.timeout_s:g} s (no connection)"
             resp.end_at_ns = now_ns()
         except OSError as e:                         # connect refused / unreachable / no address
-            resp.error_kind, resp.error, resp.end_at_ns = "connection", f"{type(e).__name__}: {e}", now_ns()
+            if resp.error_kind is None:
+                (resp.error_kind, resp.error), resp.end_at_ns = connect_failure(e), now_ns()
         except asyncio.CancelledError:
             if resp.error_kind is None:
                 resp.error_kind, resp.error, resp.end_at_ns = "cancelled", CANCELLED, now_ns()
@@ -227,6 +243,10 @@ class WirePool:
         resp.new_connection = not conn.reused
         timer = self._loop.call_at(deadline, conn.timed_out, self.timeout_s)
         try:
+            if conn.closed:                          # the peer closed it before the request went out
+                conn.ex.fail("connection", "ServerDisconnected: the server closed the connection "
+                             "before the request was sent", now_ns())
+                return
             resp.sent_at_ns = now_ns()
             try:
                 n = conn.sock.send(data)

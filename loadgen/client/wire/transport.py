@@ -57,7 +57,8 @@ class WireTransport:
             self.first_response_headers = dict(resp.raw_headers)   # names as sent, like aiohttp's
 
     def _response(self, rec: Record, tally: StreamTally) -> WireResponse:
-        resp = WireResponse(max_header_bytes=self.limits.max_header_bytes)
+        resp = WireResponse(max_header_bytes=self.limits.max_header_bytes,
+                            max_body_bytes=self.limits.max_body_bytes, stream=self.stream)
         filler, limits = self.pool.filler, self.limits
 
         def spill(r: WireResponse, then) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import dataclasses
+import msgspec.structs
 import gzip
 import json
 import os
@@ -29,7 +29,7 @@ from loadgen.client.wire import kstamp
 from loadgen.client.wire.conn import Conn
 from loadgen.client.wire.fill import fill_record
 from loadgen.client.wire.http1 import WireResponse
-from loadgen.locust_engine.clock import clock_estimate, offset_estimate
+from loadgen.run.senders.clock import clock_estimate, offset_estimate
 from loadgen.locust_engine.gconn import GConn
 from loadgen.locust_engine.gwire import fill
 from loadgen.record import Record
@@ -98,7 +98,8 @@ def native(reads, stream: bool, continuous: bool = False, limits: Limits = Limit
     try:
         sock = FakeSock(reads)
         conn = Conn(sock, ("h", 1), loop, _Mux(), CLOCK, 4.0, set())
-        resp = WireResponse(max_header_bytes=limits.max_header_bytes)
+        resp = WireResponse(max_header_bytes=limits.max_header_bytes,      # as WireTransport's
+                            max_body_bytes=limits.max_body_bytes, stream=stream)
         conn.begin(resp)
         while conn.active and not conn.closed:
             conn.on_readable()
@@ -107,7 +108,7 @@ def native(reads, stream: bool, continuous: bool = False, limits: Limits = Limit
                     workload_prompt_tokens=5)
     finally:
         loop.close()
-    return dataclasses.asdict(rec)
+    return msgspec.structs.asdict(rec)
 
 
 def gwire(reads, stream: bool, continuous: bool = False, limits: Limits = Limits()) -> dict:
@@ -118,7 +119,7 @@ def gwire(reads, stream: bool, continuous: bool = False, limits: Limits = Limits
     conn.exchange(b"POST / HTTP/1.1\r\n\r\n", resp, rec, tally, stream, limits)
     fill(resp, rec, tally, resp.step, limits)
     finish(rec, tally, 5)
-    out = dataclasses.asdict(rec)
+    out = msgspec.structs.asdict(rec)
     assert out["sent_at_ns"] == T0 + 999_000_000     # the send is gwire's own, not replayed
     out["sent_at_ns"] = None
     return out
