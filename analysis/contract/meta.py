@@ -140,6 +140,9 @@ class RunMeta(Model):
     probe: Optional[Probe] = None
     client_connections: Optional[dict[str, Any]] = None
     client_transport: Optional[ClientTransport] = None
+    host_load: Optional[dict[str, Any]] = Field(
+        None, description="the whole host over the measured phase (analysis.roofline.host_load: "
+                          "loadavg_1m, ncpu, other_cpus, steal_fraction, seconds, busy, reasons)")
     calibration: Optional[dict[str, Any]] = Field(
         None, description="loadgen.run.calibration: the host calibration after the run")
     cache_hygiene: Optional[CacheHygiene] = None

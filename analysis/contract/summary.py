@@ -68,6 +68,10 @@ class Client(Open):
         None, description="why the client counts as saturated, each with its figure")
     processes: Optional[list[Any]] = Field(
         None, description="--procs N: each sender process's figures and reasons")
+    host: Optional[dict[str, Any]] = Field(
+        None, description="the host's load over the measured phase (meta host_load): busy, "
+                          "reasons, what it explains (analysis.metrics.saturation); null: "
+                          "not recorded")
     evidence: Optional[str] = None
 
 
@@ -85,6 +89,11 @@ class Verdict(Open):
     checks: list[Check] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     percentile: Optional[float] = None
+    requests_without_record: Optional[int] = Field(
+        None, description="planned measured requests without a record (analysis.metrics.run_end)"
+                          "; null: the plan had no fixed count")
+    run_end: Optional[dict[str, Any]] = Field(
+        None, description="analysis.metrics.run_end: did the run end cleanly, and why not")
 
 
 class SteadyState(Open):

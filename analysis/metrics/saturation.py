@@ -19,6 +19,16 @@ The rules (each reason names its figure and limit):
   there a late loop is a late stamp. With kernel receive stamps a late loop moves no stamp
   (late sends are the schedule-lag rule's), so it is reported as a figure, never a reason.
 
+The host is not the client. meta ``host_load`` (the runner's reading of the whole host over the
+measured phase: loadavg, CPUs' worth of *other* processes' work, steal; busy by the rules of
+analysis.roofline.host_load) tells a busy host from a saturated client. When the schedule-lag
+rule fires while the host was busy and the client's own CPU stayed under ``CPU_FRACTION``, the
+late sends are the host's doing: that rule is not a saturation reason then (``saturated`` stays
+false) but ``host`` {"busy": true, "reasons", "explains": ["schedule_lag_ms_p99"], figures} and a
+warning with the evidence. (Whether late sends invalidate the run is the verdict's rule, whatever
+their cause: analysis.metrics.slo; its reason names the cause with ``lag_cause``.) A busy host
+without late sends is a warning only.
+
 Several sender processes (meta ``client_processes``, loadgen.run.procs; each record's
 ``worker`` is its process): every rule is judged per process on that process's records and
 load (a full loop is one process's core, not the sum), and a reason names its ``process``;
@@ -106,6 +116,59 @@ _TEXT = {
 }
 
 
+def host(meta: dict) -> Optional[dict]:
+    """meta ``host_load`` (the measured phase's host load, as the runner recorded it), or None
+    when the run did not record it."""
+    h = meta.get("host_load")
+    return h if isinstance(h, dict) and h.get("busy") is not None else None
+
+
+def _host_evidence(h: dict) -> str:
+    parts = []
+    if h.get("other_cpus") is not None and h.get("ncpu"):
+        parts.append(f"other processes used {h['other_cpus']:.1f} of {h['ncpu']} CPUs")
+    if h.get("steal_fraction") is not None:
+        parts.append(f"steal {h['steal_fraction']:.0%}")
+    if h.get("loadavg_1m") is not None:
+        parts.append(f"load average {h['loadavg_1m']:.1f}")
+    return ", ".join(parts) or "no figures"
+
+
+def lag_cause(meta: dict) -> str:
+    """Why sends were late, in words, from what the run recorded: the client's own CPU against
+    ``CPU_FRACTION``, the host's load (meta ``host_load``), else what is not known."""
+    cpu, h = slo_mod.client_cpu(meta), host(meta)
+    if cpu is not None and cpu >= CPU_FRACTION:
+        return f"the client was saturated (its CPU {cpu:.0%} of a core)"
+    mine = f"the client used {cpu:.1%} of a core" if cpu is not None else \
+        "the client's CPU was not recorded"
+    if h is not None and h["busy"]:
+        return (f"the host was busy with other work ({_host_evidence(h)}; a server under test "
+                f"on this host counts too) while {mine}: the "
+                "host, not loadgen's own load, delayed the sends; rerun on a quieter host (or "
+                "give the server its own CPUs: target.server.cpus)")
+    if h is not None:
+        lag = (meta.get("client_load") or {}).get("loop_lag_ms_p99")
+        loop = f", event-loop lag p99 {lag:.1f} ms" if lag is not None else ""
+        return (f"{mine} and the host was not busy ({_host_evidence(h)}{loop}): the in-flight "
+                "cap or the client's event loop held sends back")
+    return f"{mine}; the host's load was not recorded"
+
+
+def _host_block(h: Optional[dict], moved: list[dict]) -> Optional[dict]:
+    if h is None:
+        return None
+    return {**h, "explains": [r["rule"] for r in moved], "evidence": _host_evidence(h)}
+
+
+def _host_warning(h: dict, moved: list[dict], meta: dict) -> str:
+    text = f"host busy during the run: {_host_evidence(h)}"
+    for r in moved:
+        text += (f"; schedule lag p99 {r['value']:.1f} ms > {r['limit']:g} ms: "
+                 + lag_cause(meta))
+    return text
+
+
 def per_process(records: list[dict], meta: dict, lim: dict) -> Optional[list[dict]]:
     """[{"process", "figures", "reasons"}] for each of meta's ``client_processes``; None for a
     one-process run. A process's records are those whose ``worker`` is its index."""
@@ -139,8 +202,16 @@ def saturation(records: list[dict], meta: dict, slo: Optional[dict]) -> dict:
     fig, lim = figures(records, meta), limits(slo)
     procs = per_process(records, meta, lim)
     reasons = judge(fig, lim) if procs is None else [r for p in procs for r in p["reasons"]]
-    out = {"saturated": bool(reasons), "reasons": reasons,
-           "warnings": [warning(r) for r in reasons], "figures": fig, "limits": lim}
+    h, moved = host(meta), []
+    if h is not None and h["busy"] and not any(r["rule"] == "cpu_fraction" for r in reasons):
+        moved = [r for r in reasons if r["rule"] == "schedule_lag_ms_p99"]   # the host's doing
+        reasons = [r for r in reasons if r["rule"] != "schedule_lag_ms_p99"]
+    warnings = [warning(r) + (f" ({lag_cause(meta)})" if r["rule"] == "schedule_lag_ms_p99"
+                              and procs is None else "") for r in reasons]
+    if h is not None and h["busy"]:
+        warnings.insert(0, _host_warning(h, moved, meta))
+    out = {"saturated": bool(reasons), "reasons": reasons, "warnings": warnings,
+           "figures": fig, "limits": lim, "host": _host_block(h, moved)}
     if procs is not None:
         out["processes"] = procs
     return out

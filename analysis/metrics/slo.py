@@ -259,8 +259,10 @@ def verdict(records: list[dict], meta: dict) -> dict:
                f"achieved send rate {_fmt(sent)}/s < {frac} × scheduled {_fmt(sched)}/s")
         lag = m.percentile((m.schedule_lag_ms(r) for r in recs), 99)
         lim = float(slo["max_schedule_lag_ms"])
+        from analysis.metrics.saturation import lag_cause   # (it imports this module)
         _check(checks, reasons, "p99_schedule_lag_ms", lag is not None and lag <= lim, lag, lim,
-               f"p99 schedule lag {_fmt(lag)} ms > {lim} ms (the client did not keep its schedule)")
+               f"p99 schedule lag {_fmt(lag)} ms > {lim} ms: requests were sent later than "
+               f"scheduled, so the offered load was not the scheduled one; {lag_cause(meta)}")
         cpu = client_cpu(meta)
         if cpu is None:
             notes.append("client CPU not recorded: saturation not checked")
@@ -277,3 +279,17 @@ def verdict(records: list[dict], meta: dict) -> dict:
         notes.append(f"mode {mode}: no schedule checks (they apply to server runs)")
     return {"valid": not reasons, "reasons": reasons, "checks": checks, "notes": notes,
             "percentile": q}
+
+
+def with_run_end(v: dict, end: dict) -> dict:
+    """The verdict with the run-end check (analysis.metrics.run_end): INVALID, with the reason,
+    when the run did not end cleanly (no meta.json, or planned requests without a record);
+    ``requests_without_record`` states the count (None: the plan had no fixed count)."""
+    checks, reasons = list(v["checks"]), list(v["reasons"])
+    if not end["meta_json"]:     # nothing says whether it was interrupted: it cannot pass
+        checks = [{**c, "ok": False, "value": "unknown: no meta.json"}
+                  if c["name"] == "not_interrupted" else c for c in checks]
+    _check(checks, reasons, "ended_cleanly", end["ended_cleanly"], end["without_record"], 0,
+           f"the run did not end cleanly: {end['reason']}")
+    return {**v, "valid": not reasons, "reasons": reasons, "checks": checks, "run_end": end,
+            "requests_without_record": end["without_record"]}

@@ -116,6 +116,7 @@ def client_block(records: list[dict], meta: dict, slo: dict) -> dict:
             "target_rate": meta.get("rate"), "meta_scheduled_rate": meta.get("scheduled_rate"),
             "saturated": sat["saturated"], "reasons": sat["reasons"],
             "saturation_limits": sat["limits"], "warnings": sat["warnings"],
+            "host": sat["host"],     # the host's load over the run (meta host_load), or None
             **({"processes": sat["processes"]} if sat.get("processes") else {}),
             "evidence": "measured" if cpu is not None else "unmeasured"}
 
@@ -233,6 +234,8 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
         meta = {**meta, "power_sources": _read_json(src).get("sources") or []}
     from analysis.server.metrics import server_metrics_summary
     summary = summarize(records, meta, load_power(run_dir))
+    from analysis.metrics.run_end import run_end      # no meta.json / records missing: INVALID
+    summary["verdict"] = slo_mod.with_run_end(summary["verdict"], run_end(run_dir, records, meta))
     summary["server_metrics"] = server_metrics_summary(run_dir)
     probes = Path(run_dir) / "probe_stream.jsonl"        # load.probe's side stream
     summary["probe_stream"] = probe_block(_read_jsonl(probes) if probes.is_file() else [], meta)
@@ -241,11 +244,13 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
     return summary
 
 
-def store_summary(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
-    """summarize_run, written to run_dir/summary.json through the contract (Summary.dump:
-    closed keys, schema_version; a non-finite figure is written as null); returns what it wrote."""
+def store_summary(run_dir: str | Path, meta: Optional[dict] = None,
+                  name: str = "summary.json") -> dict:
+    """summarize_run, written to run_dir/summary.json (``name``) through the contract
+    (Summary.dump: closed keys, schema_version; a non-finite figure is written as null); returns
+    what it wrote."""
     out = Summary.dump(_finite(summarize_run(run_dir, meta)))
-    path = Path(run_dir) / "summary.json"
+    path = Path(run_dir) / name
     path.write_text(json.dumps(out, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return out
 

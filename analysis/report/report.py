@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 from analysis.report import conditions
 from analysis.report import manifest
@@ -200,10 +201,12 @@ def _energy(s: dict) -> list[Block]:
     return out + [("p", f"Method: {e.get('method')}.")]
 
 
-def build_sections(run_dir: str | Path, with_plots: bool = True) -> tuple[list[Block], dict]:
-    """All report blocks and the summary they came from."""
+def build_sections(run_dir: str | Path, with_plots: bool = True,
+                   summary: Optional[dict] = None) -> tuple[list[Block], dict]:
+    """All report blocks and the summary they came from (``summary``: another one than the
+    run's summary.json, e.g. ``loadgen report --device``'s, written beside it)."""
     records, meta, sut = summary_mod.load_run(run_dir)
-    s = summary_mod.summary_of(run_dir)     # what the run computed; never a second computation
+    s = summary if summary is not None else summary_mod.summary_of(run_dir)  # what the run computed
     blocks: list[Block] = [("title", f"loadgen report — {Path(run_dir).name}"),
                            ("p", f"mode: {s['mode']}; records: {len(records)} "
                                  f"({s['requests_warmup']} warm-up excluded)")]
@@ -246,11 +249,13 @@ def _plots(records: list[dict], s: dict, run_dir, with_plots: bool) -> list[Bloc
     return out
 
 
-def write_report(run_dir: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
-    """Write run_dir/report.md and run_dir/report.html; returns their paths."""
+def write_report(run_dir: str | Path, with_plots: bool = True, summary: Optional[dict] = None,
+                 stem: str = "report") -> tuple[Path, Path]:
+    """Write run_dir/report.md and run_dir/report.html (``stem``.md/.html; ``summary``: see
+    build_sections); returns their paths."""
     d = Path(run_dir)
-    blocks, _ = build_sections(d, with_plots)
-    md, page = d / "report.md", d / "report.html"
+    blocks, _ = build_sections(d, with_plots, summary)
+    md, page = d / f"{stem}.md", d / f"{stem}.html"
     md.write_text(render_md(blocks), encoding="utf-8")
     page.write_text(render_html(blocks), encoding="utf-8")
     return md, page

@@ -107,3 +107,13 @@ def assess(load: dict, spreads: dict) -> dict:
         parts.append(f"steal {steal * 100:.0f} %")
     return {"busy": True, "reasons": reasons,
             "label": f"measured (busy host: {', '.join(parts)})"}
+
+
+def over_run(start: dict) -> dict:
+    """The host's load from ``start`` (a snapshot() taken when the measured phase began) to now:
+    between()'s figures with assess()'s ``busy`` and ``reasons`` (no repeat spreads: a run has
+    none). meta.json ``host_load``; analysis.metrics.saturation tells a busy host from a
+    saturated client with it."""
+    load = between(start, snapshot())
+    judged = assess(load, {})
+    return {**load, "busy": judged["busy"], "reasons": judged["reasons"]}

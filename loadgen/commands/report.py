@@ -5,11 +5,15 @@
 Useful after changing the analysis code or the SLO in meta.json; the records are never touched.
 The roofline uses the device spec frozen into the run (device.json); ``--device NAME|PATH|calibrate``
 recomputes it against another spec (analysis.roofline.frozen.override), and the report says so.
+That recomputation never replaces the run's own files: it is written beside them, as
+``summary-device-<NAME>.json`` and ``report-device-<NAME>.md/.html`` (summary.json and report.md
+keep the spec frozen into the run). The verdict is printed on stderr (the reasons when INVALID).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -38,10 +42,46 @@ def main(args: argparse.Namespace) -> int:
         device = frozen.parse_override(args.device)
     except ValueError as e:
         raise ScenarioError(str(e)) from None
-    print(f"roofline: recomputed against {device['how']}, not the spec frozen into the run",
-          file=sys.stderr)
+    print(f"roofline: recomputed against {device['how']}, not the spec frozen into the run "
+          "(written beside the run's summary.json, which stays as it was)", file=sys.stderr)
     with frozen.override(device):
-        return _main(args)
+        return _beside(args, device_slug(args.device))
+
+
+def device_slug(value: str) -> str:
+    """The file-name part for ``--device VALUE``: a catalogue key as given, a spec file's stem."""
+    name = Path(value).stem if Path(value).expanduser().is_file() else value
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "device"
+
+
+def _beside(args: argparse.Namespace, slug: str) -> int:
+    """``--device``: the summary and report against that spec, beside the run's own."""
+    d = Path(args.run_dir)
+    if not (d / "records.jsonl").is_file():
+        raise ScenarioError(f"--device: {d}: not a run directory (no records.jsonl); the device "
+                            "override applies to one run")
+    from analysis.metrics.summary import store_summary
+    from analysis.report.report import write_report
+    path = d / f"summary-device-{slug}.json"
+    out = store_summary(d, name=path.name)
+    outputs = [str(path)] + [str(p) for p in write_report(
+        d, with_plots=not args.no_plots, summary=out, stem=f"report-device-{slug}")]
+    _say_verdict(out)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        for o in outputs:
+            print(f"wrote {o}")
+    return 0
+
+
+def _say_verdict(summary: dict) -> None:
+    """One stderr line: VALID, or INVALID with every reason."""
+    v = summary.get("verdict") or {}
+    if v.get("valid", True):
+        print("verdict: VALID", file=sys.stderr)
+    else:
+        print("verdict: INVALID: " + "; ".join(v.get("reasons") or []), file=sys.stderr)
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -62,6 +102,7 @@ def _main(args: argparse.Namespace) -> int:
     from analysis.metrics.summary import write_summary
     path = write_summary(d)
     outputs = [str(path)]
+    _say_verdict(json.loads(path.read_text()))
     from analysis.report.report import write_report
     outputs += [str(p) for p in write_report(d, with_plots=not args.no_plots)]
     if args.json:

@@ -105,11 +105,15 @@ def test_the_roofline_is_frozen_against_later_cache_changes(tmp_path, monkeypatc
     args = argparse.Namespace(run_dir=str(d), no_plots=True, json=False, device=None)
     assert report_cmd.main(args) == 0
     assert json.loads((d / "summary.json").read_text())["roofline"]["mbu"] == before["mbu"]
+    own = (d / "summary.json").read_text(), (d / "report.md").read_text()
     assert report_cmd.main(argparse.Namespace(**{**vars(args), "device": "calibrate"})) == 0
-    r = json.loads((d / "summary.json").read_text())["roofline"]
+    r = json.loads((d / "summary-device-calibrate.json").read_text())["roofline"]
     assert r["device"]["source"] == "override" and r["device"]["mem_bandwidth"] == 2.6e10
     assert r["mbu"] == pytest.approx(before["mbu"] / 2.6)
-    assert "Recomputed against --device calibrate" in (d / "report.md").read_text()
+    assert "Recomputed against --device calibrate" in (
+        d / "report-device-calibrate.md").read_text()
+    # the run's own files keep the spec frozen into it (issue 29 item 10)
+    assert ((d / "summary.json").read_text(), (d / "report.md").read_text()) == own
     with pytest.raises(ScenarioError, match="^--device: 'nope' is neither"):
         report_cmd.main(argparse.Namespace(**{**vars(args), "device": "nope"}))
 
