@@ -251,6 +251,27 @@ def apply_body(rec: Record, tally: Any, raw: bytes, t: int) -> None:
     rec.status = "ok"
 
 
+USAGE_SLACK = 1024
+
+
+def usage_cap(rec: Record) -> int:
+    """The most completion tokens one answer can carry: 4 per requested (or streamed) token
+    plus ``USAGE_SLACK``, the stream's own event bound (stream_step.Limits.max_events)."""
+    most = max(rec.requested_output_tokens or 0, rec.chunk_output_tokens or 0, 1)
+    return 4 * most + USAGE_SLACK
+
+
+def _usage_checked(rec: Record, name: str, value: Any, cap: Optional[int]) -> Optional[int]:
+    """``value`` if it is a count in [0, cap]; else the record fails as ``protocol`` (the
+    server's usage is absurd: never a figure) and None (the chunk count stands in, labelled)."""
+    if value is None or (value.__class__ is int and value >= 0 and (cap is None or value <= cap)):
+        return value
+    if rec.status != "error":
+        fail(rec, "protocol", f"usage {name} {str(value)[:40]} outside [0, "
+             f"{'∞' if cap is None else cap}] (what this answer could carry)")
+    return None
+
+
 def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> None:
     """Derive first-chunk/first-token times and the token counts from what arrived.
 
@@ -277,7 +298,7 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
         rec.output_text = "".join(text)
     if getattr(tally, "calls", None) is not None or getattr(tally, "check", None) is not None:
         structured.fill(rec, tally)             # tools / response_format: after the stream
-    usage = tally.completion_tokens
+    usage = _usage_checked(rec, "completion_tokens", tally.completion_tokens, usage_cap(rec))
     rec.usage_output_tokens = usage
     if usage is not None:
         rec.output_tokens, rec.output_tokens_source = usage, "usage"
@@ -285,8 +306,9 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
         rec.output_tokens, rec.output_tokens_source = rec.chunk_output_tokens, "chunks"
     if usage is not None and rec.chunk_output_tokens is not None:
         rec.token_count_mismatch = usage != rec.chunk_output_tokens
-    if tally.prompt_tokens is not None:
-        rec.prompt_tokens, rec.prompt_tokens_source = tally.prompt_tokens, "usage"
+    prompt = _usage_checked(rec, "prompt_tokens", tally.prompt_tokens, None)
+    if prompt is not None:
+        rec.prompt_tokens, rec.prompt_tokens_source = prompt, "usage"
     elif workload_prompt_tokens is not None:
         rec.prompt_tokens, rec.prompt_tokens_source = workload_prompt_tokens, "workload"
     rec.finish_reason = tally.finish_reason

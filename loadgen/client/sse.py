@@ -129,7 +129,7 @@ class SSEParser:
     ``max_event_bytes`` yields one ``TooLarge`` and nothing more is parsed."""
 
     __slots__ = ("_tail", "_pend", "_plen", "_data", "_event", "_cr", "max_event_bytes",
-                 "overflow")
+                 "overflow", "_first")
 
     def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self._tail = b""
@@ -140,10 +140,17 @@ class SSEParser:
         self._event: Optional[bytes] = None  # its event type, when given
         self.max_event_bytes = max_event_bytes
         self.overflow = False                # a TooLarge was returned: the parser is spent
+        self._first = True                   # nothing fed yet: a leading UTF-8 BOM is dropped
 
     def feed(self, chunk: bytes) -> list:
         if self.overflow or not chunk:
             return []
+        if self._first:
+            self._first = False
+            if chunk[:3] == b"\xef\xbb\xbf":       # the SSE spec strips one leading BOM
+                chunk = chunk[3:]
+                if not chunk:
+                    return []
         if self._cr:
             self._cr = False
             if chunk[:1] == b"\n":            # the second half of a \r\n split across reads
@@ -259,7 +266,12 @@ def loads(data: bytes) -> Any:
             return obj
     except (StopIteration, ValueError):
         pass
-    return json.loads(data)
+    except RecursionError:                 # a 100k-deep array: the server's fault, not ours
+        raise ValueError("JSON nested too deeply") from None
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def _other_output(delta: Any, tally: "StreamTally") -> tuple[int, int]:

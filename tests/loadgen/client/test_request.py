@@ -120,3 +120,30 @@ def test_request_module_is_pure():
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+# ---------------------------------------------------------------- issue 29 item 5: absurd usage
+@pytest.mark.parametrize("usage", [-5, 10**18, 2.5, "8"])
+def test_absurd_usage_fails_the_record_and_is_never_a_figure(usage):
+    from loadgen.client.sse import StreamTally
+    rec = Record(id=0, phase="measured", scheduled_at_ns=0, requested_output_tokens=8)
+    rec.chunks = [[10, 1], [20, 1]]
+    rec.status, rec.end_at_ns = "ok", 20
+    tally = StreamTally()
+    tally.completion_tokens = usage
+    finish(rec, tally, None)
+    assert rec.status == "error" and rec.error_kind == "protocol", rec.error
+    assert "completion_tokens" in rec.error
+    assert rec.output_tokens == 2 and rec.output_tokens_source == "chunks"
+    assert rec.usage_output_tokens is None
+
+
+def test_usage_within_what_the_answer_could_carry_stands():
+    from loadgen.client.sse import StreamTally
+    rec = Record(id=0, phase="measured", scheduled_at_ns=0, requested_output_tokens=8)
+    rec.chunks = [[10, 1], [20, 1]]
+    rec.status, rec.end_at_ns = "ok", 20
+    tally = StreamTally()
+    tally.completion_tokens, tally.prompt_tokens = 8, 3
+    finish(rec, tally, None)
+    assert rec.status == "ok" and rec.output_tokens == 8 and rec.output_tokens_source == "usage"

@@ -135,3 +135,31 @@ def test_splitting_a_stream_anywhere_gives_the_same_events():
         for i in range(0, len(body), step):
             got += p.feed(body[i:i + step])
         assert got == whole, step
+
+
+# ---------------------------------------------------------------- issue 29 items 6 and 14
+def test_events_after_done_are_not_counted_and_do_not_make_it_too_large():
+    after = ev("x") * 2000                          # past the event bound of max_tokens 4
+    for feed_reads in (False, True):
+        r, tally = rec(4), StreamTally()
+        step = StreamStep(r, tally, Limits())
+        reads = [(1, stream(4)), (2, after), (3, after)]
+        if feed_reads:
+            step.feed_reads(reads, 0, len(reads))
+        else:
+            for t, p in reads:
+                step.feed(t, p)
+        step.end(3)
+        finish(r, tally, None)
+        assert r.status == "ok" and r.output_tokens == 4 and r.end_at_ns == 1, (feed_reads, r.error)
+
+
+def test_a_leading_utf8_bom_is_stripped():
+    r = run([(1, b"\xef\xbb\xbf" + stream(3))])
+    assert r.status == "ok" and r.output_tokens == 3, r.error
+
+
+def test_a_deeply_nested_event_is_the_servers_protocol_fault():
+    deep = b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n"
+    r = run([(1, ev("t") + deep + b"data: [DONE]\n\n")])
+    assert r.status == "error" and r.error_kind == "protocol", r.error
