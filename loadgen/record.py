@@ -1,111 +1,27 @@
-"""The per-request record: the one contract between load generation and analysis.
+"""The per-request record's clock and writer: ``Record`` itself is analysis.contract.record's.
 
-Built in one place (``Record``), timed on one clock (``time.perf_counter_ns``, CLOCK_MONOTONIC on
-Linux, so a server process or power sampler on the same host shares it), written as one JSON line
-per request by ``RecordWriter`` and flushed as each request ends. ``analysis/`` reads these lines as
-plain dicts and never imports this module; docs/architecture.md lists every field.
+    analysis.contract.record.Record (THE one definition, a msgspec Struct; re-exported here, so
+        ``from loadgen.record import Record`` is the writer's spelling) ─► RecordWriter
+        (Record.to_json, redacted, one write per line) ─► records.jsonl
 
-Times are integers in nanoseconds on that clock; ``None`` means "did not happen".
-``chunks`` holds every streamed data event as ``[arrival_ns, n_tokens]``; role-only, usage-only
-and empty chunks have ``n_tokens == 0``. The first token is the first chunk with ``n_tokens > 0``.
+Timed on one clock (``time.perf_counter_ns`` = ``now_ns``, CLOCK_MONOTONIC on Linux, so a server
+process or power sampler on the same host shares it), one JSON line per request, flushed as each
+request ends. Times are integers in nanoseconds on that clock; ``None`` means "did not happen".
+docs/architecture.md and docs/schema/record.json list every field.
 """
 from __future__ import annotations
 
 import json
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
-import msgspec
-
+from analysis.contract.record import ERROR_KINDS, Record
 from loadgen.redact import redact
 
+__all__ = ["Record", "RecordWriter", "ERROR_KINDS", "now_ns", "read_records"]
+
 now_ns = time.perf_counter_ns
-_ENCODE = msgspec.json.Encoder().encode
-
-# error kinds (``Record.error_kind``)
-ERROR_KINDS = (
-    "http",            # non-2xx status (http_status says which)
-    "timeout",         # no complete answer within api.timeout_s
-    "connection",      # refused, reset, dropped mid-stream
-    "protocol",        # the server broke HTTP/SSE/JSON (bad framing, not SSE, bad JSON, bad encoding)
-    "too_large",       # the answer exceeded an api.limits bound (headers, one event, body, events)
-    "redirect",        # a 3xx answer, not followed (api.follow_redirects); its Location in error
-    "server_error",    # an error event inside a 200 stream
-    "incomplete",      # stream ended without [DONE] / finish_reason
-    "cancelled",       # the run was interrupted before the request ended
-    "client",          # a fault of loadgen itself (never the server's)
-)
-
-
-@dataclass
-class Record:
-    id: int
-    phase: str                              # "warmup" | "measured"
-    scheduled_at_ns: Optional[int]          # when the schedule says it should be sent
-    sent_at_ns: Optional[int] = None        # just before the request bytes are written
-    first_chunk_at_ns: Optional[int] = None  # any data event (role-only included)
-    first_token_at_ns: Optional[int] = None  # first chunk with n_tokens > 0
-    end_at_ns: Optional[int] = None         # last byte read, or the failure
-    chunks: list = field(default_factory=list)  # [[arrival_ns, n_tokens], ...]
-    status: str = "pending"                 # "ok" | "error" | "cancelled"
-    http_status: Optional[int] = None
-    error_kind: Optional[str] = None
-    error: Optional[str] = None
-    prompt_tokens: Optional[int] = None
-    prompt_tokens_source: Optional[str] = None   # "usage" | "workload"
-    output_tokens: Optional[int] = None
-    output_tokens_source: Optional[str] = None   # "usage" | "chunks"
-    usage_output_tokens: Optional[int] = None
-    chunk_output_tokens: Optional[int] = None
-    token_count_mismatch: Optional[bool] = None  # usage and chunk count disagree
-    requested_output_tokens: Optional[int] = None
-    workload_prompt_tokens: Optional[int] = None
-    finish_reason: Optional[str] = None
-    output_chars: Optional[int] = None
-    worker: Optional[str] = None
-    # a request that failed on a reused keep-alive connection before any byte of the answer
-    # (write failed, or the peer closed before the status line) is sent once more on a fresh
-    # connection: sent_at_ns is then that second attempt, first_sent_at_ns the first one
-    retries: int = 0
-    first_sent_at_ns: Optional[int] = None
-    retry_error: Optional[str] = None       # why the first attempt failed
-    # wire transport: reads that carried more than one token chunk (every chunk of such a read
-    # but the last got that read's stamp, so may be late); None on the aiohttp transport
-    coalesced_reads: Optional[int] = None
-    # multi-turn sessions (loadgen.run.sessions): which conversation, which turn (1-based)
-    session_id: Optional[str] = None
-    turn: Optional[int] = None
-    # reasoning models: the first chunk with NON-reasoning output (content, text, tool calls);
-    # tokens of the reasoning-only chunks by the chunk count (None: no reasoning streamed)
-    first_answer_at_ns: Optional[int] = None
-    reasoning_tokens: Optional[int] = None
-    output_text: Optional[str] = None       # the answer's text (reasoning excluded), only if asked
-    inputs: Optional[int] = None            # api.endpoint embeddings: inputs in the request
-    input_images: Optional[int] = None      # workload.images: images sent with the request
-    # target.urls: the replica this request was sent to (None with one target URL)
-    target_url: Optional[str] = None
-    # tools / response_format (loadgen.client.structured, checked after the stream): tool calls
-    # seen; the final call's arguments parse as JSON / fit its tool's parameters; the answer's
-    # text parses as JSON / fits response_format's schema; the first problem, one line
-    tool_calls: Optional[int] = None
-    tool_args_parsed: Optional[bool] = None
-    tool_args_valid: Optional[bool] = None
-    json_parsed: Optional[bool] = None
-    json_valid: Optional[bool] = None
-    structured_error: Optional[str] = None
-
-    def to_json(self) -> str:
-        """One JSON line (no newline). msgspec encodes ``__dict__`` (not dataclasses.asdict, which
-        deep-copies every [t, n] pair) several times faster than json.dumps for a record of
-        many chunks; non-ASCII text stays UTF-8 (json.loads gives the same values). A text
-        msgspec refuses (a lone surrogate) goes through json.dumps."""
-        try:
-            return _ENCODE(self.__dict__).decode("utf-8")
-        except (TypeError, ValueError, UnicodeError, OverflowError):
-            return json.dumps(self.__dict__, separators=(",", ":"))
 
 
 class RecordWriter:
@@ -165,7 +81,9 @@ class RecordWriter:
 
 
 def read_records(path: str | Path) -> list[dict]:
-    """Read records.jsonl; a torn last line (killed mid-write) is skipped."""
+    """A records-shaped JSON-lines file of the engines' own (worker parts, send journals) as
+    dicts; a torn last line (killed mid-write) is skipped. Analysis reads records.jsonl through
+    analysis.contract.records instead (typed, bounded slices)."""
     out = []
     with open(path, encoding="utf-8") as f:
         for line in f:

@@ -4,8 +4,9 @@
         .meta / .sut / .server   RunMeta / Sut / ServerLife (None when the file is absent)
         .summary                 Summary: summary.json, or computed by analysis.metrics.summary
                                  (the same function the run used) when absent or older
-        .records()               DataFrame, one row per request (index: id)
-        .chunks()                DataFrame, one row per streamed chunk
+        .table                   RecordTable (analysis.contract.records): Records + numpy arrays
+        .records()               DataFrame, one row per request (index: id), built from arrays
+        .chunks()                DataFrame, one row per streamed chunk (the flat chunk array)
 
 Times in the tables are milliseconds from the run's t0 (meta ``t0_ns``, the start of the measured
 phase; warm-up requests have negative times). ``t0_source`` says where t0 came from.
@@ -16,18 +17,22 @@ from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
+from analysis.contract import timing
 from analysis.contract.base import SCHEMA_VERSION
 from analysis.contract.meta import RunMeta
+from analysis.contract.record import FIELDS
+from analysis.contract.records import read_table
 from analysis.contract.rundir import read_meta, read_server, read_summary, read_sut
 from analysis.contract.summary import Summary
 from analysis.contract.target import ServerLife, Sut
-from analysis.metrics import metrics as m
 
 STAMPS = ("scheduled_at_ns", "sent_at_ns", "first_chunk_at_ns", "first_token_at_ns",
           "first_answer_at_ns", "end_at_ns", "first_sent_at_ns")
-DERIVED = {"ttft_ms": m.ttft_ms, "ttft_from_scheduled_ms": m.ttft_from_scheduled_ms,
-           "tpot_ms": m.tpot_ms, "e2el_ms": m.e2el_ms,
-           "e2el_from_scheduled_ms": m.e2el_from_scheduled_ms, "schedule_lag_ms": m.schedule_lag_ms}
+DERIVED = ("ttft_ms", "ttft_from_scheduled_ms", "tpot_ms", "e2el_ms", "e2el_from_scheduled_ms",
+           "schedule_lag_ms")
+NS_PER_MS = timing.NS_PER_MS
 SKIP = ("chunks", "output_text")
 
 
@@ -51,10 +56,14 @@ class RunData:
         return f"RunData({str(self.path)!r}, mode={mode!r})"
 
     @cached_property
-    def raw_records(self) -> list[dict]:
-        """records.jsonl as dicts (the form analysis.metrics reads)."""
-        from analysis.metrics.summary import load_run
-        return load_run(self.path)[0]
+    def table(self):
+        """records.jsonl as a RecordTable (analysis.contract.records: Records + arrays)."""
+        return read_table(self.path / "records.jsonl")
+
+    @property
+    def raw_records(self) -> list:
+        """records.jsonl as Records (the form analysis.metrics reads)."""
+        return self.table.records
 
     @cached_property
     def summary(self) -> Summary:
@@ -68,8 +77,8 @@ class RunData:
     def _t0(self) -> tuple[Optional[int], str]:
         if self.meta is not None and self.meta.t0_ns is not None:
             return self.meta.t0_ns, "meta.json t0_ns"
-        sent = [r["sent_at_ns"] for r in m.measured(self.raw_records)
-                if r.get("sent_at_ns") is not None]
+        sent = [r.sent_at_ns for r in self.raw_records
+                if r.phase != "warmup" and r.sent_at_ns is not None]
         return (min(sent), "first measured send (meta.json has no t0_ns)") if sent else \
             (None, "none (no t0_ns and nothing sent): times are raw nanoseconds / 1e6")
 
@@ -82,47 +91,59 @@ class RunData:
         return self._t0[1]
 
     def _ms(self, t: Optional[int]) -> Optional[float]:
-        return None if t is None else (t - (self.t0_ns or 0)) / m.NS_PER_MS
+        return None if t is None else (t - (self.t0_ns or 0)) / NS_PER_MS
+
+    def _ms_col(self, name: str) -> np.ndarray:
+        v, ok = self.table.stamp(name)
+        out = (v - (self.t0_ns or 0)).astype(float) / NS_PER_MS
+        out[~ok] = np.nan
+        return out
+
+    def _keep(self, phase: Optional[str]) -> np.ndarray:
+        return np.ones(len(self.table), bool) if phase is None else \
+            self.table.column("phase") == phase
 
     def records(self, phase: Optional[str] = None):
         """One row per request, index ``id``: every scalar field of the record, each
         ``*_at_ns`` stamp as ``*_ms`` from t0, and the per-request figures of
-        analysis.metrics (ttft_ms, tpot_ms, e2el_ms, ...; NaN where undefined).
+        analysis.contract.timing (ttft_ms, tpot_ms, e2el_ms, ...; NaN where undefined).
         ``phase``: "measured" or "warmup" to keep only those."""
         import pandas as pd
-        rows = []
-        for r in self.raw_records:
-            if phase is not None and r.get("phase") != phase:
-                continue
-            row = {k: v for k, v in r.items() if k not in SKIP and k not in STAMPS}
-            row.update({_ms_name(k): self._ms(r.get(k)) for k in STAMPS})
-            row.update({k: f(r) for k, f in DERIVED.items()})
-            row["n_chunks"] = len(r.get("chunks") or ())
-            rows.append(row)
-        df = pd.DataFrame(rows)
-        if df.empty:
-            return df
-        ms = [c for c in df.columns if c.endswith("_ms")]
-        return df.astype({c: float for c in ms}).set_index("id").sort_index()
+        t, keep = self.table, self._keep(phase)
+        if not keep.any():
+            return pd.DataFrame()
+        idx = np.flatnonzero(keep).tolist()
+        recs = [t.records[i] for i in idx]
+        cols: dict = {k: [getattr(r, k) for r in recs] for k in FIELDS
+                      if k not in SKIP and k not in STAMPS}
+        cols.update({_ms_name(k): self._ms_col(k)[keep] for k in STAMPS})
+        figs = timing.per_record(t)
+        cols.update({k: figs[k][keep] for k in DERIVED})
+        cols["n_chunks"] = np.diff(t.offsets)[keep]
+        return pd.DataFrame(cols).set_index("id").sort_index()
 
     def chunks(self, phase: Optional[str] = None):
         """One row per streamed data event: ``id``, ``phase``, ``index`` (0-based in its
         request), ``t_ms`` (arrival, from t0), ``n_tokens`` (0: role-only / usage-only),
         ``since_sent_ms`` and ``gap_ms`` (from the request's previous chunk; NaN for the first)."""
         import pandas as pd
-        cols = ("id", "phase", "index", "t_ms", "n_tokens", "since_sent_ms", "gap_ms")
-        rows = []
-        for r in self.raw_records:
-            if phase is not None and r.get("phase") != phase:
-                continue
-            sent, prev = r.get("sent_at_ns"), None
-            for i, (t, n) in enumerate(r.get("chunks") or ()):
-                rows.append((r.get("id"), r.get("phase"), i, self._ms(t), n,
-                             None if sent is None else (t - sent) / m.NS_PER_MS,
-                             None if prev is None else (t - prev) / m.NS_PER_MS))
-                prev = t
-        return pd.DataFrame(rows, columns=list(cols)).astype(
-            {"t_ms": float, "since_sent_ms": float, "gap_ms": float})
+        t = self.table
+        owner = t.record_of_chunk()
+        keep = self._keep(phase)[owner]
+        owner = owner[keep]
+        tt, n = t.t[keep], t.n[keep]
+        index = np.flatnonzero(keep) - t.offsets[owner]
+        sent, ok = t.stamp("sent_at_ns")
+        since = (tt - sent[owner]).astype(float) / NS_PER_MS
+        since[~ok[owner]] = np.nan
+        gap = np.full(tt.size, np.nan)
+        later = index > 0
+        gap[later] = (tt[later] - t.t[np.flatnonzero(keep)[later] - 1]).astype(float) / NS_PER_MS
+        ids = np.asarray([r.id for r in t.records], dtype=np.int64)
+        return pd.DataFrame({"id": ids[owner], "phase": t.column("phase")[owner],
+                             "index": index, "t_ms": (tt - (self.t0_ns or 0)).astype(float)
+                             / NS_PER_MS, "n_tokens": n, "since_sent_ms": since,
+                             "gap_ms": gap})
 
 
 def open_run(path: str | Path) -> RunData:

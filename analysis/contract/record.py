@@ -1,75 +1,173 @@
-"""records.jsonl: one JSON object per request, the fields of loadgen.record.Record.
+"""records.jsonl: one JSON object per request — THE record type, written and read as one Struct.
 
-    loadgen/record.py Record ─► RecordWriter ─► records.jsonl ─► RunRecord (validate_run_dir,
-        open_run) ; analysis/metrics reads the same lines as plain dicts (speed)
+    loadgen client ─► Record(...) (msgspec Struct) ─► loadgen.record.RecordWriter (to_json)
+        ─► records.jsonl ─► analysis.contract.records (msgspec decode in bounded slices:
+            typed Records, or RecordTable: numpy columns + one flat chunk array)
+        ─► validate_run_dir, open_run, analysis
+    msgspec.json.schema(Record) ─► docs/schema/record.json (analysis.contract.export)
 
 Times are integer nanoseconds of ``time.perf_counter_ns``; null means "did not happen".
-``error_kind`` is a string, not a closed set: the kinds below are the ones known today, and a
-newer writer's kind still reads (docs/architecture.md lists each).
+``chunks`` holds every streamed data event as ``[arrival_ns, n_tokens]``; role-only, usage-only
+and empty chunks have ``n_tokens == 0``. The first token is the first chunk with ``n_tokens > 0``.
+``error_kind`` is a string, not a closed set: the kinds below are the ones written today, and a
+newer writer's kind still reads (docs/architecture.md lists each). Reading ignores keys a newer
+writer added; validate_run_dir (``written=True``) names them.
 """
 from __future__ import annotations
 
-from typing import Literal, Optional
+import json
+from typing import Annotated, Literal, Optional
 
-from pydantic import Field
+import msgspec
 
-from analysis.contract.base import Model
+from analysis.contract.base import ContractError
 
-ERROR_KINDS = ("http", "timeout", "connection", "malformed", "server_error", "incomplete",
-               "cancelled", "client", "protocol", "redirect", "too_large")
+# error kinds (``Record.error_kind``)
+ERROR_KINDS = (
+    "http",            # non-2xx status (http_status says which)
+    "timeout",         # no complete answer within api.timeout_s
+    "connection",      # refused, reset, dropped mid-stream
+    "protocol",        # the server broke HTTP/SSE/JSON (bad framing, not SSE, bad JSON, bad encoding)
+    "too_large",       # the answer exceeded an api.limits bound (headers, one event, body, events)
+    "redirect",        # a 3xx answer, not followed (api.follow_redirects); its Location in error
+    "server_error",    # an error event inside a 200 stream
+    "incomplete",      # stream ended without [DONE] / finish_reason
+    "cancelled",       # the run was interrupted before the request ended
+    "client",          # a fault of loadgen itself (never the server's)
+)
+OLD_KINDS = ("malformed",)   # written by older versions (now "protocol"); still read
+PHASES = ("warmup", "measured", "probe_alone", "probe")
+STATUSES = ("ok", "error", "cancelled", "pending")
+
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def _d(t, text: str):
+    return Annotated[t, msgspec.Meta(description=text)]
+
+
 NS = Optional[int]
 
 
-class RunRecord(Model):
-    """One line of records.jsonl."""
-    id: int = Field(description="request index in the run (warm-up first)")
-    phase: Literal["warmup", "measured", "probe_alone", "probe"] = Field(
-        description="probe_alone / probe: load.probe's side stream (probe_stream.jsonl only)")
-    scheduled_at_ns: NS = None
-    sent_at_ns: NS = None
-    first_chunk_at_ns: NS = None
-    first_token_at_ns: NS = None
-    end_at_ns: NS = None
-    chunks: list[tuple[int, int]] = Field(
-        default_factory=list, description="every data event as [arrival_ns, n_tokens]")
+class Record(msgspec.Struct, gc=False):
+    """One line of records.jsonl (one request). Built once per request on the hot path (a
+    Struct: a fraction of a dataclass's construction cost), mutated as the request goes."""
+    id: _d(int, "request index in the run (warm-up first)")
+    phase: _d(Literal["warmup", "measured", "probe_alone", "probe"],
+              "probe_alone / probe: load.probe's side stream (probe_stream.jsonl only)")
+    scheduled_at_ns: _d(NS, "when the schedule says it should be sent") = None
+    sent_at_ns: _d(NS, "just before the request bytes are written") = None
+    first_chunk_at_ns: _d(NS, "any data event (role-only included)") = None
+    first_token_at_ns: _d(NS, "first chunk with n_tokens > 0") = None
+    end_at_ns: _d(NS, "last byte read, or the failure") = None
+    chunks: _d(list[tuple[int, int]], "every data event as [arrival_ns, n_tokens]") = []
     status: Literal["ok", "error", "cancelled", "pending"] = "pending"
     http_status: Optional[int] = None
-    error_kind: Optional[str] = Field(None, description="one of: " + ", ".join(ERROR_KINDS)
-                                      + " (a string: newer kinds still read)")
+    error_kind: _d(Optional[str], "one of: " + ", ".join(ERROR_KINDS + OLD_KINDS)
+                   + " (a string: newer kinds still read)") = None
     error: Optional[str] = None
     prompt_tokens: Optional[int] = None
-    prompt_tokens_source: Optional[str] = Field(None, description="usage | workload")
+    prompt_tokens_source: _d(Optional[str], "usage | workload") = None
     output_tokens: Optional[int] = None
-    output_tokens_source: Optional[str] = Field(None, description="usage | chunks")
+    output_tokens_source: _d(Optional[str], "usage | chunks") = None
     usage_output_tokens: Optional[int] = None
     chunk_output_tokens: Optional[int] = None
-    token_count_mismatch: Optional[bool] = None
+    token_count_mismatch: _d(Optional[bool], "usage and chunk count disagree") = None
     requested_output_tokens: Optional[int] = None
     workload_prompt_tokens: Optional[int] = None
     finish_reason: Optional[str] = None
     output_chars: Optional[int] = None
     worker: Optional[str] = None
+    # a request that failed on a reused keep-alive connection before any byte of the answer
+    # (write failed, or the peer closed before the status line) is sent once more on a fresh
+    # connection: sent_at_ns is then that second attempt, first_sent_at_ns the first one
     retries: int = 0
-    first_sent_at_ns: NS = None
-    retry_error: Optional[str] = None
+    first_sent_at_ns: _d(NS, "the first attempt's send (a stale-connection retry)") = None
+    retry_error: _d(Optional[str], "why the first attempt failed") = None
+    # wire transport: reads that carried more than one token chunk (every chunk of such a read
+    # but the last got that read's stamp, so may be late); None on the aiohttp transport
     coalesced_reads: Optional[int] = None
+    # multi-turn sessions (loadgen.run.sessions): which conversation, which turn (1-based)
     session_id: Optional[str] = None
     turn: Optional[int] = None
+    # reasoning models: the first chunk with NON-reasoning output (content, text, tool calls);
+    # tokens of the reasoning-only chunks by the chunk count (None: no reasoning streamed)
     first_answer_at_ns: NS = None
     reasoning_tokens: Optional[int] = None
-    output_text: Optional[str] = None
-    inputs: Optional[int] = Field(None, description="embeddings: inputs in the request "
-                                  "(None for completions and chat)")
-    input_images: Optional[int] = Field(None, description="workload.images: images sent")
-    target_url: Optional[str] = Field(None, description="target.urls: the replica it was sent to")
-    tool_calls: Optional[int] = Field(None, description="tool calls in the answer (0: tools "
-                                      "offered, none called; None: no tools offered)")
-    tool_args_parsed: Optional[bool] = Field(None, description="the final tool call's arguments "
-                                             "parse as JSON")
-    tool_args_valid: Optional[bool] = Field(None, description="... and validate against that "
-                                            "tool's parameters schema")
-    json_parsed: Optional[bool] = Field(None, description="api.response_format: the answer's text "
-                                        "parses as JSON")
-    json_valid: Optional[bool] = Field(None, description="... and validates against the schema "
-                                       "(json_object: is an object)")
-    structured_error: Optional[str] = Field(None, description="the first tool-call / JSON problem")
+    output_text: _d(Optional[str], "the answer's text (reasoning excluded), only if asked") = None
+    inputs: _d(Optional[int], "embeddings: inputs in the request (None for completions "
+               "and chat)") = None
+    input_images: _d(Optional[int], "workload.images: images sent") = None
+    target_url: _d(Optional[str], "target.urls: the replica it was sent to") = None
+    # tools / response_format (loadgen.client.structured, checked after the stream)
+    tool_calls: _d(Optional[int], "tool calls in the answer (0: tools offered, none called; "
+                   "None: no tools offered)") = None
+    tool_args_parsed: _d(Optional[bool], "the final tool call's arguments parse as JSON") = None
+    tool_args_valid: _d(Optional[bool], "... and validate against that tool's parameters "
+                        "schema") = None
+    json_parsed: _d(Optional[bool], "api.response_format: the answer's text parses as "
+                    "JSON") = None
+    json_valid: _d(Optional[bool], "... and validates against the schema (json_object: is an "
+                   "object)") = None
+    structured_error: _d(Optional[str], "the first tool-call / JSON problem") = None
+
+    def to_json(self) -> str:
+        """One JSON line (no newline), the fields in order; non-ASCII text stays UTF-8. A text
+        msgspec refuses (a lone surrogate) goes through json.dumps (same keys, same order)."""
+        try:
+            return _ENCODE(self).decode("utf-8")
+        except (TypeError, ValueError, UnicodeError, OverflowError):
+            return json.dumps(self.as_dict(), separators=(",", ":"))
+
+    def as_dict(self) -> dict:
+        """The fields as a dict, in order (shallow: chunks is the same list)."""
+        return {f: getattr(self, f) for f in self.__struct_fields__}
+
+    @property
+    def __dict__(self) -> dict:      # a dataclass's view, kept for callers that used it
+        return self.as_dict()
+
+    # read-only mapping access, for code that takes a record or its JSON dict alike
+    def get(self, key: str, default=None):
+        return getattr(self, key, default)
+
+    def __getitem__(self, key: str):
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.__struct_fields__
+
+    @classmethod
+    def read(cls, data, where: str = ""):
+        """``data`` (a JSON dict, or a Record already) as a Record; ContractError naming the
+        field that does not fit."""
+        if isinstance(data, Record):
+            return data
+        try:
+            return msgspec.convert(data, cls)
+        except msgspec.ValidationError as e:
+            raise ContractError(problem_line(e, where or "record")) from None
+
+
+FIELDS = Record.__struct_fields__
+
+
+class ClosedRecord(Record, forbid_unknown_fields=True, gc=False):
+    """The same record, refusing keys outside the contract (validate_run_dir, written=True)."""
+
+
+def problem_line(e: msgspec.ValidationError, where: str) -> str:
+    """msgspec's "Expected `int`, got `str` - at `$.id`" as "WHERE: id: Expected `int`, got
+    `str`"; an unknown key as "WHERE: KEY: not in the contract"."""
+    text = str(e)
+    msg, _, at = text.partition(" - at `")
+    loc = at.rstrip("`").removeprefix("$").lstrip(".") or "(top)"
+    if msg.startswith("Object contains unknown field `"):
+        return f"{where}: {msg.split('`')[1]}: not in the contract"
+    return f"{where}: {loc}: {msg}"
+
+
+RunRecord = Record   # the name the contract used before the one definition

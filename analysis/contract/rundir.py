@@ -3,6 +3,9 @@
     run_dir ─► validate_run_dir(path) ─► ["file: field: problem", ...]   ([]: every file fits)
             ─► read_meta / read_sut / read_summary / read_server / read_device
                (None when the file is absent)
+            ─► read_rows / read_power / read_server_metrics (free-form JSON lines),
+               read_json / read_power_sources / read_sweep / read_repeat (free-form JSON)
+    records.jsonl itself: analysis.contract.records (typed Records, arrays)
 """
 from __future__ import annotations
 
@@ -10,10 +13,12 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from analysis.contract.base import SCHEMA_VERSION, ContractError, Model, unnamed_keys
+import msgspec
+
+from analysis.contract.base import SCHEMA_VERSION, ContractError, Model
 from analysis.contract.device import Device
 from analysis.contract.meta import RunMeta
-from analysis.contract.record import RunRecord
+from analysis.contract.record import ClosedRecord, Record, problem_line
 from analysis.contract.summary import Summary
 from analysis.contract.target import ServerLife, Sut
 
@@ -21,6 +26,18 @@ FILES: dict[str, type[Model]] = {"meta.json": RunMeta, "sut.json": Sut,
                                   "server.json": ServerLife, "summary.json": Summary,
                                   "device.json": Device}
 REQUIRED = ("records.jsonl", "meta.json")
+_MSGSPEC = msgspec.json.Decoder().decode
+
+
+def _JSON(data: bytes):
+    """msgspec's decode; what it refuses (NaN, Infinity: Python's json writes them) by json."""
+    try:
+        return _MSGSPEC(data)
+    except msgspec.DecodeError:
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise msgspec.DecodeError("not JSON") from None
 
 
 def _read(run_dir, name: str):
@@ -48,28 +65,74 @@ def read_device(run_dir) -> Optional[Device]:
     return _read(run_dir, "device.json")
 
 
+def read_rows(path: str | Path) -> list[dict]:
+    """A JSON-lines file of free-form rows (power.jsonl, server_metrics.jsonl) as dicts; no file
+    ─► []; a line that is not a JSON object (a torn last line) is skipped."""
+    p = Path(path)
+    if not p.is_file():
+        return []
+    out = []
+    with open(p, "rb") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                row = _JSON(line)
+            except msgspec.DecodeError:
+                continue
+            if isinstance(row, dict):
+                out.append(row)
+    return out
+
+
+def read_json(path: str | Path) -> Optional[dict]:
+    """A free-form JSON file of a run or sweep directory (power_sources.json, sweep.json,
+    repeat.json, a point's summary) as a dict; None when absent or not a JSON object."""
+    p = Path(path)
+    try:
+        v = _JSON(p.read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return None
+    return v if isinstance(v, dict) else None
+
+
+def read_power(run_dir) -> list[dict]:
+    return read_rows(Path(run_dir) / "power.jsonl")
+
+
+def read_power_sources(run_dir) -> list:
+    return (read_json(Path(run_dir) / "power_sources.json") or {}).get("sources") or []
+
+
+def read_server_metrics(run_dir) -> list[dict]:
+    return read_rows(Path(run_dir) / "server_metrics.jsonl")
+
+
+def read_sweep(sweep_dir) -> Optional[dict]:
+    return read_json(Path(sweep_dir) / "sweep.json")
+
+
+def read_repeat(series_dir) -> Optional[dict]:
+    return read_json(Path(series_dir) / "repeat.json")
+
+
 def record_problems(path: str | Path, written: bool = True) -> list[str]:
     """Each records.jsonl (or probe_stream.jsonl) line that is not a RunRecord (a torn last
     line is allowed)."""
     out: list[str] = []
     name = Path(path).name
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    dec = msgspec.json.Decoder(ClosedRecord if written else Record)
+    lines = Path(path).read_bytes().splitlines()
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except ValueError:
+            dec.decode(line)
+        except msgspec.ValidationError as e:
+            out.append(problem_line(e, f"{name}:{i}"))
+        except msgspec.DecodeError:
             if i < len(lines):      # only the last line may be torn (killed mid-write)
                 out.append(f"{name}:{i}: not JSON")
-            continue
-        try:
-            rec = RunRecord.read(data, f"{name}:{i}")
-        except ContractError as e:
-            out += str(e).splitlines()
-            continue
-        if written:
-            out += [f"{name}:{i}: {k}: not in the contract" for k in unnamed_keys(rec)]
     return out
 
 

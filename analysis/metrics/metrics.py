@@ -1,4 +1,4 @@
-"""Metric definitions: pure functions of request records (plain dicts from records.jsonl).
+"""Metric definitions: pure functions of request records (Records, or their JSON dicts).
 
 Every time in a record is an integer from ``time.perf_counter_ns``; every figure here is in
 milliseconds (latencies) or per second (rates). A function returns ``None`` (never 0) when the data
@@ -21,7 +21,10 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-NS_PER_MS = 1e6
+from analysis.contract import timing
+from analysis.contract.records import table_of
+
+NS_PER_MS = timing.NS_PER_MS
 STAT_KEYS = ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max", "count")
 _PCTS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
 
@@ -64,17 +67,10 @@ def _diff_ms(a: Optional[int], b: Optional[int]) -> Optional[float]:
     return (a - b) / NS_PER_MS
 
 
-def token_chunks(rec: dict) -> list[tuple[int, int]]:
-    """The chunks that carry output tokens: [(arrival_ns, n_tokens)] with n_tokens > 0."""
-    return [(int(t), int(n)) for t, n in (rec.get("chunks") or []) if n and n > 0]
-
-
-def first_token_at(rec: dict) -> Optional[int]:
-    """``first_token_at_ns``, else the arrival of the first chunk with n_tokens > 0, else None."""
-    if rec.get("first_token_at_ns") is not None:
-        return rec["first_token_at_ns"]
-    tc = token_chunks(rec)
-    return tc[0][0] if tc else None
+# token_chunks, first_token_at, chunk_gaps_ms, itl_ms: analysis.contract.timing (one definition,
+# also roofline's), re-exported here
+token_chunks, first_token_at = timing.token_chunks, timing.first_token_at
+chunk_gaps_ms, itl_ms = timing.chunk_gaps_ms, timing.itl_ms
 
 
 def ttft_ms(rec: dict) -> Optional[float]:
@@ -111,22 +107,6 @@ def tpot_ms(rec: dict) -> Optional[float]:
     return (e2e - ttft) / (n - 1)
 
 
-def chunk_gaps_ms(rec: dict) -> list[float]:
-    """Raw gaps between consecutive token chunks (ms), one per chunk after the first."""
-    tc = token_chunks(rec)
-    return [(tc[k][0] - tc[k - 1][0]) / NS_PER_MS for k in range(1, len(tc))]
-
-
-def itl_ms(rec: dict) -> list[float]:
-    """Token-weighted ITL (ms): gap_k / n_k repeated n_k times for each token chunk k ≥ 1."""
-    tc = token_chunks(rec)
-    out: list[float] = []
-    for k in range(1, len(tc)):
-        n = tc[k][1]
-        out.extend([(tc[k][0] - tc[k - 1][0]) / NS_PER_MS / n] * n)
-    return out
-
-
 # ---- distributions ----------------------------------------------------------------------------
 def stats(values: Iterable[Optional[float]]) -> dict:
     """mean, std (population, ddof=0), min, p50, p90, p95, p99, p999 (99.9th), max, count.
@@ -134,7 +114,10 @@ def stats(values: Iterable[Optional[float]]) -> dict:
     Percentiles: ``numpy.percentile(method="linear")`` (numpy's default, interpolating between
     closest ranks). None entries are dropped; with no data every field except count is None.
     """
-    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    if isinstance(values, np.ndarray):           # a figure's array (NaN: undefined)
+        arr = values[~np.isnan(values)].astype(float)
+    else:
+        arr = np.asarray([v for v in values if v is not None], dtype=float)
     out: dict = {k: None for k in STAT_KEYS}
     out["count"] = int(arr.size)
     if arr.size == 0:
@@ -148,6 +131,9 @@ def stats(values: Iterable[Optional[float]]) -> dict:
 
 def percentile(values: Iterable[Optional[float]], q: float) -> Optional[float]:
     """The q-th percentile (numpy, method="linear") of the non-None values, or None."""
+    if isinstance(values, np.ndarray):
+        arr = values[~np.isnan(values)]
+        return float(np.percentile(arr, q, method="linear")) if arr.size else None
     arr = [v for v in values if v is not None]
     return float(np.percentile(np.asarray(arr, dtype=float), q, method="linear")) if arr else None
 
@@ -157,6 +143,28 @@ def pooled(records: Iterable[dict], per_record) -> list[float]:
     out: list[float] = []
     for r in records:
         out.extend(per_record(r))
+    return out
+
+
+def selections(records) -> tuple:
+    """(table, measured, done, sent) over ``records``: analysis.contract.records.table_of and
+    the masks of measured records, completed ones (status ok) and sent ones (ok | error)."""
+    t = table_of(records)
+    phase, status = t.column("phase"), t.column("status")
+    meas = phase != "warmup"
+    return t, meas, meas & (status == "ok"), meas & ((status == "ok") | (status == "error"))
+
+
+def latency_series(records) -> dict[str, np.ndarray]:
+    """The summary's latency distributions as arrays (NaN: undefined for that request): per
+    completed measured request, schedule lag per sent one, ITL and chunk gaps pooled."""
+    t, _, done, sent = selections(records)
+    f = timing.per_record(t)
+    out = {k: f[k][done] for k in ("ttft_ms", "ttft_from_scheduled_ms", "tpot_ms", "e2el_ms",
+                                    "e2el_from_scheduled_ms")}
+    out["schedule_lag_ms"] = f["schedule_lag_ms"][sent]
+    out["itl_ms"] = timing.pooled_itl_ms(t, done)
+    out["chunk_gap_ms"] = timing.pooled_chunk_gaps_ms(t, done)
     return out
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut
+from analysis.contract.records import read_records
+from analysis.contract.rundir import read_json, read_rows
 from analysis.metrics import metrics as m
 from analysis.metrics import slo as slo_mod
 from analysis.metrics import saturation as saturation_mod
@@ -129,19 +131,9 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     slo, _ = slo_mod.resolve_slo_lenient(mm.slo)
     recs = m.measured(records)
     done = m.completed(recs)
-    sent = [r for r in recs if r.get("status") in ("ok", "error")]
     win = m.window(records)
     server = m.open_loop(mode)
-    series = {
-        "ttft_ms": [m.ttft_ms(r) for r in done],
-        "ttft_from_scheduled_ms": [m.ttft_from_scheduled_ms(r) for r in done],
-        "tpot_ms": [m.tpot_ms(r) for r in done],
-        "itl_ms": m.pooled(done, m.itl_ms),
-        "e2el_ms": [m.e2el_ms(r) for r in done],
-        "e2el_from_scheduled_ms": [m.e2el_from_scheduled_ms(r) for r in done],
-        "schedule_lag_ms": [m.schedule_lag_ms(r) for r in sent],
-        "chunk_gap_ms": m.pooled(done, m.chunk_gaps_ms),
-    }
+    series = m.latency_series(records)              # arrays (analysis.contract.timing)
     out: dict = {
         "schema_version": SCHEMA_VERSION,
         "summary_version": SUMMARY_VERSION,
@@ -188,20 +180,11 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
 
 
 def _read_jsonl(path: Path) -> list[dict]:
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:  # a torn last line (killed mid-write)
-                    continue
-    return out
+    return read_rows(path)
 
 
 def _read_json(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return read_json(path) or {}
 
 
 def load_run(run_dir: str | Path) -> tuple[list[dict], dict, dict]:
@@ -212,7 +195,7 @@ def load_run(run_dir: str | Path) -> tuple[list[dict], dict, dict]:
     if not rec_path.is_file():
         raise FileNotFoundError(f"{d}: no records.jsonl (not a run directory?)")
     meta, sut = d / "meta.json", d / "sut.json"
-    return (_read_jsonl(rec_path),
+    return (read_records(rec_path),
             RunMeta.read_file(meta).as_dict() if meta.is_file() else {},
             Sut.read_file(sut).as_dict() if sut.is_file() else {})
 

@@ -1,0 +1,261 @@
+"""records.jsonl read through the one Record type, in bounded slices, into records and arrays.
+
+    records.jsonl ─► slices of ~SLICE_BYTES whole lines ─► msgspec decode_lines(Record, chunks
+        left raw) ─► each slice's chunks parsed at once into an (n, 2) int64 array
+        ─► RecordTable: .records (Records; each .chunks a ChunkView into its slice's array),
+                        .t / .n (every chunk's arrival_ns / n_tokens, one flat array each),
+                        .offsets (record i's chunks are t[offsets[i]:offsets[i+1]]),
+                        .column(name) (a per-record field as a numpy array)
+A torn last line (a run killed mid-write) is skipped; any other line that is not JSON, or a
+record whose field does not fit, is a ContractError naming the line and the field. Memory: the
+file is never held whole, and no chunk is a Python object until asked for (ChunkView).
+read_table caches the last table read (path, size, mtime): the summary and the report of one
+``loadgen report`` decode the file once.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator, Optional
+
+import msgspec
+import numpy as np
+
+from analysis.contract.base import ContractError
+from analysis.contract.record import Record, problem_line
+
+SLICE_BYTES = 4 << 20
+_SPACES = bytes.maketrans(b"[],", b"   ")
+
+
+class _Line(Record, gc=False):
+    """A Record as read: its chunks still raw JSON (parsed per slice into an array)."""
+    chunks: msgspec.Raw = msgspec.Raw(b"[]")
+
+
+_DECODE = msgspec.json.Decoder(_Line)
+_CHUNKS = msgspec.json.Decoder(list[tuple[int, int]])
+
+
+class ChunkView:
+    """A record's chunks as a read-only sequence of ``[arrival_ns, n_tokens]`` lists (what the
+    JSON line held), backed by its slice's (n, 2) array."""
+    __slots__ = ("_a", "_lo", "_hi")
+
+    def __init__(self, a: np.ndarray, lo: int, hi: int):
+        self._a, self._lo, self._hi = a, lo, hi
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    def __bool__(self) -> bool:
+        return self._hi > self._lo
+
+    def __iter__(self):
+        return iter(self._a[self._lo:self._hi].tolist())
+
+    def __getitem__(self, i):
+        return self._a[self._lo:self._hi].tolist()[i]
+
+    def __eq__(self, other) -> bool:
+        try:
+            return [list(c) for c in self] == [list(c) for c in other]
+        except TypeError:
+            return NotImplemented
+
+    def array(self) -> np.ndarray:
+        return self._a[self._lo:self._hi]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+def _lines(path: Path, slice_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """(first line number, whole lines) slices of the file; the tail after the last newline
+    comes last (a torn line, or a final line without newline)."""
+    line_no, rest = 1, b""
+    with open(path, "rb") as f:
+        while True:
+            buf = f.read(slice_bytes)
+            if not buf:
+                break
+            buf = rest + buf
+            cut = buf.rfind(b"\n")
+            if cut < 0:
+                rest = buf
+                continue
+            body, rest = buf[:cut + 1], buf[cut + 1:]
+            yield line_no, body
+            line_no += body.count(b"\n")
+    if rest.strip():
+        yield line_no, rest
+
+
+def _decode(first: int, body: bytes, name: str, last: bool) -> list[_Line]:
+    try:
+        return _DECODE.decode_lines(body)
+    except msgspec.DecodeError:
+        pass
+    out, lines = [], body.split(b"\n")
+    for k, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(_DECODE.decode(line))
+        except msgspec.ValidationError as e:
+            raise ContractError(problem_line(e, f"{name}:{first + k}")) from None
+        except msgspec.DecodeError:
+            if last and not any(x.strip() for x in lines[k + 1:]):
+                continue                                  # a torn last line
+            raise ContractError(f"{name}:{first + k}: not JSON") from None
+    return out
+
+
+def _parse_chunks(recs: list[_Line], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every record's raw chunks ─► one (n, 2) int64 array and the count per record."""
+    raws = [bytes(r.chunks) for r in recs]
+    counts = np.fromiter((x.count(b"[") - 1 if len(x) > 2 else 0 for x in raws),
+                         dtype=np.int64, count=len(raws))
+    flat = np.fromstring(b" ".join(raws).translate(_SPACES), dtype=np.int64, sep=" ") \
+        if counts.any() else np.zeros(0, np.int64)
+    if flat.size != 2 * int(counts.sum()):                # not plain [[int, int], ...]: strictly
+        parts = []
+        for r, raw in zip(recs, raws):
+            try:
+                parts.append(np.asarray(_CHUNKS.decode(raw), dtype=np.int64).reshape(-1, 2))
+            except msgspec.ValidationError as e:
+                raise ContractError(problem_line(e, f"{name}: id {r.id}: chunks")) from None
+        counts = np.array([len(p) for p in parts], dtype=np.int64)
+        flat = np.concatenate(parts) if parts else np.zeros((0, 2), np.int64)
+    return flat.reshape(-1, 2), counts
+
+
+class RecordTable:
+    """A records file as Records and arrays (see the module docstring)."""
+
+    def __init__(self, records: list[Record], chunks: np.ndarray, offsets: np.ndarray):
+        self.records = records
+        self.t = chunks[:, 0]
+        self.n = chunks[:, 1]
+        self.offsets = offsets
+        self._cols: dict[str, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def column(self, name: str, dtype=object) -> np.ndarray:
+        """Field ``name`` of every record as an array (cached). ``float``: None ─► NaN."""
+        key = f"{name}:{np.dtype(dtype).str}"
+        if key not in self._cols:
+            vals = [getattr(r, name) for r in self.records]
+            if dtype is float:
+                self._cols[key] = np.array([np.nan if v is None else v for v in vals], float)
+            else:
+                a = np.empty(len(vals), dtype=object)
+                a[:] = vals
+                self._cols[key] = a
+        return self._cols[key]
+
+    def stamp(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """A ``*_at_ns`` field as (int64 values, present mask); absent values are 0."""
+        key = f"{name}:ns"
+        if key not in self._cols:
+            vals = [getattr(r, name) for r in self.records]
+            ok = np.fromiter((v is not None for v in vals), bool, count=len(vals))
+            self._cols[key] = np.fromiter((v or 0 for v in vals), np.int64, count=len(vals))
+            self._cols[key + ":ok"] = ok
+        return self._cols[key], self._cols[key + ":ok"]
+
+    def record_of_chunk(self) -> np.ndarray:
+        """For each chunk, the index of its record."""
+        return np.repeat(np.arange(len(self.records)), np.diff(self.offsets))
+
+
+def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
+    """records.jsonl (or probe_stream.jsonl) as a RecordTable; the last one read is cached."""
+    p = Path(path)
+    st = os.stat(p)
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    if _CACHE.get("key") == key:
+        return _CACHE["table"]
+    name = p.name
+    records: list[Record] = []
+    arrays, counts = [], []
+    slices = list(_lines(p, slice_bytes)) if st.st_size <= slice_bytes else None
+    for first, body in slices if slices is not None else _lines(p, slice_bytes):
+        recs = _decode(first, body, name, last=not body.endswith(b"\n"))
+        if not recs:
+            continue
+        arr, cnt = _parse_chunks(recs, name)
+        ends = np.cumsum(cnt)
+        starts = ends - cnt
+        for r, lo, hi in zip(recs, starts.tolist(), ends.tolist()):
+            r.chunks = ChunkView(arr, lo, hi)
+        records.extend(recs)
+        arrays.append(arr)
+        counts.append(cnt)
+    chunks = np.concatenate(arrays) if arrays else np.zeros((0, 2), np.int64)
+    offsets = np.zeros(len(records) + 1, np.int64)
+    if counts:
+        np.cumsum(np.concatenate(counts), out=offsets[1:])
+    table = RecordTable(records, chunks, offsets)
+    _CACHE.update(key=key, table=table)
+    return table
+
+
+def table_of(records) -> RecordTable:
+    """A RecordTable over ``records`` (Records or JSON dicts, in order): the table they were
+    read into when they are read_table's list, else built from them (its records: the same
+    objects)."""
+    t = _CACHE.get("table")
+    if t is not None and t.records is records:
+        return t
+    t = getattr(records, "table", None)
+    if t is not None:
+        return t
+    recs = list(records)
+    pairs = [list(r.get("chunks") or ()) for r in recs]
+    counts = np.array([len(p) for p in pairs], dtype=np.int64)
+    flat = np.array([c for p in pairs for c in p], dtype=np.int64).reshape(-1, 2)
+    offsets = np.zeros(len(recs) + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return _DictTable(recs, flat, offsets)
+
+
+class _DictTable(RecordTable):
+    """A table over records that may be JSON dicts (tests, older callers)."""
+
+    def column(self, name: str, dtype=object) -> np.ndarray:
+        key = f"{name}:{np.dtype(dtype).str}"
+        if key not in self._cols:
+            vals = [r.get(name) for r in self.records]
+            if dtype is float:
+                self._cols[key] = np.array([np.nan if v is None else v for v in vals], float)
+            else:
+                a = np.empty(len(vals), dtype=object)
+                a[:] = vals
+                self._cols[key] = a
+        return self._cols[key]
+
+    def stamp(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        key = f"{name}:ns"
+        if key not in self._cols:
+            vals = [r.get(name) for r in self.records]
+            self._cols[key + ":ok"] = np.fromiter((v is not None for v in vals), bool,
+                                                  count=len(vals))
+            self._cols[key] = np.fromiter((v or 0 for v in vals), np.int64, count=len(vals))
+        return self._cols[key], self._cols[key + ":ok"]
+
+
+def read_records(path: str | Path) -> list[Record]:
+    """records.jsonl as Records (read_table(path).records)."""
+    return read_table(path).records
+
+
+def records_of(run_dir: str | Path, name: str = "records.jsonl") -> Optional[RecordTable]:
+    """run_dir/``name`` as a RecordTable, None when absent."""
+    p = Path(run_dir) / name
+    return read_table(p) if p.is_file() else None
+
+
+_CACHE: dict = {}

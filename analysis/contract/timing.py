@@ -1,0 +1,126 @@
+"""The timing figures' definitions, once: per record, and the same on a RecordTable's arrays.
+
+    a record (Record, or its JSON dict) ─► token_chunks, first_token_at, itl_ms, chunk_gaps_ms
+    RecordTable + a selection of records ─► the same figures as arrays, in record order
+        (per_record: ttft, tpot, e2el, ...; pooled: itl_ms, chunk_gap_ms)
+Both analysis.metrics (summary, verdict) and analysis.roofline (by_concurrency) import these, so
+each figure has one definition; the array forms give exactly the floats of the per-record ones
+(the same operations in the same order).
+
+    token chunk = a chunk [t_ns, n] with n > 0; gap_k = t_k − t_{k−1} between consecutive ones
+    ttft_ms     = first_token_at − sent_at  (first_token_at_ns, else the first token chunk)
+    itl_ms      = gap_k / n_k, repeated n_k times (token-weighted), for each token chunk k ≥ 1
+    chunk_gap   = the raw gap_k (ms)
+    tpot_ms     = (e2el − ttft) / (output_tokens − 1), only where output_tokens > 1
+May import: numpy, analysis.contract.records. Nothing else of analysis.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+NS_PER_MS = 1e6
+
+
+# ---- per record --------------------------------------------------------------------------------
+def token_chunks(rec) -> list[tuple[int, int]]:
+    """The chunks that carry output tokens: [(arrival_ns, n_tokens)] with n_tokens > 0."""
+    return [(int(t), int(n)) for t, n in (rec.get("chunks") or []) if n and n > 0]
+
+
+def first_token_at(rec) -> Optional[int]:
+    """``first_token_at_ns``, else the arrival of the first chunk with n_tokens > 0, else None."""
+    if rec.get("first_token_at_ns") is not None:
+        return rec["first_token_at_ns"]
+    tc = token_chunks(rec)
+    return tc[0][0] if tc else None
+
+
+def chunk_gaps_ms(rec) -> list[float]:
+    """Raw gaps between consecutive token chunks (ms), one per chunk after the first."""
+    tc = token_chunks(rec)
+    return [(tc[k][0] - tc[k - 1][0]) / NS_PER_MS for k in range(1, len(tc))]
+
+
+def itl_ms(rec) -> list[float]:
+    """Token-weighted ITL (ms): gap_k / n_k repeated n_k times for each token chunk k ≥ 1."""
+    tc = token_chunks(rec)
+    out: list[float] = []
+    for k in range(1, len(tc)):
+        n = tc[k][1]
+        out.extend([(tc[k][0] - tc[k - 1][0]) / NS_PER_MS / n] * n)
+    return out
+
+
+# ---- on a table's arrays -----------------------------------------------------------------------
+def token_gaps(table, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(gap_ns, n_tokens of the later chunk, record index) of every pair of consecutive token
+    chunks of the selected records, in record then chunk order."""
+    owner = table.record_of_chunk()
+    keep = (table.n > 0) & sel[owner]
+    t, n, o = table.t[keep], table.n[keep], owner[keep]
+    same = o[1:] == o[:-1]
+    return (t[1:] - t[:-1])[same], n[1:][same], o[1:][same]
+
+
+def pooled_itl_ms(table, sel: np.ndarray) -> np.ndarray:
+    """itl_ms of the selected records, concatenated (the per-record definition's floats)."""
+    gap, n, _ = token_gaps(table, sel)
+    return np.repeat(gap.astype(float) / NS_PER_MS / n, n)
+
+
+def pooled_chunk_gaps_ms(table, sel: np.ndarray) -> np.ndarray:
+    gap, _, _ = token_gaps(table, sel)
+    return gap.astype(float) / NS_PER_MS
+
+
+def max_itl_ms(table) -> np.ndarray:
+    """Each record's largest itl_ms (NaN: none), for the per-request SLO check."""
+    gap, n, o = token_gaps(table, np.ones(len(table), bool))
+    out = np.full(len(table), np.nan)
+    if gap.size:
+        np.fmax.at(out, o, gap.astype(float) / NS_PER_MS / n)
+    return out
+
+
+def first_token_ns(table) -> tuple[np.ndarray, np.ndarray]:
+    """first_token_at per record as (int64, present): the field, else the first token chunk."""
+    ft, ok = table.stamp("first_token_at_ns")
+    missing = ~ok
+    if missing.any():
+        owner = table.record_of_chunk()
+        tok = np.flatnonzero(table.n > 0)
+        first = np.full(len(table), -1, np.int64)
+        rev = tok[::-1]                                  # the earliest token chunk wins
+        first[owner[rev]] = rev
+        fill = missing & (first >= 0)
+        ft = ft.copy()
+        ft[fill] = table.t[first[fill]]
+        ok = ok | fill
+    return ft, ok
+
+
+def diff_ms(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """(a − b) / 1e6 per record, NaN where either stamp is missing."""
+    out = (a[0] - b[0]).astype(float) / NS_PER_MS
+    out[~(a[1] & b[1])] = np.nan
+    return out
+
+
+def per_record(table) -> dict[str, np.ndarray]:
+    """Every per-record figure of every record (NaN: undefined), cached on the table."""
+    cached = getattr(table, "_figures", None)
+    if cached is not None:
+        return cached
+    sent, sched = table.stamp("sent_at_ns"), table.stamp("scheduled_at_ns")
+    end, ft = table.stamp("end_at_ns"), first_token_ns(table)
+    ttft, e2el = diff_ms(ft, sent), diff_ms(end, sent)
+    out_tok = table.column("output_tokens", float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(out_tok > 1, (e2el - ttft) / (out_tok - 1), np.nan)
+    figs = {"ttft_ms": ttft, "ttft_from_scheduled_ms": diff_ms(ft, sched),
+            "e2el_ms": e2el, "e2el_from_scheduled_ms": diff_ms(end, sched),
+            "schedule_lag_ms": diff_ms(sent, sched), "tpot_ms": tpot}
+    table._figures = figs
+    return figs
