@@ -5,7 +5,7 @@
     summaries of run-1..N of A, of B  ─► compare_repeats() Welch's t on the run figures
         ─► {"figures": {name: {"a", "b", "change_pct", "ci_pct": [lo, hi], "significant",
                                "worse", "higher_is_worse", "unit", "method", "n", "reason"}}}
-    figures + PCT ─► regressions()  names worse by more than PCT % and significant
+    figures + PCT ─► regressions()  names whose whole 95 % interval lies beyond PCT % (worse)
 
 Per-request figures (TTFT p50/p99, TTFT from scheduled p99, TPOT p50/p99, ITL p99, E2E p50) are
 the summary's own definitions over completed measured requests (analysis.metrics.metrics).
@@ -14,7 +14,14 @@ buckets of the run's window (each bucket's rate; their mean is the summary's fig
 as independent, which they only roughly are. Within-run intervals see the sampling noise of
 requests, not run-to-run drift (server state, host load): repeat series (``--repeat N``) see it.
 A missing figure gives None and the reason, never 0. analysis.metrics.significance does the
-statistics.
+statistics (and the tail rule: p99 needs 1,000 values for an interval).
+
+Each figure says how its interval was found: ``basis`` "within run" (bootstrap over requests or
+time buckets of one run each) or "between repeats" (Welch's t over --repeat series' run figures,
+the documented way to gate: only it sees run-to-run drift), ``method`` the details.
+The gate (``regressions``) does not cry wolf: a figure fails only when its whole interval lies
+beyond PCT % in the worse direction (lower bound > +PCT % for latencies, upper bound < −PCT % for
+throughput and goodput); a figure without an interval never fails it.
 """
 from __future__ import annotations
 
@@ -108,10 +115,13 @@ def _entry(name: str, res: dict) -> dict:
     worse = None
     if res["significant"] is not None and a is not None and b is not None:
         worse = bool(res["significant"] and ((b > a) if higher_worse else (b < a)))
+    method = res["method"]
     return {"a": a, "b": b, "change_pct": change,
             "ci_pct": [100 * ci[0] / a, 100 * ci[1] / a] if base and ci else None,
             "ci": ci, "significant": res["significant"], "worse": worse,
-            "higher_is_worse": higher_worse, "unit": unit, "method": res["method"],
+            "higher_is_worse": higher_worse, "unit": unit, "method": method,
+            "basis": None if not method else (
+                "between repeats" if method.startswith("Welch") else "within run"),
             "n": res["n"], "reason": res["reason"],
             **({"p_value": res["p_value"]} if "p_value" in res else {})}
 
@@ -157,14 +167,17 @@ def unavailable(reason: str, n=(0, 0)) -> dict:
     return {"figures": {name: _entry(name, res) for name in FIGURES}}
 
 
+def beyond(f: dict, pct: float) -> bool:
+    """Does the whole 95 % interval of the change lie beyond ``pct`` % in the worse direction?"""
+    ci = f.get("ci_pct")
+    if not f.get("worse") or not ci:
+        return False
+    return ci[0] > pct if f["higher_is_worse"] else ci[1] < -pct
+
+
 def regressions(figures: dict, pct: float) -> list[str]:
-    """Figures worse by more than ``pct`` % (direction-aware) whose change is significant."""
-    out = []
-    for name, f in figures.items():
-        ch = f.get("change_pct")
-        if f.get("worse") and ch is not None and (ch if f["higher_is_worse"] else -ch) > pct:
-            out.append(name)
-    return out
+    """Figures whose whole 95 % interval lies beyond ``pct`` % worse (direction-aware)."""
+    return [name for name, f in figures.items() if beyond(f, pct)]
 
 
 def verdict(f: dict) -> str:

@@ -12,10 +12,13 @@ pooled over requests (ITL: many gaps per request) resamples whole requests, so t
 request stay together (a cluster bootstrap). Quantiles are numpy's "linear" percentiles of the
 resampled multiset, the same definition as summary.json's, so the point figures match it.
 
-Too few values for an interval: a tail quantile needs about 1/(1 − q) values to have one sample
-beyond it (p99: 100) and any figure ``MIN_N`` (20) values; below that the reason says so and
-``significant`` is None (a bootstrap of p99 over 30 values calls identical runs different
-about one time in six).
+Too few values for an interval (the tail rule): a pq figure gets an interval only with at least
+``TAIL_K`` (10) values beyond the quantile, i.e. ⌈TAIL_K / (1 − q/100)⌉ values (p99: 1,000; p95:
+200; p90: 100), and any figure ``MIN_N`` (20) values from ``MIN_N`` requests; below that the
+reason says how many are needed and ``significant`` is None. With 1/(1 − q) values (one beyond
+it) p99 is nearly the sample maximum: a bootstrap of p99 over 30 values calls identical runs
+different about one time in six, and p99 of 120 requests moved +26 % and +119 % between two
+runs of the same setup on a busy host (issue 29).
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from scipy.stats import t as student_t
 RESAMPLES = 2000
 SEED = 0
 MIN_N = 20
+TAIL_K = 10                   # values beyond a quantile before it gets an interval
 _CELLS = 4_000_000            # resamples × values handled at once (memory bound, ~16 MB int32)
 _WINDOW = 5000               # sorted values each side of the quantile tried first
 
@@ -39,8 +43,9 @@ def _result(a, b, diff_ci, method: str, n, reason: Optional[str] = None, **extra
 
 
 def min_count(q: float) -> int:
-    """Values needed before the q-th percentile gets an interval."""
-    return max(MIN_N, math.ceil(1 / (1 - q / 100) - 1e-9)) if q < 100 else MIN_N
+    """Values needed before the q-th percentile gets an interval: TAIL_K beyond it, MIN_N in
+    all (p50: 20, p90: 100, p99: 1,000)."""
+    return max(MIN_N, math.ceil(TAIL_K / (1 - q / 100) - 1e-9)) if q < 100 else MIN_N
 
 
 def quantile(values: np.ndarray, q: float) -> Optional[float]:
@@ -118,8 +123,9 @@ def quantile_diff(a_vals, a_owners, a_n: int, b_vals, b_owners, b_n: int, q: flo
         return _result(a, b, None, method, n, "no data")
     if min(n) < need or min(a_n, b_n) < MIN_N:
         return _result(a, b, None, method, n,
-                       f"too few values for an interval of p{q:g} (need {need} values and "
-                       f"{MIN_N} requests per run)")
+                       f"too few values for an interval of p{q:g}: {min(n)} of the {need} "
+                       f"needed ({TAIL_K} beyond the quantile) and {MIN_N} requests per run; "
+                       "gate on --repeat series instead")
     rng = np.random.default_rng(seed)
     qa = resampled_quantiles(av, a_owners, a_n, q, rng, resamples)
     qb = resampled_quantiles(bv, b_owners, b_n, q, rng, resamples)

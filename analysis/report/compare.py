@@ -216,15 +216,40 @@ def compare(dirs: list[str | Path]) -> dict:
 
 
 def regressions(result: dict, pct: float) -> list[str]:
-    """'figure: +x.x % (b vs a)' for every figure worse by more than ``pct`` % and significant,
-    over every pair (each later run against the first)."""
+    """'figure +x.x % (b vs a, 95 % interval lo .. hi, METHOD)' for every figure whose whole
+    interval lies beyond ``pct`` % worse (noise.regressions), over every pair (each later run
+    against the first)."""
     out = []
     for pair in result.get("pairs") or []:
         for name in noise.regressions(pair["figures"], pct):
             f = pair["figures"][name]
             out.append(f"{name} {f['change_pct']:+.1f}% ({pair['b']} vs {pair['a']}, 95 % "
-                       f"interval {f['ci_pct'][0]:+.1f}% .. {f['ci_pct'][1]:+.1f}%)")
+                       f"interval {f['ci_pct'][0]:+.1f}% .. {f['ci_pct'][1]:+.1f}%, "
+                       f"{method_label(f)})")
     return out
+
+
+def method_label(f: dict) -> str:
+    """How a figure's interval was found, short: 'within run: bootstrap over requests' or
+    'between repeats: Welch's t (3 vs 3 runs)'; 'none' without a method."""
+    m = f.get("method")
+    if not m:
+        return "none"
+    if f.get("basis") == "between repeats":
+        n = f.get("n") or [None, None]
+        return f"between repeats: Welch's t ({n[0]} vs {n[1]} runs)"
+    return "within run: " + m.split(" (")[0]
+
+
+def single_runs(result: dict) -> bool:
+    """Is some pair two single runs (within-run intervals only)?"""
+    return any(f.get("basis") == "within run" for pair in result.get("pairs") or []
+               for f in pair["figures"].values())
+
+
+GATE_NOTE = ("gating single runs: their intervals are within-run (bootstrap over requests or "
+             "time buckets) and do not see run-to-run drift (server state, host load); gate on "
+             "--repeat N series (between-run variance, Welch's t) instead: docs/metrics.md")
 
 
 def _pct(x: Optional[float]) -> str:
@@ -232,12 +257,13 @@ def _pct(x: Optional[float]) -> str:
 
 
 def noise_rows(figures: dict) -> list[list[str]]:
-    """figure | A | B | change | 95 % interval | verdict."""
+    """figure | A | B | change | 95 % interval | verdict | method."""
     rows = []
     for name, f in figures.items():
         ci = f["ci_pct"]
         rows.append([noise.LABELS[name], fmt(f["a"], 3), fmt(f["b"], 3), _pct(f["change_pct"]),
-                     f"{_pct(ci[0])} .. {_pct(ci[1])}" if ci else "n/a", noise.verdict(f)])
+                     f"{_pct(ci[0])} .. {_pct(ci[1])}" if ci else "n/a", noise.verdict(f),
+                     method_label(f)])
     return rows
 
 
@@ -254,8 +280,11 @@ def blocks(result: dict) -> list[Block]:
         method = "; ".join(sorted({f["method"] for f in pair["figures"].values() if f["method"]}))
         out += [("h", f"Change and noise: {pair['b']} against {pair['a']}"),
                 ("p", "95 % interval of the change; 'significant' when it excludes 0 (" + method
-                 + "). Within-run intervals do not see run-to-run drift; --repeat runs do."),
-                ("table", ["figure", "A", "B", "change", "95 % interval", "verdict"],
+                 + "). Within-run intervals do not see run-to-run drift; --repeat runs do "
+                 "(between repeats). --fail-on-regression PCT fails a figure only when its "
+                 "whole interval lies beyond PCT %; a tail figure needs 10 values beyond its "
+                 "quantile for an interval (p99: 1,000)."),
+                ("table", ["figure", "A", "B", "change", "95 % interval", "verdict", "method"],
                  noise_rows(pair["figures"]))]
     out += [("h", "Conditions that differ")]
     diffs = result["differences"]

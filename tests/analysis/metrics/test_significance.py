@@ -46,8 +46,13 @@ def test_too_few_values_give_no_interval():
     x = np.arange(50.0)
     res = sig.quantile_diff(x, np.arange(50), 50, x, np.arange(50), 50, 99)
     assert res["significant"] is None and res["diff_ci"] is None
-    assert "need 100 values" in res["reason"]
-    assert sig.min_count(50) == 20 and sig.min_count(99) == 100
+    assert "50 of the 1000 needed (10 beyond the quantile)" in res["reason"]
+    # the tail rule (issue 29 item 9): 10 values beyond the quantile; p99 of 120 requests is
+    # nearly their maximum and gets no interval
+    assert sig.min_count(50) == 20 and sig.min_count(90) == 100 and sig.min_count(99) == 1000
+    x = np.arange(120.0)
+    assert sig.quantile_diff(x, np.arange(120), 120, x, np.arange(120), 120, 99)[
+        "significant"] is None
     empty = sig.quantile_diff([], [], 0, x, np.arange(50), 50, 50)
     assert (empty["a"], empty["significant"], empty["reason"]) == (None, None, "no data")
 
