@@ -47,6 +47,36 @@ def pick(in_flight: Sequence[int], turn: int, balance: str) -> int:
     return start      # unreachable: some URL holds the minimum
 
 
+class Picker:
+    """The replica of each request, as one sender sees it (pure: the asyncio ``Balanced`` and
+    the Locust worker both keep their counts here): ``take(rec)`` picks (``pick``), sets
+    ``rec.target_url`` and counts it in flight; ``done(i)`` when it ended."""
+
+    def __init__(self, urls: Sequence[str], balance: str, first_turn: int = 0):
+        if balance not in BALANCES:
+            raise ValueError(f"target.balance: expected one of {BALANCES}, got {balance!r}")
+        self.urls = [u.rstrip("/") for u in urls]
+        self.balance = balance
+        self.in_flight = [0] * len(self.urls)
+        self.sent = [0] * len(self.urls)
+        self.turn = first_turn        # sender process k of N starts its turns at URL k
+
+    def take(self, rec: Record) -> int:
+        i = pick(self.in_flight, self.turn, self.balance)
+        self.turn += 1
+        rec.target_url = self.urls[i]
+        self.in_flight[i] += 1
+        self.sent[i] += 1
+        return i
+
+    def done(self, i: int) -> None:
+        self.in_flight[i] -= 1
+
+    def describe(self) -> dict:
+        return {"balance": self.balance,
+                "replicas": [{"url": u, "requests_sent": n} for u, n in zip(self.urls, self.sent)]}
+
+
 class Balanced:
     """``async with Balanced(cfg, urls, balance, max_connections) as c: await c.execute(spec)``.
 
@@ -61,13 +91,10 @@ class Balanced:
         if balance not in BALANCES:
             raise ValueError(f"target.balance: expected one of {BALANCES}, got {balance!r}")
         from loadgen.client.client import Client
-        self.urls = [u.rstrip("/") for u in urls]
-        self.balance = balance
+        self.picker = Picker(urls, balance, first_turn)
+        self.urls, self.balance = self.picker.urls, balance
         self.clients = [Client(replace(cfg, base_url=u), max_connections, transport)
                         for u in self.urls]
-        self.in_flight = [0] * len(self.urls)
-        self.sent = [0] * len(self.urls)
-        self._turn = first_turn       # sender process k of N starts its turns at URL k
         self._stack: Optional[contextlib.AsyncExitStack] = None
 
     async def __aenter__(self) -> "Balanced":
@@ -95,15 +122,11 @@ class Balanced:
     async def execute(self, spec: RequestSpec, rec: Optional[Record] = None) -> Record:
         if rec is None:
             rec = self.new_record(spec)
-        i = pick(self.in_flight, self._turn, self.balance)
-        self._turn += 1
-        rec.target_url = self.urls[i]
-        self.in_flight[i] += 1
-        self.sent[i] += 1
+        i = self.picker.take(rec)
         try:
             return await self.clients[i].execute(spec, rec)
         finally:
-            self.in_flight[i] -= 1
+            self.picker.done(i)
 
     @property
     def first_response_headers(self) -> Optional[dict]:
@@ -117,8 +140,7 @@ class Balanced:
         each = [c.describe() for c in self.clients]
         return {"stale_connection_retries": sum(d["stale_connection_retries"] for d in each),
                 "reuse_connections": all(d["reuse_connections"] for d in each),
-                "balance": self.balance,
-                "replicas": [{"url": u, "requests_sent": n} for u, n in zip(self.urls, self.sent)]}
+                **self.picker.describe()}
 
     def transport_info(self) -> dict:
         """meta.json ``client_transport``: the replicas' transports described as one (counts such

@@ -97,11 +97,11 @@ def main(args: argparse.Namespace) -> int:
     if bad:
         raise ScenarioError(bad)
     sc = load_scenario(args.scenario, args.overrides + _procs_override(args))
-    if args.repeat < 1:
-        raise ScenarioError(f"--repeat {args.repeat}: must be at least 1")
+    from loadgen.run.engines import refusal
+    bad = refusal(args.engine, sc, args.repeat, args.master, args.worker)   # run/engines.py
+    if bad:
+        raise ScenarioError(bad)
     if args.repeat > 1:
-        if args.engine != "native":
-            raise ScenarioError("--repeat: runs with the native engine only")
         return _repeat(sc, args, open_live(args))
     live = open_live(args)        # --metrics-port: /metrics from its own process (loadgen/live)
     progress = RunProgress(None, enabled=not args.json)
@@ -184,7 +184,14 @@ def _repeat(sc, args: argparse.Namespace, live=None) -> int:
     codes: list[int] = []
 
     def one(scenario):
-        res = run_live(live, scenario, RunProgress(None, enabled=not args.json))
+        progress = RunProgress(None, enabled=not args.json)
+        if args.engine == "locust":
+            from loadgen.locust_engine.cli import run_from_cli
+            res = run_from_cli(scenario, args, progress, live)
+            if isinstance(res, int):             # locust not installed: its line was printed
+                raise SystemExit(res)
+        else:
+            res = run_live(live, scenario, progress)
         if res.summary is not None and not args.json:
             print_summary(res.summary, str(res.run_dir))
         codes.append(130 if res.interrupted else exit_code(res.summary or {}, args.fail_on_invalid))

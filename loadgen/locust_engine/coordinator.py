@@ -26,9 +26,10 @@ from typing import Callable, Optional
 import gevent
 from gevent.event import Event
 
-from loadgen.locust_engine.clock import answer_pings, clock_pair
-from loadgen.locust_engine.node import WorkerNode
-from loadgen.locust_engine.plan import Plan, digest, users_for
+from loadgen.locust_engine.clock import answer_pings
+from loadgen.run.senders.clock import clock_pair
+from loadgen.locust_engine.request_source import RequestSource
+from loadgen.run.senders.plan import Plan, digest, users_for
 from loadgen.record import now_ns
 from loadgen.redact import redact
 
@@ -77,7 +78,7 @@ class Coordinator:
         self.connect_timeout_s = connect_timeout_s
         self.local = local
         self.api_key = api_key
-        self.node: Optional[WorkerNode] = None
+        self.node: Optional[RequestSource] = None
         self.got: dict[str, dict[int, dict]] = {t: {} for t in MSG_TYPES}
         self.finished = Event()
         self.stopping = False
@@ -118,7 +119,7 @@ class Coordinator:
             return
         if t == "loadgen_plan":
             try:
-                self.node = WorkerNode(self.sc, 0, 1, data, self.run_dir,
+                self.node = RequestSource(self.sc, 0, 1, data, self.run_dir,
                                        lambda tt, d: self.on_message(tt, 0, d), False,
                                        self.api_key, lambda: self.env.runner.user_count)
                 self.on_message("loadgen_ready", 0, {"index": 0, "pid": os.getpid()})

@@ -1,6 +1,6 @@
 """idle: keeping a worker's gevent hub free for the reads (every read's kernel stamp is only
 exact while the socket holds one chunk): bookkeeping that may wait runs when the hub has
-nothing ready (the cyclic GC is kept out of the requests' way by node.py, with the native
+nothing ready (the cyclic GC is kept out of the requests' way by request_source.py, with the native
 client's rule: loadgen.client.gc_hold, standard library only, so no asyncio here).
 
     WorkerLedger.write (record ─► JSON ─► records.worker-i.jsonl), Locust's request event

@@ -1,4 +1,6 @@
-"""A Locust worker's ledger: each of its requests written exactly once, on the master's clock.
+"""A Locust worker's ledger: the one ledger (loadgen.run.senders.ledger: each id once, the
+worker's tag, a failed write stops it) writing its lines when the hub is idle, on the master's
+clock, with the send journal.
 
     journal(rec)  just before the send ─► locust/sent.worker-i.jsonl (id, phase, times, token
                   counts, session_id / turn): what merge.py owes a record when no record comes
@@ -10,15 +12,16 @@
                   same lines forwarded; close() writes what waits; a worker killed outright
                   loses only those waiting lines, which merge.py then writes as cancelled,
                   "worker i died")
-    cancelled(rec, why)  a snapshot of an unfinished request as "cancelled" (what arrived kept)
+    snapshot(rec, why)   an unfinished request's record as "cancelled" (what arrived kept)
     forward       remote workers: both files' new lines also go to the master in batches
                   (Locust's messages, every FORWARD_EVERY_S), written there by the coordinator
 
-gevent only for the forwarding loop; the node (node.py) decides what to write and when.
+gevent only for the forwarding loop; the request source (request_source.py) decides what to
+write and when.
 """
 from __future__ import annotations
 
-import dataclasses
+import msgspec.structs
 import json
 from pathlib import Path
 from typing import Callable
@@ -26,26 +29,27 @@ from typing import Callable
 import gevent
 
 from loadgen.client import request
-from loadgen.locust_engine.clock import rebase
 from loadgen.locust_engine.idle import IdleQueue
 from loadgen.record import Record, RecordWriter, now_ns
 from loadgen.redact import redact
+from loadgen.run.senders.clock import rebase
+from loadgen.run.senders.ledger import Ledger
 
 FORWARD_EVERY_S = 0.1
 WRITE_BATCH = 16          # records encoded and written per idle slot (one write, ~0.3 ms)
 
 
-class WorkerLedger:
+class WorkerLedger(Ledger):
     def __init__(self, records_dir: Path, index: int, shift: int, forward: bool,
                  send_msg: Callable[[str, dict], None]):
         self.index, self.shift, self.forward, self.send_msg = index, shift, forward, send_msg
         self.idle = IdleQueue()                      # record lines wait for an idle hub
         records_dir.mkdir(parents=True, exist_ok=True)
-        self.writer = RecordWriter(records_dir / f"records.worker-{index}.jsonl")
+        super().__init__(RecordWriter(records_dir / f"records.worker-{index}.jsonl"),
+                         tag=str(index))
         self.pending: list[Record] = []              # taken, waiting for an idle slot
         self.journal_file = open(records_dir / f"sent.worker-{index}.jsonl", "a", buffering=1,
                                  encoding="utf-8")
-        self.written: set[int] = set()
         self.batch_rec: list[str] = []
         self.batch_sent: list[str] = []
         self.sent_count = 0
@@ -67,16 +71,14 @@ class WorkerLedger:
             self.batch_sent.append(line)
 
     def write(self, rec: Record) -> bool:
-        """Write ``rec`` unless its id was written already (or the ledger closed)."""
-        if rec.id in self.written or self.closed:
-            return False
-        self.written.add(rec.id)
-        rec.worker = str(self.index)
+        """Take ``rec`` unless its id was taken already (or the ledger closed)."""
+        return not self.closed and super().write(rec)
+
+    def _put(self, rec: Record) -> None:
         rebase(rec, self.shift)
         self.pending.append(rec)
         if len(self.pending) == 1:                   # the first one waiting: one idle item
             self.idle.put(self._lines)
-        return True
 
     def _lines(self) -> None:
         """Up to WRITE_BATCH waiting records: each encoded once (Record.to_json: msgspec, as for
@@ -92,10 +94,10 @@ class WorkerLedger:
         self.writer.write_lines(lines)
 
     @staticmethod
-    def cancelled(rec: Record, why: str) -> Record:
+    def snapshot(rec: Record, why: str) -> Record:
         """A copy of ``rec`` as "cancelled" (an ok one stays ok), counts derived from what
         arrived; one never sent says so."""
-        snap = dataclasses.replace(rec, chunks=list(rec.chunks))
+        snap = msgspec.structs.replace(rec, chunks=list(rec.chunks))
         if snap.status != "ok":
             if snap.sent_at_ns is None:           # a user held it, waiting for its time
                 why = f"scheduled but never sent: {why.split(' before ')[0]}"

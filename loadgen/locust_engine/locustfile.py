@@ -133,8 +133,8 @@ def _conduct(environment, coord) -> None:
 
 
 def _merge(coord) -> None:
-    from loadgen.locust_engine.merge import merge
-    from loadgen.locust_engine.plan import Plan
+    from loadgen.locust_engine.results import merge
+    from loadgen.run.senders.plan import Plan
     st = coord.state
     status = {int(k): v["status"] for k, v in st["workers"].items()}
     counts = merge(coord.run_dir, coord.run_dir / "records.jsonl", Plan(coord.sc),

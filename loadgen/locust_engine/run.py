@@ -95,8 +95,10 @@ class LocustRun:
         self.prep = prepare(sc)         # run_dir, plan, schedule, api key: as the native engine
         # the native engine's target steps only (server, affinity, probe, sut.json): never meta
         self.run = Run(sc, prepared=self.prep)
-        if sc.load.probe is not None:
-            raise ScenarioError("load.probe: the probe stream runs in the native engine only")
+        from loadgen.run.engines import refusal
+        bad = refusal("locust", sc, master=opts.master)       # the one rule (run/engines.py)
+        if bad:
+            raise ScenarioError(bad)
         users = self.users = users_for(sc, self.prep.schedule, opts.workers)
         if opts.workers and users < opts.workers:
             field = "load.concurrency" if sc.load.mode == "concurrency" else "load.max_concurrency"

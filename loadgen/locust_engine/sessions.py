@@ -9,7 +9,7 @@
     one session (session_turns.Conversation): turn 1 at its start ─► answer ─► sleep to the
         answer's end + think_s ─► turn 2 (messages: every earlier user turn and the answer text
         the server returned; api.session_header: the session id) ─► ...; each turn one Record
-        (session_id, turn) through the node's one request path (node.WorkerNode.send)
+        (session_id, turn) through the worker's one request path (RequestSource.send)
     budget: load.num_requests (this worker's share of the turns) and load.duration_s stop new
         turns; a failed turn ends its session (no answer to build on)
     stopped (interrupt, or load.drain_timeout_s after the last send): every turn a started
@@ -18,8 +18,9 @@
         started (within the budget and load.duration_s); concurrency mode: the turns of
         load.num_requests never started are the count ``unsent_requests`` (run.py)
 
-Mirrors loadgen.run.sessions (asyncio) without importing it: the shared rules are the pure
-loadgen.scenario.session_turns. No asyncio, no aiohttp here.
+The budget, the ids, each turn going out and every unsent turn's record are the pure book's
+(loadgen.run.senders.sessions), the native driver's too; a conversation's rules are
+loadgen.scenario.session_turns. This only waits and sends. No asyncio, no aiohttp here.
 """
 from __future__ import annotations
 
@@ -30,20 +31,17 @@ import gevent
 
 from loadgen.locust_engine.clock import sleep_until
 from loadgen.record import Record, now_ns
+from loadgen.run.senders.sessions import NEVER_SENT, SessionBook
 from loadgen.scenario.session_turns import Conversation, turn_headers
-
-NEVER_SENT = "turn never sent: run interrupted"
-NOT_STARTED = "session scheduled but never started: run interrupted"
 
 
 class SessionWork:
-    """One worker's sessions; ``node`` is its WorkerNode (records, the request path)."""
+    """One worker's sessions; ``node`` is its RequestSource (records, the request path)."""
 
     def __init__(self, node, plan):
         self.node, self.sc = node, node.sc
         ids = plan.slot_ids()
-        self.left: Optional[int] = len(ids) if isinstance(ids, range) else None
-        self.ids = iter(ids)
+        self.book = SessionBook(ids, len(ids) if isinstance(ids, range) else None, None)
         self.slice = plan.session_slice()
         self.server = plan.schedule.offsets_ns is not None
         # server mode: this worker's sessions in all, and how many a user took so far
@@ -53,13 +51,11 @@ class SessionWork:
         self.live: list[Conversation] = []
         self.pending: list[list] = []          # [start_ns, seq, session]: taken, not started
         self.seq = itertools.count()
-        self.end_ns: Optional[int] = None
         self.cut: Optional[str] = None         # why the rest was given up (stop, drain)
-        self.started = self.issued = 0
 
     def go(self, t0: int) -> None:
         if self.sc.load.duration_s:
-            self.end_ns = t0 + int(self.sc.load.duration_s * 1e9)
+            self.book.end_ns = t0 + int(self.sc.load.duration_s * 1e9)
         gevent.spawn(self._drain_watch)
 
     @property
@@ -71,16 +67,8 @@ class SessionWork:
         return self.node.stopped or self.cut is not None
 
     def budget_left(self) -> bool:
-        """The native driver's rule: not stopped, turns left, before load.duration_s's end."""
-        if self._stopped() or self.left == 0:
-            return False
-        return self.end_ns is None or now_ns() < self.end_ns
-
-    def _take_id(self) -> int:
-        self.issued += 1
-        if self.left is not None:
-            self.left -= 1
-        return next(self.ids)
+        """The one rule (SessionBook): not stopped, turns left, before load.duration_s's end."""
+        return self.book.budget_left(self._stopped())
 
     # -- a user's turn at the work (node.serve) ---------------------------------------------
     def serve(self, user) -> bool:
@@ -127,7 +115,7 @@ class SessionWork:
         """``conv`` from its first turn to its last, the budget's end, a failed turn or a stop
         (whoever stops it records the turns left: ``stop`` / ``_drain_watch``)."""
         node = self.node
-        self.started += 1
+        self.book.started += 1
         self.live.append(conv)
         try:
             while not conv.done:
@@ -135,15 +123,14 @@ class SessionWork:
                     return                            # stopped: the stop recorded the rest
                 if not self.budget_left():
                     return
-                k, turn, due = conv.next, conv.turn(), conv.due
-                messages = conv.sent()
-                rec = Record(id=self._take_id(), phase="measured", scheduled_at_ns=due,
-                             requested_output_tokens=turn.max_tokens,
-                             workload_prompt_tokens=turn.user_tokens,
-                             session_id=conv.session.id, turn=k)
+                t = self.book.send(conv)
+                rec = Record(id=t.id, phase="measured", scheduled_at_ns=t.due,
+                             requested_output_tokens=t.turn.max_tokens,
+                             workload_prompt_tokens=t.turn.user_tokens,
+                             session_id=t.session_id, turn=t.k)
                 node.last_issue_ns = now_ns()
-                node.send(user, rec, turn.user, messages, turn_headers(self.header,
-                                                                       conv.session.id), True)
+                node.send(user, rec, t.turn.user, t.messages,
+                          turn_headers(self.header, t.session_id), True)
                 if conv.closed or rec.status != "ok":
                     return                 # stopped mid-request, or a failed turn ends it
                 end = rec.end_at_ns       # as written: on the master's clock (ledger.py)
@@ -156,17 +143,9 @@ class SessionWork:
 
     # -- stopping ---------------------------------------------------------------------------
     def _cancel_rest(self, conv: Conversation, why: str) -> None:
-        """A cancelled record for each turn of ``conv`` never sent, within the budget
-        (the native driver's ``_cancel_rest``: the same fields as its ledger writes)."""
-        for k, turn, due in conv.rest():
-            if self.left == 0:
-                break
-            self.node.write(Record(
-                id=self._take_id(), phase="measured", scheduled_at_ns=due, end_at_ns=now_ns(),
-                status="cancelled", error_kind="cancelled", error=why,
-                requested_output_tokens=turn.max_tokens, workload_prompt_tokens=turn.user_tokens,
-                session_id=conv.session.id, turn=k))
-        conv.closed = True
+        """A cancelled record for each turn of ``conv`` never sent, within the budget."""
+        for rec in self.book.unsent(conv, why):
+            self.node.write(rec)
 
     def _close_live(self, why_in_flight: str, why_waiting: str) -> None:
         for conv in list(self.live):
@@ -186,10 +165,8 @@ class SessionWork:
         self.pending.clear()
         rest = itertools.chain(((e[0], e[2]) for e in waiting),
                                ((self.node.t0 + off, s) for s, off in self.slice))
-        for start, session in rest:
-            if self.left == 0 or (self.end_ns is not None and start >= self.end_ns):
-                break
-            self._cancel_rest(Conversation(session, start), NOT_STARTED)
+        for rec in self.book.unstarted(rest):
+            self.node.write(rec)
 
     def _drain_watch(self) -> None:
         """load.drain_timeout_s after the last send with a session still unfinished (server
@@ -218,4 +195,4 @@ class SessionWork:
                 node.maybe_finish()
 
     def describe(self) -> dict:
-        return {"sessions_started": self.started, "turns_issued": self.issued}
+        return self.book.describe()

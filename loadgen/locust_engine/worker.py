@@ -1,8 +1,8 @@
 """``python -m loadgen.locust_engine.worker --role local|master|worker``: one Locust process.
 
-    local   LocalRunner + Coordinator + one WorkerNode (index 0 of 1), in this process
+    local   LocalRunner + Coordinator + one RequestSource (index 0 of 1), in this process
     master  MasterRunner + Coordinator; waits for --workers N, writes master.json
-    worker  WorkerRunner + WorkerNode for its Locust index; writes records.worker-i.jsonl
+    worker  WorkerRunner + RequestSource for its Locust index; writes records.worker-i.jsonl
             (+ forwards them to the master with --forward, for a master on another host)
 
 gevent monkey-patches this process first thing; nothing asyncio or aiohttp is imported here.
@@ -77,9 +77,9 @@ class WorkerHandler:
         gevent.spawn(self._plan, msg.data)
 
     def _plan(self, data: dict) -> None:
-        from loadgen.locust_engine.clock import boot_id, clock_estimate, clock_shift, same_host
-        from loadgen.locust_engine.node import WorkerNode
-        from loadgen.locust_engine.plan import digest
+        from loadgen.run.senders.clock import boot_id, clock_estimate, clock_shift, same_host
+        from loadgen.locust_engine.request_source import RequestSource
+        from loadgen.run.senders.plan import digest
         index, n = self.env.runner.worker_index, data["n_workers"]
         try:
             if data["digest"] != digest(self.sc):
@@ -96,7 +96,7 @@ class WorkerHandler:
                 d = d / f"run-{data['run_seq']}"
             est = clock_estimate(same_host(data["clock"]), self.pinger.measure(),
                                  clock_shift(data["clock"]))
-            self.node = WorkerNode(self.sc, index, n, dict(data, clock_estimate=est), d,
+            self.node = RequestSource(self.sc, index, n, dict(data, clock_estimate=est), d,
                                    self.send, self.args.forward, self.key,
                                    lambda: self.env.runner.user_count)
             (d / f"worker-{index}.json").write_text(json.dumps(

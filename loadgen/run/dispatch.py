@@ -22,88 +22,11 @@ import asyncio
 from typing import Callable, Iterable, Iterator, Optional
 
 from loadgen.record import Record, now_ns
+from loadgen.run.senders.ledger import Ledger  # noqa: F401  (the one ledger, re-exported)
+from loadgen.run.senders.stages import StageGate
 
 SPIN_NS = 1_000_000         # yield-spin the last 1 ms before a send instead of sleeping
 MAX_NAP_S = 0.05            # nap granularity, so a stop request is noticed quickly
-
-
-BULK = 4096                 # cancelled records per write when a remainder is written at once
-
-
-class Ledger:
-    """Writes each request's record exactly once and tells the progress display. A write that
-    fails (OSError: disk full, I/O error) is kept in ``failed`` and sets every registered stop
-    event; later records are not written (the file ends at its last whole line)."""
-
-    def __init__(self, writer, on_done: Optional[Callable[[Record], None]] = None):
-        self.writer = writer
-        self.on_done = on_done
-        self.written: set[int] = set()
-        self.failed: Optional[OSError] = None
-        self._stops: list[asyncio.Event] = []
-
-    def stop_on_failure(self, stop: asyncio.Event) -> None:
-        self._stops.append(stop)
-
-    def _fail(self, e: OSError) -> None:
-        self.failed = self.failed or e
-        for ev in self._stops:
-            ev.set()
-
-    def write(self, rec: Record) -> None:
-        if rec.id in self.written:
-            return
-        self.written.add(rec.id)
-        if self.failed is not None:
-            return
-        try:
-            self.writer.write(rec)
-        except OSError as e:
-            self._fail(e)
-            return
-        if self.on_done is not None:
-            self.on_done(rec)
-
-    @staticmethod
-    def cancelled(spec, why: str, sent_at_ns: Optional[int] = None) -> Record:
-        return Record(id=spec.id, phase=spec.phase, scheduled_at_ns=spec.scheduled_at_ns,
-                      sent_at_ns=sent_at_ns, end_at_ns=now_ns(), status="cancelled",
-                      error_kind="cancelled", error=why, requested_output_tokens=spec.max_tokens,
-                      workload_prompt_tokens=spec.prompt_tokens,
-                      session_id=getattr(spec, "session_id", None), turn=getattr(spec, "turn", None))
-
-    def cancel(self, spec, why: str, sent_at_ns: Optional[int] = None) -> None:
-        self.write(self.cancelled(spec, why, sent_at_ns))
-
-    def cancel_many(self, specs: Iterable, why: str) -> None:
-        """A cancelled record for each spec not yet written, BULK lines per write."""
-        write_many = getattr(self.writer, "write_many", None)
-        batch: list[Record] = []
-        for s in specs:
-            if s.id in self.written:
-                continue
-            if write_many is None:
-                self.cancel(s, why)
-                continue
-            self.written.add(s.id)
-            batch.append(self.cancelled(s, why))
-            if len(batch) >= BULK:
-                self._write_batch(batch)
-                batch = []
-        if batch:
-            self._write_batch(batch)
-
-    def _write_batch(self, batch: list) -> None:
-        if self.failed is not None:
-            return
-        try:
-            self.writer.write_many(batch)
-        except OSError as e:
-            self._fail(e)
-            return
-        if self.on_done is not None:
-            for r in batch:
-                self.on_done(r)
 
 
 async def sleep_until(deadline_ns: int, stop: asyncio.Event) -> bool:
@@ -272,21 +195,14 @@ async def closed_stages(d: "Dispatcher", make_spec: Callable[[], object], stages
     """Closed loop whose number of users changes by stage: user i sends only while i < the
     current stage's concurrency (a user over the limit finishes its request, then waits for a
     stage that needs it); stops at the end of the last stage or after ``num_requests``."""
-    bounds = [(t0_ns + int(s["start_s"] * 1e9), t0_ns + int((s["start_s"] + s["duration_s"]) * 1e9),
-               s["concurrency"]) for s in stages]
-    end_ns = bounds[-1][1]
+    users_n = max(int(s["concurrency"]) for s in stages)
+    gate = StageGate(stages, t0_ns, 0, [users_n])        # the one stage driver (senders/)
+    end_ns = gate.end_ns
     state = {"issued": 0}
-
-    def wanted(i: int, t: int) -> Optional[int]:
-        """Now if user i is needed at time t, else the start of the next stage that needs it."""
-        for lo, hi, n in bounds:
-            if t < hi and i < n:
-                return max(t, lo)
-        return None
 
     async def user(i: int) -> None:
         while not d.stop.is_set():
-            t = wanted(i, now_ns())
+            t = gate.when(i, now_ns())
             if t is None or (num_requests is not None and state["issued"] >= num_requests):
                 return
             if t > now_ns() and await sleep_until(t, d.stop):
@@ -298,7 +214,7 @@ async def closed_stages(d: "Dispatcher", make_spec: Callable[[], object], stages
             spec.scheduled_at_ns = now_ns()
             await d._one(spec, None)
 
-    users = [d._spawn(user(i)) for i in range(max(n for _, _, n in bounds))]
+    users = [d._spawn(user(i)) for i in range(users_n)]
     while not d.stop.is_set() and any(not u.done() for u in users):
         if now_ns() - end_ns > int(d.drain_timeout_s * 1e9):
             d.cancel_reason = (f"not finished {d.drain_timeout_s:g} s after the last stage "

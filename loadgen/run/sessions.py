@@ -19,11 +19,13 @@ send shows as schedule lag and TTFT from scheduled still carries it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Callable, Iterator, Optional
 
 from loadgen.record import now_ns
 from loadgen.run.dispatch import Dispatcher, sleep_until
-from loadgen.scenario.session_turns import next_due, with_answer, with_user
+from loadgen.run.senders.sessions import NEVER_SENT, SessionBook
+from loadgen.scenario.session_turns import Conversation
 from loadgen.scenario.sessions import Session
 
 NS = 1_000_000_000
@@ -31,67 +33,51 @@ NS = 1_000_000_000
 
 class SessionDriver:
     """Plays sessions through ``dispatcher``; ``make_spec(turn, k, messages, session, id)``
-    builds the RequestSpec of one turn (the runner knows the spec class and the header name)."""
+    builds the RequestSpec of one turn (the runner knows the spec class and the header name).
+    The budget, ids and unsent turns are the pure book's (loadgen.run.senders.sessions, the
+    Locust workers' too); this only waits and sends."""
 
     def __init__(self, dispatcher: Dispatcher, sessions: Iterator[Session], make_spec: Callable,
                  first_id: int, num_requests: Optional[int], end_ns: Optional[int]):
         self.d, self.sessions, self.make_spec = dispatcher, sessions, make_spec
-        self.next_id, self.num_requests, self.end_ns = first_id, num_requests, end_ns
-        self.issued = 0
-        self.sessions_started = 0
+        self.num_requests, self.end_ns = num_requests, end_ns
+        self.book = SessionBook(itertools.count(first_id), num_requests, end_ns)
+
+    @property
+    def issued(self) -> int:
+        return self.book.issued
 
     def _budget_left(self) -> bool:
-        if self.d.stop.is_set():
-            return False
-        if self.num_requests is not None and self.issued >= self.num_requests:
-            return False
-        return self.end_ns is None or now_ns() < self.end_ns
+        return self.book.budget_left(self.d.stop.is_set())
 
-    def _spec(self, session: Session, k: int, messages: list, due: Optional[int]):
-        spec = self.make_spec(session.turns[k - 1], k, messages, session, self.next_id)
-        spec.scheduled_at_ns = due
-        self.next_id += 1
-        self.issued += 1
-        return spec
-
-    def _cancel_rest(self, session: Session, k: int, messages: list, due: Optional[int],
-                     why: str) -> None:
-        """Turns k.. of ``session`` were never sent (the run stopped): one cancelled record each,
-        within load.num_requests. ``due``: when turn k was due (later turns: unknown, null)."""
-        for j in range(k, len(session.turns) + 1):
-            if self.num_requests is not None and self.issued >= self.num_requests:
-                return
-            self.d.ledger.cancel(self._spec(session, j, messages, due if j == k else None), why)
+    def _cancel(self, recs: list) -> None:
+        for r in recs:
+            self.d.ledger.write(r)
 
     async def play(self, session: Session, start_ns: int) -> None:
         """One session from its first turn (due at ``start_ns``) to its last or the budget's end;
         stopped (interrupt, drain timeout): the turns not sent get cancelled records."""
-        messages: list[dict] = []
-        due, nxt, nxt_due = start_ns, 1, start_ns   # nxt: the first turn without a record
-        self.sessions_started += 1
+        conv = Conversation(session, start_ns)
+        self.book.started += 1
         try:
-            for k, turn in enumerate(session.turns, 1):
-                if k > 1:
-                    due = next_due(due, turn)   # the rules Locust's player shares
-                    nxt_due = due
-                    if await sleep_until(due, self.d.stop):
-                        break
+            while not conv.done:
+                if conv.next > 1 and await sleep_until(conv.due, self.d.stop):
+                    break
                 if not self._budget_left():
                     break
-                messages = with_user(messages, turn)
-                spec = self._spec(session, k, messages, due)
-                nxt, nxt_due = k + 1, None  # from here on, _one writes this turn's record
-                self.d.last_issue_ns = due
+                t = self.book.send(conv)     # from here on, _one writes this turn's record
+                spec = self.make_spec(t.turn, t.k, t.messages, session, t.id)
+                spec.scheduled_at_ns = t.due
+                self.d.last_issue_ns = t.due
                 rec = await self.d._one(spec, None)
                 if rec is None or rec.status != "ok":
                     break               # a failed turn ends its session (nothing to build on)
-                messages = with_answer(messages, rec.output_text)
-                due = rec.end_at_ns or now_ns()
+                conv.answered(rec.output_text, rec.end_at_ns or now_ns())
         except asyncio.CancelledError:
-            self._cancel_rest(session, nxt, messages, nxt_due, self.d.cancel_reason)
+            self._cancel(self.book.unsent(conv, self.d.cancel_reason))
             raise
         if self.d.stop.is_set():
-            self._cancel_rest(session, nxt, messages, nxt_due, "turn never sent: run interrupted")
+            self._cancel(self.book.unsent(conv, NEVER_SENT))
 
     async def concurrency(self, users: int, t0_ns: int) -> None:
         """``users`` concurrent sessions; a user starts its next session when its last ended.
@@ -121,13 +107,8 @@ class SessionDriver:
             started += 1
         await self._wait(tasks)
         if self.d.stop.is_set():
-            for off in offsets_ns[started:]:
-                if self.num_requests is not None and self.issued >= self.num_requests:
-                    break
-                if self.end_ns is not None and t0_ns + int(off) >= self.end_ns:
-                    break
-                self._cancel_rest(next(self.sessions), 1, [], t0_ns + int(off),
-                                  "session scheduled but never started: run interrupted")
+            self._cancel(self.book.unstarted(
+                zip((t0_ns + int(off) for off in offsets_ns[started:]), self.sessions)))
 
     async def _wait(self, tasks: list) -> None:
         """Until every session ended, the stop flag, or drain_timeout_s after the last send. A
@@ -162,4 +143,4 @@ class SessionDriver:
         return first
 
     def describe(self) -> dict:
-        return {"sessions_started": self.sessions_started, "turns_issued": self.issued}
+        return self.book.describe()

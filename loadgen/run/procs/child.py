@@ -109,9 +109,8 @@ class Sender:
         from loadgen.client.balance import open_client
         from loadgen.client.client import ClientConfig
         from loadgen.record import RecordWriter, now_ns
-        from loadgen.run.dispatch import Dispatcher
+        from loadgen.run.dispatch import Dispatcher, Ledger
         from loadgen.run.procs.job import MEASURING, READY, STATE, WARM_ISSUED, WARMING
-        from loadgen.run.procs.ledger import ProcLedger
         from loadgen.run.rundir import api_key
 
         job, ctr = self.job, self.ctr
@@ -126,7 +125,7 @@ class Sender:
         loop.add_reader(0, self._stdin_ready)
         key = api_key(sc)                       # registered with redact before any write
         self.writer = RecordWriter(job.part_path)
-        ledger = ProcLedger(self.writer, self._on_done, str(job.index))
+        ledger = Ledger(self.writer, self._on_done, tag=str(job.index))
         cfg = ClientConfig.from_api(sc.api, job.base_url, job.model, key, job.drop_fields)
         size = job.cap or max(1, len(job.planned) or job.num_requests or 1)
         try:
@@ -172,13 +171,10 @@ class Sender:
             self.writer.close()
 
     async def _measure(self, d, t0: int) -> None:
-        import itertools
-
         from loadgen.client.client import RequestSpec
         from loadgen.run.dispatch import closed_stages, sleep_until
         from loadgen.run.procs.job import ISSUED
-        from loadgen.run.procs.partition import closed_ids
-        from loadgen.scenario.workload import build_workload
+        from loadgen.run.senders.plan import Plan
 
         job, ld = self.job, self.job.sc.load
         if ld.mode in ("server", "trace"):
@@ -189,19 +185,18 @@ class Sender:
         if ld.mode == "offline":
             await d.offline(job.planned, t0, job.cap)
             return
-        first = ld.warmup_requests           # a closed loop: prompt k of the one seeded stream
-        stream = itertools.islice(iter(build_workload(job.sc.workload)), first + job.index,
-                                  None, job.n)
-        ids = closed_ids(first, job.index, job.n)
+        # a closed loop: this process's slice of the one plan (senders/plan.py, the Locust
+        # workers' too): ids first+k, first+k+n, ..., prompt i of the one seeded stream
+        specs = Plan(job.sc, job.index, job.n).measured_specs()
         ctr = self.ctr
 
         def make_spec():
-            p = next(stream)
+            s = next(specs)
             ctr.bump(ISSUED)                   # counted before it can be sent
-            return RequestSpec(id=next(ids), phase="measured", prompt=p.prompt,
-                               prompt_tokens=p.prompt_tokens, max_tokens=p.max_tokens,
-                               messages=list(p.messages) if p.messages else None,
-                               images=p.images)
+            return RequestSpec(id=s.id, phase="measured", prompt=s.prompt,
+                               prompt_tokens=s.prompt_tokens, max_tokens=s.max_tokens,
+                               messages=list(s.messages) if s.messages else None,
+                               images=s.images)
         if job.stages:
             await closed_stages(d, make_spec, job.stages, t0, job.num_requests)
         else:

@@ -32,10 +32,10 @@ from loadgen.client.client import RequestSpec
 from loadgen.record import now_ns
 from loadgen.run.outcome import Outcome
 from loadgen.run.procs import job as job_mod
-from loadgen.run.procs import merge as merge_mod
-from loadgen.run.procs import partition as part
 from loadgen.run.procs.handle import Child
 from loadgen.run.procs.job import Counters, Job
+from loadgen.run.senders import merge as merge_mod
+from loadgen.run.senders import partition as part
 
 T0_LEAD_NS = 200_000_000     # "go" to t0: time for every process to read it
 POLL_S = 0.05                # state and liveness

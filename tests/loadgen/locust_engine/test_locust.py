@@ -22,7 +22,7 @@ if importlib.util.find_spec("locust") is None:
     pytest.skip("the locust extra is not installed (pip install 'loadgen[locust]')",
                 allow_module_level=True)
 
-from loadgen.locust_engine.plan import Plan, owner
+from loadgen.run.senders.plan import Plan, owner
 from loadgen.locust_engine.cli import check_flags
 from loadgen.locust_engine.run import LocustOptions, run_locust
 from loadgen.record import read_records
@@ -307,7 +307,7 @@ def test_locust_side_imports_no_asyncio_or_aiohttp():
     code = ("from gevent import monkey; monkey.patch_all()\n"
             "import sys\n"
             "import loadgen.locust_engine.worker, loadgen.locust_engine.coordinator\n"
-            "import loadgen.locust_engine.locustfile, loadgen.locust_engine.merge\n"
+            "import loadgen.locust_engine.locustfile, loadgen.locust_engine.results\n"
             "bad = [m for m in ('aiohttp', 'asyncio', 'loadgen.client.client', 'loadgen.run.runner')\n"
             "       if m in sys.modules]\n"
             "print(','.join(bad))\n")
@@ -354,7 +354,7 @@ def test_same_records_and_summary_shape_as_native(tmp_path, calib_server):
 
 
 def test_clock_shift_onto_the_masters_clock():
-    from loadgen.locust_engine.clock import boot_id, clock_pair, clock_shift, rebase
+    from loadgen.run.senders.clock import boot_id, clock_pair, clock_shift, rebase
     from loadgen.record import Record
     here = clock_pair()
     assert clock_shift(here) == 0                     # same kernel: one CLOCK_MONOTONIC

@@ -91,9 +91,13 @@ def test_responses_on_locust_match_the_native_records(jax_url, tmp_path):
         assert r["status"] == "ok" and r["finish_reason"] == "length"
         assert r["output_tokens"] == r["requested_output_tokens"]
         tokens = [t for t, n in r["chunks"] if n]
-        # response.created comes first and carries no token; the first delta is the first token
-        assert r["first_token_at_ns"] == tokens[0] > r["first_chunk_at_ns"] == r["chunks"][0][0]
-        assert r["chunks"][0][1] == 0
+        # response.created comes first and carries no token; the first delta is the first token.
+        # Causal, not timed: a later chunk than the first, stamped no earlier. Equal stamps are
+        # right when one read carried both events (a busy box reads late: one read, one kernel
+        # stamp for every event in it; the native records do the same).
+        first_tok = next(i for i, (_, n) in enumerate(r["chunks"]) if n)
+        assert first_tok >= 1 and r["chunks"][0][1] == 0
+        assert r["first_token_at_ns"] == tokens[0] >= r["first_chunk_at_ns"] == r["chunks"][0][0]
     s = json.loads((res.run_dir / "summary.json").read_text())
     assert s["requests_completed"] == 6 and s["ttft_ms"]["count"] == 6
     assert validate_run_dir(res.run_dir) == []

@@ -18,7 +18,7 @@ if importlib.util.find_spec("locust") is None:
                 allow_module_level=True)
 
 from analysis.contract import validate_run_dir
-from loadgen.locust_engine.plan import Plan
+from loadgen.run.senders.plan import Plan
 from loadgen.locust_engine.run import LocustOptions, run_locust
 from loadgen.record import read_records
 from loadgen.scenario.loader import load_scenario

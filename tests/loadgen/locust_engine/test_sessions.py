@@ -20,7 +20,7 @@ if importlib.util.find_spec("locust") is None:   # find_spec: importing locust p
                 allow_module_level=True)
 
 from analysis.contract import validate_run_dir
-from loadgen.locust_engine.plan import Plan, owner, users_for
+from loadgen.run.senders.plan import Plan, owner, users_for
 from loadgen.record import read_records
 from loadgen.scenario.loader import load_scenario
 from servers.calib import CalibrationServer

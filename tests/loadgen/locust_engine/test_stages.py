@@ -1,4 +1,4 @@
-"""Concurrency stages on the Locust engine (loadgen/locust_engine/stages.py): the users each
+"""Concurrency stages on the Locust engine (loadgen/run/senders/stages.py): the users each
 stage needs, shared over the workers; a real ``loadgen run --engine locust --workers 2``
 against the calibration server, checked on the records' own order (no timing bounds)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from analysis.contract import validate_run_dir
-from loadgen.locust_engine.stages import StageGate, active_users, even_split
+from loadgen.run.senders.stages import StageGate, active_users, even_split
 from loadgen.record import read_records
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -5,6 +5,10 @@
         ─► share(items, k, n) = items[k::n]        round-robin by position: each process gets an
                                                    even share of the arrival times (a thinned
                                                    Poisson schedule is Poisson at rate/n)
+        ─► owner(id, warmup, n)                    the sender of request ``id``: its position
+                                                   in its phase (warm-up, measured) mod n
+    Both engines split by these rules: runner + procs/parent.py (--procs), plan.py (each Locust
+    worker rebuilds its slice; merging and dead-worker accounting ask ``owner``).
     for_run(run): the same from a runner.Run (its scenario, schedule and plan)
     closed loop (mode concurrency): users, num_requests and each stage's users split n ways
         ─► split(total, k, n)                      the k-th of n near-equal parts (sum = total)
@@ -64,6 +68,12 @@ def share(items: Sequence, k: int, n: int) -> list:
     if not 0 <= k < n:
         raise ValueError(f"process {k} outside 0..{n - 1}")
     return list(items[k::n])
+
+
+def owner(rid: int, warmup: int, n: int) -> int:
+    """The sender whose slice holds request ``rid`` (``share``'s rule on ids: warm-up ids
+    0..W-1 by id, measured ids by their position after the warm-up)."""
+    return (rid if rid < warmup else rid - warmup) % n
 
 
 def split(total: Optional[int], k: int, n: int) -> Optional[int]:

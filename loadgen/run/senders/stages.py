@@ -1,18 +1,21 @@
-"""Concurrency stages across Locust workers: which of a worker's users are needed, and when.
+"""The concurrency-stage driver: which users each stage needs, and when (both runtimes).
 
     meta schedule.stages [{"concurrency", "start_s", "duration_s"}] (scenario/schedule.py)
-    users_by_worker [u_0 .. u_{n-1}]: the users each worker holds (reported at warm-up's end;
-        Locust spreads the users itself, not always evenly)
+    users_by_worker [u_0 .. u_{n-1}]: the users each sender holds (one process: [max
+        concurrency]; Locust workers report theirs at warm-up's end: Locust spreads the
+        users itself, not always evenly)
         ─► global user g (0 .. Σu − 1) = round r, worker w, in order r = 0, 1, ...; w = 0 .. n-1,
            skipping a worker with no r-th user: interleaved, so every stage's users are spread
            over the workers as evenly as their user counts allow
         ─► stage of concurrency c: worker w runs its local users 0 .. active(c, w) − 1, where
            active(c, w) = how many of the globals 0 .. c − 1 are w's; the workers together run
            exactly min(c, Σu) users
-    StageGate.when(k, t): the native closed_stages rule for local user k at time t: now if a
-        stage running at t needs it, else the start of the next stage that does, else None.
+    StageGate.when(k, t): local user k at time t: now if a stage running at t needs it, else
+        the start of the next stage that does, else None (no stage from t on does).
 
-Pure (no gevent): the node (node.py) asks it before each request of a staged closed loop.
+Pure (no asyncio, no gevent): the native closed loop (dispatch.closed_stages, also in each
+--procs child) and the Locust worker (locust_engine/request_source.py) ask it before each
+request of a staged closed loop, and only wait and send.
 """
 from __future__ import annotations
 

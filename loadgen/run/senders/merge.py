@@ -1,14 +1,18 @@
-"""Sender processes' part files ─► one records.jsonl with exactly one record per owed request.
+"""The senders' part files ─► one records.jsonl with exactly one record per owed request.
+The one merge of both engines: --procs (procs/parent.py) and Locust (locust_engine/run.py).
 
-    procs/records.K.jsonl   process K's records, each line written whole as its request ended
-                            (a killed process leaves at most a torn last line: not counted)
-    owed[K]                 ids process K owes a record: its warm-up ids it started, its whole
+    part K                  sender K's records, each line written whole as its request ended
+                            (procs/records.K.jsonl, locust/records.worker-K.jsonl; a killed
+                            process leaves at most a torn last line: not counted)
+    owed[K]                 ids sender K owes a record: its warm-up ids it started, its whole
                             share of a planned run (offline, server, trace), its closed-loop
-                            ids it started (the Counters say how many)
+                            ids it started (--procs: the Counters say how many; Locust: the
+                            send journal), each with what its cancelled record keeps
         ─► lines copied as they are (never parsed whole: only the id and end_at_ns at the
            line's head), merged across processes in end time order, like one process's file
         ─► owed ids with no line: "cancelled" records (Ledger.cancelled's rule), error naming
-           why (the process died, was stopped, or ended early), worker="K", after the rest
+           why (the process died, was stopped, or ended early: ``why[K]``, or the Owed's own),
+           worker="K", after the rest
         ─► records.jsonl through storage.LineWriter (whole lines; a full disk: StorageError)
 
 Pure file work: no loop, no processes; the parent calls it once every child has exited.
@@ -37,6 +41,10 @@ class Owed:
     scheduled_at_ns: Optional[int] = None
     max_tokens: Optional[int] = None
     prompt_tokens: Optional[int] = None
+    sent_at_ns: Optional[int] = None      # journaled: it was sent (its record never came)
+    session_id: Optional[str] = None
+    turn: Optional[int] = None
+    why: Optional[str] = None             # this request's own reason (else the sender's)
 
 
 def line_id(line: bytes) -> Optional[int]:
@@ -86,10 +94,11 @@ def _part_lines(path: Path, k: int) -> Iterator[tuple]:
 
 def cancelled(o: Owed, why: str, end_ns: Optional[int], worker: str) -> Record:
     """The record of an owed request no process wrote (dispatch.Ledger.cancelled's fields)."""
-    return Record(id=o.id, phase=o.phase, scheduled_at_ns=o.scheduled_at_ns, end_at_ns=end_ns,
-                  status="cancelled", error_kind="cancelled", error=why,
+    return Record(id=o.id, phase=o.phase, scheduled_at_ns=o.scheduled_at_ns,
+                  sent_at_ns=o.sent_at_ns, end_at_ns=end_ns, status="cancelled",
+                  error_kind="cancelled", error=o.why or why,
                   requested_output_tokens=o.max_tokens, workload_prompt_tokens=o.prompt_tokens,
-                  worker=worker)
+                  worker=worker, session_id=o.session_id, turn=o.turn)
 
 
 def merge(parts: list[Path], owed: list[Iterable[Owed]], why: list[str], out_path: Path,

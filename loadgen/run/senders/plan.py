@@ -1,15 +1,16 @@
-"""The shared plan of a Locust run: which request ids exist and which worker owns each.
+"""The run's plan, sliced: which request ids exist and which sender owns each (partition.py).
 
 Pure (scenario, workload, schedule, numpy): imported by the loadgen CLI process (merging,
-dead-worker accounting) and by the gevent Locust processes (what to send), so both sides agree
-by construction. Every process rebuilds the same seeded workload and schedule from the scenario;
-``digest`` lets a worker refuse a master whose scenario differs.
+dead-worker accounting), by the gevent Locust processes and by each --procs child's closed
+loop (what to send), so every side agrees by construction. Every process rebuilds the same
+seeded workload and schedule from the scenario; ``digest`` lets a worker refuse a master whose
+scenario differs.
 
     ids 0 .. W-1              warm-up  (prompt k = k-th PromptSpec of the workload stream)
     ids W .. W+M-1            measured (M = schedule count, or load.num_requests; unbounded for a
                               duration-only closed loop)
-    owner(id) = position in its phase mod n_workers  (interleaved: each slice of a Poisson
-                schedule is a thinned Poisson process of rate/n, and the slices stay balanced)
+    owner(id) = position in its phase mod n_workers (partition.owner; interleaved: each slice
+                of a Poisson schedule is a thinned Poisson process of rate/n, balanced slices)
 
 Sessions (workload.source sessions): session j of the stream (and, in server mode, its start
 offset j) belongs to worker j mod n; a worker's turns take its measured ids in issue order
@@ -25,6 +26,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from loadgen.run.senders.partition import owner
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
 from loadgen.scenario.workload import PromptSpec, WorkloadPlan, build_workload
@@ -34,7 +36,8 @@ DEFAULT_OPEN_USERS = 256     # users (in-flight bound) for a server/offline run 
 
 @dataclass(frozen=True)
 class Spec:
-    """One request to send; the gevent side's RequestSpec (loadgen.client.client is aiohttp-bound)."""
+    """One request of the plan (a Locust worker sends it as is; a --procs child makes it a
+    RequestSpec: loadgen.client.client is asyncio-bound)."""
 
     id: int
     phase: str
@@ -44,6 +47,7 @@ class Spec:
     offset_ns: Optional[int]     # from t0 (server/offline); None: closed loop (now)
     images: Optional[tuple] = None   # workload.images: request k's data URLs (the pool's, dealt
                                      # in turn: every process builds the same seeded pool)
+    messages: Optional[tuple] = None  # chat messages as given (trace rows)
 
 
 def digest(sc: Scenario) -> str:
@@ -76,12 +80,6 @@ def measured_count(sc: Scenario, schedule: Schedule) -> Optional[int]:
     return sc.load.num_requests
 
 
-def owner(rid: int, warmup: int, n_workers: int) -> int:
-    """The worker index whose slice holds request ``rid``."""
-    pos = rid if rid < warmup else rid - warmup
-    return pos % n_workers
-
-
 class Plan:
     """A scenario's requests, sliced for worker ``index`` of ``n_workers``."""
 
@@ -109,7 +107,7 @@ class Plan:
         for rid, p in itertools.islice(self._stream(), self.warmup):
             if self._mine(rid):
                 out.append(Spec(rid, "warmup", p.prompt, p.prompt_tokens, p.max_tokens, None,
-                                p.images))
+                                p.images, p.messages))
         return out
 
     def measured_specs(self) -> Iterator[Spec]:
@@ -124,7 +122,8 @@ class Plan:
             if not self._mine(rid):
                 continue
             off = int(offs[i]) if offs is not None else None
-            yield Spec(rid, "measured", p.prompt, p.prompt_tokens, p.max_tokens, off, p.images)
+            yield Spec(rid, "measured", p.prompt, p.prompt_tokens, p.max_tokens, off, p.images,
+                       p.messages)
 
     def expected_ids(self) -> list[int]:
         """Ids every worker together owes a record, whatever happens: the warm-up, plus the

@@ -1,9 +1,9 @@
-"""loadgen.run.procs.merge: part files ─► one records.jsonl, every owed id exactly once."""
+"""loadgen.run.senders.merge: part files ─► one records.jsonl, every owed id exactly once."""
 import json
 
 from analysis.contract import RunRecord
 from loadgen.record import Record, RecordWriter, read_records
-from loadgen.run.procs.merge import Owed, line_end, line_id, merge
+from loadgen.run.senders.merge import Owed, line_end, line_id, merge
 
 
 def ok(i, end, worker):

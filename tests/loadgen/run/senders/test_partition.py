@@ -1,8 +1,8 @@
-"""loadgen.run.procs.partition: every id once, shares balanced, arrival times kept."""
+"""loadgen.run.senders.partition: every id once, shares balanced, arrival times kept."""
 import numpy as np
 import pytest
 
-from loadgen.run.procs import partition as part
+from loadgen.run.senders import partition as part
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7])

@@ -1,7 +1,8 @@
-"""Inside the Locust processes (gevent): a worker's request source and ledger, and the run's
-coordinator on the master (or in the single local process).
+"""Inside a Locust worker (gevent): its request source — the slice of the plan its users draw
+from (senders/plan.py), the stage and session drivers asked before each send, one request
+path (body, journal, send, record) — driven by the run's coordinator on the master.
 
-    Coordinator (master)                          WorkerNode (each worker; index i of n)
+    Coordinator (master)                          RequestSource (each worker; index i of n)
       plan {digest, n, url, model, clock} ──────►  Plan(sc, i, n): its warm-up + measured slice
       ◄──────────────────────────── ready         records.worker-i.jsonl + sent.worker-i.jsonl
       runner.start(users)  (Locust spreads users over the workers)
@@ -33,23 +34,24 @@ import gevent
 from gevent.event import Event
 
 from loadgen.client import request
+from loadgen.client.balance import Picker
+from loadgen.client.gc_hold import hold_gc, release_gc
+from loadgen.client.stream_step import Limits
 from loadgen.client.structured import Checker
 from loadgen.locust_engine import user as user_mod
-from loadgen.locust_engine.clock import (LagSampler, clock_estimate, clock_shift, same_host,
-                                         sleep_until)
+from loadgen.locust_engine.clock import LagSampler, sleep_until
 from loadgen.locust_engine.gconn import process_stamps
 from loadgen.locust_engine.idle import YoungGC
-from loadgen.locust_engine.reader import process_reader
-from loadgen.client.gc_hold import hold_gc, release_gc
 from loadgen.locust_engine.ledger import WorkerLedger
-from loadgen.locust_engine.plan import Plan
-from loadgen.locust_engine.replicas import replicas_for
+from loadgen.locust_engine.reader import process_reader
 from loadgen.locust_engine.sessions import SessionWork
-from loadgen.locust_engine.stages import StageGate, even_split
 from loadgen.record import Record, now_ns
-from loadgen.client.stream_step import Limits
+from loadgen.run.senders.clock import clock_estimate, clock_shift, same_host
+from loadgen.run.senders.plan import Plan
+from loadgen.run.senders.stages import StageGate, even_split
 
-class WorkerNode:
+
+class RequestSource:
     """One worker's slice: hands specs to its users, writes each record exactly once."""
 
     def __init__(self, sc, index: int, n: int, setup: dict, records_dir: Path,
@@ -73,8 +75,9 @@ class WorkerNode:
         # target.urls: this process picks each request's replica (balance.pick, the native
         # client's pure rule; least_in_flight counts this process's requests only); worker i
         # starts its round-robin turns at URL i, as sender process i does natively
-        self.replicas = replicas_for(sc.target.replica_urls, sc.target.balance,
-                                     request.endpoint_path(a.endpoint), index)
+        urls = sc.target.replica_urls
+        self.replicas = (Picker(urls, sc.target.balance, index)
+                         if urls and len(urls) > 1 else None)
         self.headers = request.request_headers(a, api_key)
         user_mod.LLMUser.host = self.base_url   # users spawned from now on (Locust's UI label)
         user_mod.LLMUser.connection_timeout = a.connect_timeout_s
@@ -236,7 +239,8 @@ class WorkerNode:
             else:
                 url, i = self.url, None
                 if self.replicas is not None:    # picked at the send: rec.target_url
-                    url, i = self.replicas.take(rec)
+                    i = self.replicas.take(rec)
+                    url = rec.target_url + request.endpoint_path(self.endpoint)
                 self.ledger.journal(rec)
                 a = self.sc.api
                 try:
@@ -258,7 +262,7 @@ class WorkerNode:
             self.maybe_finish()
 
     def cancel(self, rec: Record, why: str) -> None:
-        self.write(self.ledger.cancelled(rec, why))
+        self.write(self.ledger.snapshot(rec, why))
 
     def maybe_finish(self) -> None:
         if self.hold:                            # records being written in a batch (a stop)

@@ -1,0 +1,18 @@
+"""senders: what every sender process shares, whatever runs it — a ``--procs`` child (asyncio)
+or a Locust worker (gevent). A slice of the plan in, records out, by one set of rules:
+
+    plan.py       the run's requests, sliced for sender k of n (warm-up, measured, sessions)
+    partition.py  THE partition: request k of a phase ─► sender k mod n; the process count;
+                  users, num_requests and stage users split n ways
+    ledger.py     each request's record exactly once (a failed write stops the run); cancelled
+                  records; the sender's tag (Record.worker)
+    merge.py      the senders' part files + what each owes ─► one records.jsonl, one record per
+                  owed id (unwritten ones "cancelled", naming why)
+    stages.py     the concurrency-stage driver: which user each stage needs, when
+    sessions.py   the session driver's book: the turn budget, ids, every unsent turn's record
+    clock.py      one clock-offset record: each sender's shift onto the run's clock ± its bound
+
+Pure: no asyncio, no gevent, no sockets (the runtimes only wait and send). May import
+loadgen.record, loadgen.redact, loadgen.scenario and loadgen.run.storage; never
+loadgen.client's transports, loadgen.run.procs or loadgen.locust_engine.
+"""

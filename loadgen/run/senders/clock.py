@@ -1,0 +1,102 @@
+"""One clock-offset record for every sender: its shift onto the run's clock and the bound on it.
+
+Latencies (TTFT, ITL, E2E) are differences of one sender's own stamps: never shifted. The
+shift only places a sender's records on the run's timeline (t0, time series, power and
+/metrics alignment):
+
+    same host (same kernel boot id)  perf_counter_ns is CLOCK_MONOTONIC for every process:
+                                     shift 0, uncertainty 0 (every --procs child; a Locust
+                                     worker on the master's host)
+    other host, ping-pong answered   (local send, remote stamp, local receive) samples ─►
+                                     the tightest round trip: shift = remote − its midpoint,
+                                     uncertainty = half that round trip
+    other host, no answer            the two wall clocks' difference (as good as NTP):
+                                     uncertainty unknown (None)
+
+    clock_estimate(...) ─► {"method", "shift_ns", "uncertainty_ns", "ping_pong"}
+        meta.json ``locust.clock.workers[i]`` and ``client_processes[k].clock``
+    rebase(rec, shift)  a record's times moved onto the run's clock
+Pure: the Locust engine exchanges the pings (locust_engine/clock.py), nothing here waits.
+"""
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+from typing import Iterable, Optional
+
+from loadgen.client.wire.kstamp import best_bracket
+from loadgen.record import Record, now_ns
+
+TIME_FIELDS = ("scheduled_at_ns", "sent_at_ns", "first_chunk_at_ns", "first_token_at_ns",
+               "end_at_ns")
+
+
+def boot_id() -> Optional[str]:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def clock_pair() -> dict:
+    return {"boot_id": boot_id(), "mono_ns": now_ns(), "wall_ns": time.time_ns(),
+            "host": socket.gethostname()}
+
+
+def same_host(master: dict) -> bool:
+    """The master's clock pair came from this kernel (one CLOCK_MONOTONIC)."""
+    return bool(master.get("boot_id")) and master["boot_id"] == boot_id()
+
+
+def clock_shift(master: dict) -> int:
+    """ns to add to this process's perf_counter_ns to land on the master's (0 on one host)."""
+    if same_host(master):
+        return 0
+    mine = clock_pair()
+    return (master["mono_ns"] - master["wall_ns"]) - (mine["mono_ns"] - mine["wall_ns"])
+
+
+def offset_estimate(samples: Iterable[tuple[int, int, int]]) -> Optional[dict]:
+    """``(local_send_ns, remote_ns, local_recv_ns)`` ping-pong samples ─► the remote − local
+    clock offset at the tightest round trip's midpoint, ± half that round trip; None if none."""
+    samples = list(samples)
+    try:
+        offset, rtt = best_bracket(samples)
+    except ValueError:
+        return None
+    return {"offset_ns": offset, "uncertainty_ns": (rtt + 1) // 2, "rtt_min_ns": rtt,
+            "tries": len(samples)}
+
+
+def clock_estimate(same_host: bool, samples: Iterable[tuple[int, int, int]] = (),
+                   wall_shift_ns: Optional[int] = None) -> dict:
+    """The shift a sender applies to land on the run's clock, how it was found and its
+    uncertainty (ns; None where unknown): see the module's table."""
+    est = offset_estimate(samples)
+    if same_host:
+        method, shift, unc = "same_host", 0, 0
+    elif est is not None:
+        method, shift, unc = "ping_pong", est["offset_ns"], est["uncertainty_ns"]
+    else:
+        method, shift, unc = "wall_clock", wall_shift_ns or 0, None
+    return {"method": method, "shift_ns": shift, "uncertainty_ns": unc, "ping_pong": est}
+
+
+def clock_info(per: dict) -> dict:
+    """The run's clock block: each sender's estimate (``per``: name ─► clock_estimate) and the
+    largest uncertainty (None when one is unknown)."""
+    unc = [v.get("uncertainty_ns") for v in per.values()]
+    return {"applies_to": "cross-host timeline only (latencies are each worker's own clock)",
+            "workers": per,
+            "max_uncertainty_ns": (None if not unc or None in unc else max(unc))}
+
+
+def rebase(rec: Record, shift: int) -> Record:
+    if shift:
+        for f in TIME_FIELDS:
+            v = getattr(rec, f)
+            if v is not None:
+                setattr(rec, f, v + shift)
+        rec.chunks = [[t + shift, n] for t, n in rec.chunks]
+    return rec

@@ -1,0 +1,103 @@
+"""The one-record ledger every sender writes through (the one-process run, each ``--procs``
+child, each Locust worker): each request's record exactly once.
+
+    write(rec)          once per id (a repeat is dropped); ``tag``: Record.worker, the sender
+                        that sent it (analysis judges each process: schedule lag, coalescing)
+        ─► _put(rec)    the runtime's write (here: the RecordWriter at once; the Locust worker
+                        batches lines for an idle hub) ─► on_done(rec) (the progress counters)
+    cancelled(spec, why)       a never-finished request's record (from its spec)
+    cancel_many(specs, why)    a remainder written at once, BULK lines per write
+    a failed write (OSError: disk full) is kept in ``failed`` and sets every registered stop
+    flag (anything with ``set()``); later records are not written (the file ends at its last
+    whole line)
+Pure: no asyncio, no gevent.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional
+
+from loadgen.record import Record, now_ns
+
+BULK = 4096                 # cancelled records per write when a remainder is written at once
+
+
+class Ledger:
+    """Writes each request's record exactly once and tells the progress display."""
+
+    def __init__(self, writer, on_done: Optional[Callable[[Record], None]] = None,
+                 tag: Optional[str] = None):
+        self.writer = writer
+        self.on_done = on_done
+        self.tag = tag
+        self.written: set[int] = set()
+        self.failed: Optional[OSError] = None
+        self._stops: list = []
+
+    def stop_on_failure(self, stop) -> None:
+        self._stops.append(stop)
+
+    def _fail(self, e: OSError) -> None:
+        self.failed = self.failed or e
+        for ev in self._stops:
+            ev.set()
+
+    def _put(self, rec: Record) -> None:
+        self.writer.write(rec)
+
+    def write(self, rec: Record) -> bool:
+        """Write ``rec`` unless its id was written already (or a write failed)."""
+        if rec.id in self.written:
+            return False
+        self.written.add(rec.id)
+        if self.failed is not None:
+            return False
+        if self.tag is not None:
+            rec.worker = self.tag
+        try:
+            self._put(rec)
+        except OSError as e:
+            self._fail(e)
+            return False
+        if self.on_done is not None:
+            self.on_done(rec)
+        return True
+
+    def cancelled(self, spec, why: str, sent_at_ns: Optional[int] = None) -> Record:
+        return Record(id=spec.id, phase=spec.phase, scheduled_at_ns=spec.scheduled_at_ns,
+                      sent_at_ns=sent_at_ns, end_at_ns=now_ns(), status="cancelled",
+                      error_kind="cancelled", error=why, requested_output_tokens=spec.max_tokens,
+                      workload_prompt_tokens=spec.prompt_tokens, worker=self.tag,
+                      session_id=getattr(spec, "session_id", None), turn=getattr(spec, "turn", None))
+
+    def cancel(self, spec, why: str, sent_at_ns: Optional[int] = None) -> None:
+        self.write(self.cancelled(spec, why, sent_at_ns))
+
+    def cancel_many(self, specs: Iterable, why: str) -> None:
+        """A cancelled record for each spec not yet written, BULK lines per write."""
+        write_many = getattr(self.writer, "write_many", None)
+        batch: list[Record] = []
+        for s in specs:
+            if s.id in self.written:
+                continue
+            if write_many is None:
+                self.cancel(s, why)
+                continue
+            self.written.add(s.id)
+            batch.append(self.cancelled(s, why))
+            if len(batch) >= BULK:
+                self._write_batch(batch)
+                batch = []
+        if batch:
+            self._write_batch(batch)
+
+    def _write_batch(self, batch: list) -> None:
+        if self.failed is not None:
+            return
+        try:
+            self.writer.write_many(batch)
+        except OSError as e:
+            self._fail(e)
+            return
+        if self.on_done is not None:
+            for r in batch:
+                self.on_done(r)
