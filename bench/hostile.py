@@ -65,7 +65,23 @@ EXPECT: dict[str, tuple[tuple[str, ...], int]] = {
     "http10_close": (("ok",), 0),
     "slowloris": (("timeout",), 3),
     "never_answers": (("timeout",), 3),
+    "endless_trailers": (("too_large",), 3),         # trailers count against the header bound
+    "second_response": (("ok",), 0),                 # 8 tokens: the second answer is not read
+    "after_done_events": (("ok",), 0),               # nothing after [DONE] is counted
+    "open_after_done": (("ok",), 0),                 # [DONE] ends it; the slot is freed at once
+    "bad_event_open": (("protocol",), 3),            # settled: the socket is closed at once
+    "deep_json": (("protocol",), 3),                 # the server's fault, not the client's
+    "bom_stream": (("ok",), 0),
+    "interim_storm": (("too_large",), 3),            # 1xx answers count against the header bound
+    "huge_content_length": (("too_large",), 3),      # at the headers, not at the timeout
+    "absurd_usage": (("protocol",), 3),              # never a figure
 }
+# cases whose socket stays open after the record is decided: the slot must be freed by the
+# decision, not by api.timeout_s (the fixture's 30 s): every request is sent before it could fire
+FREED_AT_ONCE = ("open_after_done", "bad_event_open", "huge_content_length")
+# where a transport reads differently: aiohttp drops trailers itself (bounded, never seen by
+# loadgen), so the [DONE] record stands and the socket is closed DONE_GRACE_S later
+EXPECT_ON = {("endless_trailers", "aiohttp"): (("ok",), 0)}
 assert set(EXPECT) == set(CASES), "every server case has an expectation"
 SLACK_S = 20.0      # beyond rounds × timeout: start-up, summary and report on a busy 2-core box
 RSS_LIMIT_MB = 500
@@ -218,7 +234,7 @@ def run_case(case: str, transport: str, case_dir: Path, n: int = 8, concurrency:
 
 def verdict(o: Outcome) -> list[str]:
     """What is wrong with one outcome against EXPECT (empty: it survived as it should)."""
-    kinds, code = EXPECT[o.case]
+    kinds, code = EXPECT_ON.get((o.case, o.transport), EXPECT[o.case])
     bad = []
     if o.hung:
         bad.append(f"hung: killed after {o.limit_s:g} s")

@@ -35,6 +35,7 @@ from loadgen.client.request import SNIPPET, apply_body
 from loadgen.client.request import fail as _fail
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large
+from loadgen.client.wire.exchange import DONE_GRACE_S
 from loadgen.record import Record, now_ns
 
 READ_BUFSIZE = 4 * 2**20      # aiohttp's default 64 KiB throttles long-context bodies (vllm #39963)
@@ -67,6 +68,33 @@ def stale_connection_error(e: BaseException) -> bool:
     return isinstance(e, aiohttp.ClientOSError)
 
 
+class _Response(aiohttp.ClientResponse):
+    """aiohttp's response, with interim 1xx answers (which aiohttp skips without bound) counted
+    against ``max_header_bytes`` as the wire exchange counts them: a 1xx storm is ``too_large``."""
+
+    max_header_bytes = 64 * 2**10
+
+    async def start(self, connection):  # type: ignore[override]
+        proto = connection.protocol
+        read, seen, cap, info = proto.read, 0, self.max_header_bytes, self.request_info
+
+        async def counted():
+            nonlocal seen
+            message, payload = await read()
+            if 100 <= message.code < 200 and message.code != 101:
+                seen += 16 + sum(len(k) + len(v) + 4 for k, v in message.raw_headers)
+                if seen > cap:
+                    raise aiohttp.ClientResponseError(info, (), message=(
+                        f"interim 1xx answers over {cap} bytes: too long"))
+            return message, payload
+
+        proto.read = counted
+        try:
+            return await super().start(connection)
+        finally:
+            del proto.read
+
+
 class AiohttpTransport:
     name = "aiohttp"
 
@@ -82,6 +110,8 @@ class AiohttpTransport:
         self.first_response_headers: Optional[dict] = None    # of the first answer (sut.json)
         self.retries = 0                         # stale-connection retries so far
         self.reuse_connections = True            # False after the first (see module doc)
+        self._response_class = type("Response", (_Response,),
+                                    {"max_header_bytes": limits.max_header_bytes})
 
     def _new_session(self, connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
         timeout = aiohttp.ClientTimeout(total=self.timeout_s, connect=self.connect_timeout_s)
@@ -89,7 +119,8 @@ class AiohttpTransport:
                                      read_bufsize=READ_BUFSIZE,
                                      max_field_size=self.limits.max_header_bytes,
                                      max_line_size=self.limits.max_header_bytes,
-                                     trust_env=False, raise_for_status=False)
+                                     trust_env=False, raise_for_status=False,
+                                     response_class=self._response_class)
 
     async def open(self) -> None:
         self._session = self._new_session(_Connector(
@@ -168,6 +199,10 @@ class AiohttpTransport:
 
     async def _whole_body(self, resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally) -> None:
         cap = self.limits.max_body_bytes
+        if resp.content_length is not None and resp.content_length > cap:   # at once, as wire
+            resp.close()
+            return _fail(rec, "too_large", f"{body_too_large(cap + 1, self.limits)}: "
+                         f"Content-Length {resp.content_length}")
         raw = await resp.content.read(cap + 1)          # -1 would read any size
         if len(raw) > cap or not resp.content.at_eof():
             rest = await resp.content.read(1)
@@ -211,4 +246,16 @@ async def read_stream(resp: aiohttp.ClientResponse, rec: Record, tally: StreamTa
         if feed(t, data):                   # settled: failed (error event, protocol, limit)
             resp.close()                    # stop reading an endless or broken stream
             return
+        if step.done:                       # [DONE] ends the record: the message end, briefly
+            if not resp.content.at_eof():
+                try:
+                    await asyncio.wait_for(_drain(readany), DONE_GRACE_S)
+                except asyncio.TimeoutError:
+                    resp.close()            # the body stays open: not reused
+            break
     step.end(t)
+
+
+async def _drain(readany) -> None:
+    while await readany():
+        pass

@@ -21,6 +21,16 @@ Cases (the failure kind a client should record; see docs/survives.md):
   echo_secret_stream   200 SSE with two tokens, then an error event echoing the Authorization
                        header (and an X-Echo-Authorization response header)
   echo_headers_400     400 whose JSON body echoes every request header (X-Auth, Cookie...)
+  endless_trailers     a normal chunked stream, then ``0\r\n`` and endless ``X-T: <60 KB>`` trailers
+  second_response      a normal answer, then at once a second, unsolicited one on the same socket
+  after_done_events    a normal stream, then 2,000 more token events after ``[DONE]``, then its end
+  open_after_done      a normal stream up to ``[DONE]``; the message never ends, the socket stays open
+  bad_event_open       one token, one event that is not JSON; the socket stays open
+  deep_json            a token, then one event holding a 100,000-deep JSON array
+  bom_stream           a normal stream that opens with a UTF-8 BOM (the SSE spec strips it)
+  interim_storm        endless ``HTTP/1.1 100 Continue`` interim answers, never a final one
+  huge_content_length  application/json with Content-Length 99,999,999,999,999, a few bytes, silence
+  absurd_usage         a normal stream whose usage says completion_tokens -5 or 10^18 (alternating)
   echo_secret_sut      a normal stream, but /v1/models, /info, /version, /props echo both secret
                        headers in their JSON and in X-Echo-* response headers
   redirect_307         every request: 307 to the same path on a second loopback listener, which
@@ -332,3 +342,69 @@ async def echo_headers_400(req, reader, writer):
 
 
 CASES["echo_headers_400"] = echo_headers_400
+
+
+async def endless_trailers(req, reader, writer):
+    writer.write(head() + b"".join(chunk(e) for e in stream_events(req)) + b"0\r\n")
+    await endless(writer, b"X-T: " + b"t" * 60_000 + b"\r\n")
+
+
+async def second_response(req, reader, writer):
+    one = head() + b"".join(chunk(e) for e in stream_events(req)) + LAST
+    writer.write(one + one)
+    return False
+
+
+async def after_done_events(req, reader, writer):
+    more = event(delta(req, " tok")) * 2000
+    writer.write(head() + b"".join(chunk(e) for e in stream_events(req)) + chunk(more) + LAST)
+    return True
+
+
+async def open_after_done(req, reader, writer):
+    writer.write(head() + b"".join(chunk(e) for e in stream_events(req)))
+    await reader.read()                  # until the client goes away
+
+
+async def bad_event_open(req, reader, writer):
+    writer.write(head() + chunk(event(delta(req, " tok"))) + chunk(b"data: {nope\n\n"))
+    await reader.read()
+
+
+async def deep_json(req, reader, writer):
+    deep = b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n"
+    writer.write(head() + chunk(event(delta(req, " tok"))) + chunk(deep)
+                 + chunk(b"data: [DONE]\n\n") + LAST)
+    return True
+
+
+async def bom_stream(req, reader, writer):
+    evs = stream_events(req)
+    writer.write(head() + chunk(b"\xef\xbb\xbf" + evs[0]) + b"".join(chunk(e) for e in evs[1:])
+                 + LAST)
+    return True
+
+
+async def interim_storm(req, reader, writer):
+    await endless(writer, b"HTTP/1.1 100 Continue\r\n\r\n" * 512)
+
+
+async def huge_content_length(req, reader, writer):
+    writer.write(head(ctype="application/json", framing="Content-Length: 99999999999999")
+                 + b'{"id": "h", "choices": [')
+    await reader.read()
+
+
+async def absurd_usage(req, reader, writer):
+    STATE["served"] += 1
+    bad = -5 if STATE["served"] % 2 else 10**18
+    usage = event({"id": "h", "object": "chat.completion.chunk", "model": MODEL, "choices": [],
+                   "usage": {"prompt_tokens": 8, "completion_tokens": bad}})
+    evs = [e for e in stream_events(req) if b'"usage"' not in e]
+    writer.write(head() + b"".join(chunk(e) for e in evs[:-1] + [usage, evs[-1]]) + LAST)
+    return True
+
+
+for _f in (endless_trailers, second_response, after_done_events, open_after_done, bad_event_open,
+           deep_json, bom_stream, interim_storm, huge_content_length, absurd_usage):
+    CASES[_f.__name__] = _f

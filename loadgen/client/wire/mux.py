@@ -25,7 +25,7 @@ class ReadMux:
         self.kind = kind if hasattr(select, "epoll") else "loop"
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._ep = None
-        self._fdmap: dict = {}                    # fd -> on_readable (epoll)
+        self._fdmap: dict = {}                    # fd -> on_readable (its current watcher)
 
     def open(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -45,10 +45,12 @@ class ReadMux:
             self._fdmap[fd] = on_readable
             self._ep.register(fd, select.EPOLLIN)
         else:
+            self._fdmap[fd] = on_readable          # who watches it (unwatch checks)
             self._loop.add_reader(fd, on_readable)
 
     def unwatch(self, fd: int, on_readable: Callable[[], None]) -> None:
-        """Stop watching ``fd`` if ``on_readable`` is what watches it (call before closing it)."""
+        """Stop watching ``fd`` if ``on_readable`` is what watches it (call before closing it:
+        a number reused by a newer socket is never unwatched by the old one's late call)."""
         if self._ep is not None:
             if self._fdmap.get(fd) == on_readable:
                 del self._fdmap[fd]
@@ -56,7 +58,8 @@ class ReadMux:
                     self._ep.unregister(fd)
                 except OSError:
                     pass
-        elif self._loop is not None:
+        elif self._loop is not None and self._fdmap.get(fd) == on_readable:
+            del self._fdmap[fd]
             self._loop.remove_reader(fd)
 
     def _on_epoll(self) -> None:

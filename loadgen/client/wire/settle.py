@@ -82,7 +82,9 @@ def ending(resp: WireResponse, rec: Record) -> None:
             rec.status, rec.error_kind, rec.error = "cancelled", "cancelled", CANCELLED
         if rec.end_at_ns is None:
             rec.end_at_ns = resp.end_at_ns if resp.end_at_ns is not None else now_ns()
-    elif kind is not None and rec.status == "pending":
+    elif kind is not None and (rec.status == "pending" or (
+            kind in ("too_large", "protocol") and rec.status == "ok" and not resp.complete)):
+        # after [DONE] the message must still end well: a trailer flood, bad framing fail it
         fail(rec, kind, resp.error or kind, resp.end_at_ns)
     elif rec.status == "pending" and resp.status is not None:
         fail(rec, "incomplete", "the response ended without a complete body", resp.end_at_ns)

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from bench.hostile import (EXPECT, RSS_LIMIT_MB, TRANSPORTS, find_secrets, kind_of, read_records,
+from bench.hostile import (EXPECT, EXPECT_ON, FREED_AT_ONCE, RSS_LIMIT_MB, TRANSPORTS, find_secrets, kind_of, read_records,
                            reap, run_case, start_run, verdict)
 from servers.hostile.server import HostileServer
 from servers.port_server import alive
@@ -33,6 +33,10 @@ N = 8
 PARALLEL = 3            # runs at a time (each: a hostile server and a `loadgen run`)
 # the fixture's runs count against the first test: 48 runs that all hang would take 48 × 24 s / 3
 pytestmark = pytest.mark.timeout(600)
+
+
+def verdict_kinds(o) -> tuple:
+    return EXPECT_ON.get((o.case, o.transport), EXPECT[o.case])[0]
 
 
 def problems_of(o) -> list[str]:
@@ -51,7 +55,11 @@ def problems_of(o) -> list[str]:
                   if q.get("listener") == "second"]
         if second:
             bad.append(f"the redirect was followed: the other listener got {second}")
-    if EXPECT[o.case][0] == ("ok",) and any(r.get("output_tokens") != 8 for r in recs):
+    if o.case in FREED_AT_ONCE and recs:      # the decision frees the slot, not api.timeout_s
+        sent = [r["sent_at_ns"] for r in recs if r.get("sent_at_ns") is not None]
+        if sent and max(sent) - min(sent) >= 30e9:
+            bad.append("a slot was held until api.timeout_s after its record was decided")
+    if verdict_kinds(o) == ("ok",) and any(r.get("output_tokens") != 8 for r in recs):
         bad.append(f"output_tokens {sorted({r.get('output_tokens') for r in recs}, key=str)}, "
                    "expected 8 each")
     return bad

@@ -224,6 +224,18 @@ CASES = {
     "json_too_large": (_resp("200 OK", "Content-Type: application/json\r\n", b"[" + b"1," * 3000
                              + b"1]"), False, "too_large"),
 }
+_CHUNKED = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + b"%x\r\n%s\r\n" % (len(_sse(TOK, FIN)), _sse(TOK, FIN)))
+CASES.update({   # issue 29: trailers and interim answers count against the header bound; one
+                 # message per exchange; a huge declared body fails at the headers
+    "endless_trailers": (_CHUNKED + b"0\r\n" + (b"X-T: " + b"t" * 3000 + b"\r\n") * 40, True,
+                         "too_large"),
+    "second_response": (_CHUNKED + b"0\r\n\r\n" + _CHUNKED + b"0\r\n\r\n", True, "ok"),
+    "interim_storm": (b"HTTP/1.1 100 Continue\r\n\r\n" * 400, True, "too_large"),
+    "interim_then_answer": (b"HTTP/1.1 100 Continue\r\n\r\n" + _CHUNKED + b"0\r\n\r\n", True, "ok"),
+    "huge_content_length": (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                            b"Content-Length: 99999999999999\r\n\r\n{", True, "too_large"),
+})
 SMALL = Limits(max_header_bytes=4096, max_body_bytes=4096)
 
 
@@ -235,6 +247,8 @@ def test_failure_rules_match_the_native_transport(name, piece):
     got, want = gwire(reads, stream, limits=SMALL), native(reads, stream, limits=SMALL)
     assert got == want
     assert (got["error_kind"] or got["status"]) == kind, got["error"]
+    if name == "second_response":
+        assert got["output_tokens"] == 2          # the unsolicited second answer is not counted
 
 
 # ---------------------------------------------------------------- real sockets, gevent (subprocess)
