@@ -21,8 +21,8 @@
       one (``retries``, ``first_sent_at_ns``, ``retry_error``); this user then stops reusing
       (``Connection: close``), as the wire pool does
 
-The read step (gconn.py) does what ``loadgen.client.wire.conn.Conn.on_readable`` does and
-``fill`` is ``settle``, as in ``fill.fill_steps``, so one stamped byte stream gives the same Record on either
+The read step (gconn.py) feeds the one exchange (``loadgen.client.wire.exchange``), as the
+asyncio wire transport's Conn does, and ``fill`` is ``settle``, as in ``fill.fill_steps``, so one stamped byte stream gives the same Record on either
 engine (tests/loadgen/locust_engine/test_gwire.py checks it on the recorded real servers).
 No asyncio, no aiohttp, no geventhttpclient: sockets, gevent waits and httptools only.
 """
@@ -39,7 +39,7 @@ from loadgen.client.redirects import MAX_HOPS, redirect_target
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
 from loadgen.client.wire import kstamp
-from loadgen.client.wire.http1 import Target, WireResponse, request_head
+from loadgen.client.wire.http1 import Target, WireResponse, connect_failure, request_head
 from loadgen.client.wire.settle import CANCELLED, settle
 from loadgen.locust_engine.gconn import GConn
 from loadgen.locust_engine.reader import Reader, process_reader
@@ -185,8 +185,7 @@ class GWire:
         except ValueError as e:                    # not an http:// URL
             resp.error_kind, resp.error, resp.end_at_ns = "client", str(e), now_ns()
         except OSError as e:                       # connect refused / unreachable / no address
-            resp.error_kind, resp.error = "connection", f"{type(e).__name__}: {e}"
-            resp.end_at_ns = now_ns()
+            (resp.error_kind, resp.error), resp.end_at_ns = connect_failure(e), now_ns()
         except gevent.GreenletExit:
             if conn is not None:
                 conn.close()

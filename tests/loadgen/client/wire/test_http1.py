@@ -33,3 +33,12 @@ def test_response_content_type_and_stamp_source():
     assert r.content_type() == "text/event-stream" and r.stamp_source == "none"
     assert WireResponse().content_type() == "application/octet-stream"
     assert WireResponse(n_reads=3, kernel_reads=1).stamp_source == "mixed"
+
+
+def test_out_of_file_descriptors_is_the_clients_fault():
+    import errno
+    from loadgen.client.wire.http1 import connect_failure
+    for code in (errno.EMFILE, errno.ENFILE):
+        kind, msg = connect_failure(OSError(code, "Too many open files"))
+        assert kind == "client" and "--procs" in msg
+    assert connect_failure(ConnectionRefusedError(errno.ECONNREFUSED, "refused"))[0] == "connection"
