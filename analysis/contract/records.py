@@ -29,7 +29,10 @@ _SPACES = bytes.maketrans(b"[],", b"   ")
 
 
 class _Line(Record, gc=False):
-    """A Record as read: its chunks still raw JSON (parsed per slice into an array)."""
+    """A Record as read: its chunks still raw JSON (parsed per slice into an array); an id or
+    phase missing (hand-made or older files) reads as None (validate_run_dir names it)."""
+    id: Optional[int] = None
+    phase: Optional[str] = None
     chunks: msgspec.Raw = msgspec.Raw(b"[]")
 
 

@@ -65,6 +65,16 @@ def read_device(run_dir) -> Optional[Device]:
     return _read(run_dir, "device.json")
 
 
+def read_dict(run_dir, name: str) -> dict:
+    """``name`` (meta.json, sut.json, ...) through its model, as the dict of what it holds;
+    {} when absent or when it does not fit (the caller then says what it lacks)."""
+    try:
+        m = _read(run_dir, name)
+    except ContractError:
+        return {}
+    return m.as_dict() if m is not None else {}
+
+
 def read_rows(path: str | Path) -> list[dict]:
     """A JSON-lines file of free-form rows (power.jsonl, server_metrics.jsonl) as dicts; no file
     ─► []; a line that is not a JSON object (a torn last line) is skipped."""

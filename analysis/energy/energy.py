@@ -13,12 +13,12 @@ Estimated sources are reported under ``estimated`` and never added into measured
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
+from analysis.contract.rundir import read_power, read_power_sources
 from analysis.energy import series as es
 from analysis.energy.split import distribution, split_energy, token_events
 
@@ -30,18 +30,7 @@ METHOD = ("window energy / output tokens produced in the window = J/token; "
 
 def load_power(run_dir: str | Path) -> tuple[list[dict], list[dict]]:
     """power.jsonl rows and the sources' descriptions (power_sources.json) of a run directory."""
-    run_dir = Path(run_dir)
-    rows: list[dict] = []
-    p = run_dir / "power.jsonl"
-    if p.is_file():
-        for line in p.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue                      # a torn last line
-    s = run_dir / "power_sources.json"
-    sources = json.loads(s.read_text()).get("sources", []) if s.is_file() else []
-    return rows, sources
+    return read_power(run_dir), read_power_sources(run_dir)   # through analysis.contract
 
 
 def _series(rows: list[dict]) -> tuple[dict, dict]:

@@ -12,12 +12,13 @@ The shape dict is passed in (analysis never imports the server's presets).
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 from collections import OrderedDict
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract.records import read_records
+from analysis.contract.rundir import read_json
 from analysis.kernel import kernel
 from analysis.roofline import model_cost
 from analysis.roofline import roofline
@@ -131,21 +132,13 @@ def measured_tpot_ms(run_dir: str | Path) -> tuple[Optional[float], str]:
     run_dir = Path(run_dir)
     summ = run_dir / "summary.json"
     if summ.exists():
-        try:
-            v = _find_tpot(json.loads(summ.read_text(encoding="utf-8")))
-        except json.JSONDecodeError:
-            v = None
+        found = read_json(summ)             # through analysis.contract
+        v = _find_tpot(found) if found is not None else None
         if v is not None:
             return v, f"{summ}: TPOT p50"
     rec = run_dir / "records.jsonl"
     if rec.exists():
-        rows = []
-        for line in rec.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        vals = _tpot_from_records(rows)
+        vals = _tpot_from_records(read_records(rec))
         if vals:
             return statistics.median(vals), f"{rec}: median TPOT of {len(vals)} requests"
     return None, f"no TPOT found in {run_dir} (summary.json / records.jsonl)"

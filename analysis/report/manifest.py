@@ -17,15 +17,15 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+from analysis.contract.rundir import read_dict, read_json as contract_json
+
 MANIFEST_VERSION = 1
 CHUNK = 1 << 20
 
 
 def read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except json.JSONDecodeError:
-        return {}
+    """A run file as written, through analysis.contract ({} when absent or not JSON)."""
+    return contract_json(path) or {}
 
 
 def load_scenario_tree(run_dir: str | Path) -> dict:
@@ -89,7 +89,7 @@ def _schedule_seed(meta: dict, sc: dict, wl_seed: Optional[int]) -> dict:
 def manifest(run_dir: str | Path) -> dict:
     """The manifest dict of one run directory."""
     d = Path(run_dir)
-    meta, sut = read_json(d / "meta.json"), read_json(d / "sut.json")
+    meta, sut = read_dict(d, "meta.json"), read_dict(d, "sut.json")   # through the models
     sc = load_scenario_tree(d)
     wl_meta = meta.get("workload") or {}
     wl_sc = sc.get("workload") or {}

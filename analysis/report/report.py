@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract.rundir import read_repeat
 from analysis.report import conditions
 from analysis.report import manifest
 from analysis.report import plots
@@ -270,11 +271,11 @@ def write_any(path: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
         return write_sweep_report(d, with_plots)
     if (d / "records.jsonl").is_file():
         return write_report(d, with_plots)
-    if (d / "repeat.json").is_file() and "figures" in json.loads((d / "repeat.json").read_text()):
+    rep = read_repeat(d)                    # through analysis.contract
+    if rep is not None and "figures" in rep:
         from analysis.metrics.repeats import repeat_summary
         from analysis.metrics.summary import summary_of
         from analysis.report.repeats import write_repeat_report
-        rep = json.loads((d / "repeat.json").read_text())
         runs = [Path(r) for r in rep.get("run_dirs") or []]
         fresh = repeat_summary([summary_of(r) for r in runs if (r / "records.jsonl").is_file()])
         rep.update(fresh)                   # from the runs' own summaries, like a run's report

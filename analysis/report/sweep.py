@@ -14,10 +14,10 @@ one whose directory is gone is listed as missing, never dropped silently.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract.rundir import read_sweep
 from analysis.report import compare
 from analysis.report import conditions
 from analysis.report import manifest
@@ -33,10 +33,9 @@ def load_sweep(sweep_dir: str | Path) -> dict:
     """{"sweep": sweep.json, "points": [{"value", "dir", "summary", "meta", "sut", "records",
     "roofline"}], "missing": [why, ...]} sorted by value."""
     d = Path(sweep_dir)
-    try:
-        sw = json.loads((d / "sweep.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"{d / 'sweep.json'}: unreadable ({e})") from None
+    sw = read_sweep(d)                      # through analysis.contract
+    if sw is None:
+        raise ValueError(f"{d / 'sweep.json'}: unreadable (absent or not a JSON object)")
     points, missing = [], []
     for p in sorted(sw.get("points") or [], key=lambda p: p.get("value", 0)):
         rd = d / str(p.get("run_dir", ""))

@@ -23,7 +23,8 @@ import socket
 from pathlib import Path
 from typing import Optional
 
-from analysis.contract import SCHEMA_VERSION, Device
+from analysis.contract import SCHEMA_VERSION, ContractError, Device
+from analysis.contract.rundir import read_json, read_meta
 from analysis.roofline import devices
 from analysis.roofline.calibrate import DEFAULT_PATH
 
@@ -91,11 +92,7 @@ def write(run_dir: str | Path, rec: dict) -> Path:
 
 def read(run_dir: str | Path) -> Optional[dict]:
     """device.json of a run, or None when absent or unreadable."""
-    try:
-        rec = json.loads((Path(run_dir) / DEVICE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return rec if isinstance(rec, dict) else None
+    return read_json(Path(run_dir) / DEVICE_FILE)      # as written (the spec checked below)
 
 
 def parse_override(value: str, calibration: Path = DEFAULT_PATH) -> dict:
@@ -154,10 +151,12 @@ def for_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
                 "reason": f"no device spec at run time ({rec.get('reason')})"}
     if meta is None:
         try:
-            meta = json.loads((Path(run_dir) / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = {}
-    path = meta.get("device_spec") if isinstance(meta, dict) else None
+            m = read_meta(run_dir)
+        except ContractError:
+            m = None
+        path = m.device_spec if m is not None else None
+    else:
+        path = meta.get("device_spec") if isinstance(meta, dict) else None
     if isinstance(path, str):
         try:
             return {"source": "meta.device_spec", "spec": devices.load_spec(path), "reason": None,

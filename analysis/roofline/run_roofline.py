@@ -20,12 +20,13 @@ above 1. Missing inputs give None with the reason, never a guess. The per-reques
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
+from analysis.contract.records import read_records
+from analysis.contract.rundir import read_dict
 from analysis.roofline import by_concurrency, frozen, model_cost, roofline
 from analysis.roofline.by_concurrency import BROKEN
 from analysis.roofline.model_spec import shape_in_sut
@@ -185,25 +186,11 @@ def roofline_summary(records: list[dict], model_spec: Optional[dict], device: Op
     return _compute(records, model_spec, device, slots)[0]
 
 
-def _read(path: Path) -> dict:
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return d if isinstance(d, dict) else {}
-
-
 def _inputs(run_dir: str | Path, records: Optional[list[dict]]):
     d = Path(run_dir)
-    sut, meta = _read(d / "sut.json"), _read(d / "meta.json")
+    sut, meta = read_dict(d, "sut.json"), read_dict(d, "meta.json")   # through the models
     if records is None:
-        records = []
-        if (d / "records.jsonl").is_file():
-            for line in (d / "records.jsonl").read_text(encoding="utf-8").splitlines():
-                try:
-                    records.append(json.loads(line))
-                except ValueError:      # a torn last line
-                    continue
+        records = read_records(d / "records.jsonl") if (d / "records.jsonl").is_file() else []
     slots = frozen.server_info(sut).get("slots")
     return records, shape_in_sut(sut), frozen.for_run(d, meta), slots
 

@@ -19,12 +19,14 @@ figure carries its evidence; a missing one is ``None`` with the reason, never 0.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 
 from analysis.server.histogram import figure, hist_mean, hist_quantile, unmeasured
-from analysis.server.series import FILE, Series, read_jsonl, read_rows, window_edges
+from analysis.contract import ContractError
+from analysis.contract.records import read_records
+from analysis.contract.rundir import read_meta, read_server_metrics
+from analysis.server.series import FILE, Series, window_edges
 
 HISTOGRAMS = {  # figure ─► vLLM histogram (seconds); alternatives: older names
     "server_ttft": ("vllm:time_to_first_token_seconds",),
@@ -136,18 +138,15 @@ def summarize_server_metrics(rows: list[dict], window: Optional[tuple[int, int]]
             "figures": figs, "ttft_decomposition": decomposition(client_ms, n_client, figs)}
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-
-
 def server_metrics_summary(run_dir: str | Path) -> dict:
-    """summary.json's "server_metrics" for a run directory."""
+    """summary.json's "server_metrics" for a run directory (its files read through
+    analysis.contract: meta.json as RunMeta, records.jsonl as Records, server_metrics.jsonl)."""
     d = Path(run_dir)
-    meta = _read_json(d / "meta.json")
-    window = (meta.get("t0_ns"), meta.get("end_ns")) if meta.get("t0_ns") else None
-    records = read_jsonl(d / "records.jsonl")
-    return summarize_server_metrics(read_rows(d / FILE), window, records,
-                                    meta.get("server_metrics"))
+    try:
+        meta = read_meta(d)
+    except ContractError:
+        meta = None
+    window = (meta.t0_ns, meta.end_ns) if meta is not None and meta.t0_ns else None
+    records = read_records(d / "records.jsonl") if (d / "records.jsonl").is_file() else []
+    scraper = meta.server_metrics.as_dict() if meta is not None and meta.server_metrics else None
+    return summarize_server_metrics(read_server_metrics(d), window, records, scraper)

@@ -11,29 +11,19 @@
 from __future__ import annotations
 
 import bisect
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Optional
+
+from analysis.contract.rundir import read_rows as contract_rows
 
 FILE = "server_metrics.jsonl"
 SCRAPE, MARK = "loadgen:scrape", "loadgen:mark"
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
-    out = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:    # a torn last line
-                    continue
-                if isinstance(row, dict):
-                    out.append(row)
-    except OSError:
-        return []
-    return out
+    """A JSON-lines file's object rows (analysis.contract.rundir.read_rows)."""
+    return contract_rows(path)
 
 
 def read_rows(path: str | Path) -> list[dict]:
