@@ -1,5 +1,5 @@
-"""The Client with ``api.endpoint: responses`` against the real JAX server (tiny preset, started here on
-127.0.0.1) on both transports (wire: the default for http://; aiohttp: LOADGEN_HTTP): streamed
+"""The Client with ``api.endpoint: responses`` against the real JAX server (tiny preset, the session's
+shared one on 127.0.0.1: tests/conftest.py) on both transports (wire: the default for http://; aiohttp: LOADGEN_HTTP): streamed
 records whose first token is the first response.output_text.delta, usage from response.completed /
 response.incomplete, the whole-body answer, and a rejected request as an HTTP error."""
 from __future__ import annotations
@@ -9,14 +9,12 @@ import asyncio
 import pytest
 
 from loadgen.client.client import Client, ClientConfig, RequestSpec
-from tests.servers.jax.conftest import start_server
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = start_server(tmp_path_factory.mktemp("jax-responses"), ["--slots", "2", "--seed", "0"])
-    yield srv
-    srv.stop()
+@pytest.fixture
+def server(jax_server):
+    """The session's shared JAX server (tests/conftest.py)."""
+    return jax_server
 
 
 @pytest.fixture(autouse=True, params=["wire", "aiohttp"])

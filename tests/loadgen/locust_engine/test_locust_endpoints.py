@@ -21,22 +21,10 @@ from loadgen.locust_engine.run import LocustOptions, run_locust
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
 from loadgen.scenario.loader import load_scenario
-from tests.servers.jax.conftest import start_server
 
 SAME = ("phase", "status", "http_status", "inputs", "requested_output_tokens",
         "workload_prompt_tokens", "prompt_tokens", "prompt_tokens_source", "output_tokens",
         "output_tokens_source", "chunk_output_tokens", "finish_reason", "error_kind")
-
-
-@pytest.fixture(scope="module")
-def jax_url(tmp_path_factory, request):
-    cache = getattr(request.config, "cache", None)
-    cache_dir = (Path(cache.mkdir("jax-compilation-cache")) if cache is not None
-                 else tmp_path_factory.mktemp("jax-compilation-cache"))
-    srv = start_server(tmp_path_factory.mktemp("jax-locust"), ["--slots", "2", "--seed", "0"],
-                       cache_dir)
-    yield srv.base_url
-    srv.stop()
 
 
 def _both(tmp_path: Path, tree: dict, workers=None):

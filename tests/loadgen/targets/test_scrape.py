@@ -177,13 +177,11 @@ def test_worker_exits_when_its_client_is_gone(tmp_path):
 
 # ---- against the real JAX server (vLLM's metric names) ----------------------------------------
 @pytest.fixture(scope="module")
-def jax_url(tmp_path_factory, request):
-    from tests.servers.jax.conftest import start_server
-    store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
-    cache = (store.mkdir("jax-compilation-cache") if store is not None
-             else tmp_path_factory.mktemp("jax-compilation-cache"))
+def jax_url(tmp_path_factory, jax_cache_dir):
+    """Its own server: 2 slots (the session's shared one has 4), the session's compilation cache."""
+    from tests.servers.jax.server_proc import start_server
     srv = start_server(tmp_path_factory.mktemp("jax-metrics"), ["--slots", "2", "--seed", "0"],
-                       cache)
+                       jax_cache_dir)
     yield srv.base_url
     srv.stop()
 

@@ -13,7 +13,7 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.servers.jax.conftest import ServerProc, start_server
+from tests.servers.jax.server_proc import ServerProc, start_server
 
 
 def client(srv: ServerProc, api_key: str = "unused") -> openai.OpenAI:

@@ -12,7 +12,7 @@ import numpy as np
 import openai
 import pytest
 
-from tests.servers.jax.conftest import ServerProc
+from tests.servers.jax.server_proc import ServerProc
 
 
 def post(srv: ServerProc, body: dict) -> tuple[int, dict]:

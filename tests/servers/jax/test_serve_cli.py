@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.servers.jax.conftest import REPO
+from tests.servers.jax.server_proc import REPO
 
 BAD_FLAGS = [
     (["--slots", "0"], "--slots"),
