@@ -37,10 +37,56 @@ def first_token_at(rec) -> Optional[int]:
     return tc[0][0] if tc else None
 
 
+def diff_ns_ms(a: Optional[int], b: Optional[int]) -> Optional[float]:
+    """(a − b) in ms, or None if either is missing."""
+    if a is None or b is None:
+        return None
+    return (a - b) / NS_PER_MS
+
+
+def ttft_ms(rec) -> Optional[float]:
+    """TTFT from send = first_token_at − sent_at (ms)."""
+    return diff_ns_ms(first_token_at(rec), rec.get("sent_at_ns"))
+
+
+def ttft_from_scheduled_ms(rec) -> Optional[float]:
+    """TTFT from the schedule = first_token_at − scheduled_at (ms)."""
+    return diff_ns_ms(first_token_at(rec), rec.get("scheduled_at_ns"))
+
+
+def e2el_ms(rec) -> Optional[float]:
+    """End-to-end latency from send = end_at − sent_at (ms)."""
+    return diff_ns_ms(rec.get("end_at_ns"), rec.get("sent_at_ns"))
+
+
+def e2el_from_scheduled_ms(rec) -> Optional[float]:
+    """End-to-end latency from the schedule = end_at − scheduled_at (ms)."""
+    return diff_ns_ms(rec.get("end_at_ns"), rec.get("scheduled_at_ns"))
+
+
+def schedule_lag_ms(rec) -> Optional[float]:
+    """How late the client sent = sent_at − scheduled_at (ms)."""
+    return diff_ns_ms(rec.get("sent_at_ns"), rec.get("scheduled_at_ns"))
+
+
+def tpot_ms(rec) -> Optional[float]:
+    """TPOT = (E2E − TTFT) / (output_tokens − 1) (ms); None unless output_tokens > 1."""
+    n = rec.get("output_tokens")
+    e2e, ttft = e2el_ms(rec), ttft_ms(rec)
+    if n is None or n <= 1 or e2e is None or ttft is None:
+        return None
+    return (e2e - ttft) / (n - 1)
+
+
 def chunk_gaps_ms(rec) -> list[float]:
     """Raw gaps between consecutive token chunks (ms), one per chunk after the first."""
     tc = token_chunks(rec)
     return [(tc[k][0] - tc[k - 1][0]) / NS_PER_MS for k in range(1, len(tc))]
+
+
+def itl_of_gap_ms(gap_ns: int, n: int) -> float:
+    """One token chunk's ITL: its gap (ns) to the previous token chunk / its n tokens, in ms."""
+    return gap_ns / NS_PER_MS / n
 
 
 def itl_ms(rec) -> list[float]:
@@ -49,7 +95,7 @@ def itl_ms(rec) -> list[float]:
     out: list[float] = []
     for k in range(1, len(tc)):
         n = tc[k][1]
-        out.extend([(tc[k][0] - tc[k - 1][0]) / NS_PER_MS / n] * n)
+        out.extend([itl_of_gap_ms(tc[k][0] - tc[k - 1][0], n)] * n)
     return out
 
 

@@ -59,52 +59,13 @@ def cancelled(records: Iterable[dict]) -> list[dict]:
     return [r for r in records if r.get("status") == "cancelled"]
 
 
-# ---- per-request timings ----------------------------------------------------------------------
-def _diff_ms(a: Optional[int], b: Optional[int]) -> Optional[float]:
-    """(a − b) in ms, or None if either is missing."""
-    if a is None or b is None:
-        return None
-    return (a - b) / NS_PER_MS
-
-
-# token_chunks, first_token_at, chunk_gaps_ms, itl_ms: analysis.contract.timing (one definition,
-# also roofline's), re-exported here
-token_chunks, first_token_at = timing.token_chunks, timing.first_token_at
+# ---- per-request timings: analysis.contract.timing (one definition, also roofline's) --------
+_diff_ms, token_chunks = timing.diff_ns_ms, timing.token_chunks
+first_token_at = timing.first_token_at
+ttft_ms, ttft_from_scheduled_ms = timing.ttft_ms, timing.ttft_from_scheduled_ms
+e2el_ms, e2el_from_scheduled_ms = timing.e2el_ms, timing.e2el_from_scheduled_ms
+schedule_lag_ms, tpot_ms = timing.schedule_lag_ms, timing.tpot_ms
 chunk_gaps_ms, itl_ms = timing.chunk_gaps_ms, timing.itl_ms
-
-
-def ttft_ms(rec: dict) -> Optional[float]:
-    """TTFT from send = first_token_at − sent_at (ms)."""
-    return _diff_ms(first_token_at(rec), rec.get("sent_at_ns"))
-
-
-def ttft_from_scheduled_ms(rec: dict) -> Optional[float]:
-    """TTFT from the schedule = first_token_at − scheduled_at (ms)."""
-    return _diff_ms(first_token_at(rec), rec.get("scheduled_at_ns"))
-
-
-def e2el_ms(rec: dict) -> Optional[float]:
-    """End-to-end latency from send = end_at − sent_at (ms)."""
-    return _diff_ms(rec.get("end_at_ns"), rec.get("sent_at_ns"))
-
-
-def e2el_from_scheduled_ms(rec: dict) -> Optional[float]:
-    """End-to-end latency from the schedule = end_at − scheduled_at (ms)."""
-    return _diff_ms(rec.get("end_at_ns"), rec.get("scheduled_at_ns"))
-
-
-def schedule_lag_ms(rec: dict) -> Optional[float]:
-    """How late the client sent = sent_at − scheduled_at (ms)."""
-    return _diff_ms(rec.get("sent_at_ns"), rec.get("scheduled_at_ns"))
-
-
-def tpot_ms(rec: dict) -> Optional[float]:
-    """TPOT = (E2E − TTFT) / (output_tokens − 1) (ms); None unless output_tokens > 1."""
-    n = rec.get("output_tokens")
-    e2e, ttft = e2el_ms(rec), ttft_ms(rec)
-    if n is None or n <= 1 or e2e is None or ttft is None:
-        return None
-    return (e2e - ttft) / (n - 1)
 
 
 # ---- distributions ----------------------------------------------------------------------------

@@ -6,9 +6,8 @@
     per level k: ITL p50 vs the decode-step floor at batch min(k, slots) and the gaps' mean
             context ─► rows ─► summary.json "roofline" "by_in_flight", "batch1" (run_roofline)
 
-Definitions (restated from analysis.metrics.metrics, which roofline may not import):
-    token chunk  = a chunk [t_ns, n] with n > 0; gap_k = t_k − t_{k−1} between consecutive ones
-    ITL          = gap_k / n_k, repeated n_k times (token-weighted); p50 = numpy's linear median
+Definitions: token chunk, gap_k and ITL (gap_k / n_k, repeated n_k times) are
+analysis.contract.timing's, the ones analysis.metrics uses; p50 = numpy's linear median;
     in flight(t) = #records with sent_at ≤ t ≤ end_at (closed: a request is in flight at its own
                    send and end instants)
     context      = prompt_tokens + output tokens received before chunk k (the positions the step
@@ -25,6 +24,7 @@ from typing import Optional
 
 import numpy as np
 
+from analysis.contract import timing
 from analysis.roofline import model_cost, roofline
 
 MIN_GAPS = 20
@@ -51,7 +51,7 @@ def gaps(records: list[dict]) -> list[tuple[int, int, int, Optional[int]]]:
     for r in records:
         if r.get("phase") == "warmup" or r.get("status") != "ok":
             continue
-        tc = [(int(t), int(n)) for t, n in (r.get("chunks") or []) if n and n > 0]
+        tc = timing.token_chunks(r)
         p, seen = r.get("prompt_tokens"), tc[0][1] if tc else 0
         for (a, _), (b, n) in zip(tc, tc[1:]):
             out.append((a, b, n, None if p is None else p + seen))
@@ -70,7 +70,8 @@ def level_of(starts: np.ndarray, ends: np.ndarray, a, b) -> np.ndarray:
 
 
 def _itl_p50_ms(rows) -> float:
-    per_token = np.repeat([(b - a) / 1e6 / n for a, b, n, _ in rows], [n for *_, n, _ in rows])
+    per_token = np.repeat([timing.itl_of_gap_ms(b - a, n) for a, b, n, _ in rows],
+                          [n for *_, n, _ in rows])
     return float(np.median(per_token))
 
 

@@ -25,6 +25,7 @@ from typing import Optional
 
 import numpy as np
 
+from analysis.contract import timing
 from analysis.contract.records import read_records
 from analysis.contract.rundir import read_dict
 from analysis.roofline import by_concurrency, frozen, model_cost, roofline
@@ -37,18 +38,7 @@ RULE = ("TPOT p50 vs the decode-step floor (max of bytes / bandwidth, FLOPs / pe
 KEYS = ("mbu", "tpot_p50_ms", "decode_floor_ms", "prefill_floor_ms")
 
 
-def _ttft_ms(r: dict) -> Optional[float]:
-    ft = r.get("first_token_at_ns")
-    if ft is None:
-        ft = next((t for t, n in r.get("chunks") or () if n and n > 0), None)
-    return None if ft is None or r.get("sent_at_ns") is None else (ft - r["sent_at_ns"]) / 1e6
-
-
-def _tpot_ms(r: dict) -> Optional[float]:
-    n, ttft = r.get("output_tokens"), _ttft_ms(r)
-    if n is None or n <= 1 or ttft is None or r.get("end_at_ns") is None:
-        return None
-    return ((r["end_at_ns"] - r["sent_at_ns"]) / 1e6 - ttft) / (n - 1)
+_ttft_ms, _tpot_ms = timing.ttft_ms, timing.tpot_ms     # the one definition of each
 
 
 def _mean_in_flight(measured: list[dict]) -> Optional[float]:
