@@ -13,6 +13,7 @@ counted apart in ``requests_cancelled``. Every figure here is client-side and "m
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -142,6 +143,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
         "requests_failed": len(m.failed(recs)),
         "requests_cancelled": len(m.cancelled(recs)),
         "requests_warmup": len(records) - len(recs),
+        "unsent_requests": mm.unsent_requests,      # the closed loop's never-sent rest (a count)
         "duration_s": m.duration_s(win),
         "window": {"rule": m.WINDOW_RULE, "start_ns": win[0] if win else None,
                    "end_ns": win[1] if win else None},
@@ -231,10 +233,17 @@ def store_summary(run_dir: str | Path, meta: Optional[dict] = None,
                   name: str = "summary.json") -> dict:
     """summarize_run, written to run_dir/summary.json (``name``) through the contract
     (Summary.dump: closed keys, schema_version; a non-finite figure is written as null); returns
-    what it wrote."""
+    what it wrote. Interruptible: the file appears whole (a temporary file, then os.replace) or
+    not at all, so a Ctrl-C while summarising leaves the run for ``loadgen report DIR``."""
     out = Summary.dump(_finite(summarize_run(run_dir, meta)))
     path = Path(run_dir) / name
-    path.write_text(json.dumps(out, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    tmp = path.with_name(f".{name}.tmp")
+    try:
+        tmp.write_text(json.dumps(out, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
     return out
 
 

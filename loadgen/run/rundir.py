@@ -122,10 +122,7 @@ def summarize_dir(run_dir: Path, meta: dict, report: str = "full") -> dict:
     that summary.json."""
     from analysis.metrics.summary import store_summary
     try:
-        summary = store_summary(run_dir, meta)
-        if summary.get("unsent_requests") is None and meta.get("unsent_requests") is not None:
-            summary["unsent_requests"] = meta["unsent_requests"]   # the closed loop's count
-            write_json(run_dir / "summary.json", summary)
+        summary = store_summary(run_dir, meta)     # unsent_requests: summarize's, from meta
     except OSError as e:   # disk full mid-write: no torn summary.json, one clear reason
         with contextlib.suppress(OSError):
             (run_dir / "summary.json").unlink()

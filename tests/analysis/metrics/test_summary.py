@@ -142,3 +142,34 @@ def test_offline_lag_growth_is_not_saturation():
         r["sent_at_ns"] = i * 50 * MS
     s = summary.summarize(recs, {"mode": "offline", "client_cpu": 0.2})
     assert s["client"]["lag_growth_ms"] > 100 and not s["client"]["saturated"]
+
+
+def test_unsent_requests_is_the_summary_s_own_field(tmp_path):
+    """A closed loop's never-sent rest is written by the one summary function (from meta.json's
+    count), not patched into summary.json afterwards; null when meta.json does not count it."""
+    d = write_run(tmp_path / "run", steady(6), server_meta(min_queries=0, unsent_requests=4))
+    s = summary.summarize_run(d)
+    assert s["unsent_requests"] == 4
+    assert json.loads(summary.write_summary(d).read_text())["unsent_requests"] == 4
+    assert summary.summarize(steady(6), server_meta(min_queries=0))["unsent_requests"] is None
+
+
+def test_a_ctrl_c_while_summarising_leaves_the_run_for_loadgen_report(tmp_path, monkeypatch):
+    """Issue 29 item 3: KeyboardInterrupt while summarising: no summary.json (whole or none),
+    records and meta intact; ``loadgen report DIR`` then writes it."""
+    import subprocess
+    import sys
+    d = write_run(tmp_path / "run", steady(30), server_meta(min_queries=0))
+    before = (d / "records.jsonl").read_bytes()
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(summary, "client_block", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        summary.store_summary(d)
+    assert not (d / "summary.json").exists() and not list(d.glob(".*.tmp"))
+    assert (d / "records.jsonl").read_bytes() == before
+    out = subprocess.run([sys.executable, "-m", "loadgen.cli", "report", str(d), "--no-plots"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((d / "summary.json").read_text())["requests_completed"] == 30
