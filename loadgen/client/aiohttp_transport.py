@@ -30,12 +30,14 @@ from typing import Optional
 import aiohttp
 from yarl import URL
 
-from loadgen.client.redirects import MAX_HOPS, REDIRECTS, redirect_message, redirect_target
-from loadgen.client.request import SNIPPET, apply_body
+from loadgen.client.redirects import MAX_HOPS, REDIRECTS, redirect_target
+from loadgen.client.request import SNIPPET
 from loadgen.client.request import fail as _fail
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large
+from loadgen.client.wire import settle
 from loadgen.client.wire.exchange import DONE_GRACE_S
+from loadgen.client.wire.http1 import WireResponse, connect_failure
 from loadgen.record import Record, now_ns
 
 READ_BUFSIZE = 4 * 2**20      # aiohttp's default 64 KiB throttles long-context bodies (vllm #39963)
@@ -171,21 +173,12 @@ class AiohttpTransport:
                 async with await self._post(data, headers, rec, url) as resp:
                     if self.first_response_headers is None:
                         self.first_response_headers = dict(resp.headers)
-                    rec.http_status = status = resp.status
-                    nxt = redirect_target(str(url), status, resp.headers.get("Location"),
+                    nxt = redirect_target(str(url), resp.status, resp.headers.get("Location"),
                                           self.follow_redirects)
                     if nxt is not None:
                         url = URL(nxt)
                         continue
-                    if status in REDIRECTS:
-                        _fail(rec, "redirect", redirect_message(status, resp.headers.get("Location")))
-                    elif status >= 300 or status < 200:
-                        snippet = (await resp.content.read(SNIPPET)).decode("utf-8", "replace")
-                        _fail(rec, "http", f"HTTP {status}: {' '.join(snippet.split())}")
-                    elif self.stream and resp.content_type != "application/json":
-                        await read_stream(resp, rec, tally, self.limits)
-                    else:
-                        await self._whole_body(resp, rec, tally)
+                    await self._answer(resp, rec, tally)
                     return
         except asyncio.TimeoutError:
             if rec.status == "pending":
@@ -195,21 +188,34 @@ class AiohttpTransport:
                 _fail(rec, *protocol_failure(e))
         except (aiohttp.ClientConnectionError, OSError) as e:
             if rec.status == "pending":
-                _fail(rec, "connection", f"{type(e).__name__}: {e}")
+                _fail(rec, *connect_failure(e))
 
-    async def _whole_body(self, resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally) -> None:
+    async def _answer(self, resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally) -> None:
+        """The wire exchange's settlement rules (``wire.settle``: status, redirect, whole body)
+        over what aiohttp read; a stream goes to the one stream step as it comes."""
+        status = resp.status
+        wr = WireResponse(status=status, headers={k.lower(): v for k, v in resp.headers.items()
+                                                  if k.lower() != "content-encoding"})
+        if not 200 <= status < 300 and status not in REDIRECTS:
+            wr.reads.append((now_ns(), await resp.content.read(SNIPPET)))     # the snippet
+        if settle.status_failure(wr, rec):
+            return
+        if self.stream and resp.content_type != "application/json":
+            return await read_stream(resp, rec, tally, self.limits)
         cap = self.limits.max_body_bytes
         if resp.content_length is not None and resp.content_length > cap:   # at once, as wire
             resp.close()
             return _fail(rec, "too_large", f"{body_too_large(cap + 1, self.limits)}: "
                          f"Content-Length {resp.content_length}")
-        raw = await resp.content.read(cap + 1)          # -1 would read any size
-        if len(raw) > cap or not resp.content.at_eof():
-            rest = await resp.content.read(1)
-            if len(raw) > cap or rest:
-                return _fail(rec, "too_large", body_too_large(cap + 1, self.limits) or "too large")
-        t = rec.end_at_ns = now_ns()
-        apply_body(rec, tally, raw, t)
+        read, raw = resp.content.read, b""
+        while len(raw) <= cap:                          # to EOF, never past cap + 1 bytes
+            piece = await read(cap + 1 - len(raw))
+            if not piece:
+                break
+            raw += piece
+        wr.reads.append((now_ns(), raw))                # aiohttp decoded any Content-Encoding
+        wr.complete, wr.end_at_ns = True, wr.reads[-1][0]
+        settle.whole_body(wr, rec, tally, self.limits)
 
 
 def protocol_failure(e: BaseException) -> tuple:
