@@ -57,6 +57,9 @@ class SpecMeta(Open):
     platform: Optional[str] = None
     methods: Optional[dict[str, Any]] = None
     host_load: Optional[HostLoad] = None
+    cache: Optional[dict[str, Any]] = Field(
+        None, description="the calibration cache's save: version, path, saved_at, saved_by_pid, "
+                          "saved_on (analysis.roofline.calib_cache)")
 
 
 class DeviceSpec(Model):
@@ -81,6 +84,10 @@ class Device(Model):
     how: Optional[str] = Field(None, description="how the spec was chosen (status recorded)")
     reason: Optional[str] = Field(None, description="why there is no spec (status none)")
     spec: Optional[DeviceSpec] = None
+    calibration: Optional[dict[str, Any]] = Field(
+        None, description="a calibration's provenance (analysis.roofline.calib_cache.provenance):"
+                          " by_this_run, the cache path and version, saved_at and saved_by_pid, "
+                          "measured_at/on, evidence, busy and why, the host's load then")
 
     @model_validator(mode="after")
     def _status_matches_spec(self):

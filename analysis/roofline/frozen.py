@@ -74,12 +74,17 @@ def resolve(meta: dict, sut: dict, calibration: Path = DEFAULT_PATH):
                   "matches")
 
 
-def record(spec: Optional[devices.DeviceSpec], how: str) -> dict:
-    """device.json's content for ``spec`` (or for none, ``how`` then saying why)."""
-    return {"schema_version": SCHEMA_VERSION, "status": "recorded" if spec else "none",
-            "frozen_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "frozen_on": socket.gethostname(), "how": how if spec else None,
-            "reason": None if spec else how, "spec": spec.to_dict() if spec else None}
+def record(spec: Optional[devices.DeviceSpec], how: str,
+           calibration: Optional[dict] = None) -> dict:
+    """device.json's content for ``spec`` (or for none, ``how`` then saying why);
+    ``calibration``: which calibration it is (analysis.roofline.calib_cache.provenance)."""
+    out = {"schema_version": SCHEMA_VERSION, "status": "recorded" if spec else "none",
+           "frozen_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+           "frozen_on": socket.gethostname(), "how": how if spec else None,
+           "reason": None if spec else how, "spec": spec.to_dict() if spec else None}
+    if calibration is not None:
+        out["calibration"] = calibration
+    return out
 
 
 def write(run_dir: str | Path, rec: dict) -> Path:

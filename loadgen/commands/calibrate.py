@@ -3,7 +3,7 @@
     flags ─► analysis.roofline.calibrate.calibrate() (copy + matmul, medians) ─► DeviceSpec (evidence: measured)
           (the host's load around it: a busy host is measured once more, else labelled
            "measured (busy host: load 1.9, spread 22 %)")
-          ─► devices.save_spec ─► ~/.cache/loadgen/calibration.json (or --out) ─► `loadgen kernel` roofline,
+          ─► calib_cache.save (locked, versioned, atomic) ─► ~/.cache/loadgen/calibration.json (or --out) ─► `loadgen kernel` roofline,
              and the device spec later runs of a managed server on this host freeze (device.json)
 
 Runnable as `python -m loadgen.commands.calibrate` too.
@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 from analysis.roofline import calibrate as cal
-from analysis.roofline import devices
 
 
 def register(subparsers) -> None:
@@ -55,7 +54,8 @@ def main(args) -> int:
         if (e.name or "").split(".")[0] in ("loadgen", "analysis", "servers"):
             raise
         return _fail(f"--device {args.device}: {e}")
-    path = devices.save_spec(spec, args.out.expanduser())
+    from analysis.roofline import calib_cache      # locked, versioned, atomic (shared cache)
+    path = calib_cache.save(spec, args.out.expanduser())
     from rich.console import Console
     from rich.table import Table
     t = Table(title=f"{spec.name} — {spec.meta['evidence']}, {spec.meta['date']} on "

@@ -7,7 +7,13 @@
         0.1 s spot check taken now: a VM's neighbours move it), a managed server that stopped, a model
         shape in sut.json ─► analysis.roofline.calibrate.calibrate(device, fp32, short; re-measured
              once on a busy host, else labelled) ─► ~/.cache/loadgen/calibration.json
-        ─► RUN/device.json (frozen.record: the spec, its evidence, how it was chosen, when, where)
+        ─► RUN/device.json (frozen.record: the spec, its evidence, how it was chosen, when, where;
+           ``calibration``: which cached calibration it was — path, version, saved when and by
+           which pid, the host's load then — or that this run took it)
+    The cache is shared by every process on the host: the decision and any calibration happen
+    under its lock (analysis.roofline.calib_cache: fcntl, bounded wait), saves are versioned and
+    atomic (temp file + os.replace), so runs ending together take turns instead of calibrating
+    on each other's load or reading a half-written file.
     ─► meta.json "calibration": {"status": ran | cached | skipped | failed, "reason", "seconds"}
     ─► summary.json "roofline" (analysis.roofline.run_roofline reads device.json, never the cache)
 
@@ -23,7 +29,7 @@ import os
 import time
 from pathlib import Path
 
-from analysis.roofline import frozen
+from analysis.roofline import calib_cache, frozen
 from analysis.roofline.calibrate import DEFAULT_PATH
 from analysis.roofline.model_spec import shape_in_sut
 
@@ -69,7 +75,6 @@ def _drift(spec) -> str | None:
 def _calibrate(sut: dict, calibration: Path, cached, why: str | None = None):
     """(spec, status dict, fresh?): a new calibration, saved when it beats what the cache holds."""
     from analysis.roofline import calibrate as cal
-    from analysis.roofline import devices
     device = "cpu" if frozen.server_info(sut).get("backend") == "cpu" else "auto"
     t0 = time.monotonic()
     try:
@@ -84,13 +89,24 @@ def _calibrate(sut: dict, calibration: Path, cached, why: str | None = None):
     if cached is not None and _busy(spec) and cached.bandwidth() >= spec.bandwidth():
         status["reason"] = f"{why}; busy again, the cached one kept (higher bandwidth)"
         return cached, status, False   # both busy: the faster one is nearer the truth
-    devices.save_spec(spec, Path(calibration).expanduser())
+    calib_cache.save(spec, calibration, locked=True)     # freeze_device holds the lock
     return spec, status, True
 
 
 def freeze_device(run_dir: Path, may_calibrate: bool, calibration: Path = CALIBRATION) -> dict:
-    """Write run_dir/device.json; calibrate first when allowed and needed. Returns meta.json's
+    """Write run_dir/device.json; calibrate first when allowed and needed, holding the cache's
+    lock (another process's calibration is waited for, then found cached). Returns meta.json's
     "calibration" object."""
+    try:
+        with calib_cache.lock(calibration, timeout_s=calib_cache.LOCK_WAIT_S):
+            return _freeze(Path(run_dir), may_calibrate, calibration)
+    except (calib_cache.CacheBusy, OSError) as e:   # no lock (held too long, read-only home)
+        status = _freeze(Path(run_dir), False, calibration)
+        status["lock"] = f"not calibrated: the cache's lock was not taken ({e})"
+        return status
+
+
+def _freeze(run_dir: Path, may_calibrate: bool, calibration: Path) -> dict:
     meta, sut = _read(run_dir / "meta.json"), _read(run_dir / "sut.json")
     spec, how = frozen.resolve(meta, sut, calibration)
     status = {"status": "cached", "reason": how} if spec is not None else \
@@ -101,6 +117,7 @@ def freeze_device(run_dir: Path, may_calibrate: bool, calibration: Path = CALIBR
                else "the server published no model shape" if shape_in_sut(sut) is None
                else None)
     drifted = _drift(spec) if local and not _busy(spec) and why_not is None else None
+    fresh = False
     if spec is None or (local and _busy(spec)) or drifted:
         if why_not is None:
             spec, status, fresh = _calibrate(sut, calibration, spec, drifted)
@@ -109,7 +126,8 @@ def freeze_device(run_dir: Path, may_calibrate: bool, calibration: Path = CALIBR
                        f"this run's server stopped (saved {calibration})")
         elif spec is None:
             status = {"status": "skipped", "reason": f"{how}; not calibrated: {why_not}"}
-    frozen.write(run_dir, frozen.record(spec, how))
+    frozen.write(run_dir, frozen.record(spec, how, calib_cache.provenance(spec, fresh)
+                                        if spec is not None else None))
     return status
 
 

@@ -1,11 +1,16 @@
 """The device spec frozen into a run (device.json): calibrated once per host, never re-read later."""
 import argparse
 import json
+import os
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from analysis.metrics.summary import summarize_run, write_summary
+from analysis.roofline import calib_cache
 from analysis.roofline import calibrate as cal
 from analysis.roofline import devices
 from loadgen.commands import report as report_cmd
@@ -15,6 +20,7 @@ from loadgen.scenario.model import ScenarioError
 from tests.analysis.synth import jax_sut, server_meta, spec_file, steady, write_run
 
 HOST = socket.gethostname()
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run_dir(tmp_path, meta_over=None, host=HOST, sut=None):
@@ -199,3 +205,45 @@ def test_sweep_points_get_one_calibration_after_the_shared_server_stopped(tmp_pa
     assert changed == points[:2] and fake.calls == 1
     assert json.loads((points[1] / "meta.json").read_text())["calibration"]["status"] == "cached"
     assert json.loads((points[2] / "device.json").read_text())["spec"]["name"] == "test-device"
+
+
+def test_device_json_says_which_calibration_the_run_used(tmp_path, monkeypatch):
+    """Issue 29 item 11: a run took another process's busy-host spec without saying so."""
+    monkeypatch.setattr(cal, "calibrate", FakeCalibrate())
+    cache = tmp_path / "calibration.json"
+    d = run_dir(tmp_path)
+    calmod.freeze_device(d, may_calibrate=True, calibration=cache)
+    used = json.loads((d / "device.json").read_text())["calibration"]
+    assert used["by_this_run"] is True and used["version"] == 1 and used["path"] == str(cache)
+    assert used["saved_by_pid"] == os.getpid() and used["busy"] is False
+    assert used["measured_at"] == "2026-12-03T12:00:00+00:00"
+    other = run_dir(tmp_path / "b")            # a later run takes the cached one, and says whose
+    calmod.freeze_device(other, may_calibrate=True, calibration=cache)
+    took = json.loads((other / "device.json").read_text())["calibration"]
+    assert took == {**used, "by_this_run": False}
+
+
+def test_a_run_does_not_calibrate_while_another_holds_the_cache(tmp_path, monkeypatch):
+    fake = FakeCalibrate()
+    monkeypatch.setattr(cal, "calibrate", fake)
+    cache = tmp_path / "calibration.json"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(cache)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        monkeypatch.setattr(calib_cache, "LOCK_WAIT_S", 0.2)
+        d = run_dir(tmp_path)
+        st = calmod.freeze_device(d, may_calibrate=True, calibration=cache)
+    finally:
+        holder.communicate("go\n", timeout=30)
+    assert fake.calls == 0 and "the cache's lock was not taken" in st["lock"]
+    assert json.loads((d / "device.json").read_text())["status"] == "none"
+
+
+HOLD = """
+import sys
+from analysis.roofline import calib_cache
+with calib_cache.lock(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
