@@ -6,12 +6,12 @@
         python -m loadgen.locust_engine.worker --role local             │ worker.py
           | --role master (+ N x --role worker, or remote --worker)     │ (gevent-patched)
              Coordinator (coordinator.py): plan ─► ready ─► users ─► warm ─► go(t0) ─► done
-             WorkerNode (node.py) per worker i of n: Plan(sc, i, n) (plan.py; pure)
-               (concurrency stages: StageGate, stages.py, pure: which users each stage needs;
-                sessions: SessionWork, sessions.py: a user plays a whole conversation, turn
-                after turn, the rules of loadgen.scenario.session_turns, as the native driver)
+             RequestSource (request_source.py) per worker i of n: Plan(sc, i, n)
+               (loadgen.run.senders: the one partition, plan slice, ledger, merge, stage
+                driver, session book and clock-offset record of every sender, --procs too;
+                sessions.py: a user plays a whole conversation and only waits and sends)
                LLMUser (user.py, a Locust User): body ─► gwire.GWire (gwire.py: one keep-alive
-                 connection per user and URL, target.urls' replica picked by replicas.py;
+                 connection per user and URL, target.urls' replica by balance.Picker;
                  the wire transport's record rules) ─► gconn.GConn
                  (gconn.py: sends; the process's ONE reader, reader.py, one epoll for every
                  streaming socket, reads them inline: recvmsg + SO_TIMESTAMPNS, the kernel's
@@ -25,7 +25,7 @@
                  (+ locust/sent.worker-i.jsonl journal; remote workers also forward both
                   through Locust messages into the master's run directory)
              ─► locust/master.json (t0, end, worker status done|dead, CPU, hub lag)
-      merge.py: worker files ∪ journal ∪ plan ─► records.jsonl, one record per owed request
+      results.py: plan ∪ journal ─► owed ids ─► senders/merge.py ─► records.jsonl, one per owed id
         (a dead worker's finished records kept; its unfinished ones "cancelled": "worker i died")
       Outcome(engine "locust", locust {...}) + Prepared ─► run.meta.run_meta ─► meta.json ─► summary.json
 
@@ -38,4 +38,7 @@ measured by ping-pong over Locust's messages, ± half the tightest round trip: c
 in meta.json ``locust.clock``). Latencies are differences of one worker's own stamps.
 Locust's own statistics (rounded) only feed its UI: one request event per request, E2E; no
 per-token pseudo-requests. Metrics come from the records, like the native engine's.
+May import: loadgen.client (request rules, stream step, balance.Picker, wire.exchange),
+loadgen.run.senders (the sender's rules), loadgen.scenario, loadgen.record; the gevent side
+never asyncio or aiohttp (tests/loadgen/locust_engine/test_locust.py checks it).
 """

@@ -121,6 +121,7 @@ class LocustRun:
         self.server_metrics: Optional[dict] = None   # the scrape's description (meta)
         self.server_alive_at_end: Optional[bool] = None
         self.power = None                 # run.power_hook.PowerHook around the workers' run
+        self.host_load: Optional[dict] = None   # meta host_load over the measured phase
 
     def _on_signal(self, signum, frame) -> None:
         if self.interrupted is None:
@@ -175,6 +176,7 @@ class LocustRun:
                                     api_key=self.prep.key, enabled=tg.scrape_metrics).start()
 
     def _processes(self) -> None:
+        from analysis.roofline import host_load
         from loadgen.targets.managed import free_port
         from loadgen.run.power_hook import PowerHook
         o, r = self.opts, self.run
@@ -219,10 +221,13 @@ class LocustRun:
                                       f"joining (see locust/worker.{i}.log)")
                         self.master.send_signal(signal.SIGTERM)
             if not marked and self._state().get("t0_ns") is not None:   # go, not an early end
+                self.host_at_t0 = host_load.snapshot()   # the whole host's load, as natively
                 power.mark("measure_start")
                 if self.scrape is not None:
                     self.scrape.mark("measure_start")
                 marked = True
+        if marked:
+            self.host_load = host_load.over_run(self.host_at_t0)
         power.mark("measure_end")
         if self.scrape is not None:
             self.scrape.mark("measure_end")
@@ -300,6 +305,7 @@ class LocustRun:
                     "worker_reports": reports, "merge": counts, "error": st.get("error"),
                     "locust_version": _locust_version()})
         meta = run_meta(self.prep, out)
+        meta["host_load"] = self.host_load              # busy host vs saturated client
         meta["calibration"] = freeze_device(run_dir, False)   # device.json: the frozen spec
         meta = write_meta(run_dir, meta)
         summary = summarize_dir(run_dir, meta, self.sc.output.report)

@@ -6,7 +6,6 @@ import importlib.util
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import threading
@@ -58,13 +57,16 @@ def _run(path: Path, workers=None, progress=None):
                                         connect_timeout_s=60.0), progress)
 
 
+def _token_times(chunks) -> list[int]:
+    """Each token's stamp, in order (a chunk of n tokens: n entries)."""
+    return [t for t, n in chunks for _ in range(n)]
+
+
 def _server_truth(server) -> dict:
-    """prompt tag -> the server's own first content-chunk write time."""
-    out = {}
-    for e in server.log(clear=True):
-        first = next((t for t, n in e["chunks"] if n > 0), None)
-        out[e["prompt"]] = (e["arrival_ns"], first)
-    return out
+    """prompt tag -> (the server's arrival stamp, each token's write stamp: taken just before
+    the write, so a true receive stamp is never earlier)."""
+    return {e["prompt"]: (e["arrival_ns"], _token_times(e["chunks"]))
+            for e in server.log(clear=True)}
 
 
 def _check_exactly_once(recs: list[dict], n: int) -> None:
@@ -73,21 +75,25 @@ def _check_exactly_once(recs: list[dict], n: int) -> None:
 
 
 def _check_truth(recs: list[dict], truth: dict, prompts: dict) -> None:
+    """Causal checks against the server's own stamps (one clock: perf_counter_ns is
+    CLOCK_MONOTONIC for every process on this host): each request sent before the server had
+    it, each token stamped no earlier than the server wrote it, in order; and the reads are
+    event by event (a client that stamps at the stream's end, as iter_content would, gives
+    every token of a record one stamp). How CLOSE the stamps are is the held-out truth
+    bench's measure (bench/timing_truth.py, against a packet capture), not a test's."""
     ok = [r for r in recs if r["status"] == "ok" and r["phase"] == "measured"]
     assert ok
-    errs, ttfts, gaps = [], [], []
+    spread = []
     for r in ok:
-        arrival, first = truth[prompts[r["id"]][:120]]
-        errs.append((r["first_token_at_ns"] - first) / 1e6)   # our stamp - server's write
-        ttfts.append((r["first_token_at_ns"] - r["sent_at_ns"]) / 1e6)
-        ts = [t for t, k in r["chunks"] if k > 0]
-        gaps += [(b - a) / 1e6 for a, b in zip(ts, ts[1:])]
+        arrival, writes = truth[prompts[r["id"]][:120]]
+        ours = _token_times(r["chunks"])
         assert r["output_tokens"] == TOKENS and r["chunk_output_tokens"] == TOKENS
-    # event-by-event reads: the first token is stamped when written (iter_content would add
-    # ~45 ms here); generous bounds for a loaded 2-core box
-    assert 0 <= statistics.median(errs) < 15, errs
-    assert TTFT_MS - 1 <= statistics.median(ttfts) < TTFT_MS + 20, ttfts
-    assert ITL_MS - 2 < statistics.median(gaps) < ITL_MS + 4
+        assert len(ours) == len(writes) == TOKENS and r["first_token_at_ns"] == ours[0]
+        assert r["sent_at_ns"] <= arrival, r["id"]                  # sent before it arrived
+        assert all(o >= w for o, w in zip(ours, writes)), r["id"]  # never before its write
+        assert ours == sorted(ours)
+        spread.append(len(set(ours)))
+    assert max(spread) > 1, "every record's tokens share one stamp: not read event by event"
 
 
 def _prompts(path: Path) -> dict:
@@ -140,8 +146,8 @@ def test_local_server_mode_matches_truth(tmp_path, timed_server):
     meta = json.loads((res.run_dir / "meta.json").read_text())
     assert meta["engine"] == "locust" and meta["mode"] == "server"
     assert res.summary["requests_completed"] == 30
-    lag = [(r["sent_at_ns"] - r["scheduled_at_ns"]) / 1e6 for r in recs if r["phase"] == "measured"]
-    assert min(lag) >= 0 and statistics.median(lag) < 20       # paced to the schedule
+    lag = [r["sent_at_ns"] - r["scheduled_at_ns"] for r in recs if r["phase"] == "measured"]
+    assert min(lag) >= 0                  # paced to the schedule: none sent before its time
 
 
 def test_two_workers_every_request_once_and_true(tmp_path, timed_server):
@@ -209,6 +215,25 @@ def test_failed_requests_are_records(tmp_path, calib_server, fault, kind):
         assert all(r["http_status"] == 500 and "calibration http500" in r["error"] for r in recs)
 
 
+def _poll(cond, bound_s: float, step_s: float = 0.01) -> bool:
+    """Wait for ``cond()`` (True) for at most ``bound_s``; the condition's value."""
+    deadline = time.monotonic() + bound_s
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step_s)
+    return True
+
+
+def _has_ok(path: Path) -> bool:
+    """A whole line of ``path`` records an ok request (the file may be mid-write)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return any(b'"status":"ok"' in line for line in data[:data.rfind(b"\n") + 1].splitlines())
+
+
 def test_killed_worker_is_reported(tmp_path, timed_server):
     p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 20, "num_requests": 100,
                                                "arrival": "constant", "drain_timeout_s": 20})
@@ -217,11 +242,11 @@ def test_killed_worker_is_reported(tmp_path, timed_server):
     out = {}
     t = threading.Thread(target=lambda: out.setdefault("res", _run(p, workers=2)))
     t.start()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not ((ldir / "master.json").exists()
-                                               and (ldir / "worker-1.json").exists()):
-        time.sleep(0.05)
-    time.sleep(1.2)                               # let worker 1 finish some requests
+    # worker 1 killed once it has written an ok record (polled, bounded): its finished records
+    # must survive it; 5 s of schedule are still ahead, so some of its requests die with it
+    part = ldir / "records.worker-1.jsonl"
+    assert _poll(lambda: (ldir / "master.json").exists() and _has_ok(part), 120), \
+        "worker 1 wrote no ok record"
     pid = json.loads((ldir / "worker-1.json").read_text())["pid"]
     os.kill(pid, signal.SIGKILL)
     t.join(120)
@@ -404,6 +429,7 @@ class _CloseDelimitedSSE:
         self.sock.listen(16)
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.stop = False
+        self.writes: list[list[int]] = []       # per request: each event's write stamp (ns)
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self):
@@ -435,8 +461,11 @@ class _CloseDelimitedSSE:
                 return
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                          b"Connection: close\r\n\r\n")
+            stamps: list[int] = []
+            self.writes.append(stamps)
             for d in self.DELAYS_MS:
                 time.sleep(max(0.0, t0 + d / 1000 - time.perf_counter()))
+                stamps.append(time.perf_counter_ns())     # the client's clock, before the write
                 conn.sendall(b'data: {"choices":[{"index":0,"text":" x"}]}\r\n\r\n')
             conn.sendall(b'data: {"choices":[{"index":0,"text":"","finish_reason":"length"}]}'
                          b"\r\n\r\ndata: [DONE]\r\n\r\n")
@@ -457,15 +486,18 @@ def test_event_by_event_stamps_and_close_delimited_body(tmp_path):
         srv.close()
     recs = read_records(res.run_dir / "records.jsonl")
     _check_exactly_once(recs, 3)
-    for r in recs:
+    firsts_before_last_write = 0
+    for r, writes in zip(sorted(recs, key=lambda r: r["sent_at_ns"]), srv.writes[-3:]):
         assert r["status"] == "ok", r["error"]
         assert r["chunk_output_tokens"] == 3 and r["output_tokens_source"] == "chunks"
-        rel = [(t - r["sent_at_ns"]) / 1e6 for t, k in r["chunks"] if k]
-        # each ~40-byte event is stamped when it arrives (a 1024-byte read would put all three
-        # at the end of the stream); bounds leave room for a loaded machine
-        for got, want in zip(rel, _CloseDelimitedSSE.DELAYS_MS):
-            assert want - 1 <= got < want + 25, rel
-        assert rel[1] - rel[0] > 4 and rel[2] - rel[1] > 4, rel
+        ours = [t for t, k in r["chunks"] if k]
+        # causal: each event stamped no earlier than the server wrote it (one clock), in order
+        assert len(ours) == len(writes) == 3 and ours == sorted(ours)
+        assert all(o >= w for o, w in zip(ours, writes)), (ours, writes)
+        firsts_before_last_write += ours[0] < writes[-1]
+    # each ~40-byte event is stamped when it arrives: a read that waits for 1024 bytes (or the
+    # EOF of this close-delimited body) could stamp no event before the last one was written
+    assert firsts_before_last_write, "every first event stamped after the last write"
 
 
 def test_scenarios_the_workers_cannot_share_are_refused(tmp_path):
@@ -530,10 +562,10 @@ def test_cli_interrupt_marks_the_rest_cancelled(tmp_path, timed_server):
                             stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (run_dir / "locust" / "master.json").exists():
-            time.sleep(0.05)
-        time.sleep(1.0)
+        ldir = run_dir / "locust"        # SIGINT once a worker has an ok record (polled):
+        assert _poll(lambda: (ldir / "master.json").exists()        # 5 s of schedule remain
+                     and any(_has_ok(f) for f in ldir.glob("records.worker-*.jsonl")), 120), \
+            "no ok record from either worker"
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
