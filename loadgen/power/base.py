@@ -2,14 +2,17 @@
 
 A source is opened once (``open`` raises ``SourceUnavailable`` with a one-line reason when the
 hardware, library or permission is missing), then ``read`` is called from its own sampler thread
-about ``sample_hz`` times a second and returns ``Reading``s. ``describe`` is what ``stop()``
+about ``sample_hz`` times a second and returns ``Reading``s. ``clock`` (ns) is the session's clock
+(the records' ``time.perf_counter_ns``, or a test's): a source that keeps its own times (DCGM's
+refresh times) reads it, never the wall clock, so a test can drive it. ``describe`` is what ``stop()``
 reports: name, scope, method ("counter" | "integrated_power" | "estimate"), evidence
 ("measured" | "estimated"), requested and achieved sampling rate, devices, warnings.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from loadgen.scenario.model import Power
 
@@ -41,6 +44,7 @@ class PowerSource:
     def __init__(self, cfg: Power):
         self.cfg = cfg
         self.period_s = 1.0 / cfg.sample_hz
+        self.clock: Callable[[], int] = time.perf_counter_ns     # the session sets its own
         self.warnings: list[str] = []
         self.devices: list[dict] = []        # one dict per device: name, method, ...
         self.status = "ok"

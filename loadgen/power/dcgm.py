@@ -14,7 +14,6 @@ one interval past the window end so a fresh value brackets it. GPUs are selected
 from __future__ import annotations
 
 import statistics
-import time
 import urllib.request
 
 from loadgen.power.base import PowerSource, Reading, SourceUnavailable
@@ -91,7 +90,7 @@ class DcgmSource(PowerSource):
 
     def read(self) -> list[Reading]:
         snap = self._scrape()
-        now = time.monotonic_ns()
+        now = self.clock()
         out, changed = [], False
         for dev, d in snap.items():
             for metric, kind, scale in ((ENERGY, "energy_j", 1e-3), (POWER, "power_w", 1.0)):

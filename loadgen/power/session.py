@@ -1,5 +1,10 @@
 """PowerSession: one sampler thread per source, rows to power.jsonl, edge reads at marks.
 
+Every timestamp (rows, marks, edges, a source's own change times) is on the session's ``clock``,
+injected by the caller (the runner passes the records' clock; a test a clock it steps by hand);
+only the samplers' pacing sleeps in real time. ``read_now`` waits, bounded, until every sampler
+took a read that began after the call: a test steps its clock, then reads, instead of sleeping.
+
 Never crashes the run: a source that fails to open is reported "unavailable" with its reason;
 one that keeps failing while sampling (``MAX_FAILURES`` in a row) becomes "failed" and stops.
 Memory is bounded: rows go straight to the file; threads are daemons joined with a timeout.
@@ -56,7 +61,11 @@ class PowerSession:
         self._wake = {s.name: threading.Event() for s in sources}
         self._done = {s.name: threading.Event() for s in sources}
         self._reads = {s.name: 0 for s in sources}
+        self._asked = 0                                  # read_now generations requested ...
+        self._served = {s.name: 0 for s in sources}      # ... and the last one each sampler began
         self._lock = threading.Lock()
+        for s in sources:
+            s.clock = clock
         self._t0 = clock()
         self._threads = [threading.Thread(target=self._loop, args=(s,), daemon=True,
                                           name=f"power-{s.name}") for s in sources]
@@ -66,6 +75,7 @@ class PowerSession:
 
     # -- sampling -------------------------------------------------------------------------
     def _sample(self, src: PowerSource) -> None:
+        gen = self._asked
         a = self.clock()
         readings = src.read()
         t = (a + self.clock()) // 2
@@ -78,6 +88,7 @@ class PowerSession:
             rows.append(row)
         self._out.write(rows)
         self._reads[src.name] += 1
+        self._served[src.name] = gen
         with self._lock:
             pending, self._pending[src.name] = self._pending[src.name], []
         for name in pending:
@@ -123,6 +134,21 @@ class PowerSession:
         for ev in self._wake.values():
             ev.set()
         return t
+
+    def read_now(self, timeout_s: float = 10.0) -> bool:
+        """Wake every sampler and wait until each has finished a read begun after this call (or
+        stopped: failed, or stop() ran). False if ``timeout_s`` passed first."""
+        with self._lock:
+            self._asked += 1
+            gen = self._asked
+        for ev in self._wake.values():
+            ev.set()
+        deadline = time.monotonic() + timeout_s
+        while any(self._served[s.name] < gen and not self._done[s.name].is_set() for s in self._sources):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+        return True
 
     def idle_baseline(self) -> dict:
         """Sample for ``idle_baseline_s`` with nothing running, between idle_start/idle_end marks."""

@@ -1,4 +1,8 @@
-"""loadgen.power: sources on sysfs-like files, a fake DCGM exporter on 127.0.0.1, none, NVML absent."""
+"""loadgen.power: sources on sysfs-like files, a fake DCGM exporter on 127.0.0.1, none, NVML absent.
+
+Samplers are driven, not waited for: a test steps its files (or a ``ManualClock`` shared by the
+session and the fake exporter) and calls ``session.read_now()``, which returns once every sampler
+took a read that began after the step. No sleeps, no timing tolerances."""
 from __future__ import annotations
 
 import os
@@ -13,6 +17,19 @@ from analysis.energy.energy import energy_summary, load_power
 from loadgen import power
 from loadgen.power.dcgm import DcgmSource, parse_exporter
 from loadgen.scenario.model import Power
+
+
+class ManualClock:
+    """A nanosecond clock that moves only when the test says (the session's and the exporter's)."""
+
+    def __init__(self, start_ns: int = 10**12):
+        self.ns = start_ns
+
+    def __call__(self) -> int:
+        return self.ns
+
+    def advance(self, seconds: float) -> None:
+        self.ns += round(seconds * 1e9)
 
 
 # ---- sysfs-like RAPL tree -------------------------------------------------------------
@@ -40,18 +57,18 @@ def test_rapl_window_energy_across_a_wrap(tmp_path):
     put(files["dram"], 0)
     run = tmp_path / "run"
     s = power.start(Power(sources=["rapl"], rapl_root=str(tmp_path / "powercap"), sample_hz=50), run)
-    time.sleep(0.1)
+    assert s.read_now()
     s.mark("measure_start")
-    time.sleep(0.2)
+    assert s.read_now()                       # the start edge is read
     put(files["package"], 100_000)            # wrapped past 1 J: +0.2 J
     put(files["dram"], 100_000)
     put(files["core"], 50_000)
-    time.sleep(0.1)
+    assert s.read_now()                       # a read sees the wrapped value
     put(files["package"], 400_000)            # +0.3 J
     put(files["dram"], 250_000)
-    time.sleep(0.1)
+    assert s.read_now()
     s.mark("measure_end")
-    time.sleep(0.05)
+    assert s.read_now()
     out = s.stop()
     d = out["sources"][0]
     assert d["status"] == "ok" and d["method"] == "counter"
@@ -93,9 +110,9 @@ def test_failing_source_becomes_failed_not_a_crash(tmp_path):
     files = make_rapl(tmp_path / "powercap")
     s = power.start(Power(sources=["rapl"], rapl_root=str(tmp_path / "powercap"), sample_hz=100),
                     tmp_path / "run")
-    time.sleep(0.05)
+    assert s.read_now()                       # read fine at first
     files["dram"].unlink()                    # the zone vanishes mid-run
-    time.sleep(0.6)
+    assert s.read_now()                       # every read from now on fails: returns once it gave up
     d = s.stop()["sources"][0]
     assert d["status"] == "failed" and "reads in a row failed" in d["reason"]
     assert any("read failed" in w for w in d["warnings"])
@@ -154,7 +171,8 @@ def test_rows_share_the_monotonic_clock(tmp_path):
     idle = s.idle_baseline()
     s.mark("measure_start")
     put(files["package"], 5000)
-    time.sleep(0.15)
+    for _ in range(4):                        # at least 4 reads of each source, however slow the box
+        assert s.read_now()
     s.mark("measure_end")
     out = s.stop()
     after = time.perf_counter_ns()
@@ -174,10 +192,10 @@ def test_rows_share_the_monotonic_clock(tmp_path):
 class FakeExporter:
     """Serves DCGM text; GPU 0 draws `watts` from a counter the test can reset."""
 
-    def __init__(self, watts=200.0, refresh_s=0.0):
-        self.watts, self.refresh_s = watts, refresh_s
+    def __init__(self, watts=200.0, refresh_s=0.0, clock=time.perf_counter_ns):
+        self.watts, self.refresh_ns, self.clock = watts, round(refresh_s * 1e9), clock
         self.base_mj = 5_000_000.0
-        self.t0 = time.perf_counter()
+        self.t0 = clock()
         self.last = (None, None)
         self.lock = threading.Lock()
         fake = self
@@ -199,17 +217,17 @@ class FakeExporter:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def energy_mj(self):
-        now = time.perf_counter()
+        now = self.clock()
         with self.lock:
             t, v = self.last
-            if t is None or now - t >= self.refresh_s:   # the exporter's collection interval
-                v = self.base_mj + self.watts * (now - self.t0) * 1000.0
+            if t is None or now - t >= self.refresh_ns:  # the exporter's collection interval
+                v = self.base_mj + self.watts * (now - self.t0) / 1e6
                 self.last = (now, v)
             return v
 
     def reset(self):
         with self.lock:
-            now = time.perf_counter()
+            now = self.clock()
             self.base_mj, self.t0, self.last = 0.0, now, (None, None)
 
     def text(self):
@@ -232,8 +250,13 @@ class FakeExporter:
 
 
 @pytest.fixture
-def exporter():
-    ex = FakeExporter()
+def clock():
+    return ManualClock()
+
+
+@pytest.fixture
+def exporter(clock):
+    ex = FakeExporter(clock=clock)
     yield ex
     ex.close()
 
@@ -244,16 +267,23 @@ def test_parse_exporter_text(exporter):
     assert got["h1:gpu1"]["DCGM_FI_DEV_POWER_USAGE"] == 700.0
 
 
-def test_dcgm_selects_gpus_and_survives_a_reset(tmp_path, exporter):
+def test_dcgm_selects_gpus_and_survives_a_reset(tmp_path, exporter, clock):
     cfg = Power(sources=["dcgm"], dcgm_url=exporter.url, gpu_indices=[0],
                 dcgm_labels={"Hostname": "h1"}, sample_hz=20)
-    s = power.start(cfg, tmp_path / "run")
-    time.sleep(0.15)
+    s = power.start(cfg, tmp_path / "run", clock=clock)
+    clock.advance(0.15)
+    assert s.read_now()
     t0 = s.mark("measure_start")
-    time.sleep(0.3)
+    assert s.read_now()                       # the start edge
+    clock.advance(0.3)
+    assert s.read_now()                       # the last read before the reset, at the reset's time
     exporter.reset()                          # the exporter restarts: counter back to 0
-    time.sleep(0.3)
+    assert s.read_now()
+    clock.advance(0.3)
+    assert s.read_now()
     t1 = s.mark("measure_end")
+    assert s.read_now()                       # the end edge
+    clock.advance(1.0)                        # past the linger: stop() need not wait
     out = s.stop()
     d = out["sources"][0]
     assert d["status"] == "ok" and [x["device"] for x in d["devices"]] == ["h1:gpu0"]
@@ -265,21 +295,23 @@ def test_dcgm_selects_gpus_and_survives_a_reset(tmp_path, exporter):
     want = 200.0 * (t1 - t0) / 1e9
     # a reset loses at most the energy between the last scrape before it and the reset itself
     assert want - 200.0 * 0.3 <= e["energy_j"] <= want + 200.0 * 0.15
+    assert t1 - t0 == 600_000_000                                 # the window is the test's steps
     assert "reset" in " ".join(e["series"][0]["notes"])
 
 
-def test_dcgm_coarse_exporter_interval_is_estimated_and_warned(tmp_path):
-    ex = FakeExporter(watts=100.0, refresh_s=0.3)
+def test_dcgm_coarse_exporter_interval_is_estimated_and_warned(tmp_path, clock):
+    ex = FakeExporter(watts=100.0, refresh_s=0.3, clock=clock)
     try:
         src = DcgmSource(Power(sources=["dcgm"], dcgm_url=ex.url, gpu_indices=[0], sample_hz=20))
+        src.clock = clock                     # the session would set it; here the test drives it
         src.coarse_s = 0.1                    # this test's threshold; the default is 2 s
         src.open()
-        deadline = time.monotonic() + 1.6
-        while time.monotonic() < deadline:
+        for _ in range(32):                   # 1.6 s of reads every 50 ms, on the test's clock
             src.read()
-            time.sleep(0.05)
+            clock.advance(0.05)
         iv = src.interval_s()
         assert 0.2 <= iv <= 0.7
+        assert iv == pytest.approx(0.3)       # a change is seen at the first read after it
         assert src.linger_s() >= iv
         assert any("refreshes about every" in w for w in src.warnings)
     finally:
@@ -299,7 +331,7 @@ def test_dcgm_unreachable_is_unavailable(tmp_path):
 def test_estimate_is_labelled_and_kept_apart(tmp_path):
     s = power.start(Power(sources=["estimate"], estimate_watts=250.0, sample_hz=40), tmp_path / "r")
     s.mark("measure_start")
-    time.sleep(0.2)
+    assert s.read_now()
     s.mark("measure_end")
     out = s.stop()
     assert out["sources"][0]["evidence"] == "estimated"
