@@ -155,7 +155,8 @@ def manifest_rows(man: dict) -> list[list[str]]:
     """[item, value, evidence] rows for the report."""
     t, s, ds, tk = man["tool"], man["scenario"], man["dataset"], man["tokenizer"]
     sd, sv, hw = man["seeds"], man["server"], man["hardware"]
-    pk = ", ".join(f"{k} {v}" for k, v in t["packages"].items()) or "not recorded"
+    pk = ", ".join(f"{k} {v}" for k, v in t["packages"].items()
+                   if k != "loadgen") or "not recorded"      # loadgen leads the row already
     host = hw["client_host"] or {}
     dev = hw["server_device"] or {}
     rows = [
@@ -169,7 +170,9 @@ def manifest_rows(man: dict) -> list[list[str]]:
         ["tokenizer", f"client {tk['client'] or 'not recorded'} (sha256 {tk['sha256'] or '-'}; "
                       f"{tk['status']}); server {tk['server'] or 'not recorded'}", "recorded"],
         ["seeds", f"workload {sd['workload']}, schedule {sd['schedule']} "
-                  f"({sd['schedule_rule']}), server {sd['server']}", "recorded"],
+                  f"({sd['schedule_rule']}), server "
+                  + (str(sd["server"]) if sd["server"] is not None else
+                     "not recorded (the server published no seed)"), "recorded"],
         ["server flags", f"{sv['kind'] or 'n/a'}: "
                          + (" ".join(map(str, sv["argv"])) if sv["argv"] else sv["status"])
                          + (f"; settings {sv['settings']}" if sv["settings"] else ""),

@@ -133,21 +133,38 @@ def timeline_png(records: list[dict], from_scheduled: bool) -> tuple[Optional[st
     return encode(fig, plt), "per-request latency vs send time (measured, client-side)"
 
 
-def timeseries_png(series: dict) -> tuple[Optional[str], str]:
-    """Output tokens/s, mean requests in flight and mean power per bin (analysis.metrics.series)."""
-    plt = pyplot()
-    if plt is None:
-        return None, NO_MPL
-    if series.get("status") != "measured":
-        return None, f"time series not shown: {series.get('reason')}"
-    t = np.asarray(series["t_s"]) + series["bin_s"] / 2
-    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(12, 6.6), sharex=True)
+def _rate_panels(a1, a2, t, series: dict) -> None:
+    """The throughput and in-flight panels (both figures' first two)."""
     a1.plot(t, series["output_tokens_per_s"], color=COLORS[0], marker=".")
     a1.set_ylabel("output tokens/s")
     a1.set_title(f"throughput per {series['bin_s']:.3g} s [measured]")
     a2.plot(t, series["in_flight"], color=COLORS[2], marker=".")
     a2.set_ylabel("in flight")
     a2.set_title("requests in flight, time-weighted mean per bin [measured]")
+    for ax in (a1, a2):
+        ax.grid(alpha=0.3)
+        ax.ticklabel_format(axis="y", useOffset=False)
+        hi = ax.get_ylim()[1]
+        ax.set_ylim(0, hi * 1.1 if hi > 0 else 1)
+
+
+def timeseries_png(series: dict, power_asked: bool = True) -> tuple[Optional[str], str]:
+    """Output tokens/s, mean requests in flight and mean power per bin (analysis.metrics.series);
+    ``power_asked`` False (the run named no power source): no power panel at all."""
+    plt = pyplot()
+    if plt is None:
+        return None, NO_MPL
+    if series.get("status") != "measured":
+        return None, f"time series not shown: {series.get('reason')}"
+    t = np.asarray(series["t_s"]) + series["bin_s"] / 2
+    if not power_asked and not series["power"]:
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(12, 4.6), sharex=True)
+        _rate_panels(a1, a2, t, series)
+        a2.set_xlabel("s since first send")
+        return encode(fig, plt), (f"time series in {series['bin_s']:.3g} s bins: throughput, "
+                                  "in-flight requests (no power source configured)")
+    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(12, 6.6), sharex=True)
+    _rate_panels(a1, a2, t, series)
     if series["power"]:
         for i, p in enumerate(series["power"]):
             w = [np.nan if v is None else v for v in p["watts"]]
@@ -161,10 +178,9 @@ def timeseries_png(series: dict) -> tuple[Optional[str], str]:
         a3.set_title("power [unmeasured]")
     a3.set_ylabel("W")
     a3.set_xlabel("s since first send")
-    for ax in (a1, a2, a3):
-        ax.grid(alpha=0.3)
-        ax.ticklabel_format(axis="y", useOffset=False)
-        hi = ax.get_ylim()[1]
-        ax.set_ylim(0, hi * 1.1 if hi > 0 else 1)
+    a3.grid(alpha=0.3)
+    a3.ticklabel_format(axis="y", useOffset=False)
+    hi = a3.get_ylim()[1]
+    a3.set_ylim(0, hi * 1.1 if hi > 0 else 1)
     return encode(fig, plt), (f"time series in {series['bin_s']:.3g} s bins: throughput, in-flight "
                               "requests, power")

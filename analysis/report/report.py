@@ -128,7 +128,10 @@ def _client(s: dict) -> list[Block]:
             ["schedule-lag growth (ms)", fmt(c["lag_growth_ms"], 3), "measured"],
             ["achieved send rate (req/s)", fmt(c["achieved_send_rate"], 3), "measured"],
             ["schedule's own rate (req/s)", fmt(c["schedule_rate"], 3), "calculated"],
-            ["target rate (req/s)", fmt(c["target_rate"], 3), "configured"],
+            ["target rate (req/s)", fmt(c["target_rate"], 3) if c["target_rate"] is not None
+             else missing(None, f"no target rate: mode {s.get('mode')} sets none"
+                          if s.get("mode") != "server" else "load.stages or a trace set the rate"),
+             "configured"],
             ["saturated", str(c["saturated"]), "calculated"]]
     return out + [("table", ["figure", "value", "evidence"], rows)]
 
@@ -244,7 +247,10 @@ def _plots(records: list[dict], s: dict, run_dir, with_plots: bool) -> list[Bloc
     est = {"estimate"} | {x.get("name") for x in (s.get("energy") or {}).get("sources") or []
                           if isinstance(x, dict) and x.get("evidence") == "estimated"}
     ts = series.run_series(records, summary_mod.load_power(run_dir), estimated_names=est)
-    for img, note in (plots.cdf_png(records, server, s.get("slo")), plots.timeseries_png(ts),
+    asked = not str((s.get("energy") or {}).get("reason") or "").startswith(
+        "no power source configured")
+    for img, note in (plots.cdf_png(records, server, s.get("slo")),
+                      plots.timeseries_png(ts, power_asked=asked),   # none asked: no power panel
                       plots.timeline_png(records, server)):
         out.append(("img", img, note) if img else ("p", note))
     return out

@@ -4,10 +4,14 @@
         ─► a table (figure, value, evidence, metric or reason) + the TTFT decomposition sentence
     a histogram percentile prints its ``display``: the bucket and resolution of an interpolated
     point, or the bound (≤ hi, > lo) where the buckets cannot place it
+    a server TTFT percentile interpolated above the client's largest TTFT (which holds the
+    server's for every request) is shown as "≤ client max" with the interpolation named: the
+    bucket cannot place it closer (``clamp_to_client``)
 """
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 from analysis.server.metrics import server_metrics_summary
 
@@ -35,9 +39,29 @@ def _fmt(f: dict) -> str:
     return f"{v:g}"
 
 
-def _table_rows(summary: dict) -> list[tuple[str, str, str, str]]:
+TTFT_QUANTILES = ("server_ttft_p50", "server_ttft_p99")
+
+
+def clamp_to_client(f: dict, client_max_ms) -> dict:
+    """A server TTFT percentile interpolated inside its bucket above the client's largest TTFT
+    (from send, which holds the server's TTFT and the network) cannot be: the interpolation
+    assumed observations spread evenly over the bucket. Shown as an upper bound at the client's
+    maximum, the interpolated value named."""
+    v = f.get("value")
+    if client_max_ms is None or f.get("bound") != "point" or v is None or v <= client_max_ms:
+        return f
+    lo, hi = (f.get("bucket_ms") or [None, None])[:2]
+    return {**f, "value": client_max_ms, "bound": "upper",
+            "display": f"≤ {client_max_ms:.2f} ms (the client's largest TTFT; interpolating in "
+                       f"bucket {lo:g}–{hi:g} ms gave ≈ {v:.2f} ms, above every request the "
+                       f"client saw; n={f.get('count')})"}
+
+
+def _table_rows(summary: dict, client_max_ms=None) -> list[tuple[str, str, str, str]]:
     rows = []
     for key, f in summary.get("figures", {}).items():
+        if key in TTFT_QUANTILES:
+            f = clamp_to_client(f, client_max_ms)
         rows.append((LABELS.get(key, key), _fmt(f), f["evidence"],
                      f.get("reason") or f.get("metric") or ""))
     return rows
@@ -62,12 +86,13 @@ def _decomp_text(dec: dict) -> str:
     return text + ". Evidence: calculated from measured client and server means."
 
 
-def render_section(sm: dict) -> tuple[str, str]:
-    """(markdown, html) of the "Server metrics" section from a server_metrics summary dict."""
+def render_section(sm: dict, client_max_ms=None) -> tuple[str, str]:
+    """(markdown, html) of the "Server metrics" section from a server_metrics summary dict;
+    ``client_max_ms``: the client's largest TTFT (from send), which bounds the server's."""
     if sm["status"] != "measured":
         md = f"## Server metrics\n\nUnmeasured: {sm['reason']}.\n"
         return md, f"<h2>Server metrics</h2><p>Unmeasured: {html.escape(str(sm['reason']))}.</p>"
-    rows = _table_rows(sm)
+    rows = _table_rows(sm, client_max_ms)
     w = sm["window"]
     head = (f"Scraped from {sm['source']} ({sm['scrapes']} scrapes); window edges "
             f"{w['start_lead_ms']:.1f} ms before t0 and {w['end_lag_ms']:.1f} ms after the end"
@@ -88,4 +113,15 @@ def render_section(sm: dict) -> tuple[str, str]:
 
 def server_metrics_section(run_dir) -> tuple[str, str]:
     """(markdown, html) of the report's "Server metrics" section for a run directory."""
-    return render_section(server_metrics_summary(run_dir))
+    return render_section(server_metrics_summary(run_dir), _client_ttft_max(run_dir))
+
+
+def _client_ttft_max(run_dir):
+    """The client's largest TTFT from send (summary.json), or None where there is none."""
+    if not (Path(run_dir) / "records.jsonl").is_file():
+        return None
+    from analysis.metrics.summary import summary_of
+    try:
+        return (summary_of(run_dir).get("ttft_ms") or {}).get("max")
+    except (OSError, ValueError):      # the bound is a refinement: never the section's end
+        return None

@@ -151,6 +151,8 @@ def build_sweep_sections(sweep_dir: str | Path, with_plots: bool = True) -> list
         return out + [("p", "No point has a run directory with records: nothing to report.")]
     slo = pts[0]["summary"].get("slo") or {}
     out += [("h", "Points (measured)"), _points_table(pts, param), ("p", _steady_note(pts))]
+    out += [("warn", f"{p['value']:g} ({p['dir'].name}): {(p['meta'].get('cache_hygiene') or {})['warning']}")
+            for p in pts if (p["meta"].get("cache_hygiene") or {}).get("warning")]  # prefix cache
     out += _search(sw)
     out.append(("h", "Curves"))
     if with_plots:

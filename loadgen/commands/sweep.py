@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
 from rich.table import Table
+
+from loadgen.run.progress import stdout_console
 
 from loadgen.scenario.model import ScenarioError
 
@@ -82,8 +83,11 @@ def _main(sc, args: argparse.Namespace, exporter) -> int:
     if args.json:
         print(json.dumps({"sweep_dir": str(d), **result}, default=str))
         return 0
-    c = Console()
+    c = stdout_console()                # not a terminal: wide enough that no cell is cut
     c.print(sweep_table(result))
+    for p in result["points"]:          # prefix-cache hygiene (and probe) warnings, per point
+        for w in p.get("warnings") or []:
+            c.print(f"warning: {p['run_dir']}: {w}", highlight=False, markup=False)
     s = result.get("search")
     if s:
         c.print(f"max rate under SLO: {_f(s['max_passing_rate'], 3)} req/s (first failing: "
@@ -102,7 +106,7 @@ def _repeat(sc, args: argparse.Namespace, exporter=None) -> int:
     if args.json:
         print(json.dumps({"repeat_dir": str(base), "repeat": rep}, default=str))
         return 0
-    c = Console()
+    c = stdout_console()
     for pt in rep["points"]:
         f = pt["figures"]
         c.print(f"{sc.sweep.param} = {pt['value']:g}: " + ", ".join(

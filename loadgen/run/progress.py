@@ -19,6 +19,16 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 
+PIPE_WIDTH = 240     # columns when stdout is not a terminal (rich would assume 80 and cut cells)
+
+
+def stdout_console() -> Console:
+    """A Console for stdout tables: a terminal's own width; a pipe, a file or CI (not a
+    terminal) gets PIPE_WIDTH columns, so no cell is cut ("fa…", "VAL…") and nothing wraps."""
+    c = Console()
+    return c if c.is_terminal else Console(width=PIPE_WIDTH)
+
+
 class RunProgress:
     def __init__(self, total: Optional[int], enabled: bool = True, label: str = "requests",
                  console: Optional[Console] = None, point: Optional[str] = None):
@@ -127,7 +137,7 @@ def summary_table(summary: dict, run_dir: str) -> Table:
 
 
 def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None) -> None:
-    c = console or Console()
+    c = console or stdout_console()
     c.print(summary_table(summary, run_dir))
     c.print(f"requests: ok {summary.get('requests_completed')}  failed "
             f"{summary.get('requests_failed')}  cancelled {summary.get('requests_cancelled')}  "

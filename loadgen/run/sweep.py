@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -61,7 +62,8 @@ def point_figures(summary: dict) -> dict:
             "ttft_p99_ms": p(summary.get("headline_ttft") or "ttft_ms", "p99"),
             "tpot_p50_ms": p("tpot_ms", "p50"), "tpot_p99_ms": p("tpot_ms", "p99"),
             "e2el_p99_ms": p("e2el_ms", "p99"),
-            "valid": v.get("valid"), "reasons": v.get("reasons") or []}
+            "valid": v.get("valid"), "reasons": v.get("reasons") or [],
+            "warnings": list(summary.get("warnings") or [])}   # cache hygiene's among them
 
 
 class Sweep:
@@ -146,6 +148,8 @@ class Sweep:
         if meta is None:
             return None
         meta = write_meta(d, {**meta.as_dict(), "cache_hygiene": h})   # through the contract
+        if h["warning"]:            # on the console as it happens, not only in the JSON
+            print(f"loadgen sweep: warning: {d.name}: {h['warning']}", file=sys.stderr)
         return summarize_dir(d, meta, self.sc.output.report)
 
     def _server(self):
