@@ -113,61 +113,69 @@ class StreamStep:
 
     def feed_reads(self, reads: list, i: int, stop: int) -> int:
         """``reads[i:stop]`` (``(stamp, bytes)`` pieces) in one call — the wire transport's
-        finished responses; returns the index after the last piece fed (early when settled).
-        Data events are handled inline (``_events``' rules); from the first other event of a
-        read on ([DONE], a named event, a refused line) the rest of that read goes to ``_events``."""
+        finished responses; returns the index after the last piece fed (early when settled;
+        ``stop`` once [DONE] came: the rest is not counted)."""
         if self.done:
-            return stop                                  # after [DONE]: nothing more is counted
+            return stop
         if self._zip is not None or self.settled:
-            while i < stop and not self.settled:
+            while i < stop and not self.settled and not self.done:
                 t, piece = reads[i]
                 i += 1
                 self.feed(t, piece)
-            return i
-        pfeed, add, append, chunks = self._pfeed, self._add, self._append, self._chunks
+            return stop if self.done else i
+        return self._run(reads, i, stop, self._pfeed)
+
+    def _events(self, events: list, t: int) -> bool:
+        """Every event of one read (stamped ``t``) into the record; returns ``settled``."""
+        self._run(((t, events),), 0, 1, None)
+        return self.settled
+
+    def _run(self, reads, i: int, stop: int, pfeed) -> int:
+        """THE event rules, one inline loop (the hot path: names bound once per call, not per
+        event). ``reads[j]`` is ``(stamp, bytes)`` parsed here by ``pfeed``, or, ``pfeed`` None,
+        ``(stamp, events)`` already parsed. Data events: ``add`` ─► [t, n] (n > 0 a token chunk,
+        0 none, < 0 an error object: ``server_error``); bad JSON: ``protocol``; any other event
+        (``_other``: [DONE], a named event, a refused line) may settle or end it; more chunks
+        than ``max_events``: ``too_large``. Returns the index after the last read it took."""
+        add, append, chunks, other = self._add, self._append, self._chunks, self._other
         most = self._max_events
-        last_t, tin = self._last_t, self._tok_in_read      # coalescing, as _count, in locals
+        last_t, tin = self._last_t, self._tok_in_read    # coalescing: token chunks per read
         j = i
+        ev: Any = None
         try:
             for j in range(i, stop):
-                t, piece = reads[j]
-                evs = pfeed(piece)
+                t, evs = reads[j]
+                if pfeed is not None:
+                    evs = pfeed(evs)
                 if not evs:
                     continue
                 if t != last_t:                          # pieces of one read share its stamp
                     if tin > 1:
                         self.coalesced += 1
                     last_t, tin = t, 0
-                k = 0
-                for ev in evs:                           # inline: data events; the rest: _events
-                    if ev.__class__ is not bytes:
-                        break
-                    k += 1
-                    if not ev:                           # "data:" with nothing: not a chunk
-                        continue
-                    try:
+                for ev in evs:
+                    if ev.__class__ is bytes:
+                        if not ev:                       # "data:" with nothing: not a chunk
+                            continue
                         n = add(ev)
-                    except ValueError as e:
-                        self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {ev[:120]!r}", t)
-                        return j + 1
-                    if n > 0:
-                        append([t, n])
-                        tin += 1
-                        continue
-                    append([t, 0])
-                    if n < 0:                            # an error object inside the 200 stream
-                        self._fail("server_error", error_message(self.tally.error), t)
-                        return j + 1
-                if k < len(evs):
-                    self._last_t, self._tok_in_read = last_t, tin
-                    settled = self._events(evs[k:], t)
-                    last_t, tin = self._last_t, self._tok_in_read
-                    if settled or self.done:
-                        return stop if self.done and not settled else j + 1
-                elif len(chunks) > most:
+                        if n > 0:
+                            append([t, n])
+                            tin += 1
+                            continue
+                        append([t, 0])
+                        if n < 0:                        # an error object inside the 200 stream
+                            self._fail("server_error", error_message(self.tally.error), t)
+                            return j + 1
+                    elif other(ev, t):                   # settled, or [DONE]: nothing more counts
+                        return stop if self.done and not self.settled else j + 1
+                if len(chunks) > most:
                     self._too_many(t)
                     return j + 1
             return stop
+        except ValueError as e:                          # sse.loads / a chunk that is not an object
+            what = ev[:120] if isinstance(ev, bytes) else ev
+            self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {what!r}", t)
+            return j + 1
         finally:
             self._last_t, self._tok_in_read = last_t, tin
 
@@ -208,35 +216,6 @@ class StreamStep:
         return self.settled
 
     # ------------------------------------------------------------------ events
-    def _events(self, events: list, t: int) -> bool:
-        """Every event of one read into the record; returns ``settled``."""
-        add, append = self._add, self._append
-        tok = 0                                      # token chunks of this call (coalescing)
-        ev: Any = None
-        try:
-            for ev in events:
-                if ev.__class__ is bytes:
-                    if not ev:                       # "data:" with nothing: not a chunk
-                        continue
-                    n = add(ev)
-                    if n > 0:
-                        append([t, n])
-                        tok += 1
-                        continue
-                    append([t, 0])
-                    if n < 0:                        # an error object inside the 200 stream
-                        self._fail("server_error", error_message(self.tally.error), t)
-                        break
-                elif self._other(ev, t):
-                    break                            # settled, or [DONE]
-        except ValueError as e:                      # sse.loads / a chunk that is not an object
-            what = ev[:120] if isinstance(ev, bytes) else ev
-            self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {what!r}", t)
-        self._count(t, tok)
-        if len(self._chunks) > self._max_events and not self.settled:
-            self._too_many(t)
-        return self.settled
-
     def _other(self, ev: Any, t: int) -> bool:
         """[DONE], a named event, a refused line: True when it settles the record."""
         if ev is DONE:                                  # the record's end: nothing after it counts
@@ -260,15 +239,6 @@ class StreamStep:
         else:
             self._fail("protocol", f"not server-sent events: {ev.line!r}", t)
         return True
-
-    def _count(self, t: int, tok: int) -> None:
-        """``tok`` token chunks arrived in the read stamped ``t`` (coalescing: > 1 per read)."""
-        if t != self._last_t:                        # pieces of one read share its stamp
-            if self._tok_in_read > 1:
-                self.coalesced += 1
-            self._last_t, self._tok_in_read = t, tok
-        else:
-            self._tok_in_read += tok
 
     def _read_done(self) -> None:
         if self._tok_in_read > 1:

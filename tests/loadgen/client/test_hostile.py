@@ -59,6 +59,10 @@ def problems_of(o) -> list[str]:
         sent = [r["sent_at_ns"] for r in recs if r.get("sent_at_ns") is not None]
         if sent and max(sent) - min(sent) >= 30e9:
             bad.append("a slot was held until api.timeout_s after its record was decided")
+    if o.case in ("second_response", "after_done_events") and any(
+            r.get("chunk_output_tokens") != 8 for r in recs):     # usage alone would hide it
+        bad.append(f"chunk_output_tokens {sorted({r.get('chunk_output_tokens') for r in recs}, key=str)}"
+                   ", expected 8 each: events after the answer's end were counted")
     if verdict_kinds(o) == ("ok",) and any(r.get("output_tokens") != 8 for r in recs):
         bad.append(f"output_tokens {sorted({r.get('output_tokens') for r in recs}, key=str)}, "
                    "expected 8 each")
