@@ -22,11 +22,13 @@ import asyncio
 from typing import Callable, Iterable, Iterator, Optional
 
 from loadgen.record import Record, now_ns
+from loadgen.run.planned import remainder
 from loadgen.run.senders.ledger import Ledger  # noqa: F401  (the one ledger, re-exported)
 from loadgen.run.senders.stages import StageGate
 
 SPIN_NS = 1_000_000         # yield-spin the last 1 ms before a send instead of sleeping
 MAX_NAP_S = 0.05            # nap granularity, so a stop request is noticed quickly
+BULK_LINES = 4096           # a never-sent remainder's lines per write
 
 
 async def sleep_until(deadline_ns: int, stop: asyncio.Event) -> bool:
@@ -44,6 +46,33 @@ async def sleep_until(deadline_ns: int, stop: asyncio.Event) -> bool:
             await asyncio.sleep(0)
 
 
+def write_unsent(led, specs: Iterable, why: str) -> None:
+    """A cancelled record for each never-sent request not yet written; a Planned's remainder
+    (loadgen.run.planned.Rest) from one template line, so a stop writes 10^6 of them in about a
+    second."""
+    lines = getattr(specs, "lines", None)
+    write_lines = getattr(led.writer, "write_lines", None)
+    if lines is None or write_lines is None or not hasattr(led, "written"):
+        led.cancel_many(specs, why)
+        return
+    shown = None
+    for ids, batch in lines(why, getattr(led, "tag", None), led.written, BULK_LINES):
+        led.written.update(ids)
+        if led.failed is not None:
+            return
+        try:
+            write_lines(batch)
+        except OSError as e:
+            led._fail(e)
+            return
+        if led.on_done is not None:       # the progress counters: one stand-in record
+            shown = shown or Record(id=-1, phase="measured", scheduled_at_ns=None,
+                                    status="cancelled", error_kind="cancelled", error=why)
+            for i in ids:
+                shown.id = i
+                led.on_done(shown)
+
+
 class Dispatcher:
     """Runs one phase's requests through ``client`` and records them all in ``ledger``."""
 
@@ -58,6 +87,8 @@ class Dispatcher:
         self.cancel_reason = "run interrupted before the request ended"
         self.last_issue_ns: Optional[int] = None
         self.unsent_requests: Optional[int] = None   # closed loop: the never-started remainder
+        self.max_in_flight: Optional[int] = None     # planned runs without a cap: the fd bound
+        self._freed: Optional[asyncio.Event] = None  # set when a request ends (_slot waits)
         ledger.stop_on_failure(stop)
 
     # -- one request -------------------------------------------------------------------------
@@ -99,8 +130,47 @@ class Dispatcher:
     def _spawn(self, coro) -> asyncio.Task:
         t = asyncio.get_running_loop().create_task(coro)
         self.tasks.add(t)
-        t.add_done_callback(self.tasks.discard)
+        t.add_done_callback(self._ended)
         return t
+
+    def _ended(self, t: asyncio.Task) -> None:
+        self.tasks.discard(t)
+        if self._freed is not None:
+            self._freed.set()
+
+    async def _slot(self, bound: Optional[int]) -> bool:
+        """Wait until fewer than ``bound`` requests are in flight (None: no bound); False when
+        stopped first. A planned request waits here unbuilt, not as a task holding its prompt."""
+        while bound and len(self.tasks) >= bound and not self.stop.is_set():
+            self._freed = self._freed or asyncio.Event()
+            self._freed.clear()
+            try:
+                await asyncio.wait_for(self._freed.wait(), MAX_NAP_S)
+            except asyncio.TimeoutError:
+                pass
+        return not self.stop.is_set()
+
+    async def _planned(self, specs, count: int, at: Callable[[int], int],
+                       bound: Optional[int]) -> int:
+        """Request i of ``specs`` (a list, or a lazy loadgen.run.planned.Planned: built only
+        now) sent at ``at(i)`` once fewer than ``bound`` are in flight; returns how many were
+        issued. Yields to the loop every few sends, so a stop (a signal) is seen even when the
+        schedule is far ahead of what the client can send."""
+        it, issued = iter(specs), 0
+        for i in range(count):
+            due = at(i)
+            if await sleep_until(due, self.stop) or not await self._slot(bound):
+                break
+            s = next(it, None)
+            if s is None:
+                break
+            s.scheduled_at_ns = due
+            self._spawn(self._one(s, None))
+            self.last_issue_ns = max(self.last_issue_ns or due, due)
+            issued += 1
+            if not issued & 15:
+                await asyncio.sleep(0)
+        return issued
 
     # -- ending --------------------------------------------------------------------------------
     async def drain(self) -> None:
@@ -125,33 +195,26 @@ class Dispatcher:
             await asyncio.gather(*pending, return_exceptions=True)
 
     def _unsent(self, specs: Iterable, why: str) -> None:
-        self.ledger.cancel_many(specs, why)
+        write_unsent(self.ledger, specs, why)
 
     # -- the three loops -------------------------------------------------------------------
-    async def offline(self, specs: list, t0_ns: int, cap: Optional[int]) -> None:
-        """Every request available at t0; at most ``cap`` in flight (None: all)."""
-        sem = asyncio.Semaphore(cap) if cap else None
-        for s in specs:
-            s.scheduled_at_ns = t0_ns
+    async def offline(self, specs, t0_ns: int, cap: Optional[int]) -> None:
+        """Every request available at t0; at most ``cap`` in flight (None: ``max_in_flight``)."""
         self.last_issue_ns = t0_ns
-        for s in specs:
-            self._spawn(self._one(s, sem))
+        issued = await self._planned(specs, len(specs), lambda i: t0_ns, cap or self.max_in_flight)
         await self.drain()
+        self._unsent(remainder(specs, issued, lambda i: t0_ns),
+                     "scheduled but never sent: run interrupted")
 
-    async def server(self, specs: list, offsets_ns, t0_ns: int, cap: Optional[int]) -> None:
-        """Open loop: request i's task is created at t0 + offsets[i], never later by design."""
-        sem = asyncio.Semaphore(cap) if cap else None
-        for s, off in zip(specs, offsets_ns):
-            s.scheduled_at_ns = t0_ns + int(off)
-        issued = 0
-        for s in specs:
-            if await sleep_until(s.scheduled_at_ns, self.stop):
-                break
-            self._spawn(self._one(s, sem))
-            self.last_issue_ns = s.scheduled_at_ns
-            issued += 1
+    async def server(self, specs, offsets_ns, t0_ns: int, cap: Optional[int]) -> None:
+        """Open loop: request i is sent at t0 + offsets[i], never later by design (but for
+        ``cap``, else ``max_in_flight``: a wait that shows as lag in its record)."""
+        def at(i: int) -> int:
+            return t0_ns + int(offsets_ns[i])
+        n = min(len(specs), len(offsets_ns))
+        issued = await self._planned(specs, n, at, cap or self.max_in_flight)
         await self.drain()
-        self._unsent(specs[issued:], "scheduled but never sent: run interrupted")
+        self._unsent(remainder(specs, issued, at), "scheduled but never sent: run interrupted")
 
     async def closed(self, make_spec: Callable[[], object], users: int, t0_ns: int,
                      num_requests: Optional[int], duration_s: Optional[float]) -> int:

@@ -1,24 +1,24 @@
 """One run: scenario ─► run directory with records, metadata, summary.
 
     Scenario ─► workload.py (PromptSpecs) + schedule.py (offsets)      [errors before any I/O]
-        ─► run_dir/scenario.yaml (resolved; API key never written, only api_key_env's name)
+        ─► rundir.claim (made and locked) ─► scenario.yaml (resolved; secrets redacted)
         ─► managed.py (start + health-check target.server; server.log)    or target.url(s)
-        ─► ready.py (wait: /health 200, no 503; api.ready_timeout_s, a live line)       [exit 2]
-        ─► probe.py (GET /v1/models: reachable, authorised, api.model listed; one small request
-                     with the run's body: fields the server rejects dropped or a stop) [exit 2]
-           fit.py (largest prompt + output within the server's stated context)         [exit 2]
-        ─► sut.py (/v1/models, headers, /info, client host ─► sut.json)
-        ─► power (loadgen.power sampler ─► power.jsonl, when power.sources != ["none"])
-        ─► server_metrics.py (GET /metrics every target.metrics_interval_s ─► server_metrics.jsonl)
+        ─► preflight.py: readiness, probe, context fit [exit 2] ─► sut.json
+        ─► power (power.jsonl) ─► server_metrics.py (server_metrics.jsonl)
+        ─► fdlimit.py (RLIMIT_NOFILE raised to the hard limit; one warning line if too few)
         ─► warm-up (phase "warmup", closed loop) ─► [load.probe: probes alone, probe_stream.py]
         ─► t0 ─► dispatch.py (offline|server|closed)   [+ probes beside it ─► probe_stream.jsonl]
-            ─► Client.execute ─► Record ─► records.jsonl (flushed per request)
+            planned runs: planned.py builds each request as it is sent (memory: what is in
+            flight) ─► Client.execute ─► Record ─► records.jsonl (one write per record)
            (client.processes > 1: loadgen.run.procs, N sender processes, parts merged)
         ─► meta.json (mode, t0, rates, client CPU, interruption) ─► device.json (calibration.py:
            the roofline's device spec, frozen) ─► analysis.metrics.summary ─► summary.json
 
-SIGINT/SIGTERM during the run stop issuing, cancel what is in flight, write every unfinished
-request as "cancelled", and still write meta.json and summary.json (``interrupted: true``).
+Signals (plain handlers, so they work while the loop runs synchronous code): the first SIGINT/
+SIGTERM in the load phase stops issuing, cancels what is in flight, writes every unfinished
+request as "cancelled", and still writes meta.json and summary.json (``interrupted: true``);
+in any other phase, or the second signal anywhere, ends the run at once (KeyboardInterrupt;
+after the load began, meta.json is still written).
 """
 from __future__ import annotations
 
@@ -26,34 +26,35 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from analysis.roofline import host_load
 from loadgen.client import eventloop
-from analysis.metrics import slo as slo_mod
-from loadgen.targets import fit as fit_mod
-from loadgen.targets import probe as probe_mod
-from loadgen.targets import ready as ready_mod
 from loadgen.targets import sut as sut_mod
 from loadgen.client.balance import open_client
 from loadgen.client.client import Client, ClientConfig, RequestSpec
 from loadgen.client.clientload import ClientLoad
-from loadgen.run.dispatch import Dispatcher, Ledger, closed_stages, spec_factory
+from loadgen.run.dispatch import (Dispatcher, Ledger, closed_stages, spec_factory,
+                                   write_unsent)
 from loadgen.run.probe_stream import ProbeStream
 from loadgen.targets.managed import ManagedServer, ServerStartError
 from loadgen.run.progress import RunProgress
 from loadgen.record import RecordWriter, now_ns
 from loadgen.run.storage import atomic_write_text
 from loadgen.run.rundir import claim, release, resolved_yaml, summarize_dir, write_json
-from loadgen.scenario.model import Scenario, ScenarioError
+from loadgen.scenario.model import Scenario
 from loadgen.scenario.schedule import Schedule
 from loadgen.targets.scrape import ServerMetricsScraper
 from loadgen.scenario.workload import WorkloadPlan
 from loadgen.run.calibration import freeze_device
 from loadgen.run.meta import run_meta, write_meta
 from loadgen.run.outcome import Outcome, Prepared, prepare
+from loadgen.run.planned import Planned
+from loadgen.run.preflight import describe_target
+from loadgen.run import fdlimit
 from loadgen.run.power_hook import PowerHook
 from loadgen.run.procs.parent import Senders
 from loadgen.run.senders.partition import for_run as processes_for
@@ -86,6 +87,7 @@ class Run:
         self.stop = None                    # asyncio.Event, made inside the loop
         self.interrupted: Optional[str] = None
         self.hurry = False                  # a second signal came: finish with meta.json only
+        self.cooperative = True             # a first signal stops the load (else it raises)
         self.server: Optional[ManagedServer] = None
         self.base_url: Optional[str] = None
         self.model: Optional[str] = None
@@ -148,8 +150,7 @@ class Run:
         return RunResult(self.run_dir, meta, self.summary, bool(self.interrupted))
 
     def _finish(self, meta: dict) -> dict:
-        """meta.json, device.json, summary.json once the load phase began (a second signal:
-        meta.json only)."""
+        """meta.json, device.json, summary.json once the load began (``hurry``: meta.json)."""
         if self.writer is None:
             return meta
         meta = write_meta(self.run_dir, self.meta())
@@ -184,90 +185,37 @@ class Run:
                 os.sched_setaffinity(0, before)
 
     # -- signals ----------------------------------------------------------------------------
-    def _on_signal(self, signame: str) -> None:
-        """The first SIGINT/SIGTERM: stop issuing, cancel what is in flight, keep every record.
-        From then on a plain handler (it runs even while the loop is busy in synchronous code):
-        the second signal raises KeyboardInterrupt at once; only meta.json is still written."""
-        if self.interrupted is None:
-            self.interrupted = signame
-            self.stop.set()
-            loop = asyncio.get_running_loop()
-            for s in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                    loop.remove_signal_handler(s)
-                    signal.signal(s, self._second_signal)
-
-    def _second_signal(self, signum, frame) -> None:
-        self.hurry = True
-        raise KeyboardInterrupt
-
     def _install_signals(self) -> None:
-        loop = asyncio.get_running_loop()
+        """Plain SIGINT/SIGTERM handlers (see the module doc): ``cooperative`` phases stop at
+        the first signal; elsewhere, or at the second (``hurry``), KeyboardInterrupt at once."""
+        self._loop = asyncio.get_running_loop()
         for s in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(s, self._on_signal, s.name)
+            with contextlib.suppress(ValueError, TypeError):     # not the main thread
+                signal.signal(s, self._signal)
+
+    def _signal(self, signum, frame) -> None:
+        if self.interrupted is not None:
+            self.hurry = True
+            raise KeyboardInterrupt
+        self.interrupted = signal.Signals(signum).name
+        loop = getattr(self, "_loop", None)
+        if self.cooperative and loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(self.stop.set)
+            return
+        raise KeyboardInterrupt
 
     # -- async body -------------------------------------------------------------------------
     async def _describe_target(self, base_url: str) -> dict:
-        """The model to ask for (api.model, else /v1/models' first id) and sut.json's first form;
-        first the wait for readiness (loadgen.targets.ready), then with api.probe the checks of
-        loadgen.targets.probe and the context fit (loadgen.targets.fit) (ProbeError: exit 2)."""
-        a = self.sc.api
-        models, ready = await ready_mod.wait_ready(
-            base_url, self.key, a.headers, a.connect_timeout_s,
-            ready_mod.ready_timeout_s(a, self.server is not None),
-            self.server.spec.health_path if self.server is not None else "/health")
-        warnings: list = slo_mod.stream_warnings(self.sc.slo.model_dump(), a.stream)
-        if a.probe:
-            model, found = probe_mod.check_models(
-                base_url, models, a.model, a.api_key_env, managed=self.server is not None,
-                where="target.urls" if self.sc.target.urls else None)
-            warnings += found
-        else:
-            model = a.model or sut_mod.first_model_id(models.get("models"))
-        if model is None:
-            raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
-                                f"({models.get('error') or 'status ' + str(models.get('status'))})")
-        self.base_url, self.model = base_url, model
-        for other in (self.sc.target.replica_urls or [])[1:]:   # every replica ready, same model
-            more, _ = await ready_mod.wait_ready(
-                other, self.key, a.headers, a.connect_timeout_s,
-                ready_mod.ready_timeout_s(a, False), "/health")
-            if a.probe:
-                probe_mod.check_models(other, more, model, a.api_key_env, where="target.urls")
-        own = await sut_mod.fetch_self_description(base_url, self.key, a.connect_timeout_s)
-        if a.probe:
-            info = own.get("info") or (self.server.info if self.server is not None else None)
-            context = fit_mod.check_context_fit(self.plan, self.sc.load, a.endpoint,
-                                                models.get("models"), model, info)
-            mt = a.extra_body.get("min_tokens")
-            res = await probe_mod.probe_request(
-                ClientConfig.from_api(a, base_url, model, self.key), a.drop_rejected_fields,
-                mt if isinstance(mt, int) and not isinstance(mt, bool) else 1, ready)
-            res.warnings[:0] = warnings
-            res.context = context
-            if res.warnings and res.status == "ok":
-                res.status = "warning"
-            self.drop_fields = tuple(res.dropped_fields)
-            self.probe = res.to_dict()
-        else:
-            self.probe = {"status": "skipped", "warnings": warnings, "dropped_fields": [],
-                          "ready": ready.describe()}
-        warn = getattr(self.progress, "warn", None)
-        for w in self.probe["warnings"]:
-            if warn is not None:
-                warn(w)
-        sut = sut_mod.describe_sut(base_url, models,
-                                   self.server.describe() if self.server else None, model,
-                                   a.endpoint, own)
-        write_json(self.run_dir / "sut.json", sut)
-        return sut
+        """Readiness, probe, context fit, sut.json (loadgen.run.preflight; both engines)."""
+        return await describe_target(self, base_url)
 
     async def _main(self, base_url: str) -> None:
         self.stop = asyncio.Event()
         self._install_signals()
         a, ld = self.sc.api, self.sc.load
+        self.cooperative = False            # readiness, probe, fit: a signal ends the run here
         sut = await self._describe_target(base_url)
+        self.cooperative = True
         model = self.model
         cap = self.cap = ld.in_flight_cap
         n = self.schedule.count if self.schedule.count is not None else ld.num_requests
@@ -281,7 +229,7 @@ class Run:
 
         self.writer = RecordWriter(self.run_dir / "records.jsonl")
         ledger = Ledger(self.writer, self.progress.on_done)
-        planned: list = []
+        planned: Optional[Planned] = None
         try:
             self.power = PowerHook(self.sc.power, self.run_dir).start()
             tg = self.sc.target
@@ -289,6 +237,7 @@ class Run:
                 base_url, self.run_dir, tg.metrics_interval_s, headers=a.headers,
                 path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics).start()
             procs = processes_for(self, self.progress.warn)
+            bound = self._check_descriptors(procs)
             if procs > 1:           # client.processes: N sender processes (loadgen.run.procs)
                 self.senders = Senders(self, procs)
                 await self.senders.measure(sut)
@@ -296,7 +245,7 @@ class Run:
             cfg = ClientConfig.from_api(a, base_url, model, self.key, self.drop_fields)
             tg = self.sc.target
             async with open_client(cfg, tg.replica_urls, tg.balance,
-                                   cap or max(1, n or 1)) as client, \
+                                   cap or min(max(1, n or 1), bound)) as client, \
                     contextlib.AsyncExitStack() as side:
                 self.client = client
                 w = ld.warmup_requests
@@ -310,8 +259,9 @@ class Run:
                 self.progress.start("measured", n)
                 d = self.dispatcher = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s,
                                                  self.progress.on_send)
+                d.max_in_flight = bound        # no cap: what the descriptors allow (fdlimit.py)
                 if ld.mode != "concurrency" and self.plan.sessions is None:
-                    planned = [make(p, w + i) for i, p in zip(range(n), stream)]
+                    planned = Planned(stream, make, w, n)     # built as sent (planned.py)
                 await self._measure(d, planned, spec_factory(stream, make, w), cap)
                 if self.server is not None:
                     self.server_alive_at_end = self.server.alive
@@ -321,7 +271,7 @@ class Run:
         except BaseException as e:
             # a crash: nothing may stay unrecorded. Cancel what runs, then the never-sent.
             self.crashed = self.crashed or f"{type(e).__name__}: {e}"
-            if self.dispatcher is not None:
+            if self.dispatcher is not None and not self.hurry:
                 self.dispatcher.cancel_reason = f"run aborted ({type(e).__name__})"
                 with contextlib.suppress(BaseException):
                     await self.dispatcher.cancel_all()
@@ -329,7 +279,19 @@ class Run:
         finally:
             await self._close(ledger, planned)
 
-    async def _measure(self, d: Dispatcher, planned: list, next_spec, cap: Optional[int]) -> None:
+    def _check_descriptors(self, procs: int) -> int:
+        """RLIMIT_NOFILE raised to the hard limit; one warning line up front when the plan may
+        need more descriptors than that (loadgen.run.fdlimit). Returns the in-flight bound."""
+        limit = fdlimit.raise_limit()
+        text = fdlimit.warning(self.sc, self.schedule, procs, limit)
+        if text is not None:
+            self.progress.warn(text)
+            if not self.progress.enabled:
+                print(f"loadgen: warning: {text}", file=sys.stderr, flush=True)
+        return fdlimit.in_flight_bound(limit)
+
+    async def _measure(self, d: Dispatcher, planned: Optional[Planned], next_spec,
+                       cap: Optional[int]) -> None:
         """The measured phase between the marks that power, /metrics and client load share."""
         ld = self.sc.load
         self.power.mark("measure_start")
@@ -374,9 +336,13 @@ class Run:
         else:
             await drv.concurrency(cap or 1, self.t0)
 
-    async def _close(self, ledger: Ledger, planned: list) -> None:
-        """Whatever happened: every planned request recorded once, samplers stopped, files closed."""
-        ledger.cancel_many(planned, "scheduled but never sent: run ended early")
+    async def _close(self, ledger: Ledger, planned: Optional[Planned]) -> None:
+        """Whatever happened: every planned request recorded once (but after a second signal),
+        samplers stopped, files closed."""
+        if planned is not None and not self.hurry:
+            self.cooperative = False
+            at = None if self.t0 is None else (lambda k: self.t0 + int(self.schedule.offsets_ns[k]))
+            write_unsent(ledger, planned.rest(0, at), "scheduled but never sent: run ended early")
         if self.cpu.result is None and self.t0 is not None:
             self.cpu.stop()
         if self.power is not None:

@@ -1,0 +1,77 @@
+"""Before the load: is the target there and able to serve the run? (both engines' first step)
+
+    describe_target(run, base_url)
+        ─► ready.py (wait: /health 200, no 503; api.ready_timeout_s, a live line)       [exit 2]
+        ─► probe.py (GET /v1/models: reachable, authorised, api.model listed; one small request
+                     with the run's body: fields the server rejects dropped or a stop) [exit 2]
+           fit.py (largest prompt + output within the server's stated context)         [exit 2]
+        ─► sut.py (/v1/models, headers, /info, client host ─► sut.json)
+    It sets run.base_url, run.model, run.drop_fields, run.probe (meta.json "probe"); ``run`` is
+    a runner.Run (the Locust engine hands its own Run the same way).
+"""
+from __future__ import annotations
+
+from analysis.metrics import slo as slo_mod
+from loadgen.client.client import ClientConfig
+from loadgen.run.rundir import write_json
+from loadgen.scenario.model import ScenarioError
+from loadgen.targets import fit as fit_mod
+from loadgen.targets import probe as probe_mod
+from loadgen.targets import ready as ready_mod
+from loadgen.targets import sut as sut_mod
+
+
+async def describe_target(run, base_url: str) -> dict:
+    """The model to ask for (api.model, else /v1/models' first id) and sut.json's first form;
+    first the wait for readiness (loadgen.targets.ready), then with api.probe the checks of
+    loadgen.targets.probe and the context fit (loadgen.targets.fit) (ProbeError: exit 2)."""
+    a = run.sc.api
+    models, ready = await ready_mod.wait_ready(
+        base_url, run.key, a.headers, a.connect_timeout_s,
+        ready_mod.ready_timeout_s(a, run.server is not None),
+        run.server.spec.health_path if run.server is not None else "/health")
+    warnings: list = slo_mod.stream_warnings(run.sc.slo.model_dump(), a.stream)
+    if a.probe:
+        model, found = probe_mod.check_models(
+            base_url, models, a.model, a.api_key_env, managed=run.server is not None,
+            where="target.urls" if run.sc.target.urls else None)
+        warnings += found
+    else:
+        model = a.model or sut_mod.first_model_id(models.get("models"))
+    if model is None:
+        raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
+                            f"({models.get('error') or 'status ' + str(models.get('status'))})")
+    run.base_url, run.model = base_url, model
+    for other in (run.sc.target.replica_urls or [])[1:]:   # every replica ready, same model
+        more, _ = await ready_mod.wait_ready(
+            other, run.key, a.headers, a.connect_timeout_s,
+            ready_mod.ready_timeout_s(a, False), "/health")
+        if a.probe:
+            probe_mod.check_models(other, more, model, a.api_key_env, where="target.urls")
+    own = await sut_mod.fetch_self_description(base_url, run.key, a.connect_timeout_s)
+    if a.probe:
+        info = own.get("info") or (run.server.info if run.server is not None else None)
+        context = fit_mod.check_context_fit(run.plan, run.sc.load, a.endpoint,
+                                            models.get("models"), model, info)
+        mt = a.extra_body.get("min_tokens")
+        res = await probe_mod.probe_request(
+            ClientConfig.from_api(a, base_url, model, run.key), a.drop_rejected_fields,
+            mt if isinstance(mt, int) and not isinstance(mt, bool) else 1, ready)
+        res.warnings[:0] = warnings
+        res.context = context
+        if res.warnings and res.status == "ok":
+            res.status = "warning"
+        run.drop_fields = tuple(res.dropped_fields)
+        run.probe = res.to_dict()
+    else:
+        run.probe = {"status": "skipped", "warnings": warnings, "dropped_fields": [],
+                      "ready": ready.describe()}
+    warn = getattr(run.progress, "warn", None)
+    for w in run.probe["warnings"]:
+        if warn is not None:
+            warn(w)
+    sut = sut_mod.describe_sut(base_url, models,
+                               run.server.describe() if run.server else None, model,
+                               a.endpoint, own)
+    write_json(run.run_dir / "sut.json", sut)
+    return sut
