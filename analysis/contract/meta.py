@@ -154,6 +154,16 @@ class RunMeta(Model):
     device_spec: Optional[str] = Field(None, description="a device-spec file for the roofline")
     accuracy: Optional[Any] = Field(None, description="an accuracy check, when one ran")
 
+    def model_name(self, sut=None) -> Optional[str]:
+        """The model the run measured, from one place in a fixed order: meta.json's ``model``
+        (the name every request carried), else sut.json's (what /v1/models served), else the
+        managed server's preset (its /info). ``sut``: the run's Sut, or None."""
+        if self.model:
+            return self.model
+        if sut is None:
+            return None
+        return sut.model or sut.info.get("preset")
+
     @field_validator("client_cpu", mode="before")
     @classmethod
     def _cpu_number(cls, v):

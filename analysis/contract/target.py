@@ -68,6 +68,13 @@ class Sut(Model):
     device: Optional[dict[str, Any]] = Field(
         None, description="the device spec the roofline used, frozen into the run")
 
+    @property
+    def info(self) -> dict[str, Any]:
+        """The server's own description (GET /info): server_info, else the managed server's;
+        {} for a server without one."""
+        info = self.server_info or (self.managed_server.info if self.managed_server else None)
+        return info if isinstance(info, dict) else {}
+
 
 class ServerStop(Open):
     requested_at_unix: Optional[float] = None

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from analysis.contract import RunMeta, Sut
 from analysis.metrics import metrics as m
 from analysis.report.render import Block, fmt, missing
 from analysis.report.sut import launch_description, precision, server_info, server_software
@@ -48,7 +49,7 @@ def _versions(meta: dict, sut: dict, info: dict) -> tuple[str, str]:
 
 def _task(summary: dict, meta: dict, sut: dict, info: dict, records: list[dict]) -> str:
     done = m.completed(m.measured(records))
-    name = meta.get("model") or sut.get("model") or info.get("preset")
+    name = RunMeta.read(meta).model_name(Sut.read(sut))   # the one typed accessor
     p_in = _mean(r.get("prompt_tokens") for r in done)
     p_out = _mean(r.get("output_tokens") for r in done)
     lens = ("token lengths not recorded (no completed requests)" if p_in is None else

@@ -24,11 +24,11 @@ again (``--device`` recomputes against a spec you name).
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
+from analysis.contract.rundir import read_json
 from analysis.roofline import calib_cache, frozen
 from analysis.roofline.calibrate import DEFAULT_PATH
 from analysis.roofline.model_spec import shape_in_sut
@@ -40,10 +40,8 @@ DRIFT = 0.4                    # a spot check this far off the cached bandwidth:
 
 
 def _read(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
+    """A run file as written, through analysis.contract ({} when absent or not JSON)."""
+    return read_json(path) or {}
 
 
 def _busy(spec) -> bool:

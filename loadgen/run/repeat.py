@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from analysis.contract.rundir import read_summary
 from analysis.metrics.repeats import repeat_summary
 from analysis.report.repeats import write_repeat_report
 from loadgen.scenario.model import Scenario, ScenarioError
@@ -65,7 +66,7 @@ def sweep_repeats(sc: Scenario, n: int, run_sweep_fn: Callable) -> tuple[Path, d
         d, result = run_sweep_fn(one)
         dirs.append(str(d))
         for pt in result.get("points") or []:
-            s = json.loads((Path(d) / pt["run_dir"] / "summary.json").read_text())
+            s = read_summary(Path(d) / pt["run_dir"]).as_dict()   # through the contract
             by_value.setdefault(pt["value"], []).append(s)
     rep = {"sweeps": n, "sweep_dirs": dirs, "scenario": sc.name,
            "points": [{"value": v, **repeat_summary(ss)} for v, ss in sorted(by_value.items())]}

@@ -90,3 +90,14 @@ def test_a_roofline_block_with_or_without_the_by_in_flight_keys_validates(tmp_pa
     assert Summary.read({"roofline": new}).roofline.batch1.gaps == 118
     assert Summary.problems({"roofline": {"batch1": {"gaps": "many"}}}, "s")[0] \
         .startswith("s: roofline.batch1.gaps: ")
+
+
+def test_the_model_name_has_one_accessor():
+    """meta.json's model, else sut.json's, else the managed server's preset: one typed reading
+    (RunMeta.model_name) instead of each reader guessing between keys."""
+    from tests.analysis.synth import jax_sut
+    sut = Sut.read(jax_sut())
+    assert RunMeta.read({"model": "m1"}).model_name(sut) == "m1"
+    assert RunMeta.read({}).model_name(sut) == "tiny"
+    assert RunMeta.read({}).model_name(Sut.read({"server_info": {"preset": "p"}})) == "p"
+    assert RunMeta.read({}).model_name(None) is None and sut.info["preset"] == "tiny"
