@@ -151,8 +151,11 @@ def test_closed_loop_users(calib_server, tmp_path):
     assert _max_in_flight(recs) == 2
     ends = sorted(r["end_at_ns"] for r in recs)
     later = sorted(recs, key=lambda r: r["scheduled_at_ns"])[2:]
-    for r in later:   # a user sends when it became free: right after some earlier request ended
-        assert any(0 <= r["scheduled_at_ns"] - e < 50 * MS for e in ends)
+    for k, r in enumerate(later, 2):   # a user sends when it became free: after an earlier request
+        # ended, and (2 users) only once all but one of the k requests before it had ended; how
+        # soon after is the box's scheduling, not asserted
+        assert any(0 <= r["scheduled_at_ns"] - e for e in ends)
+        assert sum(e <= r["scheduled_at_ns"] for e in ends) >= k - 1
 
 
 def test_closed_loop_duration_bound(calib_server, tmp_path):
