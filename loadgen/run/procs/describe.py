@@ -2,7 +2,7 @@
 
     children (exit) + result.K.json (client load, transport, connections) + merge counts
         ─► processes()   client_processes: [{index, pid, status, exit_code, cpu_s, cpu_util,
-                          loop_lag_ms_p99, records, cancelled_unwritten, ...}]
+                          loop_lag_ms_p99, records, cancelled_unwritten, clock, ...}]
         ─► client_load() the run's client_load: cpu_util and loop lag of the BUSIEST process
                           (each process is one event loop on one core: the saturation rule is
                           per process), cpu_s of all of them and of the parent
@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 from typing import Optional
+
+from loadgen.run.senders.clock import clock_estimate
 
 
 def _status(c, res: dict) -> str:
@@ -38,7 +40,9 @@ def processes(children, results: list[dict], merged: Optional[dict]) -> list[dic
                     "warmup_requests": len(c.job.warm),
                     "planned_requests": len(c.job.planned) or None,
                     "in_flight_cap": c.job.cap, "error": res.get("error"),
-                    "stopped": res.get("stopped")})
+                    "stopped": res.get("stopped"),
+                    # one host, one CLOCK_MONOTONIC: the same record as a Locust worker's
+                    "clock": clock_estimate(True)})
     return out
 
 

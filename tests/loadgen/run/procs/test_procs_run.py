@@ -51,6 +51,9 @@ def test_two_processes_one_run(calib_server, tmp_path, load):
     procs = meta["client_processes"]
     assert [p["index"] for p in procs] == [0, 1] and all(p["status"] == "done" for p in procs)
     assert sum(p["records"] for p in procs) == len(recs)
+    for p in procs:      # the one clock-offset record (senders/clock.py, as Locust's workers)
+        assert (p["clock"]["method"], p["clock"]["shift_ns"], p["clock"]["uncertainty_ns"]) == (
+            "same_host", 0, 0)
     assert meta["client_cpu"] == max(p["cpu_util"] for p in procs)   # the busiest process
     assert meta["client_load"]["processes"] == 2 and meta["records_written"] == len(recs)
     assert meta["client_transport"]["processes"] == 2 and not meta["crashed"]

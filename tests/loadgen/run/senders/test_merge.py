@@ -53,3 +53,19 @@ def test_a_process_that_wrote_nothing(tmp_path):
     merge([tmp_path / "absent.jsonl"], [[Owed(0, "measured")]], ["died"], out, None)
     (r,) = [json.loads(x) for x in out.read_text().splitlines()]
     assert r["id"] == 0 and r["status"] == "cancelled" and r["error"] == "died"
+
+
+def test_a_journaled_request_keeps_what_the_journal_says(tmp_path):
+    """The Locust workers' owed ids carry their send journal's fields and their own reason
+    (the one merge for both engines): sent_at, session and turn kept; the Owed's why wins."""
+    out = tmp_path / "records.jsonl"
+    owed = [[Owed(4, "measured", 100, 5, 14, sent_at_ns=150, session_id="s0-1", turn=2,
+                  why="worker 0 died mid-request"), Owed(6, "measured", 300)]]
+    merge([tmp_path / "absent.jsonl"], owed, ["no record from worker 0"], out, 999)
+    got = {r["id"]: r for r in read_records(out)}
+    a, b = got[4], got[6]
+    assert (a["sent_at_ns"], a["session_id"], a["turn"], a["error"]) == (
+        150, "s0-1", 2, "worker 0 died mid-request")
+    assert (a["requested_output_tokens"], a["workload_prompt_tokens"]) == (5, 14)
+    assert b["sent_at_ns"] is None and b["error"] == "no record from worker 0"
+    assert a["worker"] == b["worker"] == "0" and a["end_at_ns"] == 999
