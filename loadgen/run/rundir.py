@@ -95,12 +95,16 @@ def resolved_yaml(sc: Scenario) -> str:
 
 
 def api_key(sc: Scenario) -> Optional[str]:
-    """The key from ``api.api_key_env``; it, every secret-looking ``api.headers`` value and the
-    target URLs' secret query parameters are registered with ``loadgen.redact`` here, before
-    anything of the run is written."""
+    """The key from ``api.api_key_env``; it, every secret-looking ``api.headers`` value, the
+    target URLs' secret query parameters and a managed server's secret-named args/env values are
+    registered with ``loadgen.redact`` here (THE rule), before anything of the run is written."""
     redact.register_headers(sc.api.headers)
     for url in [sc.target.url, *(sc.target.urls or []), sc.target.metrics_path]:
         redact.register_url(url)              # ?api_key=...: masked wherever it is written
+    srv = sc.target.server                    # a managed server's --api-key, HF_TOKEN, ...
+    if srv is not None:
+        redact.register(*(str(v) for k, v in {**srv.args, **srv.env}.items()
+                          if redact.secret_name(k)))
     name = sc.api.api_key_env
     if not name:
         return None

@@ -62,3 +62,28 @@ def test_a_secret_cut_short_by_a_snippet_is_masked_from_its_first_characters():
     assert redact.redact(mid) == "bad JSON: b'[REDACTED]' and more"
     assert redact.redact("sk-test-") == "[REDACTED]"
     assert redact.redact("sk-tes") == "sk-tes"                  # under PREFIX: not masked
+
+
+def test_one_rule_for_headers_server_args_and_url_queries(tmp_path):
+    """THE rule (redact.SECRET_WORDS) registers X-Auth, Cookie, a managed server's --api-key /
+    HF_TOKEN and a metrics URL's ?token= alike; scenario.yaml masks them too."""
+    from loadgen.run.rundir import api_key, resolved_yaml
+    from loadgen.scenario.loader import scenario_from_dict
+    sc = scenario_from_dict({
+        "target": {"server": {"kind": "command", "command": ["x", "{port}"],
+                              "args": {"api-key": "srv-arg-secret-1"},
+                              "env": {"HF_TOKEN": "hf_env_secret_2"}},
+                   "metrics_path": "http://127.0.0.1:9/metrics?token=qq1&page=2"},
+        "api": {"headers": {"X-Auth": "xauth-secret-3", "Cookie": "c=cookie-secret-4",
+                            "X-Trace": "not-a-secret-5"}},
+        "load": {"mode": "concurrency", "concurrency": 1, "num_requests": 1},
+        "output": {"dir": str(tmp_path)}})
+    api_key(sc)
+    text = ("srv-arg-secret-1 hf_env_secret_2 xauth-secret-3 c=cookie-secret-4 "
+            "GET /metrics?token=qq1&page=2 not-a-secret-5")
+    out = redact.redact(text)
+    for s in ("srv-arg-secret-1", "hf_env_secret_2", "xauth-secret-3", "cookie-secret-4", "qq1"):
+        assert s not in out
+    assert "not-a-secret-5" in out and "page=2" in out
+    y = resolved_yaml(sc)
+    assert "xauth-secret-3" not in y and "qq1" not in y and "not-a-secret-5" in y
