@@ -95,6 +95,8 @@ def freeze_device(run_dir: Path, may_calibrate: bool, calibration: Path = CALIBR
     """Write run_dir/device.json; calibrate first when allowed and needed, holding the cache's
     lock (another process's calibration is waited for, then found cached). Returns meta.json's
     "calibration" object."""
+    if not may_calibrate or os.environ.get("LOADGEN_NO_CALIBRATION"):
+        return _freeze(Path(run_dir), may_calibrate, calibration)   # reads only: saves are atomic
     try:
         with calib_cache.lock(calibration, timeout_s=calib_cache.LOCK_WAIT_S):
             return _freeze(Path(run_dir), may_calibrate, calibration)
