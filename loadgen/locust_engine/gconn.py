@@ -25,6 +25,7 @@ from gevent.socket import wait_write
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import Limits, StreamStep
 from loadgen.client.wire import kstamp
+from loadgen.client.wire.kstamp import process_stamps  # noqa: F401 - the workers import it here
 from loadgen.client.wire.exchange import DONE_GRACE_S, GOING, Exchange
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.record import Record, now_ns
@@ -32,22 +33,6 @@ from loadgen.record import Record, now_ns
 BUFSIZE = 65536
 KEEPALIVE_NS = 4_000_000_000      # idle longer: reconnect (uvicorn drops idle sockets after 5 s)
 read_time = kstamp.read_time
-
-_STAMPS: Optional[kstamp.Stamps] = None
-
-
-def process_stamps() -> kstamp.Stamps:
-    """This process's stamping (opened on first use: <= 0.2 s probe, clock measured). Only an
-    opened one is handed out: the probe yields to other greenlets, and one that connected
-    meanwhile through a Stamps not yet open got no kernel stamps on that socket."""
-    global _STAMPS
-    if _STAMPS is None:
-        st = kstamp.Stamps("auto")
-        st.open()
-        if _STAMPS is None:             # another greenlet's probe may have finished first
-            _STAMPS = st
-    return _STAMPS
-
 
 class GConn:
     """One socket, one Exchange at a time (module doc). ``reader``: the process's reader, or

@@ -123,8 +123,7 @@ class GWire:
         return c
 
     def _release(self, conn: GConn, resp: WireResponse) -> None:
-        if (conn.closed or not resp.complete or not resp.keep_alive or not self.reuse
-                or conn.keepalive_ns <= 0):
+        if conn.closed or not resp.reusable or not self.reuse or conn.keepalive_ns <= 0:
             conn.close()
             return
         conn.idle_since_ns = now_ns()
@@ -198,9 +197,6 @@ class GWire:
                 self.stamps.fold(resp)
 
     def _stale(self, resp: WireResponse) -> None:
-        resp.retries += 1
-        resp.first_sent_at_ns, resp.retry_error = resp.sent_at_ns, resp.error
-        resp.error_kind = resp.error = resp.end_at_ns = None
-        resp.stale = False
+        resp.retry_fresh()
         self.retries += 1
         self.reuse = False

@@ -21,7 +21,7 @@ from functools import partial
 from typing import Optional
 
 from loadgen.client.wire import kstamp
-from loadgen.client.wire.exchange import DONE_GRACE_S, FAILED, GOING, SPILL, Exchange
+from loadgen.client.wire.exchange import DONE_GRACE_S, GOING, SPILL, Exchange
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.client.wire.mux import ReadMux
 from loadgen.record import now_ns

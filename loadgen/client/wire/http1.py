@@ -66,6 +66,19 @@ class WireResponse:
             return "user"
         return "kernel" if self.kernel_reads == self.n_reads else "mixed"
 
+    def retry_fresh(self) -> None:
+        """The attempt failed on a stale pooled connection (never reached the server): keep
+        why (``retries``, ``first_sent_at_ns``, ``retry_error``), clear the failure, go again."""
+        self.retries += 1
+        self.first_sent_at_ns, self.retry_error = self.sent_at_ns, self.error
+        self.error_kind = self.error = self.end_at_ns = None
+        self.stale = False
+
+    @property
+    def reusable(self) -> bool:
+        """The answer ended whole and the connection may carry the next request."""
+        return self.complete and self.keep_alive
+
     def body(self) -> bytes:
         return b"".join(p for _, p in self.reads)
 

@@ -170,8 +170,7 @@ class WirePool:
         return None
 
     def _release(self, conn: Conn, resp: WireResponse) -> None:
-        if (conn.closed or not resp.complete or not resp.keep_alive or not self.reuse_connections
-                or conn.keepalive_s <= 0):
+        if conn.closed or not resp.reusable or not self.reuse_connections or conn.keepalive_s <= 0:
             conn.close()
             return
         conn.idle(self._loop.time())
@@ -228,11 +227,8 @@ class WirePool:
         return max(deadline - self._loop.time(), 0)
 
     def _stale(self, resp: WireResponse) -> None:
-        """The first attempt failed on a stale pooled connection: keep why, clear the failure."""
-        resp.retries += 1
-        resp.first_sent_at_ns, resp.retry_error = resp.sent_at_ns, resp.error
-        resp.error_kind = resp.error = resp.end_at_ns = None
-        resp.stale = False
+        """The first attempt failed on a stale pooled connection: once more, fresh."""
+        resp.retry_fresh()
         self.retries += 1
         if self.stop_reuse_after_retry:
             self.reuse_connections = False
