@@ -1,4 +1,4 @@
-"""What the whole test session shares: its own JAX caches, and one real JAX server.
+"""What the whole test session shares: its own JAX caches, one real JAX server, one calibration server.
 
 Caches: the built-in JAX server keeps compiled programs in ~/.cache/loadgen/jax-compile and its FFI
 kernel in ~/.cache/loadgen/kernels for real use; the suite never writes there. At start-up it points
@@ -13,6 +13,11 @@ Servers: ``jax_server`` is one real `python -m servers.jax` (tiny preset, 4 slot
 or waiting) and keeps its own output under tmp_path. Tests never read what another left: the server
 is stateless across requests but for counters, which tests compare before/after. ``jax_url`` is its
 base URL. A test that needs other flags starts its own (tests/servers/jax/server_proc.start_server).
+
+``calib_server`` is a ``servers.calib.CalibrationServer`` (subprocess on 127.0.0.1, zero default
+delays) for the whole session; tests pick timings and faults per request through the ``calib``
+object of the request body and find their own requests in its log by their prompt, so one server
+serves every test (tests/loadgen, tests/analysis/contract).
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from servers.calib import CalibrationServer
 from tests.servers.jax.server_proc import ServerProc, start_server
 
 _MADE: list[str] = []                       # directories this session created (removed at its end)
@@ -73,3 +79,9 @@ def jax_server(_jax_session_server) -> ServerProc:
 @pytest.fixture
 def jax_url(jax_server) -> str:
     return jax_server.base_url
+
+
+@pytest.fixture(scope="session")
+def calib_server():
+    with CalibrationServer() as server:
+        yield server
