@@ -15,6 +15,7 @@ read_table caches the last table read (path, size, mtime): the summary and the r
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -213,20 +214,37 @@ def table_of(records) -> RecordTable:
     t = _CACHE.get("table")
     if t is not None and t.records is records:
         return t
-    t = getattr(records, "table", None)
-    if t is not None:
-        return t
-    recs = list(records)
-    pairs = [list(r.get("chunks") or ()) for r in recs]
-    counts = np.array([len(p) for p in pairs], dtype=np.int64)
-    flat = np.array([c for p in pairs for c in p], dtype=np.int64).reshape(-1, 2)
-    offsets = np.zeros(len(recs) + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return _DictTable(recs, flat, offsets)
+    return _DictTable(records if isinstance(records, list) else list(records))
 
 
 class _DictTable(RecordTable):
-    """A table over records that may be JSON dicts (tests, older callers)."""
+    """A table over records that may be JSON dicts (tests, older callers, a selection of
+    Records); its chunk arrays are built only when asked for."""
+
+    def __init__(self, records: list):
+        self.records = records
+        self._cols = {}
+
+    @cached_property
+    def _chunks(self) -> tuple[np.ndarray, np.ndarray]:
+        pairs = [list(r.get("chunks") or ()) for r in self.records]
+        counts = np.array([len(p) for p in pairs], dtype=np.int64)
+        flat = np.array([c for p in pairs for c in p], dtype=np.int64).reshape(-1, 2)
+        offsets = np.zeros(len(self.records) + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        return flat, offsets
+
+    @property
+    def t(self) -> np.ndarray:
+        return self._chunks[0][:, 0]
+
+    @property
+    def n(self) -> np.ndarray:
+        return self._chunks[0][:, 1]
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self._chunks[1]
 
     def column(self, name: str, dtype=object) -> np.ndarray:
         key = f"{name}:{np.dtype(dtype).str}"

@@ -154,6 +154,20 @@ def diff_ms(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) 
     return out
 
 
+def tokens_in(table, start: int, end: int) -> int:
+    """Output tokens that arrived in (start, end]: every token chunk's n at its arrival; a
+    record without token chunks (not streamed) counts its output_tokens at its end_at
+    (analysis.energy.split.token_events' events, on arrays)."""
+    tok = table.n > 0
+    total = int(table.n[tok & (table.t > start) & (table.t <= end)].sum())
+    streamed = np.zeros(len(table), bool)
+    streamed[table.record_of_chunk()[tok]] = True
+    out = table.column("output_tokens", float)
+    end_ns, ok = table.stamp("end_at_ns")
+    whole = ~streamed & ok & ~np.isnan(out) & (out != 0) & (end_ns > start) & (end_ns <= end)
+    return total + int(sum(int(v) for v in out[whole]))
+
+
 def per_record(table) -> dict[str, np.ndarray]:
     """Every per-record figure of every record (NaN: undefined), cached on the table."""
     cached = getattr(table, "_figures", None)

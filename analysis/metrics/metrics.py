@@ -206,8 +206,22 @@ def goodput(records: list[dict], slo: Optional[dict], win, from_scheduled: bool)
     None when no per-request limit (ttft/tpot/itl/e2el) is configured."""
     if not slo or all(slo.get(k) is None for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")):
         return None
-    good = sum(meets_slo(r, slo, from_scheduled) for r in measured(records))
-    return _per_s(good, win)
+    return _per_s(int(meets_slo_mask(records, slo, from_scheduled).sum()), win)
+
+
+def meets_slo_mask(records: list, slo: dict, from_scheduled: bool) -> np.ndarray:
+    """meets_slo of every record at once (arrays; the same floats), False for warm-up ones."""
+    tab, _, ok, _ = selections(records)
+    f = timing.per_record(tab)
+    sfx = "_from_scheduled_ms" if from_scheduled else "_ms"
+    values = {"ttft_ms": f["ttft" + sfx], "e2el_ms": f["e2el" + sfx], "tpot_ms": f["tpot_ms"]}
+    ok = ok.copy()
+    for key in ("ttft_ms", "e2el_ms", "tpot_ms", "itl_ms"):
+        limit = slo.get(key)
+        if limit is not None:
+            v = values[key] if key != "itl_ms" else timing.max_itl_ms(tab)
+            ok &= ~np.isnan(v) & (v <= limit)       # no value, or above the limit: fails
+    return ok
 
 
 def failures_by_kind(records: Iterable[dict]) -> dict[str, int]:
@@ -250,24 +264,23 @@ def rate_of(times_ns: Iterable[Optional[int]]) -> Optional[float]:
 def lag_growth_ms(records: Iterable[dict]) -> Optional[float]:
     """median(schedule lag of the last third of sends) − median(first third), ordered by
     scheduled_at; None with fewer than 6 lags. Positive: the client fell behind as it ran."""
-    pairs = sorted((r["scheduled_at_ns"], lag) for r in measured(records)
-                   if (lag := schedule_lag_ms(r)) is not None)
-    if len(pairs) < 6:
+    tab, meas, _, _ = selections(records)
+    sched, lag = tab.stamp("scheduled_at_ns")[0], timing.per_record(tab)["schedule_lag_ms"]
+    keep = meas & ~np.isnan(lag)
+    if keep.sum() < 6:
         return None
-    third = len(pairs) // 3
-    first = [p[1] for p in pairs[:third]]
-    last = [p[1] for p in pairs[-third:]]
-    return float(np.median(last) - np.median(first))
+    sched, lag = sched[keep], lag[keep]
+    lag = lag[np.lexsort((lag, sched))]             # ordered by scheduled_at (then lag)
+    third = lag.size // 3
+    return float(np.median(lag[-third:]) - np.median(lag[:third]))
 
 
 def in_flight(records: Iterable[dict]) -> list[tuple[int, int]]:
     """Step function of requests in flight: [(t_ns, count after t)], from sent_at/end_at."""
-    ev: list[tuple[int, int]] = []
-    for r in records:
-        if r.get("sent_at_ns") is not None and r.get("end_at_ns") is not None:
-            ev += [(r["sent_at_ns"], 1), (r["end_at_ns"], -1)]
-    out, n = [], 0
-    for t, d in sorted(ev, key=lambda e: (e[0], e[1])):
-        n += d
-        out.append((t, n))
-    return out
+    tab = table_of(records if isinstance(records, list) else list(records))
+    (s, s_ok), (e, e_ok) = tab.stamp("sent_at_ns"), tab.stamp("end_at_ns")
+    both = s_ok & e_ok
+    t = np.concatenate([s[both], e[both]])
+    d = np.concatenate([np.ones(int(both.sum()), np.int64), -np.ones(int(both.sum()), np.int64)])
+    order = np.lexsort((d, t))                      # by time, ends first at equal times
+    return list(zip(t[order].tolist(), np.cumsum(d[order]).tolist()))

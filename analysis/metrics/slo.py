@@ -228,10 +228,10 @@ def verdict(records: list[dict], meta: dict) -> dict:
     _check(checks, reasons, "min_queries", len(done) >= min_q, len(done), min_q,
            f"{len(done)} completed requests < min_queries {min_q}")
 
-    ttft_fn = m.ttft_from_scheduled_ms if server else m.ttft_ms
-    e2el_fn = m.e2el_from_scheduled_ms if server else m.e2el_ms
-    series = {"ttft_ms": [ttft_fn(r) for r in done], "tpot_ms": [m.tpot_ms(r) for r in done],
-              "itl_ms": m.pooled(done, m.itl_ms), "e2el_ms": [e2el_fn(r) for r in done]}
+    arrays = m.latency_series(records)      # the summary's arrays (analysis.contract.timing)
+    sched = "_from_scheduled_ms" if server else "_ms"
+    series = {"ttft_ms": arrays["ttft" + sched], "tpot_ms": arrays["tpot_ms"],
+              "itl_ms": arrays["itl_ms"], "e2el_ms": arrays["e2el" + sched]}
     label = {"ttft_ms": "TTFT" + (" from scheduled" if server else ""), "tpot_ms": "TPOT",
              "itl_ms": "ITL", "e2el_ms": "E2E" + (" from scheduled" if server else "")}
     for key in LIMIT_KEYS:

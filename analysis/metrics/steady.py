@@ -27,7 +27,8 @@ from typing import Optional
 
 from analysis.contract import RunMeta
 from analysis.metrics import metrics as m
-from analysis.energy.split import token_events
+from analysis.contract import timing
+from analysis.contract.records import table_of
 
 MIN_S = 1.0
 MIN_FRACTION = 0.1
@@ -109,9 +110,11 @@ def steady_window(records: list[dict], meta: Optional[dict | RunMeta] = None, *,
         out["reason"] = (f"{dur:.3f} s < {min_fraction:.0%} of the full window ({full_s:.3f} s)")
     if out["reason"]:
         return out
-    tokens = sum(n for r in records for t, n in token_events(r) if start < t <= end)
-    done = sum(1 for r in m.completed(records)
-               if r.get("end_at_ns") is not None and start < r["end_at_ns"] <= end)
+    tab = table_of(records)
+    tokens = timing.tokens_in(tab, start, end)      # energy.split.token_events, on arrays
+    end_ns, end_ok = tab.stamp("end_at_ns")
+    done = int((end_ok & (tab.column("status") == "ok") & (end_ns > start)
+                & (end_ns <= end)).sum())
     out.update(status="ok", output_tokens=int(tokens), output_throughput=tokens / dur,
                request_throughput=done / dur,
                mean_in_flight=_mean_in_flight(steps, start, end))
