@@ -139,7 +139,8 @@ class Conn:
         """Parse what is held so far without pausing (the pool's sweep): a stream that settled
         or had its [DONE] while the socket stays open ends within a sweep, not at the timeout."""
         resp = self.resp
-        if self.active and resp.on_spill is not None and not resp.spilling and resp.reads:
+        if (self.active and resp.stream and resp.on_spill is not None and not resp.spilling
+                and resp.reads):
             resp.spilling = True
             resp.on_spill(resp, self.resume)
 

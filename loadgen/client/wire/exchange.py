@@ -78,8 +78,17 @@ class Exchange:
                 return DONE if resp.complete else FAILED
             self._take(resp, t)
             return self.fail("protocol", f"bad HTTP response: {e}", t)
-        if self._pieces:
-            if self._take(resp, t):
+        p = self._pieces
+        if p:                                      # this read's body: ONE stamped piece
+            body = p[0] if len(p) == 1 else b"".join(p)
+            p.clear()
+            step = self.step
+            if step is None:                       # held for fill.py (the asyncio driver)
+                resp.reads.append((t, body))
+                resp.held += len(body)
+            elif step.feed(t, body):               # inline (gevent): settled, a limit, ...
+                resp.keep_alive = False
+                self.over = True
                 return FAILED if resp.error_kind else DONE
             self.quiet = 0
         elif resp.headers_at_ns is not None and not self.over:
@@ -102,22 +111,17 @@ class Exchange:
             return SPILL
         return GOING
 
-    def _take(self, resp: WireResponse, t: int) -> bool:
-        """This read's body pieces as ONE stamped piece (every event of a read shares its
-        stamp; one split per read); True when the inline stream step settled or finished."""
+    def _take(self, resp: WireResponse, t: int) -> None:
+        """What a failing read brought before the failure, kept (as ``feed`` keeps it)."""
         p = self._pieces
-        body = p[0] if len(p) == 1 else b"".join(p)
-        p.clear()
-        step = self.step
-        if step is None:
-            resp.reads.append((t, body))
-            resp.held += len(body)
-            return False
-        if step.feed(t, body):                     # settled: an error event, a limit, ...
-            resp.keep_alive = False
-            self.over = True
-            return True
-        return False
+        if p:
+            body = b"".join(p)
+            p.clear()
+            if self.step is None:
+                resp.reads.append((t, body))
+                resp.held += len(body)
+            else:
+                self.step.feed(t, body)
 
     def eof(self, t: int) -> int:
         """The peer closed the socket."""

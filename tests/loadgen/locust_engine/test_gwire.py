@@ -286,6 +286,54 @@ print(json.dumps({"recs": out, "opened": w.connections_opened, "bad": bad,
 """
 
 
+HOSTILE_SCRIPT = r"""
+from gevent import monkey; monkey.patch_all()
+import json, sys
+from loadgen.client.request import finish
+from loadgen.client.sse import StreamTally
+from loadgen.client.stream_step import Limits
+from loadgen.locust_engine.gconn import process_stamps
+from loadgen.locust_engine.gwire import GWire
+from loadgen.record import Record
+url, n = sys.argv[1], int(sys.argv[2])
+w = GWire(url + "/v1/chat/completions", 300, 5, stamps=process_stamps(), limits=Limits())
+out = []
+for i in range(n):
+    body = json.dumps({"model": "hostile", "stream": True, "max_tokens": 8,
+                       "stream_options": {"include_usage": True},
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    rec = Record(id=i, phase="measured", scheduled_at_ns=0, requested_output_tokens=8)
+    tally = StreamTally()
+    w.post({"Content-Type": "application/json"}, body, rec, tally, True)
+    finish(rec, tally, None)
+    out.append({"kind": rec.error_kind or rec.status, "chunks": rec.chunk_output_tokens})
+hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+print(json.dumps({"recs": out, "hwm_mb": hwm / 1024}))
+"""
+
+
+@pytest.mark.parametrize("case, kind, chunks", [("endless_trailers", "too_large", None),
+                                                ("second_response", "ok", 8),
+                                                ("interim_storm", "too_large", None),
+                                                ("open_after_done", "ok", 8)])
+def test_gwire_against_the_hostile_server(case, kind, chunks):
+    """Issue 29 on the Locust path, real sockets: endless trailers are bounded by the header
+    bound (peak RSS of the process itself), an unsolicited second answer is not counted, a
+    1xx storm is too_large, [DONE] on a socket left open ends the request: api.timeout_s is
+    300 s and the subprocess is given 90 s for three requests, so none may wait for it."""
+    from servers.hostile.server import HostileServer
+    with HostileServer(case, lifetime_s=120) as srv:
+        r = subprocess.run([sys.executable, "-c", HOSTILE_SCRIPT, srv.url, "3"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=90,
+                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert [x["kind"] for x in got["recs"]] == [kind] * 3, got
+    if chunks is not None:
+        assert all(x["chunks"] == chunks for x in got["recs"]), got
+    assert got["hwm_mb"] < 500, got
+
+
 def test_gwire_against_the_calibration_server(calib_server):
     r = subprocess.run([sys.executable, "-c", GEVENT_SCRIPT, calib_server.url], cwd=ROOT,
                        capture_output=True, text=True, timeout=120,
