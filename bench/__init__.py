@@ -24,10 +24,11 @@ What is here:
     wire/                 the packet-capture reader and comparison behind timing_truth
     results/              what the benches printed, dated (the figures docs/benchmarks.md quotes)
 
-Imports: bench may import loadgen, analysis, servers and itself; nothing imports bench but tests/bench
-and tests/loadgen/client/test_hostile.py (the hostile harness). bench never imports tests/ and never edits
-sys.path: it is a package found from the repository root (the current directory under `python -m`). A bench
-that measures another source tree (ab_run --base, timing_truth --loadgen-root, jax_batch1 --tree) runs that
-tree in a subprocess with cwd and PYTHONPATH set to it. Timing benches want a quiet host (pin, flock
-/tmp/bench.lock); the suite never runs them.
+Imports: bench may import loadgen, analysis, servers and itself; loadgen, analysis and servers never
+import bench (tests/bench/test_bench_package.py checks both ways); tests may (tests/bench, the hostile
+harness of tests/loadgen/client/test_hostile.py, bench.compat in the replay tests). bench never imports
+tests/ and never edits sys.path: it is a package found from the repository root (the current directory
+under `python -m`). A bench that measures another source tree (ab_run --base, timing_truth --loadgen-root,
+jax_batch1 --tree) runs that tree in a subprocess with cwd and PYTHONPATH set to it. Timing benches want a
+quiet host (pin, flock /tmp/bench.lock); the suite never runs them.
 """

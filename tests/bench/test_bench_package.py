@@ -66,6 +66,18 @@ def test_no_bench_module_edits_sys_path_or_imports_tests():
     assert bad == []
 
 
+def test_the_product_never_imports_bench():
+    bad = []
+    for pkg in ("loadgen", "analysis", "servers"):
+        for f in sorted((ROOT / pkg).rglob("*.py")):
+            for node in ast.walk(ast.parse(f.read_text())):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                         else [])
+                bad += [f"{f.relative_to(ROOT)} imports {m}" for m in names if m == "bench" or m.startswith("bench.")]
+    assert bad == []
+
+
 def test_documented_bench_commands_use_the_module_form():
     """`python bench/X.py` nowhere in the docs, the README or the benches' own usage lines (bench/results/
     keeps what was typed at the time)."""
