@@ -4,10 +4,16 @@
       ─► pool.WirePool.request: an idle keep-alive connection (LIFO) or a connect; a stale pooled
              one retried once, fresh; sent_at_ns immediately before the send syscall
            ─► mux.ReadMux: the pool's own epoll, one loop reader for every socket
-           ─► conn.Conn.on_readable: recvmsg ─► SCM_TIMESTAMPNS ─► kstamp clock map ─► t
-                  ─► httptools (C) framing ─► WireResponse.reads [(t, bytes)]   (http1.py)
+           ─► conn.Conn.on_readable (the asyncio driver): recvmsg ─► SCM_TIMESTAMPNS ─► kstamp
+                  clock map ─► t ─► exchange.Exchange.feed(t, bytes): THE HTTP/1.1 rule set, sans
+                  I/O (httptools framing, header/1xx/trailer bound, EOF, keep-alive, stale, one
+                  message, body bound; the Locust client's gevent driver feeds the same class)
+                  ─► WireResponse.reads [(t, bytes)]   (http1.py)
+           every pool.SWEEP_S (0.25 s) the streams in flight are parsed (fill.catch_up_steps,
+           not pausing): a stream that failed or had its [DONE] on a socket left open ends
       ─► pool.WirePool.fill ─► fill.RecordFiller: fill_steps in slices of <= 250 µs per loop
-             turn: SSE, JSON, tokens (sse.py), request.py's record rules ─► Record
+             turn: SSE, JSON, tokens (sse.py), settle.py (status, redirect, whole body, the
+             exchange's failure), request.py's record rules ─► Record
     kstamp.py   kernel receive stamps on the records' clock (probe, offset, steps, per-pool figures)
 
 No JSON, no SSE and no task switch per read: the loop's only per-read work is one recvmsg, one

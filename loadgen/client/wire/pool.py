@@ -13,7 +13,12 @@ the one retry a stale pooled connection earns.
     fill(resp, rec, tally, stream)  the record, through the pool's RecordFiller (sliced)
 
 Timeouts: ``connect_timeout_s`` per connect, ``timeout_s`` from the call to the last byte (slot
-wait and connect included, like aiohttp's total). Cancellation closes the socket and re-raises;
+wait and connect included, like aiohttp's total). Every ``SWEEP_S`` the streams in flight parse
+what they hold (``Conn.catch_up``, reading not paused): a stream that failed, or had its [DONE]
+(then the message end is awaited ``exchange.DONE_GRACE_S``), on a socket the server leaves open
+frees its slot within a sweep, not at ``timeout_s``. A fresh connection the peer closed before
+the request went out fails as ``connection`` (never a send on a closed socket); out of file
+descriptors on connect is ``client`` (``http1.connect_failure``). Cancellation closes the socket and re-raises;
 the caller's ``WireResponse`` (pass one in) keeps what was read and says ``cancelled``.
 ``request`` never raises anything else: failures are ``error_kind`` / ``error`` on the response.
 """

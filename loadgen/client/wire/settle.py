@@ -8,9 +8,11 @@
         ending           the exchange's own failure (timeout | connection | protocol |
                          too_large | cancelled), unless the body already settled the record
 
-Used by ``fill.fill_steps`` (the asyncio wire transport, off the stamping path) and by
-``loadgen.locust_engine.gwire`` (the Locust users, gevent): no asyncio here, so both engines
-settle a record by the same lines.
+The settling half of the one HTTP/1.1 exchange (exchange.py reads, this decides). Used by
+``fill.fill_steps`` (the asyncio wire transport, off the stamping path), by
+``loadgen.locust_engine.gwire`` (the Locust users, gevent) and by the aiohttp transport (status,
+redirect, whole body over what aiohttp read): no I/O here, so every transport settles a record by
+the same lines.
 """
 from __future__ import annotations
 
@@ -52,8 +54,8 @@ def status_failure(resp: WireResponse, rec: Record) -> bool:
 
 def stream_end(resp: WireResponse, rec: Record, step: StreamStep) -> None:
     """A stream fed to its end: ok or incomplete (unless already settled), coalesced reads."""
-    if resp.complete and not step.settled:
-        step.end(resp.end_at_ns)
+    if (resp.complete or step.done) and not step.settled:   # done: [DONE], the body left open
+        step.end(resp.end_at_ns if resp.end_at_ns is not None else rec.end_at_ns)
     resp.coalesced_reads = rec.coalesced_reads = step.coalesced
 
 
