@@ -150,6 +150,12 @@ def build_sweep_sections(sweep_dir: str | Path, with_plots: bool = True) -> list
     if not pts:
         return out + [("p", "No point has a run directory with records: nothing to report.")]
     slo = pts[0]["summary"].get("slo") or {}
+    from analysis.roofline import frozen         # `loadgen report SWEEP --device`: labelled
+    dev = frozen.for_run(pts[0]["dir"])
+    if dev.get("source") == "override":
+        out.append(("warn", f"Roofline recomputed against {dev.get('how')}, not the specs "
+                            "frozen into the points (this report is written beside the sweep's "
+                            "own)."))
     out += [("h", "Points (measured)"), _points_table(pts, param), ("p", _steady_note(pts))]
     out += [("warn", f"{p['value']:g} ({p['dir'].name}): {(p['meta'].get('cache_hygiene') or {})['warning']}")
             for p in pts if (p["meta"].get("cache_hygiene") or {}).get("warning")]  # prefix cache
@@ -183,11 +189,13 @@ def build_sweep_sections(sweep_dir: str | Path, with_plots: bool = True) -> list
     return out
 
 
-def write_sweep_report(sweep_dir: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
-    """Write SWEEP_DIR/report.md and SWEEP_DIR/report.html; returns their paths."""
+def write_sweep_report(sweep_dir: str | Path, with_plots: bool = True,
+                       stem: str = "report") -> tuple[Path, Path]:
+    """Write SWEEP_DIR/report.md and SWEEP_DIR/report.html (``stem``.md/.html: `loadgen report
+    --device` writes beside them); returns their paths."""
     d = Path(sweep_dir)
     blocks = build_sweep_sections(d, with_plots)
-    md, page = d / "report.md", d / "report.html"
+    md, page = d / f"{stem}.md", d / f"{stem}.html"
     md.write_text(render_md(blocks), encoding="utf-8")
     page.write_text(render_html(blocks), encoding="utf-8")
     return md, page

@@ -57,9 +57,15 @@ def device_slug(value: str) -> str:
 def _beside(args: argparse.Namespace, slug: str) -> int:
     """``--device``: the summary and report against that spec, beside the run's own."""
     d = Path(args.run_dir)
+    if (d / "sweep.json").is_file():          # the sweep report against that spec, beside
+        from analysis.report.sweep import write_sweep_report
+        for p in write_sweep_report(d, with_plots=not args.no_plots,
+                                    stem=f"report-device-{slug}"):
+            print(f"wrote {p}")
+        return 0
     if not (d / "records.jsonl").is_file():
-        raise ScenarioError(f"--device: {d}: not a run directory (no records.jsonl); the device "
-                            "override applies to one run")
+        raise ScenarioError(f"--device: {d}: not a run or sweep directory (no records.jsonl, "
+                            "no sweep.json)")
     from analysis.metrics.summary import store_summary
     from analysis.report.report import write_report
     path = d / f"summary-device-{slug}.json"

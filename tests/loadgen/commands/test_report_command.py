@@ -121,3 +121,21 @@ def test_device_override_is_written_beside_the_runs_summary(calib_server, tmp_pa
     assert beside["roofline"]["device"]["source"] == "override"
     assert "Recomputed against --device h100-sxm" in (d / "report-device-h100-sxm.md").read_text()
     assert "summary-device-h100-sxm.json" in r.stdout
+
+
+def test_device_override_of_a_sweep_is_written_beside_its_report(calib_server, tmp_path):
+    sc = scenario(calib_server, tmp_path, "sw", {"mode": "concurrency", "concurrency": 1,
+                                                 "num_requests": 3})
+    tree = yaml.safe_load(sc.read_text())
+    tree["sweep"] = {"param": "load.concurrency", "values": [1, 2]}
+    sc.write_text(yaml.safe_dump(tree))
+    assert loadgen("sweep", str(sc), "--json").returncode == 0
+    d = tmp_path / "sw"
+    loadgen("report", str(d), "--no-plots")
+    own = {p: p.read_bytes() for p in [d / "report.md", *d.glob("*/summary.json")]}
+    r = loadgen("report", str(d), "--device", "h100-sxm", "--no-plots")
+    assert r.returncode == 0, r.stderr
+    assert {p: p.read_bytes() for p in own} == own
+    md = (d / "report-device-h100-sxm.md").read_text()
+    assert "Roofline recomputed against --device h100-sxm (catalogue)" in md
+    assert "Roofline recomputed" not in (d / "report.md").read_text()
