@@ -4,11 +4,14 @@
                 ─► client.py (Client: picks the transport, builds body and headers, one Record)
                      ├► wire/ (default for http://): WirePool, kernel receive stamp per read
                      │    (SO_TIMESTAMPNS ─► the perf_counter clock), one epoll for every socket,
-                     │    httptools framing; the record filled after the reads, in slices
+                     │    wire/exchange.py: THE HTTP/1.1 rule set, sans I/O (the Locust users'
+                     │    gevent driver feeds it too); the record filled after the reads, in slices
                      └► aiohttp_transport.py (https://, LOADGEN_HTTP=aiohttp): aiohttp session,
-                          perf_counter_ns per read as the loop gets it
+                          perf_counter_ns per read as the loop gets it; settled by the same
+                          rules (wire/settle.py, stream_step.py)
                      both: a stale reused keep-alive connection is sent once more on a fresh one
-                       └► sse.py (pure incremental SSE parser: bytes ─► events ─► token tally,
+                       └► sse_parser.py (pure incremental SSE parser: bytes ─► events), sse.py
+                                  (events ─► token tally, re-exports the parser's names,
                                   reasoning vs answer chunks; api.endpoint responses:
                                   responses.py's ResponsesTally over the named events)
                 ─► Record (loadgen.record) ─► back to run/dispatch.py
