@@ -115,3 +115,41 @@ def test_every_case_is_runnable_from_the_command_line():
     assert out.returncode == 0 and all(c in out.stdout for c in CASES)
     with pytest.raises(ValueError, match="unknown case"):
         HostileServer("no_such_case")
+
+
+def test_endless_trailers_follow_a_whole_stream_and_never_end():
+    with HostileServer("endless_trailers", lifetime_s=30) as srv:
+        got = read_all(post(srv.port), limit=1 << 20)
+        head, _, body = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200") and b"data: [DONE]" in body
+        last = body.index(b"\r\n0\r\n")
+        trailers = body[last + 5:]
+        assert trailers.startswith(b"X-T: ttt") and trailers.count(b"\r\nX-T: ") >= 10
+        assert b"\r\n\r\n" not in trailers                # the trailer section never ends
+
+
+def test_second_response_sends_two_whole_answers_at_once():
+    with HostileServer("second_response", lifetime_s=30) as srv:
+        got = read_all(post(srv.port))
+        assert got.count(b"HTTP/1.1 200 OK") == 2 and got.count(b"data: [DONE]") == 2
+
+
+def test_interim_storm_sends_only_interim_answers():
+    with HostileServer("interim_storm", lifetime_s=30) as srv:
+        got = read_all(post(srv.port), limit=1 << 18)
+        assert got.startswith(b"HTTP/1.1 100 Continue\r\n\r\n") and b"200" not in got
+        assert got.count(b"HTTP/1.1 100 Continue") > 1000
+
+
+@pytest.mark.parametrize("case, wanted", [("open_after_done", b"data: [DONE]"),
+                                          ("bad_event_open", b"data: {nope")])
+def test_the_socket_stays_open_after_the_decisive_event(case, wanted):
+    with HostileServer(case, lifetime_s=30) as srv:
+        s = post(srv.port)
+        got = b""
+        while wanted not in got:
+            got += s.recv(65536)
+        s.settimeout(0.5)
+        with pytest.raises(socket.timeout):             # neither the end nor a close comes
+            s.recv(65536)
+        s.close()
