@@ -254,9 +254,12 @@ def apply_body(rec: Record, tally: Any, raw: bytes, t: int) -> None:
 USAGE_SLACK = 1024
 
 
-def usage_cap(rec: Record) -> int:
+def usage_cap(rec: Record) -> Optional[int]:
     """The most completion tokens one answer can carry: 4 per requested (or streamed) token
-    plus ``USAGE_SLACK``, the stream's own event bound (stream_step.Limits.max_events)."""
+    plus ``USAGE_SLACK``, the stream's own event bound (stream_step.Limits.max_events); None
+    (no upper bound) when neither a max_tokens nor a stream says what it could be."""
+    if rec.requested_output_tokens is None and not rec.chunk_output_tokens:
+        return None
     most = max(rec.requested_output_tokens or 0, rec.chunk_output_tokens or 0, 1)
     return 4 * most + USAGE_SLACK
 
