@@ -125,13 +125,15 @@ class Conn:
             return self._over()
         resp.spilling = self.paused = True
         self.mux.unwatch(self.fd, self.on_readable)
-        resp.on_spill(resp, self.resume)
+        resp.on_spill(resp, partial(self.resume, resp))
 
-    def resume(self) -> None:
-        """After a spill: read again (level-triggered: what waits in the socket comes at once)."""
-        if self.resp is not None:
-            self.resp.spilling = False
-        if self.paused and not self.closed:
+    def resume(self, resp: Optional[WireResponse] = None) -> None:
+        """After a spill or a catch-up of ``resp``: read again (level-triggered: what waits in
+        the socket comes at once); a late call for an earlier exchange changes nothing."""
+        resp = resp or self.resp
+        if resp is not None:
+            resp.spilling = False
+        if self.paused and not self.closed and resp is self.resp:
             self.paused = False
             self.mux.watch(self.fd, self.on_readable)
 
@@ -142,7 +144,7 @@ class Conn:
         if (self.active and resp.stream and resp.on_spill is not None and not resp.spilling
                 and resp.reads):
             resp.spilling = True
-            resp.on_spill(resp, self.resume)
+            resp.on_spill(resp, partial(self.resume, resp))
 
     def _abort(self, resp: WireResponse, kind: str, msg: str) -> None:
         """The record is decided (a limit, a protocol fault found by the stream step): stop."""
