@@ -76,6 +76,7 @@ class Conn:
             return
         recvmsg = self.sock.recvmsg
         offset = self.clock.offset_ns if self.clock is not None else None
+        ex, resp = self.ex, self.resp
         while True:
             try:
                 data, anc, _flags, _addr = recvmsg(BUFSIZE, kstamp.ANCBUFSIZE)
@@ -87,10 +88,10 @@ class Conn:
             if not self.active:                          # idle or finished: EOF or stray bytes
                 return self.close()
             if not data:
-                self.ex.eof(tu)
+                ex.eof(tu)
                 return self._over()
-            r = self.ex.feed(read_time(anc, offset, tu, self.resp), data)
-            if self._hdr_wait and self.resp.headers_at_ns is not None:
+            r = ex.feed(read_time(anc, offset, tu, resp), data)
+            if self._hdr_wait and resp.headers_at_ns is not None:
                 self._hdr_wait = False
                 _wake(self.headers_fut)
             if r != GOING:
@@ -118,14 +119,15 @@ class Conn:
         server) while the transport parses what is held (``fill.catch_up_steps``), then resume.
         No spill hook (nothing to parse it into): the body is too large."""
         resp = self.resp
-        if resp.spilling:
-            return
         if resp.on_spill is None:
             self.ex.fail("too_large", f"response body over {resp.hold_bytes} bytes held", now_ns())
             return self._over()
-        resp.spilling = self.paused = True
-        self.mux.unwatch(self.fd, self.on_readable)
-        resp.on_spill(resp, partial(self.resume, resp))
+        if not self.paused:                  # also while a sweep's catch-up runs: it resumes
+            self.paused = True
+            self.mux.unwatch(self.fd, self.on_readable)
+        if not resp.spilling:
+            resp.spilling = True
+            resp.on_spill(resp, partial(self.resume, resp))
 
     def resume(self, resp: Optional[WireResponse] = None) -> None:
         """After a spill or a catch-up of ``resp``: read again (level-triggered: what waits in
