@@ -251,6 +251,7 @@ class LocustRun:
         """The workers' records merged, then meta.json from (Prepared, Outcome) as the native
         engine's (loadgen.run.meta.run_meta), device.json, summary.json."""
         from loadgen.locust_engine.results import merge, transport_info
+        from loadgen.run.senders.client_load import client_load
         from loadgen.run.senders.clock import clock_info
         from loadgen.run.senders.plan import Plan
         from loadgen.run.calibration import freeze_device
@@ -271,8 +272,6 @@ class LocustRun:
         counts = merge(self.dir, run_dir / "records.jsonl", Plan(self.sc), n, status,
                        t0, bool(self.interrupted or st.get("interrupted")), end)
         reports = [w.get("report") or {} for w in (st.get("workers") or {}).values()]
-        cpus = [x["cpu_util"] for x in reports if x.get("cpu_util") is not None]
-        lags = [x["loop_lag_ms_p99"] for x in reports if x.get("loop_lag_ms_p99") is not None]
         stopped = st.get("interrupted") and not self.early   # the master was told to stop
         interrupted = self.interrupted or ("SIGTERM" if stopped else None)
         crashed = None
@@ -287,9 +286,8 @@ class LocustRun:
             engine="locust", target_url=r.base_url, model=r.model, t0_ns=t0, end_ns=end,
             in_flight_cap=st.get("users") or self.users,     # the Locust users bound it
             records_written=counts["records"], unsent_requests=unsent,
-            client_load={"cpu_util": max(cpus) if cpus else None,
-                         "loop_lag_ms_p99": max(lags) if lags else None,
-                         "scope": "the busiest Locust process (gevent hub lag)"},
+            client_load=dict(client_load(reports, None),   # the one rule (senders/)
+                             scope="the busiest Locust process (gevent hub lag)"),
             power=self.power.result if self.power is not None else None,
             interrupted=interrupted, crashed=crashed,
             managed_server_alive_at_end=self.server_alive_at_end, client_cpus=r.client_cpus,

@@ -3,9 +3,7 @@
     children (exit) + result.K.json (client load, transport, connections) + merge counts
         ─► processes()   client_processes: [{index, pid, status, exit_code, cpu_s, cpu_util,
                           loop_lag_ms_p99, records, cancelled_unwritten, clock, ...}]
-        ─► client_load() the run's client_load: cpu_util and loop lag of the BUSIEST process
-                          (each process is one event loop on one core: the saturation rule is
-                          per process), cpu_s of all of them and of the parent
+        ─► senders/client_load.py: the run's client_load (the busiest process; Locust's too)
         ─► transport(), connections()   one block as one process would write it
 """
 from __future__ import annotations
@@ -44,29 +42,6 @@ def processes(children, results: list[dict], merged: Optional[dict]) -> list[dic
                     # one host, one CLOCK_MONOTONIC: the same record as a Locust worker's
                     "clock": clock_estimate(True)})
     return out
-
-
-def _max(vals) -> Optional[float]:
-    vals = [v for v in vals if isinstance(v, (int, float))]
-    return max(vals) if vals else None
-
-
-def client_load(procs: list[dict], parent: Optional[dict]) -> dict:
-    """The run's client_load: per-process figures of the busiest sender; CPU seconds summed."""
-    utils = [(p["cpu_util"], p["index"]) for p in procs if p.get("cpu_util") is not None]
-    busiest = max(utils)[1] if utils else None
-    cpu = [p["cpu_s"] for p in procs if p.get("cpu_s") is not None]
-    parent_cpu = (parent or {}).get("cpu_s")
-    return {"cpu_util": max(utils)[0] if utils else None,
-            "loop_lag_ms_p99": _max(p.get("loop_lag_ms_p99") for p in procs),
-            "loop_lag_ms_max": _max(p.get("loop_lag_ms_max") for p in procs),
-            "cpu_s": round(sum(cpu) + (parent_cpu or 0), 3) if cpu else None,
-            "senders_cpu_s": round(sum(cpu), 3) if cpu else None,
-            "parent_cpu_s": parent_cpu, "wall_s": _max(p.get("wall_s") for p in procs),
-            "processes": len(procs), "busiest_process": busiest,
-            "rule": "cpu_util and loop lag: the busiest sender process (each is one event "
-                    "loop: saturation is judged per process); cpu_s: all processes",
-            "evidence": "measured" if utils else "unmeasured"}
 
 
 def transport(results: list[dict]) -> Optional[dict]:

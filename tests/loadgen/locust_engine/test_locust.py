@@ -170,6 +170,9 @@ def test_two_workers_every_request_once_and_true(tmp_path, timed_server):
     meta = res.meta
     assert meta["locust"]["worker_status"] == {"0": "done", "1": "done"}
     assert res.summary["requests_completed"] == 40
+    cl, reps = meta["client_load"], meta["locust"]["worker_reports"]   # the one client_load
+    assert cl["processes"] == 2 and cl["cpu_util"] == max(x["cpu_util"] for x in reps)
+    assert cl["busiest_process"] in (0, 1) and cl["evidence"] == "measured"
     # every read kernel-stamped through the workers' gwire clients (meta client_transport)
     ct = meta["client_transport"]
     assert ct["transport"] == "gwire" and ct["stamp_source"] == "kernel", ct
