@@ -39,7 +39,7 @@ from loadgen.locust_engine.gconn import process_stamps
 from loadgen.locust_engine.gwire import GWire
 from loadgen.record import Record, now_ns
 
-# the process-wide source of requests (loadgen.locust_engine.node.WorkerNode), set before spawn
+# the process-wide source of requests (request_source.RequestSource), set before spawn
 NODE: Optional[Any] = None
 
 
