@@ -25,13 +25,6 @@ from .conftest import REPO, start_server
 TINY = get_preset("tiny")
 
 
-@pytest.fixture(scope="session")
-def kernel_dir(request, tmp_path_factory):
-    """One build of the library per test session (kept between local runs under .pytest_cache)."""
-    cache = getattr(request.config, "cache", None)
-    return cache.mkdir("ffi-kernels") if cache is not None else tmp_path_factory.mktemp("ffi-kernels")
-
-
 @pytest.fixture
 def ffi(kernel_dir, monkeypatch):
     monkeypatch.setenv("SERVERS_JAX_KERNEL_DIR", str(kernel_dir))

@@ -19,12 +19,6 @@ from servers.jax.kernels import dispatch as D
 from .conftest import REPO
 
 
-@pytest.fixture(scope="session")
-def kernel_dir(request, tmp_path_factory):
-    cache = getattr(request.config, "cache", None)
-    return cache.mkdir("ffi-kernels") if cache is not None else tmp_path_factory.mktemp("ffi-kernels")
-
-
 @pytest.fixture
 def lib(kernel_dir, monkeypatch):
     monkeypatch.setenv("SERVERS_JAX_KERNEL_DIR", str(kernel_dir))
