@@ -67,6 +67,7 @@ class Exchange:
         self.nbytes += len(data)
         resp.n_reads += 1
         self.t = t
+        had_head = resp.headers_at_ns is not None
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -91,7 +92,7 @@ class Exchange:
                 self.over = True
                 return FAILED if resp.error_kind else DONE
             self.quiet = 0
-        elif resp.headers_at_ns is not None and not self.over:
+        elif had_head and not self.over:
             self.quiet += len(data)                # trailers, chunk framing: no body
             if self.quiet > resp.max_header_bytes:
                 return self.fail("too_large", f"response trailers or framing over "
