@@ -15,6 +15,7 @@ read_table caches the last table read (path, size, mtime): the summary and the r
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from functools import cached_property
 from pathlib import Path
 from typing import Iterator, Optional
@@ -151,7 +152,7 @@ class RecordTable:
         """Field ``name`` of every record as an array (cached). ``float``: None ─► NaN."""
         key = f"{name}:{np.dtype(dtype).str}"
         if key not in self._cols:
-            vals = [getattr(r, name) for r in self.records]
+            vals = list(map(attrgetter(name), self.records))
             if dtype is float:
                 self._cols[key] = np.array([np.nan if v is None else v for v in vals], float)
             else:
@@ -164,7 +165,7 @@ class RecordTable:
         """A ``*_at_ns`` field as (int64 values, present mask); absent values are 0."""
         key = f"{name}:ns"
         if key not in self._cols:
-            vals = [getattr(r, name) for r in self.records]
+            vals = list(map(attrgetter(name), self.records))
             ok = np.fromiter((v is not None for v in vals), bool, count=len(vals))
             self._cols[key] = np.fromiter((v or 0 for v in vals), np.int64, count=len(vals))
             self._cols[key + ":ok"] = ok
@@ -173,6 +174,36 @@ class RecordTable:
     def record_of_chunk(self) -> np.ndarray:
         """For each chunk, the index of its record."""
         return np.repeat(np.arange(len(self.records)), np.diff(self.offsets))
+
+    def index_of(self, records: list) -> Optional[np.ndarray]:
+        """The positions of ``records`` (some of this table's own) in it; None when one is not."""
+        ids = self.__dict__.get("_ids")
+        if ids is None:
+            ids = self._ids = {id(r): i for i, r in enumerate(self.records)}
+        idx = np.fromiter((ids.get(id(r), -1) for r in records), np.int64, count=len(records))
+        return None if (idx < 0).any() else idx
+
+
+class _SubTable(RecordTable):
+    """Some records of a table (a selection): its columns and chunks gathered by index."""
+
+    def __init__(self, parent: RecordTable, idx: np.ndarray):
+        self.parent, self.idx = parent, idx
+        self.records = [parent.records[i] for i in idx.tolist()]
+        self._cols = {}
+        counts = np.diff(parent.offsets)[idx]
+        starts = parent.offsets[:-1][idx]
+        self.offsets = np.zeros(idx.size + 1, np.int64)
+        np.cumsum(counts, out=self.offsets[1:])
+        pos = np.repeat(starts - self.offsets[:-1], counts) + np.arange(int(self.offsets[-1]))
+        self.t, self.n = parent.t[pos], parent.n[pos]
+
+    def column(self, name: str, dtype=object) -> np.ndarray:
+        return self.parent.column(name, dtype)[self.idx]
+
+    def stamp(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        v, ok = self.parent.stamp(name)
+        return v[self.idx], ok[self.idx]
 
 
 def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
@@ -214,6 +245,10 @@ def table_of(records) -> RecordTable:
     t = _CACHE.get("table")
     if t is not None and t.records is records:
         return t
+    if t is not None and records and isinstance(records[0], _Line):
+        idx = t.index_of(records)
+        if idx is not None:
+            return _SubTable(t, idx)
     return _DictTable(records if isinstance(records, list) else list(records))
 
 
@@ -225,11 +260,22 @@ class _DictTable(RecordTable):
         self.records = records
         self._cols = {}
 
+    def _values(self, name: str) -> list:
+        recs = self.records
+        if recs and isinstance(recs[0], Record):
+            return list(map(attrgetter(name), recs))
+        return [r.get(name) for r in recs]
+
     @cached_property
     def _chunks(self) -> tuple[np.ndarray, np.ndarray]:
-        pairs = [list(r.get("chunks") or ()) for r in self.records]
-        counts = np.array([len(p) for p in pairs], dtype=np.int64)
-        flat = np.array([c for p in pairs for c in p], dtype=np.int64).reshape(-1, 2)
+        views = self._values("chunks")
+        if views and all(isinstance(v, ChunkView) for v in views):   # read Records: no copy
+            counts = np.array([len(v) for v in views], dtype=np.int64)
+            flat = np.concatenate([v.array() for v in views]).reshape(-1, 2)
+        else:
+            pairs = [list(v or ()) for v in views]
+            counts = np.array([len(p) for p in pairs], dtype=np.int64)
+            flat = np.array([c for p in pairs for c in p], dtype=np.int64).reshape(-1, 2)
         offsets = np.zeros(len(self.records) + 1, np.int64)
         np.cumsum(counts, out=offsets[1:])
         return flat, offsets
@@ -249,7 +295,7 @@ class _DictTable(RecordTable):
     def column(self, name: str, dtype=object) -> np.ndarray:
         key = f"{name}:{np.dtype(dtype).str}"
         if key not in self._cols:
-            vals = [r.get(name) for r in self.records]
+            vals = self._values(name)
             if dtype is float:
                 self._cols[key] = np.array([np.nan if v is None else v for v in vals], float)
             else:
@@ -261,11 +307,16 @@ class _DictTable(RecordTable):
     def stamp(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         key = f"{name}:ns"
         if key not in self._cols:
-            vals = [r.get(name) for r in self.records]
+            vals = self._values(name)
             self._cols[key + ":ok"] = np.fromiter((v is not None for v in vals), bool,
                                                   count=len(vals))
             self._cols[key] = np.fromiter((v or 0 for v in vals), np.int64, count=len(vals))
         return self._cols[key], self._cols[key + ":ok"]
+
+
+def read_cache() -> Optional[RecordTable]:
+    """The table read_table read last (None: none yet)."""
+    return _CACHE.get("table")
 
 
 def read_records(path: str | Path) -> list[Record]:

@@ -168,11 +168,30 @@ def tokens_in(table, start: int, end: int) -> int:
     return total + int(sum(int(v) for v in out[whole]))
 
 
+def token_reads(table) -> int:
+    """Distinct arrival stamps among each record's chunks with n_tokens != 0, summed over the
+    table's records (the reads that carried a token chunk: one read, one stamp)."""
+    keep = table.n != 0
+    owner, t = table.record_of_chunk()[keep], table.t[keep]
+    if not t.size:
+        return 0
+    same = owner[1:] == owner[:-1]
+    if (t[1:][same] < t[:-1][same]).any():          # a record's stamps out of order: sort
+        order = np.lexsort((t, owner))
+        owner, t = owner[order], t[order]
+        same = owner[1:] == owner[:-1]
+    return int(1 + np.count_nonzero(~same | (t[1:] != t[:-1])))
+
+
 def per_record(table) -> dict[str, np.ndarray]:
     """Every per-record figure of every record (NaN: undefined), cached on the table."""
     cached = getattr(table, "_figures", None)
     if cached is not None:
         return cached
+    parent = getattr(table, "parent", None)
+    if parent is not None:                          # a selection: the parent's, gathered
+        table._figures = {k: v[table.idx] for k, v in per_record(parent).items()}
+        return table._figures
     sent, sched = table.stamp("sent_at_ns"), table.stamp("scheduled_at_ns")
     end, ft = table.stamp("end_at_ns"), first_token_ns(table)
     ttft, e2el = diff_ms(ft, sent), diff_ms(end, sent)

@@ -17,12 +17,14 @@ Per request (``None`` when a time is missing):
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Iterable, Optional
 
 import numpy as np
 
 from analysis.contract import timing
-from analysis.contract.records import table_of
+from analysis.contract.record import Record
+from analysis.contract.records import read_cache, table_of
 
 NS_PER_MS = timing.NS_PER_MS
 STAT_KEYS = ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max", "count")
@@ -39,24 +41,56 @@ def open_loop(mode: Optional[str]) -> bool:
     return mode in OPEN_LOOP_MODES
 
 
+def field(records: list, key: str) -> list:
+    """Field ``key`` of every record (Records: attribute access at C speed; JSON dicts: get)."""
+    if records and isinstance(records[0], Record):
+        return list(map(attrgetter(key), records))
+    return [r.get(key) for r in records]
+
+
+_SELECTED: dict = {}     # id(list) ─► (list, table, mask): selections made from a read table
+
+
+def _where(records, key: str, value: str, equal: bool) -> list:
+    """The records whose ``key`` equals (``equal``) / differs from ``value``. A read table's
+    records (or a selection made from them here) are selected by its column arrays."""
+    records = records if isinstance(records, list) else list(records)
+    hit = _SELECTED.get(id(records))
+    tab = read_cache()
+    if tab is not None and records is tab.records:
+        base = np.ones(len(tab), bool)
+    elif hit is not None and hit[0] is records and hit[1] is tab and len(records) == hit[3]:
+        base = hit[2]
+    else:
+        return [r for r, v in zip(records, field(records, key)) if (v == value) == equal]
+    col = tab.column(key)
+    mask = base & ((col == value) if equal else (col != value))
+    idx = np.flatnonzero(mask).tolist()
+    out = list(map(tab.records.__getitem__, idx))
+    if len(_SELECTED) > 256:
+        _SELECTED.clear()
+    _SELECTED[id(out)] = (out, tab, mask, len(out))
+    return out
+
+
 def measured(records: Iterable[dict]) -> list[dict]:
     """Records of the measured phase (``phase`` other than ``"warmup"``)."""
-    return [r for r in records if r.get("phase") != "warmup"]
+    return _where(records, "phase", "warmup", False)
 
 
 def completed(records: Iterable[dict]) -> list[dict]:
     """Records with ``status == "ok"``."""
-    return [r for r in records if r.get("status") == "ok"]
+    return _where(records, "status", "ok", True)
 
 
 def failed(records: Iterable[dict]) -> list[dict]:
     """Records with ``status == "error"`` (cancelled requests are not failures)."""
-    return [r for r in records if r.get("status") == "error"]
+    return _where(records, "status", "error", True)
 
 
 def cancelled(records: Iterable[dict]) -> list[dict]:
     """Records with ``status == "cancelled"`` (the run was interrupted before they ended)."""
-    return [r for r in records if r.get("status") == "cancelled"]
+    return _where(records, "status", "cancelled", True)
 
 
 # ---- per-request timings: analysis.contract.timing (one definition, also roofline's) --------
@@ -85,8 +119,8 @@ def stats(values: Iterable[Optional[float]]) -> dict:
         return out
     out.update(mean=float(arr.mean()), std=float(arr.std()), min=float(arr.min()),
                max=float(arr.max()))
-    for key, q in _PCTS.items():
-        out[key] = float(np.percentile(arr, q, method="linear"))
+    qs = np.percentile(arr, list(_PCTS.values()), method="linear")   # one partition, same values
+    out.update({key: float(v) for key, v in zip(_PCTS, qs)})
     return out
 
 
@@ -137,11 +171,12 @@ WINDOW_RULE = ("first sent_at to last end_at over measured requests that were se
 def window(records: Iterable[dict]) -> Optional[tuple[int, int]]:
     """(start_ns, end_ns) = (min sent_at, max end_at) over measured, non-cancelled records that
     were sent and ended; None if there are none (or the span is not positive)."""
-    rs = [r for r in measured(records) if r.get("status") in ("ok", "error")
-          and r.get("sent_at_ns") is not None and r.get("end_at_ns") is not None]
-    if not rs:
+    tab, _, _, sent = selections(records if isinstance(records, list) else list(records))
+    (s, s_ok), (e, e_ok) = tab.stamp("sent_at_ns"), tab.stamp("end_at_ns")
+    rs = sent & s_ok & e_ok
+    if not rs.any():
         return None
-    start, end = min(r["sent_at_ns"] for r in rs), max(r["end_at_ns"] for r in rs)
+    start, end = int(s[rs].min()), int(e[rs].max())
     return (start, end) if end > start else None
 
 
@@ -161,7 +196,7 @@ def request_throughput(records: list[dict], win) -> Optional[float]:
 
 
 def _token_sum(recs: list[dict], key: str) -> Optional[int]:
-    vals = [r.get(key) for r in recs]
+    vals = field(recs, key)
     return None if not vals or any(v is None for v in vals) else int(sum(vals))
 
 
@@ -227,8 +262,8 @@ def meets_slo_mask(records: list, slo: dict, from_scheduled: bool) -> np.ndarray
 def failures_by_kind(records: Iterable[dict]) -> dict[str, int]:
     """Count of failed (status "error") measured requests per ``error_kind`` ("unknown" if None)."""
     out: dict[str, int] = {}
-    for r in failed(measured(records)):
-        k = r.get("error_kind") or "unknown"
+    for k in field(failed(measured(records)), "error_kind"):
+        k = k or "unknown"
         out[k] = out.get(k, 0) + 1
     return dict(sorted(out.items()))
 
@@ -239,8 +274,8 @@ def token_provenance(records: Iterable[dict]) -> dict:
 
     def tally(key: str) -> dict:
         out: dict[str, int] = {}
-        for r in recs:
-            src = r.get(key) or "missing"
+        for src in field(recs, key):
+            src = src or "missing"
             out[src] = out.get(src, 0) + 1
         return dict(sorted(out.items()))
     both = [r for r in recs if r.get("usage_output_tokens") is not None
@@ -251,6 +286,12 @@ def token_provenance(records: Iterable[dict]) -> dict:
             "mismatch_count": sum(1 for r in recs if r.get("token_count_mismatch")),
             "usage_output_tokens_total": _token_sum(both, "usage_output_tokens"),
             "chunk_output_tokens_total": _token_sum(both, "chunk_output_tokens")}
+
+
+def token_reads(records: list) -> int:
+    """Σ over ``records`` of the distinct stamps of their token-carrying chunks (the reads that
+    carried a token chunk; analysis.contract.timing.token_reads, on arrays)."""
+    return timing.token_reads(table_of(records))
 
 
 def rate_of(times_ns: Iterable[Optional[int]]) -> Optional[float]:

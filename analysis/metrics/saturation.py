@@ -65,7 +65,7 @@ def coalesced_share(records: list[dict]) -> tuple[Optional[int], Optional[float]
     if not counted:
         return None, None
     coalesced = sum(r["coalesced_reads"] for r in counted)
-    token_reads = sum(len({c[0] for c in r.get("chunks") or () if c[1]}) for r in counted)
+    token_reads = m.token_reads(counted)    # distinct stamps of token-carrying chunks (arrays)
     return coalesced, (coalesced / token_reads if token_reads else None)
 
 

@@ -36,7 +36,7 @@ def _edges(win: tuple[int, int], bin_s: float) -> np.ndarray:
 def _rates(times: list[int], weights: list[float], edges: np.ndarray) -> list[float]:
     """Sum of weights per bin / bin width (per second)."""
     widths = np.diff(edges).astype(float) / 1e9
-    if not times:
+    if not len(times):
         return [0.0] * len(widths)
     h, _ = np.histogram(np.asarray(times, dtype=np.int64), bins=edges,
                         weights=np.asarray(weights, dtype=float))
@@ -102,16 +102,15 @@ def run_series(records: list[dict], power_rows: Optional[list[dict]] = None,
     if win is None:
         return {"status": "unavailable", "reason": "no measured window (no request was sent "
                                                     "and ended)"}
-    recs = m.measured(records)
+    tab, meas, done, _ = m.selections(records)      # arrays (analysis.contract.records)
+    recs = [r for r, keep in zip(tab.records, meas.tolist()) if keep]
     dur = (win[1] - win[0]) / 1e9
     bin_s = bin_s or bin_width_s(dur)
     edges = _edges(win, bin_s)
-    tok_t, tok_n = [], []
-    for r in recs:
-        for t, n in m.token_chunks(r):
-            tok_t.append(t)
-            tok_n.append(n)
-    done = [r["end_at_ns"] for r in m.completed(recs) if r.get("end_at_ns") is not None]
+    tok = (tab.n > 0) & meas[tab.record_of_chunk()]   # token chunks of measured records
+    tok_t, tok_n = tab.t[tok], tab.n[tok]
+    end_ns, end_ok = tab.stamp("end_at_ns")
+    done = end_ns[done & end_ok]
     return {"status": "measured", "bin_s": bin_s,
             "t_s": [float((e - win[0]) / 1e9) for e in edges[:-1]],
             "widths_s": [float(w) / 1e9 for w in np.diff(edges)],
