@@ -24,5 +24,6 @@ reads that carried more than one token chunk (``coalesced_reads``). A read witho
 stamped in user space; ``stamp_source`` says ``kernel``, ``user`` or ``mixed`` per response and per
 pool. Linux gives kernel stamps; elsewhere the same code path stamps in user space.
 
-May import: httptools, loadgen.record, loadgen.client.sse / request. Nothing else of loadgen.
+May import: httptools, loadgen.record, loadgen.client.sse / request / stream_step / redirects.
+Nothing else of loadgen (the Locust client, loadgen.locust_engine.gconn / gwire, imports this).
 """
