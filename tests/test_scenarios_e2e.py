@@ -59,6 +59,7 @@ def short(path: Path, out: Path, urls: tuple[str, str]) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)      # a JAX file compiles its server: minutes on a busy box
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_every_scenario_runs_end_to_end(path, tmp_path, calib_pair):
     sc = load_scenario(path)
