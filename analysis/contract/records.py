@@ -172,8 +172,11 @@ class RecordTable:
         return self._cols[key], self._cols[key + ":ok"]
 
     def record_of_chunk(self) -> np.ndarray:
-        """For each chunk, the index of its record."""
-        return np.repeat(np.arange(len(self.records)), np.diff(self.offsets))
+        """For each chunk, the index of its record (cached)."""
+        own = self.__dict__.get("_owner")
+        if own is None:
+            own = self._owner = np.repeat(np.arange(len(self.records)), np.diff(self.offsets))
+        return own
 
     def index_of(self, records: list) -> Optional[np.ndarray]:
         """The positions of ``records`` (some of this table's own) in it; None when one is not."""
@@ -191,12 +194,26 @@ class _SubTable(RecordTable):
         self.parent, self.idx = parent, idx
         self.records = [parent.records[i] for i in idx.tolist()]
         self._cols = {}
+
+    def mask(self) -> np.ndarray:
+        """Which of the parent's records this selection holds."""
+        out = np.zeros(len(self.parent), bool)
+        out[self.idx] = True
+        return out
+
+    @cached_property
+    def _chunks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        parent, idx = self.parent, self.idx
         counts = np.diff(parent.offsets)[idx]
-        starts = parent.offsets[:-1][idx]
-        self.offsets = np.zeros(idx.size + 1, np.int64)
-        np.cumsum(counts, out=self.offsets[1:])
-        pos = np.repeat(starts - self.offsets[:-1], counts) + np.arange(int(self.offsets[-1]))
-        self.t, self.n = parent.t[pos], parent.n[pos]
+        offsets = np.zeros(idx.size + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        pos = np.repeat(parent.offsets[:-1][idx] - offsets[:-1], counts) + \
+            np.arange(int(offsets[-1]))
+        return parent.t[pos], parent.n[pos], offsets
+
+    t = property(lambda self: self._chunks[0])
+    n = property(lambda self: self._chunks[1])
+    offsets = property(lambda self: self._chunks[2])
 
     def column(self, name: str, dtype=object) -> np.ndarray:
         return self.parent.column(name, dtype)[self.idx]
@@ -222,17 +239,21 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
         if not recs:
             continue
         arr, cnt = _parse_chunks(recs, name)
-        ends = np.cumsum(cnt)
-        starts = ends - cnt
-        for r, lo, hi in zip(recs, starts.tolist(), ends.tolist()):
-            r.chunks = ChunkView(arr, lo, hi)
+        for r in recs:
+            r.chunks = None                              # the raw JSON goes with its slice
         records.extend(recs)
         arrays.append(arr)
         counts.append(cnt)
-    chunks = np.concatenate(arrays) if arrays else np.zeros((0, 2), np.int64)
+    chunks = np.concatenate(arrays) if len(arrays) != 1 else arrays[0]
+    if not arrays:
+        chunks = np.zeros((0, 2), np.int64)
+    del arrays
     offsets = np.zeros(len(records) + 1, np.int64)
     if counts:
         np.cumsum(np.concatenate(counts), out=offsets[1:])
+    bounds = offsets.tolist()
+    for i, r in enumerate(records):                      # each record's view of the one array
+        r.chunks = ChunkView(chunks, bounds[i], bounds[i + 1])
     table = RecordTable(records, chunks, offsets)
     _CACHE.update(key=key, table=table)
     return table

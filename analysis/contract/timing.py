@@ -110,6 +110,13 @@ def token_gaps(table, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return (t[1:] - t[:-1])[same], n[1:][same], o[1:][same]
 
 
+def pooled_ms(table, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(itl_ms, chunk gaps in ms) of the selected records, each concatenated in record order."""
+    gap, n, _ = token_gaps(table, sel)
+    gap_ms = gap.astype(float) / NS_PER_MS
+    return np.repeat(gap_ms / n, n), gap_ms
+
+
 def pooled_itl_ms(table, sel: np.ndarray) -> np.ndarray:
     """itl_ms of the selected records, concatenated (the per-record definition's floats)."""
     gap, n, _ = token_gaps(table, sel)
@@ -171,7 +178,12 @@ def tokens_in(table, start: int, end: int) -> int:
 def token_reads(table) -> int:
     """Distinct arrival stamps among each record's chunks with n_tokens != 0, summed over the
     table's records (the reads that carried a token chunk: one read, one stamp)."""
-    keep = table.n != 0
+    parent = getattr(table, "parent", None)
+    if parent is not None:                          # a selection: counted on the parent's arrays
+        keep = (parent.n != 0) & table.mask()[parent.record_of_chunk()]
+        table = parent
+    else:
+        keep = table.n != 0
     owner, t = table.record_of_chunk()[keep], table.t[keep]
     if not t.size:
         return 0
