@@ -13,20 +13,28 @@ phase; warm-up requests have negative times). ``t0_source`` says where t0 came f
 """
 from __future__ import annotations
 
+import typing
 from functools import cached_property
+from operator import attrgetter
 from pathlib import Path
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from analysis.contract import timing
 from analysis.contract.base import SCHEMA_VERSION
 from analysis.contract.meta import RunMeta
-from analysis.contract.record import FIELDS
+from analysis.contract.record import FIELDS, Record
 from analysis.contract.records import read_table
 from analysis.contract.rundir import read_meta, read_server, read_summary, read_sut
 from analysis.contract.summary import Summary
 from analysis.contract.target import ServerLife, Sut
+
+def _flat_args(t) -> set:
+    args = typing.get_args(t)
+    return {t} if not args else set().union(*(_flat_args(a) for a in args))
+
 
 STAMPS = ("scheduled_at_ns", "sent_at_ns", "first_chunk_at_ns", "first_token_at_ns",
           "first_answer_at_ns", "end_at_ns", "first_sent_at_ns")
@@ -34,6 +42,22 @@ DERIVED = ("ttft_ms", "ttft_from_scheduled_ms", "tpot_ms", "e2el_ms", "e2el_from
            "schedule_lag_ms")
 NS_PER_MS = timing.NS_PER_MS
 SKIP = ("chunks", "output_text")
+
+
+INT_FIELDS = {f.name for f in msgspec.structs.fields(Record)
+              if int in _flat_args(f.type) and bool not in _flat_args(f.type)}
+
+
+def _column(recs: list, name: str):
+    """A field of every record as pandas would infer it from the values (int, with a None:
+    float with NaN), built as an array for the integer fields (no per-value inference)."""
+    vals = list(map(attrgetter(name), recs))
+    if name in INT_FIELDS:
+        if all(v is None for v in vals):
+            return vals
+        a = np.array([np.nan if v is None else v for v in vals], dtype=float)
+        return a if np.isnan(a).any() else np.array(vals, dtype=np.int64)
+    return vals
 
 
 def _ms_name(stamp: str) -> str:
@@ -112,10 +136,8 @@ class RunData:
         t, keep = self.table, self._keep(phase)
         if not keep.any():
             return pd.DataFrame()
-        idx = np.flatnonzero(keep).tolist()
-        recs = [t.records[i] for i in idx]
-        cols: dict = {k: [getattr(r, k) for r in recs] for k in FIELDS
-                      if k not in SKIP and k not in STAMPS}
+        recs = t.records if keep.all() else [t.records[i] for i in np.flatnonzero(keep).tolist()]
+        cols: dict = {k: _column(recs, k) for k in FIELDS if k not in SKIP and k not in STAMPS}
         cols.update({_ms_name(k): self._ms_col(k)[keep] for k in STAMPS})
         figs = timing.per_record(t)
         cols.update({k: figs[k][keep] for k in DERIVED})
