@@ -251,7 +251,7 @@ class LocustRun:
         """The workers' records merged, then meta.json from (Prepared, Outcome) as the native
         engine's (loadgen.run.meta.run_meta), device.json, summary.json."""
         from loadgen.locust_engine.results import merge, transport_info
-        from loadgen.run.senders.client_load import client_load
+        from loadgen.run.senders.describe import client_load, replicas
         from loadgen.run.senders.clock import clock_info
         from loadgen.run.senders.plan import Plan
         from loadgen.run.calibration import freeze_device
@@ -292,7 +292,7 @@ class LocustRun:
             interrupted=interrupted, crashed=crashed,
             managed_server_alive_at_end=self.server_alive_at_end, client_cpus=r.client_cpus,
             server_metrics=self.server_metrics, probe=r.probe,
-            client_connections=_replicas(reports),
+            client_connections=replicas([x.get("replicas") for x in reports]),
             client_transport=transport_info(reports),
             locust={"workers": n, "users": st.get("users"), "role": st.get("role"),
                     "users_by_worker": st.get("users_by_worker"),
@@ -308,20 +308,6 @@ class LocustRun:
         meta = write_meta(run_dir, meta)
         summary = summarize_dir(run_dir, meta, self.sc.output.report)
         return RunResult(run_dir, meta, summary, bool(interrupted))
-
-
-def _replicas(reports: list) -> Optional[dict]:
-    """meta.json ``client_connections`` of a run over target.urls: the balance and each URL's
-    requests sent, summed over the workers (each picks its own: replicas.py); None for one URL."""
-    each = [x["replicas"] for x in reports if x.get("replicas")]
-    if not each:
-        return None
-    sent: dict = {}
-    for d in each:
-        for row in d["replicas"]:
-            sent[row["url"]] = sent.get(row["url"], 0) + int(row["requests_sent"])
-    return {"balance": each[0]["balance"], "balanced_per": "worker process",
-            "replicas": [{"url": u, "requests_sent": n} for u, n in sent.items()]}
 
 
 def _locust_version() -> Optional[str]:

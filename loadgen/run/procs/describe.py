@@ -3,7 +3,8 @@
     children (exit) + result.K.json (client load, transport, connections) + merge counts
         ─► processes()   client_processes: [{index, pid, status, exit_code, cpu_s, cpu_util,
                           loop_lag_ms_p99, records, cancelled_unwritten, clock, ...}]
-        ─► senders/client_load.py: the run's client_load (the busiest process; Locust's too)
+        ─► senders/describe.py: the run's client_load (the busiest process) and each
+                          URL's sends summed (target.urls), Locust's too
         ─► transport(), connections()   one block as one process would write it
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from loadgen.run.senders.clock import clock_estimate
+from loadgen.run.senders.describe import replicas
 
 
 def _status(c, res: dict) -> str:
@@ -71,4 +73,5 @@ def connections(results: list[dict]) -> Optional[dict]:
         return None
     out = dict(blocks[0])
     out["stale_connection_retries"] = sum(b.get("stale_connection_retries") or 0 for b in blocks)
+    out.update(replicas(blocks) or {})         # each URL's sends over every process
     return out

@@ -278,7 +278,7 @@ class Senders:
     def outcome(self, out: Outcome) -> Outcome:
         """``out`` (the parent's view) with what the sender processes did."""
         from loadgen.run.procs.describe import connections, processes, transport
-        from loadgen.run.senders.client_load import client_load
+        from loadgen.run.senders.describe import client_load
         ld = self.run.sc.load
         unsent = None
         if ld.mode == "concurrency" and not self.run.schedule.stages and ld.num_requests \

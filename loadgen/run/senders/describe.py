@@ -1,10 +1,12 @@
-"""The run's client_load from its senders' own figures, one rule for both engines: the
---procs children (procs/describe.py) and the Locust workers (locust_engine/run.py).
+"""The senders' own figures summed into the run's meta.json blocks, one rule for both engines:
+the --procs children (procs/describe.py) and the Locust workers (locust_engine/run.py).
 
     each sender's {index, cpu_s, wall_s, cpu_util, loop_lag_ms_p99, loop_lag_ms_max}
         ─► client_load(): cpu_util and loop lag of the BUSIEST sender (each is one event loop
            or gevent hub on one core: saturation is judged per sender), cpu_s of all of them
            and of the parent
+    each sender's replica picks {balance, replicas: [{url, requests_sent}]} (balance.Picker)
+        ─► replicas(): each URL's sends summed over every sender, in the senders' URL order
 Pure.
 """
 from __future__ import annotations
@@ -33,3 +35,18 @@ def client_load(procs: list[dict], parent: Optional[dict]) -> dict:
             "rule": "cpu_util and loop lag: the busiest sender process (each is one event "
                     "loop: saturation is judged per process); cpu_s: all processes",
             "evidence": "measured" if utils else "unmeasured"}
+
+
+def replicas(blocks: list[dict]) -> Optional[dict]:
+    """meta.json ``client_connections``' replica rows of a run over target.urls: the balance
+    and each URL's ``requests_sent`` summed over the senders (each picks its own: least_in_flight
+    counts its own requests in flight); None without several URLs."""
+    each = [b for b in blocks if b and b.get("replicas")]
+    if not each:
+        return None
+    sent: dict = {}
+    for d in each:
+        for row in d["replicas"]:
+            sent[row["url"]] = sent.get(row["url"], 0) + int(row["requests_sent"])
+    return {"balance": each[0]["balance"], "balanced_per": "sender process",
+            "replicas": [{"url": u, "requests_sent": n} for u, n in sent.items()]}
