@@ -9,8 +9,9 @@
                   I/O (httptools framing, header/1xx/trailer bound, EOF, keep-alive, stale, one
                   message, body bound; the Locust client's gevent driver feeds the same class)
                   ─► WireResponse.reads [(t, bytes)]   (http1.py)
-           every pool.SWEEP_S (0.25 s) the streams in flight are parsed (fill.catch_up_steps,
-           not pausing): a stream that failed or had its [DONE] on a socket left open ends
+           every pool.SWEEP_S (0.25 s) a stream in flight that read nothing since the last
+           sweep is parsed (fill.catch_up_steps): one that failed or had its [DONE] on a socket
+           left open and quiet ends
       ─► pool.WirePool.fill ─► fill.RecordFiller: fill_steps in slices of <= 250 µs per loop
              turn: SSE, JSON, tokens (sse.py), settle.py (status, redirect, whole body, the
              exchange's failure), request.py's record rules ─► Record

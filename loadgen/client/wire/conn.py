@@ -53,6 +53,7 @@ class Conn:
         self.wfut: Optional[asyncio.Future] = None
         self._grace: Optional[asyncio.TimerHandle] = None
         self._hdr_wait = False
+        self._swept = -1                     # the response's read count at the last sweep
         conns.add(self)
         mux.watch(self.fd, self.on_readable)
 
@@ -64,6 +65,7 @@ class Conn:
         self.headers_fut = self.loop.create_future()
         self.done_fut = self.loop.create_future()
         self._hdr_wait = True
+        self._swept = -1
 
     def idle(self, now: float) -> None:
         """The exchange ended with the connection reusable: park it."""
@@ -139,9 +141,17 @@ class Conn:
             self.paused = False
             self.mux.watch(self.fd, self.on_readable)
 
+    def sweep(self) -> None:
+        """The pool's sweep: a stream that read nothing since the last sweep parses what it
+        holds (a stream still arriving is left to its end: no parsing beside its reads)."""
+        n = self.resp.n_reads
+        if n == self._swept:
+            self.catch_up()
+        self._swept = n
+
     def catch_up(self) -> None:
-        """Parse what is held so far without pausing (the pool's sweep): a stream that settled
-        or had its [DONE] while the socket stays open ends within a sweep, not at the timeout."""
+        """Parse what is held so far without pausing: a stream that settled or had its [DONE]
+        while the socket stays open (and quiet) ends within a sweep or two, not at the timeout."""
         resp = self.resp
         if (self.active and resp.stream and resp.on_spill is not None and not resp.spilling
                 and resp.reads):

@@ -8,8 +8,8 @@
                    started by the connection when it holds more than ``HOLD_BYTES`` (reading pauses
                    until it is done): memory per response stays bounded whatever the server sends
                    (an endless stream of comments is parsed and dropped, never kept); also run
-                   by the pool's sweep (every pool.SWEEP_S, without pausing): a stream that
-                   settled, or had its [DONE], on a socket left open ends its exchange
+                   by the pool's sweep (a stream quiet for pool.SWEEP_S, without pausing): one
+                   that settled, or had its [DONE], on a socket left open ends its exchange
     RecordFiller   these generators on ONE task, at most ``budget_ns`` of them between two turns
                    of the event loop: 256 lockstep streams that end together are ~200 ms of JSON,
                    which in one go would hold every socket's next read up for 20 decode steps

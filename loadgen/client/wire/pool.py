@@ -13,10 +13,11 @@ the one retry a stale pooled connection earns.
     fill(resp, rec, tally, stream)  the record, through the pool's RecordFiller (sliced)
 
 Timeouts: ``connect_timeout_s`` per connect, ``timeout_s`` from the call to the last byte (slot
-wait and connect included, like aiohttp's total). Every ``SWEEP_S`` the streams in flight parse
-what they hold (``Conn.catch_up``, reading not paused): a stream that failed, or had its [DONE]
-(then the message end is awaited ``exchange.DONE_GRACE_S``), on a socket the server leaves open
-frees its slot within a sweep, not at ``timeout_s``. A fresh connection the peer closed before
+wait and connect included, like aiohttp's total). Every ``SWEEP_S`` a stream in flight that read
+nothing since the last sweep parses what it holds (``Conn.sweep``, reading not paused): a stream
+that failed, or had its [DONE] (then the message end is awaited ``exchange.DONE_GRACE_S``), on a
+socket the server leaves open frees its slot within two sweeps, not at ``timeout_s``; one that
+keeps sending after its failure is parsed at ``hold_bytes`` (the spill). A fresh connection the peer closed before
 the request went out fails as ``connection`` (never a send on a closed socket); out of file
 descriptors on connect is ``client`` (``http1.connect_failure``). Cancellation closes the socket and re-raises;
 the caller's ``WireResponse`` (pass one in) keeps what was read and says ``cancelled``.
@@ -87,11 +88,12 @@ class WirePool:
             self._sweeper = self._loop.call_later(SWEEP_S, self._sweep)
 
     def _sweep(self) -> None:
-        """Every SWEEP_S: each stream in flight parses what it holds (off the read path, not
-        pausing it), so an error event or a [DONE] on a socket left open ends its exchange."""
+        """Every SWEEP_S: each stream in flight that read nothing since the last sweep parses
+        what it holds (off the read path), so an error event or a [DONE] on a socket left open
+        and quiet ends its exchange; streams still arriving are not parsed beside their reads."""
         for c in self._conns:
             if c.active:
-                c.catch_up()
+                c.sweep()
         self._sweeper = self._loop.call_later(SWEEP_S, self._sweep)
 
     def close(self) -> None:
