@@ -48,7 +48,7 @@ def short(path: Path, out: Path, urls: tuple[str, str]) -> list[str]:
     if getattr(ld, "probe", None) is not None:
         sets.append("load.probe.alone_requests=2")
     if sc.sweep is not None:
-        sets.append(f"sweep.values=[{', '.join(str(v) for v in sc.sweep.values[:2])}]")
+        sets.append(f"sweep.values=[{', '.join(f'{v:g}' for v in sc.sweep.values[:2])}]")
     if sc.target.urls:
         sets.append(f"target.urls=[{urls[0]}, {urls[1]}]")
     elif sc.target.url:
