@@ -15,6 +15,7 @@ read_table caches the last table read (path, size, mtime): the summary and the r
 from __future__ import annotations
 
 import os
+import warnings
 from operator import attrgetter
 from functools import cached_property
 from pathlib import Path
@@ -121,9 +122,14 @@ def _parse_chunks(recs: list[_Line], name: str) -> tuple[np.ndarray, np.ndarray]
     raws = [bytes(r.chunks) for r in recs]
     counts = np.fromiter((x.count(b"[") - 1 if len(x) > 2 else 0 for x in raws),
                          dtype=np.int64, count=len(raws))
-    flat = np.fromstring(b" ".join(raws).translate(_SPACES), dtype=np.int64, sep=" ") \
-        if counts.any() else np.zeros(0, np.int64)
-    if flat.size != 2 * int(counts.sum()):                # not plain [[int, int], ...]: strictly
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)   # "could not be read to its end"
+            flat = np.fromstring(b" ".join(raws).translate(_SPACES), dtype=np.int64, sep=" ") \
+                if counts.any() else np.zeros(0, np.int64)
+    except ValueError:
+        flat = None
+    if flat is None or flat.size != 2 * int(counts.sum()):                # not plain [[int, int], ...]: strictly
         parts = []
         for r, raw in zip(recs, raws):
             try:
@@ -244,9 +250,8 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
         records.extend(recs)
         arrays.append(arr)
         counts.append(cnt)
-    chunks = np.concatenate(arrays) if len(arrays) != 1 else arrays[0]
-    if not arrays:
-        chunks = np.zeros((0, 2), np.int64)
+    chunks = (np.zeros((0, 2), np.int64) if not arrays else
+              arrays[0] if len(arrays) == 1 else np.concatenate(arrays))
     del arrays
     offsets = np.zeros(len(records) + 1, np.int64)
     if counts:
