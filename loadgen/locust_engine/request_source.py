@@ -1,6 +1,8 @@
-"""Inside a Locust worker (gevent): its request source — the slice of the plan its users draw
-from (senders/plan.py), the stage and session drivers asked before each send, one request
-path (body, journal, send, record) — driven by the run's coordinator on the master.
+"""Inside a Locust worker (gevent): its request source — the gevent driver of the sans-I/O
+sender (senders/sender.SliceSender: the slice of the plan, what is due next and when, the stage
+gate, the drain rule), the session driver asked before each send, one request path (body,
+journal, send, record) — driven by the run's coordinator on the master. This only waits and
+sends.
 
     Coordinator (master)                          RequestSource (each worker; index i of n)
       plan {digest, n, url, model, clock} ──────►  Plan(sc, i, n): its warm-up + measured slice
@@ -24,7 +26,6 @@ unfinished requests from its files. Times are perf_counter_ns; a worker on anoth
 """
 from __future__ import annotations
 
-import collections
 import os
 import socket
 from pathlib import Path
@@ -48,10 +49,10 @@ from loadgen.locust_engine.sessions import SessionWork
 from loadgen.record import Record, now_ns
 from loadgen.run.senders.clock import clock_estimate, clock_shift, same_host
 from loadgen.run.senders.plan import Plan
-from loadgen.run.senders.stages import StageGate, even_split
+from loadgen.run.senders.sender import SliceSender
 
 
-class RequestSource:
+class RequestSource(SliceSender):
     """One worker's slice: hands specs to its users, writes each record exactly once."""
 
     def __init__(self, sc, index: int, n: int, setup: dict, records_dir: Path,
@@ -59,7 +60,7 @@ class RequestSource:
                  user_count: Optional[Callable[[], int]] = None):
         self.sc, self.index, self.n, self.send_msg, self.forward = sc, index, n, send, forward
         self.user_count = user_count         # this process's Locust users (stages share them)
-        self.plan = Plan(sc, index, n)
+        super().__init__(Plan(sc, index, n), sc.load)    # the pure slice sender (senders/)
         a = sc.api
         self.base_url = setup["base_url"].rstrip("/")
         self.endpoint = a.endpoint
@@ -90,20 +91,9 @@ class RequestSource:
             same_host(setup["clock"]), (), clock_shift(setup["clock"]))
         self.shift = int(self.clock["shift_ns"])
         self.stamps = process_stamps()           # kernel stamping on before the first connect
-        self.warm = collections.deque(self.plan.warm_specs())
-        self.measured = self.plan.measured_specs()
-        self.closed = self.plan.schedule.offsets_ns is None
         self.work = SessionWork(self, self.plan) if self.plan.sessions else None
-        self.gate: Optional[StageGate] = None    # concurrency stages, from go on
-        self.slots = 0                           # users seen in a staged run (local index)
         self.hold = False                        # True: a batch of records, finish after it
-        self.phase = "idle"                      # idle | warm | measured | done
         self.changed = Event()
-        self.inflight: dict[int, Record] = {}
-        self.exhausted = self.stopped = False
-        self.t0: Optional[int] = None
-        self.end_ns: Optional[int] = None
-        self.last_issue_ns: Optional[int] = None
         self.ledger = WorkerLedger(records_dir, index, self.shift, forward, send)
         self.later = self.ledger.idle.put        # what may wait for an idle hub (idle.py)
         self.sampler = LagSampler()
@@ -123,16 +113,7 @@ class RequestSource:
         self.maybe_finish()
 
     def go(self, t0_master_ns: int, users_by_worker: Optional[list] = None) -> None:
-        self.t0 = t0_master_ns - self.shift
-        stages = self.plan.stages
-        if stages:                    # the stages end the run (the native closed_stages rule)
-            ub = users_by_worker
-            if not ub or len(ub) != self.n or not sum(ub):
-                ub = even_split(self.sc.load.in_flight_cap, self.n)
-            self.gate = StageGate(stages, self.t0, self.index, ub)
-            self.end_ns = self.gate.end_ns
-        elif self.closed and self.sc.load.duration_s and self.work is None:
-            self.end_ns = self.t0 + int(self.sc.load.duration_s * 1e9)
+        self.begin(t0_master_ns - self.shift, users_by_worker)
         self._hold_gc()
         self.sampler.start()
         self._set_phase("measured")
@@ -147,46 +128,20 @@ class RequestSource:
             self.young = YoungGC()               # young objects collected when the hub idles
 
     # -- what a user does ------------------------------------------------------------------
-    def _next(self, t: Optional[int] = None):
-        """The next spec and when it is scheduled; ``t``: now, as the stage gate saw it."""
-        if self.phase == "warm":
-            return (self.warm.popleft(), now_ns()) if self.warm else None
-        if self.phase != "measured" or self.exhausted or self.stopped:
-            return None
-        t = now_ns() if t is None else t
-        if self.closed and self.t0 is not None and t < self.t0:
-            return None
-        if self.end_ns is not None and t >= self.end_ns:
-            self.exhausted = True
-            return None
-        try:
-            spec = next(self.measured)
-        except StopIteration:
-            self.exhausted = True
-            return None
-        return spec, (t if spec.offset_ns is None else self.t0 + spec.offset_ns)
-
     def _gate(self, user) -> Optional[int]:
-        """A staged closed loop: the time at which a stage needed ``user`` (now: its request's
-        scheduled_at, so a request belongs to the stage that let it go), or None after it
-        waited (for the stage that needs it, or to the end when none does)."""
-        if self.phase != "measured" or self.stopped or self.exhausted:
+        """A staged closed loop: the time at which a stage needed ``user`` (SliceSender.gate),
+        or None after it waited (for the stage that needs it, or to the end when none does)."""
+        if self.idle:
             return now_ns()
-        k = getattr(user, "slot", None)
-        if k is None:
-            k = user.slot = self.slots
-            self.slots += 1
-        t = now_ns()
-        when = self.gate.when(k, t)
-        if when is None:                   # no stage from now on needs it: idle to the end
-            if not sleep_until(self.end_ns, lambda: self.stopped or self.exhausted):
-                self.exhausted = True
-                self.maybe_finish()
-            return None
-        if when > t:
-            sleep_until(when, lambda: self.stopped or self.exhausted)
-            return None
-        return t
+        if user.slot is None:
+            user.slot, self.slots = self.slots, self.slots + 1
+        what, t = self.gate(user.slot, now_ns())
+        if what == "send":
+            return t
+        if not sleep_until(t, lambda: self.stopped or self.exhausted) and what == "idle":
+            self.exhausted = True
+            self.maybe_finish()
+        return None
 
     def serve(self, user) -> None:
         if self.work is not None and self.phase == "measured":
@@ -194,12 +149,12 @@ class RequestSource:
                 self.maybe_finish()
                 self.changed.wait(0.05 if self.phase != "done" else 1.0)
             return
-        t = None
-        if self.gate is not None:
+        t = now_ns()
+        if self.gate_ is not None:
             t = self._gate(user)
             if t is None:
                 return
-        got = self._next(t)
+        got = self.next(t)
         if got is None:
             self.maybe_finish()
             if self.phase == "measured" and self.t0 is not None and now_ns() < self.t0:
@@ -208,9 +163,7 @@ class RequestSource:
                 self.changed.wait(0.05 if self.phase != "done" else 1.0)
             return
         spec, sched = got
-        rec = Record(id=spec.id, phase=spec.phase, scheduled_at_ns=sched,
-                     requested_output_tokens=spec.max_tokens,
-                     workload_prompt_tokens=spec.prompt_tokens)
+        rec = self.record(spec, sched)
         self.last_issue_ns = sched
         self.send(user, rec, spec.prompt, None, None, False, sched, spec.images)
 
@@ -222,7 +175,7 @@ class RequestSource:
         ``want_text``: keep the answer's text (Record.output_text, the next turn sends it);
         ``images``: workload.images' data URLs (their parts JSON-encoded once per process,
         request.image_part, spliced into the body)."""
-        self.inflight[rec.id] = rec
+        self.taken(rec)
         if self.embeddings:                      # the native client's record fields
             rec.inputs, rec.requested_output_tokens = request.input_count(prompt), None
         if images:
@@ -257,7 +210,7 @@ class RequestSource:
 
     # -- the ledger (ledger.py) -------------------------------------------------------------
     def write(self, rec: Record) -> None:
-        self.inflight.pop(rec.id, None)
+        self.ended(rec)
         if self.ledger.write(rec):
             self.maybe_finish()
 
@@ -267,27 +220,20 @@ class RequestSource:
     def maybe_finish(self) -> None:
         if self.hold:                            # records being written in a batch (a stop)
             return
-        if self.phase == "warm" and not self.warm and not self.inflight:
+        if self.warm_done:
             self.phase = "idle"
             users = self.user_count() if self.user_count is not None else None
             self.send_msg("loadgen_warm_done", {"index": self.index, "users": users})
-        elif (self.phase == "measured" and (self.exhausted or self.stopped) and not self.inflight
-              and not (self.work is not None and self.work.busy)):
+        elif self.settled and not (self.work is not None and self.work.busy):
             self._done()
 
     def _drain_watch(self) -> None:
         """After the last issue, give stragglers load.drain_timeout_s, then cancel them."""
-        drain_ns = int(self.sc.load.drain_timeout_s * 1e9)
         while self.phase == "measured":
             gevent.sleep(0.05)
-            if not self.exhausted or not self.inflight:
-                continue
-            last = max(self.last_issue_ns or now_ns(), self.end_ns or 0)  # closed: from its end
-            if now_ns() - last > drain_ns:
-                why = (f"not finished {self.sc.load.drain_timeout_s:g} s after the last send "
-                       "(load.drain_timeout_s)")
-                for rec in list(self.inflight.values()):
-                    self.cancel(rec, why)
+            why = self.drain_due(now_ns())
+            for rec in list(self.inflight.values()) if why else ():
+                self.cancel(rec, why)
 
     def interrupt(self, why: str = "the run was interrupted before the request ended") -> None:
         self.stopped = self.hold = True

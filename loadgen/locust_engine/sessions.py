@@ -31,6 +31,7 @@ import gevent
 
 from loadgen.locust_engine.clock import sleep_until
 from loadgen.record import Record, now_ns
+from loadgen.run.senders.sender import drain_why
 from loadgen.run.senders.sessions import NEVER_SENT, SessionBook
 from loadgen.scenario.session_turns import Conversation, turn_headers
 
@@ -182,8 +183,7 @@ class SessionWork:
             if not self.live and not node.inflight:
                 continue
             if now_ns() - (node.last_issue_ns or now_ns()) > drain_ns:
-                why = (f"not finished {self.sc.load.drain_timeout_s:g} s after the last send "
-                       "(load.drain_timeout_s)")
+                why = drain_why(self.sc.load.drain_timeout_s)
                 self.cut, node.hold = why, True
                 try:
                     for rec in list(node.inflight.values()):

@@ -24,6 +24,7 @@ from typing import Callable, Iterator, Optional
 
 from loadgen.record import now_ns
 from loadgen.run.dispatch import Dispatcher, sleep_until
+from loadgen.run.senders.sender import drain_why
 from loadgen.run.senders.sessions import NEVER_SENT, SessionBook
 from loadgen.scenario.session_turns import Conversation
 from loadgen.scenario.sessions import Session
@@ -118,8 +119,7 @@ class SessionDriver:
                 break
             last = self.d.last_issue_ns or now_ns()
             if now_ns() - last > int(self.d.drain_timeout_s * NS):
-                self.d.cancel_reason = (f"not finished {self.d.drain_timeout_s:g} s after the "
-                                        "last send (load.drain_timeout_s)")
+                self.d.cancel_reason = drain_why(self.d.drain_timeout_s)
                 break
             await asyncio.wait([t for t in tasks if not t.done()], timeout=0.1)
         crash = self._crashed(tasks)

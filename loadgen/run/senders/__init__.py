@@ -2,6 +2,8 @@
 or a Locust worker (gevent). A slice of the plan in, records out, by one set of rules:
 
     plan.py       the run's requests, sliced for sender k of n (warm-up, measured, sessions)
+    sender.py     the sans-I/O sender: its slice in, what to send next and when, the stage
+                  gate, the in-flight table and the drain rule (the runtime waits and sends)
     partition.py  THE partition: request k of a phase ─► sender k mod n; the process count;
                   users, num_requests and stage users split n ways
     ledger.py     each request's record exactly once (a failed write stops the run); cancelled
