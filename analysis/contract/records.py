@@ -15,11 +15,12 @@ read_table caches the last table read (path, size, mtime): the summary and the r
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from operator import attrgetter
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Literal, Optional
 
 import msgspec
 import numpy as np
@@ -35,11 +36,13 @@ class _Line(Record, gc=False):
     """A Record as read: its chunks still raw JSON (parsed per slice into an array); an id or
     phase missing (hand-made or older files) reads as None (validate_run_dir names it)."""
     id: Optional[int] = None
-    phase: Optional[str] = None
+    phase: Optional[Literal["warmup", "measured", "probe_alone", "probe"]] = None   # one str each
     chunks: msgspec.Raw = msgspec.Raw(b"[]")
 
 
 _DECODE = msgspec.json.Decoder(_Line)
+_SHARED = ("prompt_tokens_source", "output_tokens_source", "finish_reason")
+_intern = sys.intern
 _CHUNKS = msgspec.json.Decoder(list[tuple[int, int]])
 
 
@@ -247,6 +250,10 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
         arr, cnt = _parse_chunks(recs, name)
         for r in recs:
             r.chunks = None                              # the raw JSON goes with its slice
+            for k in _SHARED:                            # one str per distinct value, not per line
+                v = getattr(r, k)
+                if v is not None:
+                    setattr(r, k, _intern(v))
         records.extend(recs)
         arrays.append(arr)
         counts.append(cnt)

@@ -67,8 +67,8 @@ def _where(records, key: str, value: str, equal: bool) -> list:
     mask = base & ((col == value) if equal else (col != value))
     idx = np.flatnonzero(mask).tolist()
     out = list(map(tab.records.__getitem__, idx))
-    if len(_SELECTED) > 256:
-        _SELECTED.clear()
+    while len(_SELECTED) >= 8:                      # the last few: a selection of a selection
+        del _SELECTED[next(iter(_SELECTED))]
     _SELECTED[id(out)] = (out, tab, mask, len(out))
     return out
 
