@@ -53,10 +53,11 @@ def _column(recs: list, name: str):
     float with NaN), built as an array for the integer fields (no per-value inference)."""
     vals = list(map(attrgetter(name), recs))
     if name in INT_FIELDS:
-        if all(v is None for v in vals):
+        a = np.array(vals, dtype=float)             # None ─► NaN (counts, ids: exact below 2^53)
+        nan = np.isnan(a)
+        if nan.all():
             return vals
-        a = np.array([np.nan if v is None else v for v in vals], dtype=float)
-        return a if np.isnan(a).any() else np.array(vals, dtype=np.int64)
+        return a if nan.any() else a.astype(np.int64)
     return vals
 
 
