@@ -21,13 +21,21 @@ from loadgen.targets import ready as ready_mod
 from loadgen.targets import sut as sut_mod
 
 
+def startup_get_s(api) -> float:
+    """How long one start-up GET (readiness, /v1/models, the self-description) may take: the
+    shorter of api.connect_timeout_s and api.timeout_s, so that a server which accepts and never
+    answers costs a run with ``timeout_s: 1`` about a second per GET, not 30 s."""
+    return min(api.connect_timeout_s, api.timeout_s)
+
+
 async def describe_target(run, base_url: str) -> dict:
     """The model to ask for (api.model, else /v1/models' first id) and sut.json's first form;
     first the wait for readiness (loadgen.targets.ready), then with api.probe the checks of
     loadgen.targets.probe and the context fit (loadgen.targets.fit) (ProbeError: exit 2)."""
     a = run.sc.api
+    get_s = startup_get_s(a)
     models, ready = await ready_mod.wait_ready(
-        base_url, run.key, a.headers, a.connect_timeout_s,
+        base_url, run.key, a.headers, get_s,
         ready_mod.ready_timeout_s(a, run.server is not None),
         run.server.spec.health_path if run.server is not None else "/health")
     warnings: list = slo_mod.stream_warnings(run.sc.slo.model_dump(), a.stream)
@@ -44,11 +52,11 @@ async def describe_target(run, base_url: str) -> dict:
     run.base_url, run.model = base_url, model
     for other in (run.sc.target.replica_urls or [])[1:]:   # every replica ready, same model
         more, _ = await ready_mod.wait_ready(
-            other, run.key, a.headers, a.connect_timeout_s,
+            other, run.key, a.headers, get_s,
             ready_mod.ready_timeout_s(a, False), "/health")
         if a.probe:
             probe_mod.check_models(other, more, model, a.api_key_env, where="target.urls")
-    own = await sut_mod.fetch_self_description(base_url, run.key, a.connect_timeout_s)
+    own = await sut_mod.fetch_self_description(base_url, run.key, get_s)
     if a.probe:
         info = own.get("info") or (run.server.info if run.server is not None else None)
         context = fit_mod.check_context_fit(run.plan, run.sc.load, a.endpoint,
