@@ -173,7 +173,8 @@ class LocustRun:
         r, tg = self.run, self.sc.target
         self.scrape = ScrapeProcess(r.base_url, self.prep.run_dir, tg.metrics_interval_s,
                                     headers=self.sc.api.headers, path=tg.metrics_path,
-                                    api_key=self.prep.key, enabled=tg.scrape_metrics).start()
+                                    api_key=self.prep.key, enabled=tg.scrape_metrics,
+                                    timeout_s=min(5.0, self.sc.api.timeout_s)).start()
 
     def _processes(self) -> None:
         from analysis.roofline import host_load

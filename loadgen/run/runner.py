@@ -235,7 +235,8 @@ class Run:
             tg = self.sc.target
             self.scraper = await ServerMetricsScraper(
                 base_url, self.run_dir, tg.metrics_interval_s, headers=a.headers,
-                path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics).start()
+                path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics,
+                timeout_s=min(5.0, a.timeout_s)).start()
             procs = processes_for(self, self.progress.warn)
             bound = self._check_descriptors(procs)
             if procs > 1:           # client.processes: N sender processes (loadgen.run.procs)
