@@ -108,11 +108,13 @@ def _main(args: argparse.Namespace) -> int:
     from analysis.metrics.summary import write_summary
     path = write_summary(d)
     outputs = [str(path)]
-    _say_verdict(json.loads(path.read_text()))
+    from analysis.contract.rundir import read_json   # summary.json through the contract
+    written = read_json(path) or {}
+    _say_verdict(written)
     from analysis.report.report import write_report
     outputs += [str(p) for p in write_report(d, with_plots=not args.no_plots)]
     if args.json:
-        print(json.dumps(json.loads(path.read_text())))
+        print(json.dumps(written))
     else:
         for o in outputs:
             print(f"wrote {o}")
