@@ -49,10 +49,10 @@ _CHUNKS = msgspec.json.Decoder(list[tuple[int, int]])
 class ChunkView:
     """A record's chunks as a read-only sequence of ``[arrival_ns, n_tokens]`` lists (what the
     JSON line held), backed by its slice's (n, 2) array."""
-    __slots__ = ("_a", "_lo", "_hi")
+    __slots__ = ("_a", "_lo", "_hi", "_i")
 
-    def __init__(self, a: np.ndarray, lo: int, hi: int):
-        self._a, self._lo, self._hi = a, lo, hi
+    def __init__(self, a: np.ndarray, lo: int, hi: int, i: int = -1):
+        self._a, self._lo, self._hi, self._i = a, lo, hi, i      # _i: the record's index
 
     def __len__(self) -> int:
         return self._hi - self._lo
@@ -189,11 +189,11 @@ class RecordTable:
 
     def index_of(self, records: list) -> Optional[np.ndarray]:
         """The positions of ``records`` (some of this table's own) in it; None when one is not."""
-        ids = self.__dict__.get("_ids")
-        if ids is None:
-            ids = self._ids = {id(r): i for i, r in enumerate(self.records)}
-        idx = np.fromiter((ids.get(id(r), -1) for r in records), np.int64, count=len(records))
-        return None if (idx < 0).any() else idx
+        own, n = self.records, len(self.records)
+        idx = [r.chunks._i if isinstance(r.chunks, ChunkView) else -1 for r in records]
+        if any(i < 0 or i >= n or own[i] is not r for i, r in zip(idx, records)):
+            return None
+        return np.asarray(idx, dtype=np.int64)
 
 
 class _SubTable(RecordTable):
@@ -265,7 +265,7 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
         np.cumsum(np.concatenate(counts), out=offsets[1:])
     bounds = offsets.tolist()
     for i, r in enumerate(records):                      # each record's view of the one array
-        r.chunks = ChunkView(chunks, bounds[i], bounds[i + 1])
+        r.chunks = ChunkView(chunks, bounds[i], bounds[i + 1], i)
     table = RecordTable(records, chunks, offsets)
     _CACHE.update(key=key, table=table)
     return table
