@@ -184,7 +184,8 @@ class RecordTable:
         """For each chunk, the index of its record (cached)."""
         own = self.__dict__.get("_owner")
         if own is None:
-            own = self._owner = np.repeat(np.arange(len(self.records)), np.diff(self.offsets))
+            own = self._owner = np.repeat(np.arange(len(self.records), dtype=np.int32),
+                                          np.diff(self.offsets))
         return own
 
     def index_of(self, records: list) -> Optional[np.ndarray]:

@@ -104,10 +104,15 @@ def token_gaps(table, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     """(gap_ns, n_tokens of the later chunk, record index) of every pair of consecutive token
     chunks of the selected records, in record then chunk order."""
     owner = table.record_of_chunk()
-    keep = (table.n > 0) & sel[owner]
-    t, n, o = table.t[keep], table.n[keep], owner[keep]
+    keep = table.n > 0
+    keep &= sel[owner]
+    o = owner[keep]
     same = o[1:] == o[:-1]
-    return (t[1:] - t[:-1])[same], n[1:][same], o[1:][same]
+    o = o[1:][same]
+    t = table.t[keep]
+    gap = np.diff(t)[same]
+    del t
+    return gap, table.n[keep][1:][same], o
 
 
 def pooled_ms(table, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
