@@ -354,7 +354,8 @@ def read_cache() -> Optional[RecordTable]:
 
 
 def read_records(path: str | Path) -> list[Record]:
-    """records.jsonl as Records (read_table(path).records)."""
+    """records.jsonl as Records (read_table(path).records). The list is the table's: select
+    from it (analysis.metrics.measured, ...), do not append to or reorder it."""
     return read_table(path).records
 
 
