@@ -44,12 +44,8 @@ from typing import Any, Optional, Union
 
 from loadgen.client.aiohttp_transport import AiohttpTransport
 from loadgen.client.clientload import gc_hold, gc_release
-from loadgen.client.request import (ENDPOINTS, base_body, endpoint_path, finish, input_count,
-                                    request_body, request_headers, with_headers)
+from loadgen.client.request import ENDPOINTS, Shape, base_body, endpoint_path, finish, with_headers
 from loadgen.client.request import fail as _fail
-from loadgen.client.responses import ResponsesTally
-from loadgen.client.sse import StreamTally
-from loadgen.client.structured import Checker
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
 from loadgen.client.wire.transport import WireTransport
 from loadgen.record import Record, now_ns
@@ -82,6 +78,13 @@ class RequestSpec:
     want_text: bool = False                     # Record.output_text: the answer's text
     headers: Optional[dict] = None              # this request's own headers (e.g. session affinity)
     images: Optional[tuple] = None              # chat: image data URLs after the text (workload.images)
+
+    @classmethod
+    def of(cls, p: Any, id: int, phase: str = "measured") -> "RequestSpec":
+        """Request ``id`` of a workload PromptSpec (or a senders.plan.Spec): every engine's."""
+        return cls(id=id, phase=phase, prompt=p.prompt, prompt_tokens=p.prompt_tokens,
+                   max_tokens=p.max_tokens, messages=list(p.messages) if p.messages else None,
+                   images=p.images)
 
 
 @dataclass
@@ -142,15 +145,7 @@ class Client:
         self.max_connections = max_connections or 0
         self.url = cfg.base_url.rstrip("/") + endpoint_path(cfg.endpoint)
         self.transport = pick_transport(self.url, transport)
-        self._chat = cfg.endpoint == "chat"
-        self._embeddings = cfg.endpoint == "embeddings"
-        self._responses = cfg.endpoint == "responses"     # named events: ResponsesTally
-        self._base = build_base_body(cfg)
-        # continuous usage stats only where the body still asks for them
-        opts = self._base.get("stream_options")
-        self._continuous = isinstance(opts, dict) and bool(opts.get("continuous_usage_stats"))
-        self._headers = request_headers(cfg, cfg.api_key)
-        self._check = Checker.of(self._base)    # tools / response_format: checked at finish
+        self.shape = Shape(cfg, cfg.model, cfg.api_key, cfg.drop_fields)   # Locust's too
         self._t: Any = None                     # the transport, kept after close (describe)
         self._open = False
 
@@ -194,20 +189,16 @@ class Client:
                       session_id=spec.session_id, turn=spec.turn)
 
     def body(self, spec: RequestSpec) -> bytes:
-        return request_body(self._base, self._chat, spec.prompt, spec.max_tokens, spec.messages,
-                            self.cfg.endpoint, spec.images)
+        return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images)
 
     def headers(self, spec: RequestSpec) -> dict:
-        return with_headers(self._headers, spec.headers)
+        return with_headers(self.shape.headers, spec.headers)
 
     async def execute(self, spec: RequestSpec, rec: Optional[Record] = None) -> Record:
         """Send one request; fill and return ``rec`` (created if not given). See module doc."""
         if rec is None:
             rec = self.new_record(spec)
-        if self._embeddings:                    # nothing generated: no output tokens asked for
-            rec.inputs, rec.requested_output_tokens = input_count(spec.prompt), None
-        if spec.images:
-            rec.input_images = len(spec.images)
+        self.shape.prepare(rec, spec.prompt, spec.images)
         try:
             data = self.body(spec)
             headers = self.headers(spec)
@@ -217,8 +208,7 @@ class Client:
         if not self._open:
             _fail(rec, "client", "Client used outside 'async with'")
             return rec
-        tally = (ResponsesTally(spec.want_text, self._check) if self._responses
-                 else StreamTally(self._continuous, spec.want_text, self._check))
+        tally = self.shape.tally(spec.want_text)
         try:
             await self._t.send(data, headers, rec, tally)
         except asyncio.CancelledError:

@@ -22,8 +22,8 @@ from typing import Any, Iterable, Optional
 from loadgen import redact
 from loadgen.record import Record, now_ns
 from loadgen.client import structured
-from loadgen.client.responses import read_response
-from loadgen.client.sse import error_message, loads
+from loadgen.client.responses import ResponsesTally, read_response
+from loadgen.client.sse import StreamTally, error_message, loads
 
 SNIPPET = 300                 # characters of an error body kept in Record.error
 _second = itemgetter(1)
@@ -190,6 +190,40 @@ def request_body(base: dict, chat: bool, prompt, max_tokens: int,
         b["prompt"] = prompt
     b["max_tokens"] = max_tokens
     return _dumps(b).encode()
+
+
+class Shape:
+    """One run's request shape, built once: the native Client's and each Locust worker's (the
+    same bodies, headers, record fields and tallies by construction)."""
+
+    def __init__(self, api: Any, model: str, api_key: Optional[str], drop: Iterable[str] = ()):
+        self.endpoint = api.endpoint
+        self.chat = api.endpoint == "chat"
+        self.embeddings = api.endpoint == "embeddings"    # rec.inputs; no max_tokens asked for
+        self.responses = api.endpoint == "responses"      # named events: ResponsesTally
+        self.base = base_body(api, model, drop)
+        self.check = structured.Checker.of(self.base)     # tools / response_format: at finish
+        opts = self.base.get("stream_options")          # continuous usage stats only where
+        self.continuous = isinstance(opts, dict) and bool(        # the body still asks for them
+            opts.get("continuous_usage_stats"))
+        self.headers = request_headers(api, api_key)
+
+    def prepare(self, rec: Record, prompt, images: Optional[tuple]) -> None:
+        """The record fields the request itself decides (embeddings: inputs; images)."""
+        if self.embeddings:                     # nothing generated: no output tokens asked for
+            rec.inputs, rec.requested_output_tokens = input_count(prompt), None
+        if images:
+            rec.input_images = len(images)
+
+    def body(self, prompt, max_tokens: Optional[int], messages: Optional[list] = None,
+             images: Optional[tuple] = None) -> bytes:
+        return request_body(self.base, self.chat, prompt, max_tokens, messages, self.endpoint,
+                            images)
+
+    def tally(self, want_text: bool = False):
+        """What reads the answer: a StreamTally, or for api.endpoint responses a ResponsesTally."""
+        return (ResponsesTally(want_text, self.check) if self.responses
+                else StreamTally(self.continuous, want_text, self.check))
 
 
 def fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:

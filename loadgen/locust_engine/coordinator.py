@@ -31,7 +31,7 @@ from loadgen.run.senders.clock import clock_pair
 from loadgen.locust_engine.request_source import RequestSource
 from loadgen.run.senders.plan import Plan, digest, users_for
 from loadgen.record import now_ns
-from loadgen.redact import redact
+from loadgen.run.storage import atomic_write_text
 
 T0_LEAD_NS = 300_000_000          # go message to t0: time for every worker to get it
 RESEND_NS = 2_000_000_000         # the plan again, to workers not ready yet (see _run)
@@ -43,12 +43,6 @@ MSG_TYPES = ("loadgen_ready", "loadgen_error", "loadgen_warm_done", "loadgen_don
 
 class Interrupted(Exception):
     """The run was stopped before the measured phase began."""
-
-
-def write_json_atomic(path: Path, obj: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(redact(json.dumps(obj, indent=2, default=str)) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -250,7 +244,8 @@ class Coordinator:
         t0 = now_ns() + T0_LEAD_NS
         self.state["t0_ns"] = t0
         self.broadcast("loadgen_go", {"t0_ns": t0, "users_by_worker": ub})
-        write_json_atomic(self.run_dir / "master.json", self.state)
+        atomic_write_text(self.run_dir / "master.json", json.dumps(self.state, indent=2,
+                                                                   default=str) + "\n")
         plan = Plan(self.sc)
         span = (int(plan.schedule.offsets_ns[-1]) / 1e9 if plan.schedule.count else 0.0)
         if plan.stages:
@@ -284,4 +279,5 @@ class Coordinator:
                 status = "dead" if not self.alive(i) else "unfinished"
             self.state["workers"][str(i)] = {"status": status, "report": done,
                                              "ready": self.got["loadgen_ready"].get(i)}
-        write_json_atomic(self.run_dir / "master.json", self.state)
+        atomic_write_text(self.run_dir / "master.json", json.dumps(self.state, indent=2,
+                                                                   default=str) + "\n")

@@ -38,7 +38,6 @@ from loadgen.client import request
 from loadgen.client.balance import Picker
 from loadgen.client.gc_hold import hold_gc, release_gc
 from loadgen.client.stream_step import Limits
-from loadgen.client.structured import Checker
 from loadgen.locust_engine import user as user_mod
 from loadgen.locust_engine.clock import LagSampler, sleep_until
 from loadgen.locust_engine.gconn import process_stamps
@@ -63,23 +62,16 @@ class RequestSource(SliceSender):
         super().__init__(Plan(sc, index, n), sc.load)    # the pure slice sender (senders/)
         a = sc.api
         self.base_url = setup["base_url"].rstrip("/")
-        self.endpoint = a.endpoint
         self.url = self.base_url + request.endpoint_path(a.endpoint)
-        self.chat = a.endpoint == "chat"
-        self.embeddings = a.endpoint == "embeddings"    # rec.inputs; no max_tokens asked for
-        self.responses = a.endpoint == "responses"      # named events: ResponsesTally (user.py)
-        self.base = request.base_body(a, setup["model"], tuple(setup.get("drop_fields") or ()))
-        self.check = Checker.of(self.base)      # tools / response_format: checked at finish
-        # continuous usage stats only where the body still asks for them (the native rule)
-        opts = self.base.get("stream_options")
-        self.continuous = isinstance(opts, dict) and bool(opts.get("continuous_usage_stats"))
+        # the native client's request shape: body, headers, record fields, the tally
+        self.shape = request.Shape(a, setup["model"], api_key,
+                                   tuple(setup.get("drop_fields") or ()))
         # target.urls: this process picks each request's replica (balance.pick, the native
         # client's pure rule; least_in_flight counts this process's requests only); worker i
         # starts its round-robin turns at URL i, as sender process i does natively
         urls = sc.target.replica_urls
         self.replicas = (Picker(urls, sc.target.balance, index)
                          if urls and len(urls) > 1 else None)
-        self.headers = request.request_headers(a, api_key)
         user_mod.LLMUser.host = self.base_url   # users spawned from now on (Locust's UI label)
         user_mod.LLMUser.connection_timeout = a.connect_timeout_s
         user_mod.LLMUser.network_timeout = a.timeout_s
@@ -176,30 +168,25 @@ class RequestSource(SliceSender):
         ``images``: workload.images' data URLs (their parts JSON-encoded once per process,
         request.image_part, spliced into the body)."""
         self.taken(rec)
-        if self.embeddings:                      # the native client's record fields
-            rec.inputs, rec.requested_output_tokens = request.input_count(prompt), None
-        if images:
-            rec.input_images = len(images)
+        self.shape.prepare(rec, prompt, images)     # the native client's record fields
         try:
             if sched is not None and sched > now_ns() and sleep_until(sched, lambda: self.stopped):
                 return                   # interrupt() wrote it as cancelled
             try:
-                data = request.request_body(self.base, self.chat, prompt,
-                                            rec.requested_output_tokens, messages, self.endpoint,
-                                            images)
+                data = self.shape.body(prompt, rec.requested_output_tokens, messages, images)
             except (TypeError, ValueError) as e:
                 request.fail(rec, "client", f"cannot build the request body: {e}")
             else:
                 url, i = self.url, None
                 if self.replicas is not None:    # picked at the send: rec.target_url
                     i = self.replicas.take(rec)
-                    url = rec.target_url + request.endpoint_path(self.endpoint)
+                    url = rec.target_url + request.endpoint_path(self.shape.endpoint)
                 self.ledger.journal(rec)
                 a = self.sc.api
                 try:
-                    user.send(url, request.with_headers(self.headers, headers), data, a.stream,
-                              rec, self.continuous, a.timeout_s, self.limits, want_text,
-                              self.check, self.responses)
+                    user.send(url, request.with_headers(self.shape.headers, headers), data,
+                              a.stream, rec, self.shape.tally(want_text), a.timeout_s,
+                              self.limits)
                 finally:
                     if i is not None:
                         self.replicas.done(i)

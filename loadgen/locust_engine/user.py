@@ -32,7 +32,6 @@ import gevent
 from locust import User, constant, task
 
 from loadgen.client.request import fail, finish
-from loadgen.client.responses import ResponsesTally
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
 from loadgen.locust_engine.gconn import process_stamps
@@ -97,14 +96,9 @@ class LLMUser(User):
         return w
 
     def send(self, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
-             continuous: bool, timeout_s: float, limits: Limits = DEFAULT_LIMITS,
-             want_text: bool = False, check: Any = None, responses: bool = False) -> None:
-        """``want_text``: keep the answer's text in ``rec.output_text`` (a session turn's);
-        ``check``: the node's structured.Checker (tools / response_format), or None;
-        ``responses``: api.endpoint responses (named events: ResponsesTally, the native
-        client's; its first token is the first response.output_text.delta)."""
-        tally = (ResponsesTally(want_text, check) if responses
-                 else StreamTally(continuous, want_text, check))
+             tally: StreamTally, timeout_s: float, limits: Limits = DEFAULT_LIMITS) -> None:
+        """``tally``: request.Shape.tally's (the native client's: a StreamTally, or for
+        api.endpoint responses a ResponsesTally; a session turn's keeps the answer's text)."""
         execute(self._wire(url, timeout_s, limits), headers, data, stream, rec, tally)
         e2e = ((rec.end_at_ns or now_ns()) - (rec.sent_at_ns or now_ns())) / 1e6
         exc = None if rec.status == "ok" else RuntimeError(f"{rec.error_kind}: {rec.error}")

@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Iterator, Optional
 from loadgen.record import Record, now_ns
 from loadgen.run.planned import remainder
 from loadgen.run.senders.ledger import Ledger  # noqa: F401  (the one ledger, re-exported)
+from loadgen.run.senders.sender import drain_why
 from loadgen.run.senders.stages import StageGate
 
 SPIN_NS = 1_000_000         # yield-spin the last 1 ms before a send instead of sleeping
@@ -181,8 +182,7 @@ class Dispatcher:
             start = self.last_issue_ns or now_ns()
             left = (start + int(self.drain_timeout_s * 1e9) - now_ns()) / 1e9
             if left <= 0:
-                self.cancel_reason = (f"not finished {self.drain_timeout_s:g} s after the last "
-                                      "send (load.drain_timeout_s)")
+                self.cancel_reason = drain_why(self.drain_timeout_s)
                 break
             await asyncio.wait(set(self.tasks), timeout=min(left, MAX_NAP_S * 2))
         await self.cancel_all()
@@ -242,8 +242,7 @@ class Dispatcher:
             if end_ns is not None:
                 over = now_ns() - end_ns - int(self.drain_timeout_s * 1e9)
                 if over > 0:
-                    self.cancel_reason = (f"not finished {self.drain_timeout_s:g} s after "
-                                          "load.duration_s (load.drain_timeout_s)")
+                    self.cancel_reason = drain_why(self.drain_timeout_s, "load.duration_s")
                     break
             await asyncio.wait([t for t in users_t if not t.done()], timeout=MAX_NAP_S * 2)
         await self.cancel_all()
@@ -280,8 +279,7 @@ async def closed_stages(d: "Dispatcher", make_spec: Callable[[], object], stages
     users = [d._spawn(user(i)) for i in range(users_n)]
     while not d.stop.is_set() and any(not u.done() for u in users):
         if now_ns() - end_ns > int(d.drain_timeout_s * 1e9):
-            d.cancel_reason = (f"not finished {d.drain_timeout_s:g} s after the last stage "
-                               "(load.drain_timeout_s)")
+            d.cancel_reason = drain_why(d.drain_timeout_s, "the last stage")
             break
         await asyncio.wait([u for u in users if not u.done()], timeout=MAX_NAP_S * 2)
     await d.cancel_all()

@@ -221,11 +221,7 @@ class Run:
         n = self.schedule.count if self.schedule.count is not None else ld.num_requests
         stream = iter(self.plan)
 
-        def make(p, i: int) -> RequestSpec:
-            return RequestSpec(id=i, phase="measured", prompt=p.prompt,
-                               prompt_tokens=p.prompt_tokens, max_tokens=p.max_tokens,
-                               messages=list(p.messages) if p.messages else None,
-                               images=p.images)
+        make = RequestSpec.of               # (PromptSpec, id) ─► a measured RequestSpec
 
         self.writer = RecordWriter(self.run_dir / "records.jsonl")
         ledger = Ledger(self.writer, self.progress.on_done)

@@ -193,10 +193,7 @@ class Sender:
         def make_spec():
             s = next(specs)
             ctr.bump(ISSUED)                   # counted before it can be sent
-            return RequestSpec(id=s.id, phase="measured", prompt=s.prompt,
-                               prompt_tokens=s.prompt_tokens, max_tokens=s.max_tokens,
-                               messages=list(s.messages) if s.messages else None,
-                               images=s.images)
+            return RequestSpec.of(s, s.id)
         if job.stages:
             await closed_stages(d, make_spec, job.stages, t0, job.num_requests)
         else:

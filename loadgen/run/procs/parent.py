@@ -61,17 +61,11 @@ class Senders:
         run, ld = self.run, self.run.sc.load
         w = ld.warmup_requests
         stream = iter(run.plan)
-
-        def make(p, i: int, phase: str) -> RequestSpec:
-            return RequestSpec(id=i, phase=phase, prompt=p.prompt, prompt_tokens=p.prompt_tokens,
-                               max_tokens=p.max_tokens,
-                               messages=list(p.messages) if p.messages else None,
-                               images=p.images)
         warm_src = stream if ld.mode != "trace" else run.plan.warmup_specs()
-        warm = [make(p, i, "warmup") for i, p in zip(range(w), warm_src)]
+        warm = [RequestSpec.of(p, i, "warmup") for i, p in zip(range(w), warm_src)]
         planned = []
         if ld.mode != "concurrency":
-            planned = [make(p, w + i, "measured") for i, p in zip(range(self.count), stream)]
+            planned = [RequestSpec.of(p, w + i) for i, p in zip(range(self.count), stream)]
         return warm, planned
 
     def _jobs(self) -> list[Job]:

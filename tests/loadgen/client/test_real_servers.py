@@ -109,7 +109,7 @@ async def test_a_drop_mid_stream_is_not_retried(calib_server, transport):
     c = cfg(calib_server.url, {"itl_ms": 1})
     async with Client(c, 1) as client:
         first = await client.execute(spec())
-        client._base = {**client._base, "calib": {"fault": "drop", "fault_at": 1, "itl_ms": 1}}
+        client.shape.base = {**client.shape.base, "calib": {"fault": "drop", "fault_at": 1, "itl_ms": 1}}
         dropped = await client.execute(spec())
     assert first.status == "ok"
     assert (dropped.status, dropped.error_kind, dropped.retries) == ("error", "connection", 0)
