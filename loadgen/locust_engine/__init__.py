@@ -6,11 +6,13 @@
         python -m loadgen.locust_engine.worker --role local             │ worker.py
           | --role master (+ N x --role worker, or remote --worker)     │ (gevent-patched)
              Coordinator (coordinator.py): plan ─► ready ─► users ─► warm ─► go(t0) ─► done
-             RequestSource (request_source.py) per worker i of n: Plan(sc, i, n)
+             RequestSource (request_source.py) per worker i of n: the gevent driver of
+               senders.sender.SliceSender(Plan(sc, i, n)): what is due next and when
                (loadgen.run.senders: the one partition, plan slice, ledger, merge, stage
                 driver, session book and clock-offset record of every sender, --procs too;
                 sessions.py: a user plays a whole conversation and only waits and sends)
-               LLMUser (user.py, a Locust User): body ─► gwire.GWire (gwire.py: one keep-alive
+               LLMUser (user.py, a Locust User): body (client.request.Shape, the native
+                 Client's) ─► gwire.GWire (gwire.py: one keep-alive
                  connection per user and URL, target.urls' replica by balance.Picker;
                  the wire transport's record rules) ─► gconn.GConn
                  (gconn.py: sends; the process's ONE reader, reader.py, one epoll for every

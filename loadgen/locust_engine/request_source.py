@@ -142,7 +142,7 @@ class RequestSource(SliceSender):
                 self.changed.wait(0.05 if self.phase != "done" else 1.0)
             return
         t = now_ns()
-        if self.gate_ is not None:
+        if self.stage_gate is not None:
             t = self._gate(user)
             if t is None:
                 return

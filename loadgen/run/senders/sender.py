@@ -46,7 +46,7 @@ class SliceSender:
         self.warm = collections.deque(plan.warm_specs())
         self.measured = plan.measured_specs()
         self.closed = plan.schedule.offsets_ns is None
-        self.gate_: Optional[StageGate] = None   # concurrency stages, from begin on
+        self.stage_gate: Optional[StageGate] = None   # concurrency stages, from begin on
         self.slots = 0                           # users seen in a staged run (local index)
         self.phase = "idle"                      # idle | warm | measured | done
         self.inflight: dict[int, Record] = {}
@@ -62,8 +62,8 @@ class SliceSender:
             ub = users_by_worker
             if not ub or len(ub) != plan.n or not sum(ub):
                 ub = even_split(ld.in_flight_cap, plan.n)
-            self.gate_ = StageGate(plan.stages, t0, plan.index, ub)
-            self.end_ns = self.gate_.end_ns
+            self.stage_gate = StageGate(plan.stages, t0, plan.index, ub)
+            self.end_ns = self.stage_gate.end_ns
         elif self.closed and ld.duration_s and not plan.sessions:
             self.end_ns = t0 + int(ld.duration_s * NS)
 
@@ -93,7 +93,7 @@ class SliceSender:
     def gate(self, slot: int, now: int) -> tuple[str, Optional[int]]:
         """A staged closed loop: may local user ``slot`` send at ``now`` (its request's
         scheduled_at, so a request belongs to the stage that let it go)?"""
-        when = self.gate_.when(slot, now)
+        when = self.stage_gate.when(slot, now)
         if when is None:                         # no stage from now on needs it
             return "idle", self.end_ns
         return ("wait", when) if when > now else ("send", now)
