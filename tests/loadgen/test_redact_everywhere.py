@@ -6,6 +6,7 @@ with ``--procs 2``, in ``loadgen sweep`` and on the Locust engine. A URL with us
 refused in one line (exit 2) without echoing it."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import subprocess
@@ -94,7 +95,10 @@ def test_no_secret_in_a_sweep(echo_server, tmp_path):
 
 
 def test_no_secret_on_the_locust_engine(echo_server, tmp_path):
-    pytest.importorskip("locust")
+    # find_spec, not importorskip: importing locust would monkey-patch this pytest process
+    # (gevent), and every later test's threads and subprocesses with it
+    if importlib.util.find_spec("locust") is None:
+        pytest.skip("the locust extra is not installed (pip install 'loadgen[locust]')")
     s = secret_set()
     r = loadgen(["run", str(scenario(tmp_path, echo_server.url, s)), "--engine", "locust",
                  "--workers", "1"], s)
