@@ -9,7 +9,7 @@
         times spread over one request's duration: a steady closed loop); client times minus the
         times the server logged for the same chunks (perf_counter_ns, one clock on this host).
         Unpinned unless --pin-timing (on a busy shared box a floating client wakes up sooner);
-        the client's own CPU share and event-loop lag (loadgen.client.clientload) are printed with it.
+        the client's own CPU share and event-loop lag (loadgen.client.load_monitor) are printed with it.
 Goals: TTFT error at 256 streams <= 3 ms (mean), ITL p99 error <= 1.5 ms, capacity >= 1.5x Locust.
 Prints a table and ends with one JSON line. ``--quick`` shortens every phase.
 
@@ -45,7 +45,7 @@ def _pin(cpu: int) -> None:
 
 # ----------------------------------------------------------------- workers (run in a subprocess)
 async def _ours_capacity(url: str, conc: int, warm_s: float, dur_s: float, tokens: int) -> dict:
-    from loadgen.client.client import Client, ClientConfig, RequestSpec
+    from loadgen.client.http_client import Client, ClientConfig, RequestSpec
     cfg = ClientConfig(base_url=url, model="calib-model", timeout_s=60)
     st = {"t0": None, "t1": None, "tokens": 0, "requests": 0, "errors": 0}
     stop = False
@@ -76,8 +76,8 @@ async def _ours_capacity(url: str, conc: int, warm_s: float, dur_s: float, token
 
 
 async def _ours_timing(url: str, conc: int, rounds: int, tokens: int, req_s: float) -> dict:
-    from loadgen.client.client import Client, ClientConfig, RequestSpec
-    from loadgen.client.clientload import ClientLoad
+    from loadgen.client.http_client import Client, ClientConfig, RequestSpec
+    from loadgen.client.load_monitor import ClientLoad
     cfg = ClientConfig(base_url=url, model="calib-model", timeout_s=120)
     out = []
     async with Client(cfg, conc) as c:

@@ -96,7 +96,7 @@ def main() -> int:
     probe = probe_counter_period(nv, h)
     nv.nvmlShutdown()
 
-    from analysis.energy.energy import energy_summary, load_power
+    from analysis.energy.window import energy_summary, load_power
     from analysis.energy.series import trapezoid_j, window_power_samples
     from loadgen import power
     from loadgen.scenario.model import Power

@@ -3,7 +3,7 @@
     calibration server (subprocess, CPU 0, --lockstep: one decode clock, every stream's next chunk
     written back to back each ITL step) ◄── this process (CPU 1): N streams started at once,
     ROUNDS rounds per transport, transports alternating per level
-        aiohttp:   loadgen.client.client.Client(transport="aiohttp").execute (user-space stamp per read)
+        aiohttp:   loadgen.client.http_client.Client(transport="aiohttp").execute (user-space stamp per read)
         wire-user: loadgen.client.wire.pool.WirePool(stamps="user").request + WirePool.fill (user-space stamp)
         wire:      the same with kernel receive stamps (SO_TIMESTAMPNS), the default
     truth: the server's own write log (GET /calib/log; perf_counter_ns, the same clock on this host)
@@ -27,12 +27,12 @@ import statistics
 import sys
 import time
 
-from loadgen.client.client import Client, ClientConfig, RequestSpec, build_base_body
-from loadgen.client.clientload import gc_hold, gc_release
+from loadgen.client.http_client import Client, ClientConfig, RequestSpec, build_base_body
+from loadgen.client.load_monitor import gc_hold, gc_release
 from loadgen.client.request import request_body, request_headers
 from loadgen.client.request import finish
 from loadgen.client.sse import StreamTally
-from loadgen.client.wire.fill import fill_record
+from loadgen.client.wire.record_fill import fill_record
 from loadgen.client.wire.pool import WirePool
 from servers.calib import CalibrationServer
 

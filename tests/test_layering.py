@@ -23,8 +23,11 @@ RULES = [  # (package dir, forbidden module prefixes)
     # import: it reads no figure module but metrics' summary (open_run, lazily)
     ("analysis/contract", ("analysis.report", "analysis.roofline", "analysis.energy",
                            "analysis.server", "analysis.kernel", "analysis.metrics.slo",
-                           "analysis.metrics.metrics")),
+                           "analysis.metrics.figures")),
     ("loadgen/client", ("loadgen.run", "loadgen.targets", "analysis", "loadgen.locust_engine")),
+    # the Locust users' gevent driver: Locust's gevent world runs no asyncio code
+    ("loadgen/client/gevent_wire", ("asyncio", "aiohttp", "uvloop", "loadgen.client.wire.pool",
+                                    "loadgen.client.wire.conn", "loadgen.client.http_client")),
     ("loadgen/scenario", ("loadgen.run", "loadgen.targets", "loadgen.client")),
 ]
 

@@ -1,6 +1,6 @@
 """device.json: the device spec the run's roofline uses, frozen into the run directory.
 
-    loadgen/run/calibration.py freeze_device ─► analysis.roofline.frozen.record ─► Device.dump
+    loadgen/run/calibration.py freeze_device ─► analysis.roofline.run_device.record ─► Device.dump
         ─► RUN/device.json ─► frozen.for_run ─► analysis.roofline.run_roofline ─► summary "roofline"
 
 ``status``: "recorded" (``spec`` holds the figures, ``how`` says how it was chosen) or "none"

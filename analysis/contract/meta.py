@@ -47,7 +47,7 @@ class Workload(Open):
 
 
 class ClientLoad(Open):
-    """loadgen.client.clientload.ClientLoad's result: CPU share of one core and event-loop lag."""
+    """loadgen.client.load_monitor.ClientLoad's result: CPU share of one core and event-loop lag."""
     cpu_util: Optional[float] = None
     loop_lag_ms_p99: Optional[float] = None
 

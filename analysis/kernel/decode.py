@@ -2,8 +2,8 @@
 beside the engine's measured step.
 
     shape dict ─► model_cost.decode_gemv_list(shape, batch) ─► unique (M, K, N) with counts
-        ─► kernel.run_case("jax-jit", plain Y = X W) per unique shape ─► Σ count × device time
-        ─► roofline.bound per shape (memory roof at batch 1) ─► Σ predicted
+        ─► harness.run_case("jax-jit", plain Y = X W) per unique shape ─► Σ count × device time
+        ─► bounds.bound per shape (memory roof at batch 1) ─► Σ predicted
     run dir (summary.json / records.jsonl) ─► measured TPOT median ─► gap = measured − Σ GEMV
         (the gap is attention, norms, sampling, host and Python overhead: not a GEMV)
 
@@ -19,9 +19,9 @@ from typing import Optional
 
 from analysis.contract.records import read_records
 from analysis.contract.rundir import read_json
-from analysis.kernel import kernel
+from analysis.kernel import harness
 from analysis.roofline import model_cost
-from analysis.roofline import roofline
+from analysis.roofline import bounds
 
 
 def unique_gemvs(shape: dict, batch: int) -> list[dict]:
@@ -36,20 +36,20 @@ def unique_gemvs(shape: dict, batch: int) -> list[dict]:
     return list(groups.values())
 
 
-def decode_study(shape: dict, batch: int, dtype: str, proto: kernel.Protocol, spec_for,
+def decode_study(shape: dict, batch: int, dtype: str, proto: harness.Protocol, spec_for,
                  context_len: Optional[int] = None, measured_step_ms: Optional[float] = None,
                  measured_source: str = "", path: str = "jax-jit", modules=None,
                  rotate_budget_bytes: int = 2 * 2**30) -> dict:
     """Time every distinct GEMV shape once (``proto`` repeats) and add them up per step.
     As in the engine, each call reads a different weight matrix: the harness cycles through up to
     ``count`` copies of W (within ``rotate_budget_bytes``), so small layers are not timed from cache."""
-    sh = dict(shape, dtype=dtype, dtype_bytes=kernel.ELEM_BYTES[dtype])
+    sh = dict(shape, dtype=dtype, dtype_bytes=harness.ELEM_BYTES[dtype])
     items, total_meas, total_pred, spec_name, complete = [], 0.0, 0.0, None, True
     for g in unique_gemvs(sh, batch):
-        case = kernel.KernelCase(g["M"], g["K"], g["N"], dtype, bias_relu=False)
-        w_bytes = g["K"] * g["N"] * kernel.ELEM_BYTES[dtype]
+        case = harness.KernelCase(g["M"], g["K"], g["N"], dtype, bias_relu=False)
+        w_bytes = g["K"] * g["N"] * harness.ELEM_BYTES[dtype]
         rot = max(1, min(g["count"], rotate_budget_bytes // max(1, w_bytes)))
-        row = kernel.run_case(path, case, dataclasses.replace(proto, rotate=rot), modules, spec_for)
+        row = harness.run_case(path, case, dataclasses.replace(proto, rotate=rot), modules, spec_for)
         item = dict(g, bytes=case.min_bytes(), flops=case.flops(), status=row.status,
                     reason=row.reason, device=row.device, device_ms=row.device_ms,
                     first_ms=row.first_ms, bound_ms=row.bound_ms, binding=row.binding,
@@ -80,7 +80,7 @@ def decode_study(shape: dict, batch: int, dtype: str, proto: kernel.Protocol, sp
     }
     bw = None
     if items and items[0].get("spec"):
-        bw = roofline.roofs(spec_for(*_kind_name(items[0]["device"])), dtype)[1]
+        bw = bounds.roofs(spec_for(*_kind_name(items[0]["device"])), dtype)[1]
     out["predicted_step_memory_ms"] = step_bytes / bw * 1e3 if bw else None
     if measured_step_ms is not None and total_meas is not None:
         out["gap_ms"] = measured_step_ms - total_meas

@@ -9,14 +9,14 @@
         prompt_tokens_source     how the input tokens were counted (usage | workload)
 
 An embeddings answer arrives whole: there is no first token, so TTFT/TPOT/ITL do not exist for
-these requests (None, never 0). The window is the run's (metrics.window). None where the data is
+these requests (None, never 0). The window is the run's (figures.window). None where the data is
 missing; the block itself is None for a run without embeddings records.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 
 LATENCY_FIELDS = ("mean", "p50", "p90", "p99", "max")
 

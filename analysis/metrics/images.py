@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 
 
 def images_block(records: list[dict], meta: Optional[dict]) -> Optional[dict]:

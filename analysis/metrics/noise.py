@@ -8,7 +8,7 @@
     figures + PCT ─► regressions()  names whose whole 95 % interval lies beyond PCT % (worse)
 
 Per-request figures (TTFT p50/p99, TTFT from scheduled p99, TPOT p50/p99, ITL p99, E2E p50) are
-the summary's own definitions over completed measured requests (analysis.metrics.metrics).
+the summary's own definitions over completed measured requests (analysis.metrics.figures).
 Throughputs and goodput are one number per run: their interval comes from ``BUCKETS`` equal time
 buckets of the run's window (each bucket's rate; their mean is the summary's figure), resampled
 as independent, which they only roughly are. Within-run intervals see the sampling noise of
@@ -29,7 +29,7 @@ from typing import Optional
 
 import numpy as np
 
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 from analysis.metrics import significance as sig
 from analysis.metrics import slo as slo_mod
 from analysis.metrics.repeats import HEADLINES, _get

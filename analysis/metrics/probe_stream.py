@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 
 
 def _p(values, q: float) -> Optional[float]:

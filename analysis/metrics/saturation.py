@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 from analysis.metrics import slo as slo_mod
 
 CPU_FRACTION = slo_mod.CPU_SATURATION      # share of one core over the run

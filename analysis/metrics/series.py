@@ -5,9 +5,9 @@
                         ─► in_flight step fn     ─► time-weighted mean requests in flight per bin
     power.jsonl rows    ─► energy_series (counter or trapezoid) ─► mean W per bin, per source/device
 
-All series share the run's window (``metrics.window``) as time zero. A bin with no power samples
+All series share the run's window (``figures.window``) as time zero. A bin with no power samples
 on both sides is None (not 0). Power rows: {"t_ns", "source", "device", "scope", "kind":
-"energy_j"|"power_w"|"mark", "value", "wrap_j"?} (see analysis/energy/energy.py); a source named
+"energy_j"|"power_w"|"mark", "value", "wrap_j"?} (see analysis/energy/window.py); a source named
 "estimate" (or described with evidence "estimated") is labelled estimated.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 
 from analysis.energy import series as es
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 
 
 def bin_width_s(duration_s: float) -> float:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Optional
 
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 
 MLPERF_CONF = "mlcommons/inference loadgen/mlperf.conf"
 # Client CPU (fraction of one core over the run) at or above this counts as saturated.

@@ -3,7 +3,7 @@
     records (sent_at / end_at / chunks) + meta (RunMeta: mode, in_flight_cap)
         ─► steady_window ─► dict
 
-The full window (metrics.window: first measured send to last measured end) stays the headline of
+The full window (figures.window: first measured send to last measured end) stays the headline of
 summary.json; this one is reported beside it ("steady_state") and, when "ok", energy uses it.
 
 Rule (times on perf_counter_ns; in flight = requests sent and not yet ended, warm-up included):
@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.contract import RunMeta
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 from analysis.contract import timing
 from analysis.contract.records import table_of
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 
 RULE = ("completed measured requests; a tool call's arguments and a JSON answer are checked once, "
         "after the stream (jsonschema); the first tool-call delta counts as the first token")

@@ -20,7 +20,7 @@ from typing import Optional
 from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut
 from analysis.contract.records import read_records
 from analysis.contract.rundir import read_json, read_rows
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 from analysis.metrics import slo as slo_mod
 from analysis.metrics import saturation as saturation_mod
 from analysis.metrics.embeddings import embeddings_block
@@ -52,7 +52,7 @@ def energy_block(records: list[dict], meta: dict, power_rows: Optional[list[dict
                  win: Optional[tuple[int, int]], steady: Optional[dict] = None) -> dict:
     """The "energy" object. "unmeasured" with the reason when no power source was configured, the
     energy module is missing, or sources were only named (no sampling session described them) and
-    no samples exist; otherwise analysis.energy.energy.energy_summary(rows, records, window, sources),
+    no samples exist; otherwise analysis.energy.window.energy_summary(rows, records, window, sources),
     which explains per source why a figure is missing.
 
     Window: the steady-state window when ``steady`` (analysis.metrics.steady) is "ok" (ML.ENERGY's
@@ -77,7 +77,7 @@ def _energy_block(recs: list[dict], meta: dict, power_rows: Optional[list[dict]]
     sources = meta.get("power_sources")
     if _no_power(sources):
         return {"status": "unmeasured", "reason": "no power source configured"}
-    from analysis.energy.energy import energy_summary
+    from analysis.energy.window import energy_summary
     if not power_rows and all(isinstance(s, str) for s in sources):
         return {"status": "unmeasured", "reason": f"power source(s) {', '.join(sources)} configured "
                 "but no sampling session ran and power.jsonl holds no samples"}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 
 
 def ttft_answer_ms(rec: dict) -> Optional[float]:

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import numpy as np
 
 from analysis.contract import RunMeta, Sut
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 from analysis.report.render import Block, fmt, missing
 from analysis.report.sut import launch_description, precision, server_info, server_software
 

@@ -16,7 +16,7 @@ from typing import Optional
 import numpy as np
 
 from analysis.contract import timing
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 
 NO_MPL = "plots omitted: matplotlib is not installed (pip install 'loadgen[plots]')"
 COLORS = ("#3b6ea5", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085")

@@ -56,7 +56,7 @@ def roofline_curve(points: list[dict]) -> Optional[list[dict]]:
     ok = [p for p in points if p["roofline"].get("status") == "calculated"]
     if not ok:
         return None
-    from analysis.roofline import roofline
+    from analysis.roofline import bounds
     from analysis.report import sut as sut_mod
     p = ok[0]
     shape = sut_mod.model_shape(p["sut"])
@@ -67,7 +67,7 @@ def roofline_curve(points: list[dict]) -> Optional[list[dict]]:
     batches = sorted({max(1, round(x)) for x in
                       (range(1, top + 1) if top <= MAX_CURVE_POINTS else
                        [top ** (i / (MAX_CURVE_POINTS - 1)) for i in range(MAX_CURVE_POINTS)])})
-    return [roofline.serving_bounds(shape, spec, b, b0["context_len"], b0["prompt_tokens"])
+    return [bounds.serving_bounds(shape, spec, b, b0["context_len"], b0["prompt_tokens"])
             for b in batches]
 
 
@@ -150,8 +150,8 @@ def build_sweep_sections(sweep_dir: str | Path, with_plots: bool = True) -> list
     if not pts:
         return out + [("p", "No point has a run directory with records: nothing to report.")]
     slo = pts[0]["summary"].get("slo") or {}
-    from analysis.roofline import frozen         # `loadgen report SWEEP --device`: labelled
-    dev = frozen.for_run(pts[0]["dir"])
+    from analysis.roofline import run_device # `loadgen report SWEEP --device`: labelled
+    dev = run_device.for_run(pts[0]["dir"])
     if dev.get("source") == "override":
         out.append(("warn", f"Roofline recomputed against {dev.get('how')}, not the specs "
                             "frozen into the points (this report is written beside the sweep's "

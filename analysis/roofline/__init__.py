@@ -6,7 +6,7 @@
     calibrate.py (this host's bandwidth and matmul rate; evidence measured;  ─┴► roofline.py
         host_load.py: load, steal, spread; a busy host re-measured or labelled)
         ─► bound(FLOPs, bytes, spec): the floor, which roof binds, MBU / MFU of a measured time
-    frozen.py: the spec a run used ─► RUN/device.json at run time; read back by reports
+    run_device.py: the spec a run used ─► RUN/device.json at run time; read back by reports
         (``--device`` overrides it, labelled)
     run_roofline.py: records + shape + frozen spec ─► summary.json "roofline" (MBU, decode floor,
         each request's own prefill floor, broken floors)

@@ -25,7 +25,7 @@ from typing import Optional
 import numpy as np
 
 from analysis.contract import timing
-from analysis.roofline import model_cost, roofline
+from analysis.roofline import model_cost, bounds
 
 MIN_GAPS = 20
 BROKEN = "measured below the floor: the spec is wrong or the boundary differs"
@@ -91,15 +91,15 @@ def level_row(k: int, rows: list, shape: dict, spec, slots: Optional[int]) -> di
         out["reason"] = "no prompt token counts: the context is unknown"
         return out
     c = max(1, round(ctx))
-    step = roofline.bound(model_cost.decode_step_flops(shape, batch, c),
+    step = bounds.bound(model_cost.decode_step_flops(shape, batch, c),
                           model_cost.decode_step_bytes(shape, batch, c), spec, dtype)
     ms = lambda s: None if s is None else s * 1e3  # noqa: E731
     floor = ms(step.time_s)
     out.update(floor_ms=floor, memory_floor_ms=ms(step.memory_s),
                compute_floor_ms=ms(step.compute_s), binding=step.binding, step_bytes=step.bytes,
-               floor_over_measured=roofline.fraction_of_bound(floor, itl))
+               floor_over_measured=bounds.fraction_of_bound(floor, itl))
     achieved = step.bytes / (itl / 1e3) if itl > 0 else None
-    mbu = roofline.mbu(achieved, step.bandwidth)
+    mbu = bounds.mbu(achieved, step.bandwidth)
     if len(rows) < MIN_GAPS:      # too few to judge a floor either way (a coalesced read: 0 ms)
         out["reason"] = f"only {len(rows)} gap(s) at this level (an MBU needs {MIN_GAPS})"
     elif (floor is not None and floor > itl) or (mbu is not None and mbu > 1):

@@ -1,6 +1,6 @@
 """A run against its roofline: summary.json's "roofline" block, from the records and the frozen spec.
 
-    records + model shape (sut.json) + device (frozen.for_run: device.json, or --device)
+    records + model shape (sut.json) + device (run_device.for_run: device.json, or --device)
         ─► roofline_summary() ─► {status, reason, mbu, tpot_p50_ms, decode_floor_ms,
                                   prefill_floor_ms, device {name, evidence, mem_bandwidth (B/s),
                                   measured_at, source, how}, decode {...}, prefill {...},
@@ -16,7 +16,7 @@ TTFT against the floor of *its own* prompt length; the block reports the request
 (largest floor / TTFT). A floor above a measurement is a broken floor ("measured below the floor:
 the spec is wrong or the boundary differs"), listed in ``broken_floors``; MBU is then None, never
 above 1. Missing inputs give None with the reason, never a guess. The per-request definitions
-(TTFT, TPOT, window, in flight) restate analysis.metrics.metrics, which roofline may not import.
+(TTFT, TPOT, window, in flight) restate analysis.metrics.figures, which roofline may not import.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import numpy as np
 from analysis.contract import timing
 from analysis.contract.records import read_records
 from analysis.contract.rundir import read_dict
-from analysis.roofline import by_concurrency, frozen, model_cost, roofline
+from analysis.roofline import by_concurrency, run_device, model_cost, bounds
 from analysis.roofline.by_concurrency import BROKEN
 from analysis.roofline.model_spec import shape_in_sut
 
@@ -90,7 +90,7 @@ def _prefill(done: list[dict], shape: dict, spec, dtype: str) -> Optional[dict]:
         p, ttft = r.get("prompt_tokens"), _ttft_ms(r)
         if not p or ttft is None or ttft <= 0:
             continue
-        b = roofline.bound(model_cost.prefill_flops(shape, p),
+        b = bounds.bound(model_cost.prefill_flops(shape, p),
                            model_cost.weight_bytes(shape) + p * model_cost.kv_bytes_per_token(shape),
                            spec, dtype)
         if b.time_s is not None:
@@ -112,7 +112,7 @@ def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
     if shape is None:
         return _empty("sut.json has no model shape (n_layers, dim, ...)", dev), None
     if dev is None:
-        return _empty((device or {}).get("reason") or frozen.NOT_RECORDED), None
+        return _empty((device or {}).get("reason") or run_device.NOT_RECORDED), None
     spec = device["spec"]
     measured = [r for r in records if r.get("phase") != "warmup"]
     done = [r for r in measured if r.get("status") == "ok"]
@@ -125,13 +125,13 @@ def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
     if isinstance(slots or shape.get("slots"), int):
         batch = min(batch, slots or shape["slots"])
     ctx = max(1, round(p_in + p_out / 2))
-    b = roofline.serving_bounds(shape, spec, batch, ctx, max(1, round(p_in)))
+    b = bounds.serving_bounds(shape, spec, batch, ctx, max(1, round(p_in)))
     step = b["decode_step"]
     tpots = [x for x in (_tpot_ms(r) for r in done) if x is not None]
     tpot = float(np.median(tpots)) if tpots else None      # = numpy's linear p50, as summary's
     floor = b["tpot_lower_bound_ms"]
     achieved = step["bytes"] / (tpot / 1e3) if tpot else None
-    mbu = roofline.mbu(achieved, step["bandwidth"])
+    mbu = bounds.mbu(achieved, step["bandwidth"])
     broken = []
     if tpot is not None and floor is not None and floor > tpot:
         broken.append({"figure": "TPOT p50", "floor_ms": floor, "measured_ms": tpot,
@@ -162,7 +162,7 @@ def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
                    "step_flops": step["flops"], "memory_floor_ms": ms(step["memory_s"]),
                    "compute_floor_ms": ms(step["compute_s"]), "binding": step["binding"],
                    "achieved_bandwidth": achieved,
-                   "floor_over_measured": roofline.fraction_of_bound(ms(floor), ms(tpot))},
+                   "floor_over_measured": bounds.fraction_of_bound(ms(floor), ms(tpot))},
         "prefill": pre, "broken_floors": broken, "rule": RULE, "assumptions": b["assumptions"],
         **levels}
     return block, b
@@ -170,7 +170,7 @@ def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
 
 def roofline_summary(records: list[dict], model_spec: Optional[dict], device: Optional[dict],
                      slots: Optional[int] = None) -> dict:
-    """summary.json's "roofline" block. ``device``: frozen.for_run()'s dict (``spec`` a
+    """summary.json's "roofline" block. ``device``: run_device.for_run()'s dict (``spec`` a
     DeviceSpec, ``source``, ``how``, or ``reason`` when there is none); ``slots``: the server's
     decode batch limit (else the shape's)."""
     return _compute(records, model_spec, device, slots)[0]
@@ -181,8 +181,8 @@ def _inputs(run_dir: str | Path, records: Optional[list[dict]]):
     sut, meta = read_dict(d, "sut.json"), read_dict(d, "meta.json")   # through the models
     if records is None:
         records = read_records(d / "records.jsonl") if (d / "records.jsonl").is_file() else []
-    slots = frozen.server_info(sut).get("slots")
-    return records, shape_in_sut(sut), frozen.for_run(d, meta), slots
+    slots = run_device.server_info(sut).get("slots")
+    return records, shape_in_sut(sut), run_device.for_run(d, meta), slots
 
 
 def for_run(run_dir: str | Path, records: Optional[list[dict]] = None) -> dict:

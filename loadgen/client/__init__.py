@@ -16,7 +16,7 @@
                                   responses.py's ResponsesTally over the named events)
                 ─► Record (loadgen.record) ─► back to run/dispatch.py
     eventloop.py   asyncio (default) or uvloop
-    clientload.py  is the client itself the bottleneck? (process CPU, event-loop lag, GC held off)
+    load_monitor.py  is the client itself the bottleneck? (process CPU, event-loop lag, GC held off)
 
 May import: aiohttp, httptools, loadgen.record. Never run/, targets/ or analysis/: nothing slow
 runs on the interpreter that stamps chunks.

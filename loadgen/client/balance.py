@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from loadgen.record import Record
 
 if TYPE_CHECKING:     # hints only: the asyncio client is imported where it is used
-    from loadgen.client.client import ClientConfig, RequestSpec
+    from loadgen.client.http_client import ClientConfig, RequestSpec
 
 BALANCES = ("round_robin", "least_in_flight")
 
@@ -90,7 +90,7 @@ class Balanced:
             raise ValueError("target.urls: give at least one URL")
         if balance not in BALANCES:
             raise ValueError(f"target.balance: expected one of {BALANCES}, got {balance!r}")
-        from loadgen.client.client import Client
+        from loadgen.client.http_client import Client
         self.picker = Picker(urls, balance, first_turn)
         self.urls, self.balance = self.picker.urls, balance
         self.clients = [Client(replace(cfg, base_url=u), max_connections, transport)
@@ -116,7 +116,7 @@ class Balanced:
 
     @staticmethod
     def new_record(spec: RequestSpec) -> Record:
-        from loadgen.client.client import Client
+        from loadgen.client.http_client import Client
         return Client.new_record(spec)
 
     async def execute(self, spec: RequestSpec, rec: Optional[Record] = None) -> Record:
@@ -165,5 +165,5 @@ def open_client(cfg: ClientConfig, urls: Optional[Sequence[str]], balance: str,
     process (client.processes) balances its own requests, process k starting at URL k."""
     if urls and len(urls) > 1:
         return Balanced(cfg, urls, balance, max_connections, first_turn=first_turn)
-    from loadgen.client.client import Client
+    from loadgen.client.http_client import Client
     return Client(cfg, max_connections)

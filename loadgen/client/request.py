@@ -1,14 +1,14 @@
 """The pure half of one request, shared by the native client and the Locust engine.
 
     api settings ─► request_headers / base_body (once per run) ─► request_body (per request)
-    response ─► [client: wire | aiohttp | locust_engine.gwire (kernel-stamped, gevent)] ─► Record, StreamTally
+    response ─► [client: wire | aiohttp | client.gevent_wire.client (kernel-stamped, gevent)] ─► Record, StreamTally
         ─► apply_body (non-streaming JSON) / end_stream (after the last event) / fail
         ─► finish: first-chunk/first-token times, usage vs chunk counts, mismatch, sources
 
 No I/O, no asyncio, no aiohttp and no gevent here (only json, loadgen.record, loadgen.redact,
 loadgen.client.sse and loadgen.client.structured, the tool-call / JSON checks run in ``finish``;
 loadgen.client.responses, the Responses API's whole answer in ``apply_body``):
-``loadgen.client.client`` (asyncio) and ``loadgen.locust_engine`` (gevent-patched processes) both import
+``loadgen.client.http_client`` (asyncio) and ``loadgen.locust_engine`` (gevent-patched processes) both import
 it, so the two engines build the same bodies and fill the same records by construction.
 ``api`` below is anything with the ``scenario.Api`` fields used (``client.ClientConfig`` too).
 """

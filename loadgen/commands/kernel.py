@@ -1,6 +1,6 @@
 """`loadgen kernel`: the common kernel Y = ReLU(XW + b) across frameworks, or one decode step's GEMVs.
 
-    flags ─► analysis.kernel.kernel.run_matrix (paths × dtypes × M) ─► rich table / --csv / --json
+    flags ─► analysis.kernel.harness.run_matrix (paths × dtypes × M) ─► rich table / --csv / --json
           └► --model PRESET ─► analysis.roofline.model_cost.decode_gemv_list ─► jax-jit timings per shape
                ─► sum vs bandwidth bound vs the engine's measured TPOT (--run / --measured-step-ms)
 
@@ -19,7 +19,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from analysis.roofline import devices
-from analysis.kernel import kernel
+from analysis.kernel import harness
 from analysis.roofline import model_cost
 from analysis.roofline.calibrate import DEFAULT_PATH
 
@@ -46,8 +46,8 @@ def register(subparsers) -> None:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--paths", type=_csv_list(str), default=list(kernel.PATHS),
-                   help=f"comma list from {','.join(kernel.PATHS)}")
+    p.add_argument("--paths", type=_csv_list(str), default=list(harness.PATHS),
+                   help=f"comma list from {','.join(harness.PATHS)}")
     p.add_argument("--dtypes", type=_csv_list(str), default=["fp32", "bf16"])
     p.add_argument("-M", "--m", dest="ms", type=_csv_list(int), default=[128, 1])
     p.add_argument("-K", "--k", dest="k", type=int, default=1024)
@@ -85,7 +85,7 @@ def _spec_picker(args):
     cal_path = args.calibration or DEFAULT_PATH.expanduser()
     cal = devices.load_spec(cal_path) if Path(cal_path).exists() else None
     note = f"calibration {cal_path}" if cal else "no calibration file (run `loadgen calibrate`)"
-    return (lambda kind, name: kernel.choose_spec(kind, name, cal)), note
+    return (lambda kind, name: harness.choose_spec(kind, name, cal)), note
 
 
 def _fmt(v, key=""):
@@ -169,20 +169,20 @@ def write_outputs(rows, args, extra: dict) -> None:
             w.writerows(dicts)
 
 
-def _protocol(args, model: bool) -> kernel.Protocol:
+def _protocol(args, model: bool) -> harness.Protocol:
     warm = args.warmup if args.warmup is not None else (5 if model else 50)
     rep = args.repeats if args.repeats is not None else (50 if model else 500)
     xfer = args.transfer_repeats if args.transfer_repeats is not None else (0 if model else None)
-    return kernel.Protocol(warm, rep, xfer, args.seed, args.device)
+    return harness.Protocol(warm, rep, xfer, args.seed, args.device)
 
 
 def main(args) -> int:
     # the kernel needs a few MiB: keep JAX from taking 75% of a GPU that torch shares
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    bad = [p for p in args.paths if p not in kernel.PATHS]
+    bad = [p for p in args.paths if p not in harness.PATHS]
     if bad:
-        return _fail(f"--paths: unknown {bad[0]!r} (known: {', '.join(kernel.PATHS)})")
-    if any(d not in kernel.ELEM_BYTES for d in args.dtypes):
+        return _fail(f"--paths: unknown {bad[0]!r} (known: {', '.join(harness.PATHS)})")
+    if any(d not in harness.ELEM_BYTES for d in args.dtypes):
         return _fail("--dtypes: choose from fp32, bf16")
     for flag, vals in (("-M", args.ms), ("-K", [args.k]), ("-N", [args.n]), ("--batch", [args.batch])):
         if not vals or min(vals) < 1:
@@ -204,7 +204,7 @@ def main(args) -> int:
     console = _console()
     console.print(f"[dim]Y = ReLU(XW + b), K={args.k}, N={args.n}; warm-up {proto.warmup}, "
                   f"median of {proto.repeats}; note: a shared machine makes timings noisy[/]")
-    rows = kernel.run_matrix(args.paths, args.dtypes, args.ms, args.k, args.n, proto,
+    rows = harness.run_matrix(args.paths, args.dtypes, args.ms, args.k, args.n, proto,
                              spec_for=spec_for,
                              progress=lambda r: console.print(f"[dim]  {r.path} {r.dtype} M={r.M}: "
                                                               f"{r.status}[/]"))
@@ -220,12 +220,12 @@ def main(args) -> int:
             console.print(f"[dim]'of bound' above 100% in {n} {roof}-bound row(s): {why}[/]")
     if args.compare_seed:
         for dev in ("a100", "tpu-v5e"):
-            print_rows(kernel.seed_rows(dev), f"seed's measurements, 2026-10-19 — {kernel.SEED_DEVICES[dev]} "
+            print_rows(harness.seed_rows(dev), f"seed's measurements, 2026-10-19 — {harness.SEED_DEVICES[dev]} "
                        f"(evidence: measured by the seed's authors; xpu-comparison-course-week5 §11.3)",
                        console)
     write_outputs(rows, args, {"header": head, "protocol": vars(proto),
-                               "seed": {d: [r.as_dict() for r in kernel.seed_rows(d)]
-                                        for d in kernel.SEED_ROWS} if args.compare_seed else None})
+                               "seed": {d: [r.as_dict() for r in harness.seed_rows(d)]
+                                        for d in harness.SEED_ROWS} if args.compare_seed else None})
     failed = [r for r in rows if r.status == "ok" and not r.passed]
     return 1 if failed else 0
 

@@ -1,10 +1,10 @@
 """``loadgen report RUN_OR_SWEEP_DIR``: recompute summary.json and write report.md / report.html.
 
     RUN_DIR/{records.jsonl, meta.json, power.jsonl} ─► analysis.metrics.summary.write_summary
-                                                    ─► analysis.report.report.write_report
+                                                    ─► analysis.report.run_report.write_report
 Useful after changing the analysis code or the SLO in meta.json; the records are never touched.
 The roofline uses the device spec frozen into the run (device.json); ``--device NAME|PATH|calibrate``
-recomputes it against another spec (analysis.roofline.frozen.override), and the report says so.
+recomputes it against another spec (analysis.roofline.run_device.override), and the report says so.
 That recomputation never replaces the run's own files: it is written beside them, as
 ``summary-device-<NAME>.json`` and ``report-device-<NAME>.md/.html`` (summary.json and report.md
 keep the spec frozen into the run). The verdict is printed on stderr (the reasons when INVALID).
@@ -37,14 +37,14 @@ def register(subparsers) -> None:
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "device", None) is None:
         return _main(args)
-    from analysis.roofline import frozen
+    from analysis.roofline import run_device
     try:
-        device = frozen.parse_override(args.device)
+        device = run_device.parse_override(args.device)
     except ValueError as e:
         raise ScenarioError(str(e)) from None
     print(f"roofline: recomputed against {device['how']}, not the spec frozen into the run "
           "(written beside the run's summary.json, which stays as it was)", file=sys.stderr)
-    with frozen.override(device):
+    with run_device.override(device):
         return _beside(args, device_slug(args.device))
 
 
@@ -67,7 +67,7 @@ def _beside(args: argparse.Namespace, slug: str) -> int:
         raise ScenarioError(f"--device: {d}: not a run or sweep directory (no records.jsonl, "
                             "no sweep.json)")
     from analysis.metrics.summary import store_summary
-    from analysis.report.report import write_report
+    from analysis.report.run_report import write_report
     path = d / f"summary-device-{slug}.json"
     out = store_summary(d, name=path.name)
     outputs = [str(path)] + [str(p) for p in write_report(
@@ -98,7 +98,7 @@ def _main(args: argparse.Namespace) -> int:
             print(f"wrote {p}")
         return 0
     if (d / "repeat.json").is_file() and not (d / "records.jsonl").is_file():
-        from analysis.report.report import write_any   # a repeat series: recomputed from its runs
+        from analysis.report.run_report import write_any   # a repeat series: recomputed from its runs
         for p in write_any(d, with_plots=not args.no_plots):
             print(f"wrote {p}")
         return 0
@@ -111,7 +111,7 @@ def _main(args: argparse.Namespace) -> int:
     from analysis.contract.rundir import read_json   # summary.json through the contract
     written = read_json(path) or {}
     _say_verdict(written)
-    from analysis.report.report import write_report
+    from analysis.report.run_report import write_report
     outputs += [str(p) for p in write_report(d, with_plots=not args.no_plots)]
     if args.json:
         print(json.dumps(written))

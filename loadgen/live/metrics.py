@@ -9,7 +9,7 @@
         loadgen_itl_seconds               gap_k / n_k, n_k times      (ok; token-weighted)
     live counters (loadgen.live.feed) ─► loadgen_in_flight (read at each scrape)
 
-Each per-request figure is the same function the report uses (analysis.metrics.metrics), in
+Each per-request figure is the same function the report uses (analysis.metrics.figures), in
 seconds instead of ms, so a live p99 differs from the report's only by bucket resolution and by
 the report's measured-phase window: every record is counted here, warm-up included.
 """
@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 
 STATUSES = ("ok", "error", "cancelled")      # children made at start: rate() sees them from 0
 

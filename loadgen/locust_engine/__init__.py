@@ -12,10 +12,10 @@
                 driver, session book and clock-offset record of every sender, --procs too;
                 sessions.py: a user plays a whole conversation and only waits and sends)
                LLMUser (user.py, a Locust User): body (client.request.Shape, the native
-                 Client's) ─► gwire.GWire (gwire.py: one keep-alive
+                 Client's) ─► gevent_wire.client.GWire (gevent_wire/client.py: one keep-alive
                  connection per user and URL, target.urls' replica by balance.Picker;
-                 the wire transport's record rules) ─► gconn.GConn
-                 (gconn.py: sends; the process's ONE reader, reader.py, one epoll for every
+                 the wire transport's record rules) ─► gevent_wire.conn.GConn
+                 (gevent_wire/conn.py: sends; the process's ONE reader, reader.py, one epoll for every
                  streaming socket, reads them inline: recvmsg + SO_TIMESTAMPNS, the kernel's
                  receive stamp per read on perf_counter_ns, httptools framing, the stream
                  step; the user's greenlet wakes once, at the answer's end) ─►

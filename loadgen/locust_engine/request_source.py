@@ -40,10 +40,10 @@ from loadgen.client.gc_hold import hold_gc, release_gc
 from loadgen.client.stream_step import Limits
 from loadgen.locust_engine import user as user_mod
 from loadgen.locust_engine.clock import LagSampler, sleep_until
-from loadgen.locust_engine.gconn import process_stamps
+from loadgen.client.gevent_wire.conn import process_stamps
 from loadgen.locust_engine.idle import YoungGC
 from loadgen.locust_engine.ledger import WorkerLedger
-from loadgen.locust_engine.reader import process_reader
+from loadgen.client.gevent_wire.reader import process_reader
 from loadgen.locust_engine.sessions import SessionWork
 from loadgen.record import Record, now_ns
 from loadgen.run.senders.clock import clock_estimate, clock_shift, same_host

@@ -136,8 +136,8 @@ class Follower:
 
 
 def transport_info(reports: list) -> dict:
-    """meta.json ``client_transport`` of a Locust run: every worker's gwire stamping
-    (kstamp.Stamps.describe) and the run's stamp source over all of them."""
+    """meta.json ``client_transport`` of a Locust run: every worker's GWire stamping
+    (kernel_stamps.Stamps.describe) and the run's stamp source over all of them."""
     per = {str(x["index"]): x["stamps"] for x in reports if x.get("stamps") and "index" in x}
     sources = {v.get("stamp_source") for v in per.values()}
     source = (None if not sources or None in sources

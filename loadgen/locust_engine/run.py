@@ -12,7 +12,7 @@
            (own sessions: a terminal Ctrl-C reaches only this process, which tells the master)
         ─► locust/master.json (t0, end, worker status) + locust/records.worker-i.jsonl
         ─► merge.merge ─► records.jsonl ─► Outcome (engine "locust", the workers' figures:
-           client_transport = every worker's gwire stamping, locust.clock = each worker's
+           client_transport = every worker's GWire stamping, locust.clock = each worker's
            measured shift onto the master's clock and its uncertainty)
         ─► run.meta.run_meta(Prepared, Outcome) ─► meta.json (as the native engine's)
         ─► rundir.summarize_dir ─► summary.json (+ report)

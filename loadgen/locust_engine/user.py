@@ -1,8 +1,8 @@
 """The gevent side of one request: a Locust user that streams from the OpenAI API.
 
-    Spec ─► body (loadgen.client.request, as loadgen.client.client) ─► this user's GWire for
+    Spec ─► body (loadgen.client.request, as loadgen.client.http_client) ─► this user's GWire for
         the request's URL (target.urls: one per replica, the node picks the replica)
-        (gwire.py: ONE keep-alive connection, httptools framing, every read a recvmsg with its
+        (gevent_wire/client.py: ONE keep-alive connection, httptools framing, every read a recvmsg with its
          kernel receive stamp on the perf_counter clock)
         sent_at_ns ─► headers ─► each read's body pieces, one stamp per read
                   ─► stream_step.StreamStep (the native client's step; a StreamTally, or
@@ -13,7 +13,7 @@
 
 Body, headers and the record bookkeeping (``fail``, ``finish``, ...) come from
 ``loadgen.client.request``, the native client's own rules; the HTTP exchange and its record
-rules are gwire's (the wire transport's, mirrored). No asyncio, no aiohttp and no
+rules are GWire's (the wire transport's, mirrored). No asyncio, no aiohttp and no
 geventhttpclient here (this runs in a gevent-patched process).
 
 Stale keep-alive sockets, the native client's rule: a request whose kept-alive socket turns out
@@ -34,8 +34,8 @@ from locust import User, constant, task
 from loadgen.client.request import fail, finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
-from loadgen.locust_engine.gconn import process_stamps
-from loadgen.locust_engine.gwire import GWire
+from loadgen.client.gevent_wire.conn import process_stamps
+from loadgen.client.gevent_wire.client import GWire
 from loadgen.record import Record, now_ns
 
 # the process-wide source of requests (request_source.RequestSource), set before spawn

@@ -7,7 +7,7 @@
     runner: session.idle_baseline()  (idle_start .. idle_end marks, when idle_baseline_s > 0)
             session.mark("measure_start") ... load ... session.mark("measure_end")
             session.stop() ─► {"sources": [...], "marks": {...}} also saved as power_sources.json
-    analysis.energy.energy.energy_summary(rows, records, window, sources) ─► summary["energy"]
+    analysis.energy.window.energy_summary(rows, records, window, sources) ─► summary["energy"]
 
 power.jsonl rows (one JSON object a line; t_ns on time.perf_counter_ns, the records' clock):
     {"t_ns", "source", "device", "scope", "kind": "energy_j", "value": raw cumulative J,

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from loadgen.scenario.model import Power
 
-# scopes that analysis.energy.energy adds into the total: gpu + cpu_package + dram
+# scopes that analysis.energy.window adds into the total: gpu + cpu_package + dram
 SCOPES = ("gpu", "cpu_package", "dram", "cpu_core", "cpu_uncore", "platform", "system")
 
 

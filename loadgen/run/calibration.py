@@ -1,13 +1,13 @@
 """The device spec of every run, frozen into its directory (device.json) when the run ends.
 
     run ended ─► freeze_device(run_dir, may_calibrate)
-        analysis.roofline.frozen.resolve(meta, sut, cache): a spec file named in meta, the
+        analysis.roofline.run_device.resolve(meta, sut, cache): a spec file named in meta, the
         catalogue entry of the server's device, or this host's cached calibration
         none (or the cached one was taken on a busy host, or its memory bandwidth is > 40 % off a
         0.1 s spot check taken now: a VM's neighbours move it), a managed server that stopped, a model
         shape in sut.json ─► analysis.roofline.calibrate.calibrate(device, fp32, short; re-measured
              once on a busy host, else labelled) ─► ~/.cache/loadgen/calibration.json
-        ─► RUN/device.json (frozen.record: the spec, its evidence, how it was chosen, when, where;
+        ─► RUN/device.json (run_device.record: the spec, its evidence, how it was chosen, when, where;
            ``calibration``: which cached calibration it was — path, version, saved when and by
            which pid, the host's load then — or that this run took it)
     The cache is shared by every process on the host: the decision and any calibration happen
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from analysis.contract.rundir import read_json
-from analysis.roofline import calib_cache, frozen
+from analysis.roofline import calib_cache, run_device
 from analysis.roofline.calibrate import DEFAULT_PATH
 from analysis.roofline.model_spec import shape_in_sut
 
@@ -73,7 +73,7 @@ def _drift(spec) -> str | None:
 def _calibrate(sut: dict, calibration: Path, cached, why: str | None = None):
     """(spec, status dict, fresh?): a new calibration, saved when it beats what the cache holds."""
     from analysis.roofline import calibrate as cal
-    device = "cpu" if frozen.server_info(sut).get("backend") == "cpu" else "auto"
+    device = "cpu" if run_device.server_info(sut).get("backend") == "cpu" else "auto"
     t0 = time.monotonic()
     try:
         spec = cal.calibrate(device, COPY_BYTES, None, REPEATS, ("fp32",))
@@ -108,7 +108,7 @@ def freeze_device(run_dir: Path, may_calibrate: bool, calibration: Path = CALIBR
 
 def _freeze(run_dir: Path, may_calibrate: bool, calibration: Path) -> dict:
     meta, sut = _read(run_dir / "meta.json"), _read(run_dir / "sut.json")
-    spec, how = frozen.resolve(meta, sut, calibration)
+    spec, how = run_device.resolve(meta, sut, calibration)
     status = {"status": "cached", "reason": how} if spec is not None else \
         {"status": "skipped", "reason": how}
     local = spec is not None and how.startswith("local calibration")
@@ -126,7 +126,7 @@ def _freeze(run_dir: Path, may_calibrate: bool, calibration: Path) -> dict:
                        f"this run's server stopped (saved {calibration})")
         elif spec is None:
             status = {"status": "skipped", "reason": f"{how}; not calibrated: {why_not}"}
-    frozen.write(run_dir, frozen.record(spec, how, calib_cache.provenance(spec, fresh)
+    run_device.write(run_dir, run_device.record(spec, how, calib_cache.provenance(spec, fresh)
                                         if spec is not None else None))
     return status
 
@@ -139,11 +139,11 @@ def refreeze_after_shared_server(run_dirs, calibration: Path = CALIBRATION) -> l
     from loadgen.run.meta import write_meta
     changed = []
     for d in map(Path, run_dirs):
-        rec = frozen.read(d)
+        rec = run_device.read(d)
         if rec is None or rec.get("spec"):
             continue
         status = freeze_device(d, may_calibrate=True, calibration=calibration)
-        if (frozen.read(d) or {}).get("spec"):
+        if (run_device.read(d) or {}).get("spec"):
             write_meta(d, {**_read(d / "meta.json"), "calibration": status})
             changed.append(d)
     return changed

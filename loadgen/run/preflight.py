@@ -4,7 +4,7 @@
         ─► ready.py (wait: /health 200, no 503; api.ready_timeout_s, a live line)       [exit 2]
         ─► probe.py (GET /v1/models: reachable, authorised, api.model listed; one small request
                      with the run's body: fields the server rejects dropped or a stop) [exit 2]
-           fit.py (largest prompt + output within the server's stated context)         [exit 2]
+           context_fit.py (largest prompt + output within the server's stated context)         [exit 2]
         ─► sut.py (/v1/models, headers, /info, client host ─► sut.json)
     It sets run.base_url, run.model, run.drop_fields, run.probe (meta.json "probe"); ``run`` is
     a runner.Run (the Locust engine hands its own Run the same way).
@@ -12,10 +12,10 @@
 from __future__ import annotations
 
 from analysis.metrics import slo as slo_mod
-from loadgen.client.client import ClientConfig
+from loadgen.client.http_client import ClientConfig
 from loadgen.run.rundir import write_json
 from loadgen.scenario.model import ScenarioError
-from loadgen.targets import fit as fit_mod
+from loadgen.targets import context_fit as fit_mod
 from loadgen.targets import probe as probe_mod
 from loadgen.targets import ready as ready_mod
 from loadgen.targets import sut as sut_mod
@@ -31,7 +31,7 @@ def startup_get_s(api) -> float:
 async def describe_target(run, base_url: str) -> dict:
     """The model to ask for (api.model, else /v1/models' first id) and sut.json's first form;
     first the wait for readiness (loadgen.targets.ready), then with api.probe the checks of
-    loadgen.targets.probe and the context fit (loadgen.targets.fit) (ProbeError: exit 2)."""
+    loadgen.targets.probe and the context fit (loadgen.targets.context_fit) (ProbeError: exit 2)."""
     a = run.sc.api
     get_s = startup_get_s(a)
     models, ready = await ready_mod.wait_ready(

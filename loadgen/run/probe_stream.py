@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Optional
 
 from loadgen.client.balance import open_client
-from loadgen.client.client import ClientConfig, RequestSpec
+from loadgen.client.http_client import ClientConfig, RequestSpec
 from loadgen.record import RecordWriter, now_ns
 from loadgen.run.dispatch import Dispatcher, Ledger, sleep_until
 from loadgen.scenario.model import Dist, Workload

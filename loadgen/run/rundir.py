@@ -9,7 +9,7 @@
     claim(run_dir): the directory made and flock'd for the run's length (one run at a time: a
         second run of the same output.dir/run_name gets one line, exit 2; the lock dies with
         the process, kill -9 included); a directory that already holds records.jsonl is refused
-        report.md/html  analysis.report.report.write_report (output.report: full | text | none)
+        report.md/html  analysis.report.run_report.write_report (output.report: full | text | none)
 """
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def summarize_dir(run_dir: Path, meta: dict, report: str = "full") -> dict:
                            f"({e.strerror or type(e).__name__})") from None
     if report != "none":
         try:  # the report is a convenience; summary.json is the data
-            from analysis.report.report import write_report
+            from analysis.report.run_report import write_report
             write_report(run_dir, with_plots=report == "full")
         except Exception as e:
             with contextlib.suppress(OSError):

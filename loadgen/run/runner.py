@@ -35,8 +35,8 @@ from analysis.roofline import host_load
 from loadgen.client import eventloop
 from loadgen.targets import sut as sut_mod
 from loadgen.client.balance import open_client
-from loadgen.client.client import Client, ClientConfig, RequestSpec
-from loadgen.client.clientload import ClientLoad
+from loadgen.client.http_client import Client, ClientConfig, RequestSpec
+from loadgen.client.load_monitor import ClientLoad
 from loadgen.run.dispatch import (Dispatcher, Ledger, closed_stages, spec_factory,
                                    write_unsent)
 from loadgen.run.probe_stream import ProbeStream

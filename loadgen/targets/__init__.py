@@ -8,7 +8,7 @@
     base URL   ─► ready.py (before the probe: /health 200 and no 503, up to api.ready_timeout_s)
                ─► probe.py (before the run: /v1/models serves api.model? a one-token request
                             takes loadgen's fields? else ProbeError, or drop them with a warning)
-               ─► fit.py (the workload's largest prompt + output within the stated context?)
+               ─► context_fit.py (the workload's largest prompt + output within the stated context?)
                ─► sut.py (GET /v1/models, /version, /info, headers, client host ─► sut.json)
                ─► scrape.py (drives scrape_worker.py, its own process: GET /metrics every
                              interval, parse (prometheus_text.py), write ─► server_metrics.jsonl

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import aiohttp
 
-from loadgen.client.client import Client, ClientConfig, RequestSpec
+from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from loadgen.client.request import base_body, optional_fields
 from loadgen.scenario.strict import ScenarioError
 

@@ -4,7 +4,7 @@
       ─► pool.WirePool.request: an idle keep-alive connection (LIFO) or a connect; a stale pooled
              one retried once, fresh; sent_at_ns immediately before the send syscall
            ─► mux.ReadMux: the pool's own epoll, one loop reader for every socket
-           ─► conn.Conn.on_readable (the asyncio driver): recvmsg ─► SCM_TIMESTAMPNS ─► kstamp
+           ─► conn.Conn.on_readable (the asyncio driver): recvmsg ─► SCM_TIMESTAMPNS ─► kernel_stamps
                   clock map ─► t ─► exchange.Exchange.feed(t, bytes): THE HTTP/1.1 rule set, sans
                   I/O (httptools framing, header/1xx/trailer bound, EOF, keep-alive, stale, one
                   message, body bound; the Locust client's gevent driver feeds the same class)
@@ -15,7 +15,7 @@
       ─► pool.WirePool.fill ─► fill.RecordFiller: fill_steps in slices of <= 250 µs per loop
              turn: SSE, JSON, tokens (sse.py), settle.py (status, redirect, whole body, the
              exchange's failure), request.py's record rules ─► Record
-    kstamp.py   kernel receive stamps on the records' clock (probe, offset, steps, per-pool figures)
+    kernel_stamps.py   kernel receive stamps on the records' clock (probe, offset, steps, per-pool figures)
 
 No JSON, no SSE and no task switch per read: the loop's only per-read work is one recvmsg, one
 clock read (user time, kept to measure how late the loop got to the read) and one parser feed. A
@@ -26,5 +26,5 @@ stamped in user space; ``stamp_source`` says ``kernel``, ``user`` or ``mixed`` p
 pool. Linux gives kernel stamps; elsewhere the same code path stamps in user space.
 
 May import: httptools, loadgen.record, loadgen.client.sse / request / stream_step / redirects.
-Nothing else of loadgen (the Locust client, loadgen.locust_engine.gconn / gwire, imports this).
+Nothing else of loadgen (the Locust client, loadgen.client.gevent_wire, imports this).
 """

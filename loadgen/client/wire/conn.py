@@ -20,14 +20,14 @@ import socket
 from functools import partial
 from typing import Optional
 
-from loadgen.client.wire import kstamp
+from loadgen.client.wire import kernel_stamps
 from loadgen.client.wire.exchange import DONE_GRACE_S, GOING, SPILL, Exchange
 from loadgen.client.wire.http1 import WireResponse
-from loadgen.client.wire.mux import ReadMux
+from loadgen.client.wire.read_mux import ReadMux
 from loadgen.record import now_ns
 
 BUFSIZE = 65536               # one recvmsg; level-triggered readiness brings the loop back for more
-read_time = kstamp.read_time
+read_time = kernel_stamps.read_time
 
 
 def _wake(fut: Optional[asyncio.Future]) -> None:
@@ -40,7 +40,7 @@ class Conn:
     idle connection too: a server's FIN is seen before reuse); in ``conns`` for as long."""
 
     def __init__(self, sock: socket.socket, key: tuple, loop: asyncio.AbstractEventLoop,
-                 mux: ReadMux, clock: Optional[kstamp.ClockMap], keepalive_s: float, conns: set):
+                 mux: ReadMux, clock: Optional[kernel_stamps.ClockMap], keepalive_s: float, conns: set):
         self.sock, self.key, self.fd = sock, key, sock.fileno()
         self.loop, self.mux, self.clock, self.conns = loop, mux, clock, conns
         self.resp: Optional[WireResponse] = None
@@ -81,7 +81,7 @@ class Conn:
         ex, resp = self.ex, self.resp
         while True:
             try:
-                data, anc, _flags, _addr = recvmsg(BUFSIZE, kstamp.ANCBUFSIZE)
+                data, anc, _flags, _addr = recvmsg(BUFSIZE, kernel_stamps.ANCBUFSIZE)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:

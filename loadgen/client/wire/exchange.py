@@ -1,10 +1,10 @@
 """One HTTP/1.1 exchange, sans I/O: every rule of reading an answer, and nothing that reads.
 
-    driver (asyncio conn.Conn | gevent locust_engine.gconn.GConn): recvmsg ─► stamp t
+    driver (asyncio conn.Conn | gevent client.gevent_wire.conn.GConn): recvmsg ─► stamp t
         ─► Exchange.feed(t, bytes) ─► GOING | DONE | FAILED | SPILL        (EOF: .eof(t))
             httptools (C) framing ─► callbacks below ─► that read's body pieces joined ONCE
             ─► inline StreamStep (``step``: the gevent driver) or held in ``resp.reads`` for
-               fill.py (the asyncio driver parses off the stamping path)
+               record_fill.py (the asyncio driver parses off the stamping path)
         the driver writes, waits, closes; it decides nothing about the answer
 
 The rules (one copy for both engines):
@@ -84,7 +84,7 @@ class Exchange:
             body = p[0] if len(p) == 1 else b"".join(p)
             p.clear()
             step = self.step
-            if step is None:                       # held for fill.py (the asyncio driver)
+            if step is None:                       # held for record_fill.py (the asyncio driver)
                 resp.reads.append((t, body))
                 resp.held += len(body)
             elif step.feed(t, body):               # inline (gevent): settled, a limit, ...

@@ -31,11 +31,11 @@ import socket
 from typing import Callable, Optional
 
 from loadgen.client.sse import StreamTally
-from loadgen.client.wire import kstamp
+from loadgen.client.wire import kernel_stamps
 from loadgen.client.wire.conn import Conn
-from loadgen.client.wire.fill import RecordFiller
+from loadgen.client.wire.record_fill import RecordFiller
 from loadgen.client.wire.http1 import Target, WireResponse, connect_failure, request_head
-from loadgen.client.wire.mux import ReadMux
+from loadgen.client.wire.read_mux import ReadMux
 from loadgen.record import Record, now_ns
 
 KEEPALIVE_S = 4.0             # below uvicorn's 5 s keep-alive (aiohttp_transport.KEEPALIVE_S)
@@ -54,7 +54,7 @@ class WirePool:
     def __init__(self, limit: int = 0, timeout_s: float = 600.0, connect_timeout_s: Optional[float] = 30.0,
                  keepalive_s: float = KEEPALIVE_S, stamps: str = "auto",
                  stop_reuse_after_retry: bool = True, mux: str = "epoll"):
-        self.stamps = kstamp.Stamps(stamps)
+        self.stamps = kernel_stamps.Stamps(stamps)
         self.mux = ReadMux(mux)
         self.limit, self.timeout_s, self.connect_timeout_s = limit or 0, timeout_s, connect_timeout_s
         self.keepalive_s = keepalive_s
@@ -147,7 +147,7 @@ class WirePool:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 if clock is not None:
-                    kstamp.enable_rx_timestamps(sock)
+                    kernel_stamps.enable_rx_timestamps(sock)
                 await asyncio.wait_for(self._loop.sock_connect(sock, addr), self.connect_timeout_s)
             except BaseException as e:
                 sock.close()

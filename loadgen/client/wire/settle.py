@@ -10,7 +10,7 @@
 
 The settling half of the one HTTP/1.1 exchange (exchange.py reads, this decides). Used by
 ``fill.fill_steps`` (the asyncio wire transport, off the stamping path), by
-``loadgen.locust_engine.gwire`` (the Locust users, gevent) and by the aiohttp transport (status,
+``loadgen.client.gevent_wire.client`` (the Locust users, gevent) and by the aiohttp transport (status,
 redirect, whole body over what aiohttp read): no I/O here, so every transport settles a record by
 the same lines.
 """

@@ -16,7 +16,7 @@ from typing import Optional
 from loadgen.client.redirects import MAX_HOPS, redirect_target
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
-from loadgen.client.wire.fill import catch_up_steps, drive, fill_steps
+from loadgen.client.wire.record_fill import catch_up_steps, drive, fill_steps
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.client.wire.pool import WirePool
 from loadgen.record import Record

@@ -29,7 +29,7 @@ class Sender:
     """The run of one child; ``main()`` inside its event loop, ``result()`` after it."""
 
     def __init__(self, job):
-        from loadgen.client.clientload import ClientLoad
+        from loadgen.client.load_monitor import ClientLoad
         from loadgen.run.procs.job import Counters
         from loadgen.run.progress import RunProgress
         self.job = job
@@ -107,7 +107,7 @@ class Sender:
         import os
 
         from loadgen.client.balance import open_client
-        from loadgen.client.client import ClientConfig
+        from loadgen.client.http_client import ClientConfig
         from loadgen.record import RecordWriter, now_ns
         from loadgen.run.dispatch import Dispatcher, Ledger
         from loadgen.run.procs.job import MEASURING, READY, STATE, WARM_ISSUED, WARMING
@@ -171,7 +171,7 @@ class Sender:
             self.writer.close()
 
     async def _measure(self, d, t0: int) -> None:
-        from loadgen.client.client import RequestSpec
+        from loadgen.client.http_client import RequestSpec
         from loadgen.run.dispatch import closed_stages, sleep_until
         from loadgen.run.procs.job import ISSUED
         from loadgen.run.senders.plan import Plan

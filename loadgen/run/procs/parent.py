@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from loadgen.client.client import RequestSpec
+from loadgen.client.http_client import RequestSpec
 from loadgen.record import now_ns
 from loadgen.run.outcome import Outcome
 from loadgen.run.procs import job as job_mod

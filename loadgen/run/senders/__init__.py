@@ -18,6 +18,6 @@ or a Locust worker (gevent). A slice of the plan in, records out, by one set of 
 
 Pure: no asyncio, no gevent, no sockets (the runtimes only wait and send). May import
 loadgen.record, loadgen.redact, loadgen.scenario, loadgen.run.storage and the pure
-loadgen.client.wire.kstamp.best_bracket (the one round-trip rule); never loadgen.client's
+loadgen.client.wire.kernel_stamps.best_bracket (the one round-trip rule); never loadgen.client's
 transports, loadgen.run.procs or loadgen.locust_engine.
 """

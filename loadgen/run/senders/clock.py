@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Optional
 
-from loadgen.client.wire.kstamp import best_bracket
+from loadgen.client.wire.kernel_stamps import best_bracket
 from loadgen.record import Record, now_ns
 
 TIME_FIELDS = ("scheduled_at_ns", "sent_at_ns", "first_chunk_at_ns", "first_token_at_ns",

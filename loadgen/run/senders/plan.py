@@ -37,7 +37,7 @@ DEFAULT_OPEN_USERS = 256     # users (in-flight bound) for a server/offline run 
 @dataclass(frozen=True)
 class Spec:
     """One request of the plan (a Locust worker sends it as is; a --procs child makes it a
-    RequestSpec: loadgen.client.client is asyncio-bound)."""
+    RequestSpec: loadgen.client.http_client is asyncio-bound)."""
 
     id: int
     phase: str

@@ -1,10 +1,10 @@
-"""device.json's model (analysis.contract.Device): what frozen.py writes, validate_run_dir checks."""
+"""device.json's model (analysis.contract.Device): what run_device.py writes, validate_run_dir checks."""
 import json
 
 import pytest
 
 from analysis.contract import SCHEMA_VERSION, ContractError, Device, read_device, validate_run_dir
-from analysis.roofline import devices, frozen
+from analysis.roofline import devices, run_device
 
 
 def calibrated_spec() -> devices.DeviceSpec:
@@ -23,7 +23,7 @@ def calibrated_spec() -> devices.DeviceSpec:
 @pytest.mark.parametrize("spec", [devices.get("h100-sxm"), devices.get("core-ultra-9-288v-npu"),
                                   calibrated_spec()], ids=lambda s: s.name)
 def test_what_frozen_writes_fits_the_model_and_reads_back(tmp_path, spec):
-    frozen.write(tmp_path, frozen.record(spec, "catalogue match"))
+    run_device.write(tmp_path, run_device.record(spec, "catalogue match"))
     data = json.loads((tmp_path / "device.json").read_text())
     assert data["schema_version"] == SCHEMA_VERSION and data["status"] == "recorded"
     assert Device.problems(data, "device.json") == []
@@ -33,16 +33,16 @@ def test_what_frozen_writes_fits_the_model_and_reads_back(tmp_path, spec):
 
 
 def test_no_spec_is_recorded_with_its_reason(tmp_path):
-    frozen.write(tmp_path, frozen.record(None, "no device spec: not in the catalogue"))
+    run_device.write(tmp_path, run_device.record(None, "no device spec: not in the catalogue"))
     d = read_device(tmp_path)
     assert d.status == "none" and d.spec is None and d.reason.startswith("no device spec")
     assert read_device(tmp_path / "elsewhere") is None
 
 
 def test_a_key_outside_the_contract_is_refused_when_written(tmp_path):
-    rec = frozen.record(devices.get("h200"), "catalogue")
+    rec = run_device.record(devices.get("h200"), "catalogue")
     with pytest.raises(ContractError, match="spec.bogus"):
-        frozen.write(tmp_path, {**rec, "spec": {**rec["spec"], "bogus": 1}})
+        run_device.write(tmp_path, {**rec, "spec": {**rec["spec"], "bogus": 1}})
     assert not (tmp_path / "device.json").exists()
 
 
@@ -50,7 +50,7 @@ def test_validate_run_dir_checks_device_json_when_present(tmp_path):
     (tmp_path / "records.jsonl").write_text("")
     (tmp_path / "meta.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION}))
     assert validate_run_dir(tmp_path) == []                 # no device.json: nothing to check
-    rec = frozen.record(devices.get("h200"), "catalogue")
+    rec = run_device.record(devices.get("h200"), "catalogue")
     (tmp_path / "device.json").write_text(json.dumps({**rec, "spec": None}))
     bad = validate_run_dir(tmp_path)
     assert len(bad) == 1 and bad[0].startswith("device.json: ") and "without a spec" in bad[0]

@@ -15,7 +15,7 @@ import yaml
 import loadgen
 from analysis.contract import (SCHEMA_VERSION, Summary, check_run_dir, read_device,
                                validate_run_dir)
-from analysis.report.report import write_report
+from analysis.report.run_report import write_report
 from loadgen.run.progress import RunProgress
 from loadgen.run.runner import run_scenario
 from loadgen.scenario.loader import load_scenario, scenario_from_dict

@@ -1,7 +1,7 @@
 """Streaming-aware SLOs (analysis.metrics.slo): TTFT/TPOT/ITL on a non-streamed run, the "no data"
 reasons by limit, and goodput saying which limits it judged."""
 from analysis.metrics import slo
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 from analysis.metrics.summary import summarize
 from tests.analysis.synth import rec, server_meta, steady
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from analysis.report import report
+from analysis.report import run_report
 from analysis.metrics import steady
 from analysis.metrics import summary
 from tests.analysis.synth import MS, power_rows, rec, server_meta, write_run
@@ -145,7 +145,7 @@ def test_report_shows_the_steady_window_and_its_rule(tmp_path):
     d = write_run(tmp_path / "run", two_lanes(), meta)
     (d / "power.jsonl").write_text("".join(json.dumps(r) + "\n"
                                            for r in power_rows(0, 4500, 100.0)))
-    md, page = report.write_report(d, with_plots=False)
+    md, page = run_report.write_report(d, with_plots=False)
     text, h = md.read_text(), page.read_text()
     assert "| steady-state output throughput (tokens/s) | 20.00 | measured |" in text
     assert "| steady-state request throughput (req/s) | 2.000 | measured |" in text

@@ -105,7 +105,7 @@ def test_named_sources_without_session_or_samples():
 
 
 def test_energy_from_power_rows_via_energy_module():
-    pytest.importorskip("analysis.energy.energy")
+    pytest.importorskip("analysis.energy.window")
     # 100 W on one GPU sampled every 100 ms from 0 to 2 s; window 1 ms .. 1051 ms (1.05 s)
     rows = [{"kind": "power_w", "source": "nvml", "device": 0, "scope": "gpu",
              "t_ns": k * 100 * MS, "value": 100.0} for k in range(21)]
@@ -128,7 +128,7 @@ def test_client_loop_lag_saturates_and_is_a_verdict_note():
 
 def test_summarize_run_reads_power_sources_json(tmp_path):
     d = write_run(tmp_path / "run", steady(5), server_meta(power_sources=None, min_queries=0))
-    pytest.importorskip("analysis.energy.energy")
+    pytest.importorskip("analysis.energy.window")
     src = {"name": "nvml", "status": "unavailable", "reason": "no NVIDIA driver"}
     (d / "power_sources.json").write_text(json.dumps({"sources": [src]}))
     e = summary.summarize_run(d)["energy"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from analysis.report import plots
-from analysis.report import report
+from analysis.report import run_report
 from analysis.report import sweep as report_sweep
 from tests.analysis.synth import MS, jax_sut, power_rows, server_meta, spec_file, steady, \
     write_run, write_sweep
@@ -37,7 +37,7 @@ def test_run_report_loads_and_its_plots_decode(tmp_path):
     end = max(r["end_at_ns"] for r in recs) / MS
     (d / "power.jsonl").write_text("".join(json.dumps(r) + "\n"
                                            for r in power_rows(0, end, 150.0)))
-    _, page = report.write_report(d)
+    _, page = run_report.write_report(d)
     got = _probe(page, tmp_path)
     assert got["errors"] == []
     assert len(got["images"]) == 3          # CDFs, time series, timeline

@@ -5,7 +5,7 @@ import json
 
 from analysis.metrics.summary import write_summary
 from analysis.report import manifest, plots
-from analysis.report.report import write_report
+from analysis.report.run_report import write_report
 from analysis.report.server_metrics import server_metrics_section
 from tests.analysis.synth import closed_loop, jax_sut, server_meta, write_run
 

@@ -6,7 +6,7 @@ import pytest
 
 from analysis.roofline import model_cost
 from analysis.report import plots
-from analysis.report import report
+from analysis.report import run_report
 from analysis.report import sweep as report_sweep
 from tests.analysis.synth import TINY_SHAPE, spec_file, write_sweep
 
@@ -20,7 +20,7 @@ def sweep(tmp_path):
 
 
 def test_sweep_report_tables_and_figures(sweep):
-    md, page = report.write_any(sweep)
+    md, page = run_report.write_any(sweep)
     assert (md, page) == (sweep / "report.md", sweep / "report.html")
     text, h = md.read_text(), page.read_text()
     if plots.available():
@@ -76,7 +76,7 @@ def test_missing_points_no_spec_no_summary(tmp_path):
 
 def test_write_any_rejects_other_directories(tmp_path):
     with pytest.raises(ValueError, match="neither a run directory"):
-        report.write_any(tmp_path)
+        run_report.write_any(tmp_path)
     (tmp_path / "sweep.json").write_text("{not json")
     with pytest.raises(ValueError, match="sweep.json: unreadable"):
-        report.write_any(tmp_path)
+        run_report.write_any(tmp_path)

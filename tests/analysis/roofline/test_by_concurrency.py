@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 from analysis.roofline import by_concurrency as bc
 from analysis.roofline import devices, model_cost
 from analysis.roofline.run_roofline import roofline_summary

@@ -6,7 +6,7 @@ import pytest
 
 from analysis.roofline import calibrate
 from analysis.roofline import devices
-from analysis.roofline import roofline
+from analysis.roofline import bounds
 from loadgen.commands import calibrate as cmd
 
 
@@ -39,7 +39,7 @@ def test_calibrate_spec_roundtrip(tmp_path):
     p = devices.save_spec(spec, tmp_path / "cal.json")
     back = devices.load_spec(p)
     assert back.bandwidth() == spec.bandwidth()
-    b = roofline.bound(1e9, 1e9, back, "fp32")
+    b = bounds.bound(1e9, 1e9, back, "fp32")
     assert b.complete and b.time_s > 0
 
 

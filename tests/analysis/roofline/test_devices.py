@@ -2,7 +2,7 @@
 import pytest
 
 from analysis.roofline import devices
-from analysis.roofline import roofline
+from analysis.roofline import bounds
 
 
 def test_every_figure_has_evidence_and_source():
@@ -43,7 +43,7 @@ def test_tpu_v5e_binary_units():
     assert t.bandwidth() == 858_993_459_200
     assert t.peak_flops("bf16") == 197e12
     assert t.peak_flops("fp32") is None        # not published per chip: the bound is memory-only
-    b = roofline.bound(1e9, 1e9, t, "fp32")
+    b = bounds.bound(1e9, 1e9, t, "fp32")
     assert not b.complete and b.binding == "memory"
 
 
@@ -52,7 +52,7 @@ def test_288v_npu_bandwidth_unpublished():
     assert n.bandwidth() is None
     assert n.mem_bandwidth.evidence == "unpublished" and "publish" in n.mem_bandwidth.reason
     assert n.other["int8"].value == 48e12 and n.other["platform_int8"].value == 120e12
-    assert roofline.bound(1e9, 1e9, n, "fp16").time_s is None
+    assert bounds.bound(1e9, 1e9, n, "fp16").time_s is None
 
 
 def test_find_by_runtime_name():

@@ -4,8 +4,8 @@ import json
 import pytest
 
 from analysis.metrics import summary as summary_mod
-from analysis.report import report
-from analysis.roofline import devices, frozen, model_cost, roofline
+from analysis.report import run_report
+from analysis.roofline import devices, run_device, model_cost, bounds
 from analysis.roofline.run_roofline import BROKEN, roofline_summary
 from tests.analysis.synth import TINY_SHAPE, jax_sut, rec, server_meta, spec_file, steady, write_run
 
@@ -18,11 +18,11 @@ def _device(bandwidth=1e10, peak=1e12, name="test-device"):
 
 
 def _freeze(d, spec_path):
-    frozen.write(d, frozen.record(devices.load_spec(spec_path), f"spec file {spec_path}"))
+    run_device.write(d, run_device.record(devices.load_spec(spec_path), f"spec file {spec_path}"))
 
 
 def _prefill_floor_ms(p, dev):
-    return roofline.bound(model_cost.prefill_flops(TINY_SHAPE, p),
+    return bounds.bound(model_cost.prefill_flops(TINY_SHAPE, p),
                           model_cost.weight_bytes(TINY_SHAPE)
                           + p * model_cost.kv_bytes_per_token(TINY_SHAPE),
                           dev["spec"], "fp32").time_s * 1e3
@@ -46,7 +46,7 @@ def test_frozen_spec_figures_in_summary_and_report(tmp_path):
     assert r["tpot_p50_ms"] == pytest.approx(80 / 7)
     assert r["mbu"] == pytest.approx(step_bytes / (80 / 7 / 1e3) / 1e10)
     assert r["broken_floors"] == []
-    _, page = report.write_report(d, with_plots=False)
+    _, page = run_report.write_report(d, with_plots=False)
     text = page.read_text()
     assert "decode floor (ms): memory / compute, binding" in text
     assert "device.json: spec file" in text
@@ -90,7 +90,7 @@ def test_broken_floor_is_shown_in_the_report(tmp_path):
     _freeze(d, spec_file(tmp_path / "spec.json", bandwidth=1e6))
     summary_mod.write_summary(d)
     assert json.loads((d / "summary.json").read_text())["roofline"]["mbu"] is None
-    md, _ = report.write_report(d, with_plots=False)
+    md, _ = run_report.write_report(d, with_plots=False)
     text = md.read_text()
     assert "measured below the floor: the spec is wrong or the boundary differs" in text
     assert "n/a (broken floor)" in text
@@ -101,7 +101,7 @@ def test_missing_inputs_are_none_with_the_reason():
     assert r["status"] == "unavailable" and "no model shape" in r["reason"]
     assert all(r[k] is None for k in ("mbu", "tpot_p50_ms", "decode_floor_ms", "prefill_floor_ms"))
     r = roofline_summary(steady(5), TINY_SHAPE, None)
-    assert r["reason"] == frozen.NOT_RECORDED and r["device"] is None
+    assert r["reason"] == run_device.NOT_RECORDED and r["device"] is None
 
 
 def test_old_run_dir_without_device_json_says_not_recorded(tmp_path, monkeypatch):
@@ -113,7 +113,7 @@ def test_old_run_dir_without_device_json_says_not_recorded(tmp_path, monkeypatch
     r = summary_mod.summarize_run(d)["roofline"]
     assert r["status"] == "unavailable" and "device spec not recorded" in r["reason"]
     # an explicit override recomputes, and says so
-    with frozen.override(frozen.parse_override("calibrate")):
+    with run_device.override(run_device.parse_override("calibrate")):
         r = summary_mod.summarize_run(d)["roofline"]
     assert r["status"] == "calculated"
     assert r["device"]["source"] == "override" and r["device"]["frozen"] is None
@@ -123,7 +123,7 @@ def test_old_run_dir_without_device_json_says_not_recorded(tmp_path, monkeypatch
 def test_parse_override_bad_values_name_the_flag(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(ValueError, match="^--device calibrate: no calibration at"):
-        frozen.parse_override("calibrate")
+        run_device.parse_override("calibrate")
     with pytest.raises(ValueError, match="^--device: 'tpu-v9' is neither"):
-        frozen.parse_override("tpu-v9")
-    assert frozen.parse_override("h100-sxm")["spec"].name == "NVIDIA H100 SXM"
+        run_device.parse_override("tpu-v9")
+    assert run_device.parse_override("h100-sxm")["spec"].name == "NVIDIA H100 SXM"

@@ -4,7 +4,7 @@ import asyncio
 import pytest
 
 from loadgen.client.balance import Balanced, open_client, pick
-from loadgen.client.client import Client, ClientConfig, RequestSpec
+from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from servers.calib import CalibrationServer
 
 _ids = iter(range(10**6))

@@ -15,7 +15,7 @@ import pytest
 from aiohttp.http_parser import RawResponseMessage
 
 from loadgen.client.aiohttp_transport import stale_connection_error
-from loadgen.client.client import Client, ClientConfig, RequestSpec
+from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from tests.loadgen.client.fakes import FakeOpenAI, chat_chunk, cmpl_chunk, sse, usage
 
 _ids = iter(range(10**6))
@@ -215,7 +215,7 @@ async def test_request_body_drops_the_fields_the_probe_found_rejected(transport)
 LOCUST_SCRIPT = r"""
 import json, sys
 from gevent import monkey; monkey.patch_all()
-from loadgen.locust_engine.gwire import GWire
+from loadgen.client.gevent_wire.client import GWire
 from loadgen.locust_engine.user import execute
 from loadgen.record import Record
 from loadgen.client.sse import StreamTally

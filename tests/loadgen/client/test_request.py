@@ -114,7 +114,7 @@ def test_end_stream_without_done_or_finish_reason_is_incomplete():
 def test_request_module_is_pure():
     """Imported by the gevent-patched Locust processes: no asyncio, aiohttp or gevent."""
     code = ("import sys, loadgen.client.request\n"
-            "print(','.join(m for m in ('aiohttp', 'asyncio', 'gevent', 'loadgen.client.client')"
+            "print(','.join(m for m in ('aiohttp', 'asyncio', 'gevent', 'loadgen.client.http_client')"
             " if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          timeout=60)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from loadgen.client.client import Client, ClientConfig
+from loadgen.client.http_client import Client, ClientConfig
 from loadgen.client.request import apply_body, base_body, endpoint_path, finish, request_body
 from loadgen.client.responses import ResponsesTally
 from loadgen.client.stream_step import StreamStep

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from loadgen.client.client import Client, ClientConfig, RequestSpec
+from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 
 
 @pytest.fixture

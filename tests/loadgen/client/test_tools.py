@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from loadgen.client.client import Client, ClientConfig, RequestSpec
+from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from loadgen.scenario.structured import JsonSchema, ResponseFormat, Tool, body_fields
 
 _ids = iter(range(10**6))

@@ -173,7 +173,7 @@ def test_two_workers_every_request_once_and_true(tmp_path, timed_server):
     cl, reps = meta["client_load"], meta["locust"]["worker_reports"]   # the one client_load
     assert cl["processes"] == 2 and cl["cpu_util"] == max(x["cpu_util"] for x in reps)
     assert cl["busiest_process"] in (0, 1) and cl["evidence"] == "measured"
-    # every read kernel-stamped through the workers' gwire clients (meta client_transport)
+    # every read kernel-stamped through the workers. GWire clients (meta client_transport)
     ct = meta["client_transport"]
     assert ct["transport"] == "gwire" and ct["stamp_source"] == "kernel", ct
     assert set(ct["workers"]) == {"0", "1"} and ct["kernel_stamped_reads"] == ct["reads"] > 0
@@ -336,7 +336,7 @@ def test_locust_side_imports_no_asyncio_or_aiohttp():
             "import sys\n"
             "import loadgen.locust_engine.worker, loadgen.locust_engine.coordinator\n"
             "import loadgen.locust_engine.locustfile, loadgen.locust_engine.results\n"
-            "bad = [m for m in ('aiohttp', 'asyncio', 'loadgen.client.client', 'loadgen.run.runner')\n"
+            "bad = [m for m in ('aiohttp', 'asyncio', 'loadgen.client.http_client', 'loadgen.run.runner')\n"
             "       if m in sys.modules]\n"
             "print(','.join(bad))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.energy.energy import energy_summary, load_power
+from analysis.energy.window import energy_summary, load_power
 from loadgen import power
 from loadgen.power.dcgm import DcgmSource, parse_exporter
 from loadgen.scenario.model import Power

@@ -3,7 +3,7 @@ import io
 
 from rich.console import Console
 
-from loadgen.client.client import RequestSpec
+from loadgen.client.http_client import RequestSpec
 from loadgen.run.progress import RunProgress, failure_causes, failure_lines, print_summary
 from loadgen.record import Record
 

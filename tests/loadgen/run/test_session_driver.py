@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from loadgen.client.client import RequestSpec
+from loadgen.client.http_client import RequestSpec
 from loadgen.record import Record, now_ns
 from loadgen.run.dispatch import Dispatcher, Ledger
 from loadgen.run.sessions import SessionDriver

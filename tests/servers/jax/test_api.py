@@ -272,7 +272,7 @@ async def test_api_key_health_models_info_and_readiness(make_client):
     assert card["id"] == "fake" and card["max_model_len"] == 128
     info = await (await client.get("/info")).json()
     assert info["preset"] == "fake" and info["server"]["max_model_len"] == 128
-    assert info["server"]["tokenizer"]["kind"] == "byte"     # loadgen.targets.fit counts bytes
+    assert info["server"]["tokenizer"]["kind"] == "byte"     # loadgen.targets.context_fit counts bytes
     assert info["server"]["api_key_required"] is True and "sekret" not in json.dumps(info)
 
 

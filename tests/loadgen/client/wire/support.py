@@ -3,9 +3,9 @@ asyncio server for what the calibration server cannot do (Connection: close, rea
 bad HTTP, a socket that only drops)."""
 import asyncio
 
-from loadgen.client.client import Client, ClientConfig, RequestSpec, build_base_body
+from loadgen.client.http_client import Client, ClientConfig, RequestSpec, build_base_body
 from loadgen.client.request import request_body, request_headers
-from loadgen.client.wire.fill import fill_record
+from loadgen.client.wire.record_fill import fill_record
 from loadgen.client.wire.pool import WirePool
 from loadgen.record import Record
 

@@ -15,7 +15,7 @@ import pytest
 
 from loadgen.client.wire.conn import Conn
 from loadgen.client.wire.http1 import WireResponse
-from loadgen.client.wire.mux import ReadMux
+from loadgen.client.wire.read_mux import ReadMux
 from loadgen.client.wire.pool import WirePool
 
 

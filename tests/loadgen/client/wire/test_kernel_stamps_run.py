@@ -24,7 +24,7 @@ def test_a_native_run_is_kernel_stamped_end_to_end(calib_server, tmp_path):
                        "output_tokens": {"dist": "fixed", "value": 8}},
           "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 6, "warmup_requests": 1},
           "output": {"dir": str(tmp_path), "run_name": "run", "report": "none"}}
-    path = tmp_path / "kstamp.yaml"
+    path = tmp_path / "kernel_stamps.yaml"
     path.write_text(yaml.safe_dump(sc))
     env = {k: v for k, v in os.environ.items() if k not in ("LOADGEN_HTTP", "LOADGEN_ENGINE")}
     p = subprocess.run([sys.executable, "-m", "loadgen", "run", str(path), "--json"], cwd=ROOT, env=env,

@@ -1,4 +1,4 @@
-"""loadgen/client/wire/pool.py (with conn.py, mux.py) against real servers on 127.0.0.1.
+"""loadgen/client/wire/pool.py (with conn.py, read_mux.py) against real servers on 127.0.0.1.
 
 The calibration server (``calib_server``) for the OpenAI streams and faults; small raw asyncio
 servers for what it cannot do. No timing is asserted: only causality (sent <= stamps <= after
@@ -12,15 +12,15 @@ import sys
 
 import pytest
 
-from loadgen.client.wire import kstamp
-from loadgen.client.wire.fill import fill_record
+from loadgen.client.wire import kernel_stamps
+from loadgen.client.wire.record_fill import fill_record
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.client.wire.pool import WirePool
 from loadgen.record import now_ns
 from tests.loadgen.client.wire.support import (SSE_BODY, RawServer, blank, cfg, read_request, spec,
                                                wire_one)
 
-HAVE_KSTAMP = kstamp.StampKeeper().active
+HAVE_KSTAMP = kernel_stamps.StampKeeper().active
 # Linux stamps loopback reads in the kernel (SO_TIMESTAMPNS): there, a read without a stamp is a
 # failure, not a reason to skip. Elsewhere (or a sandbox kernel without the option, said out loud
 # with LOADGEN_TESTS_NO_KERNEL_STAMPS=1) user-space stamps are the expected ones.
@@ -30,7 +30,7 @@ KSTAMP_EXPECTED = sys.platform.startswith("linux") and not os.environ.get("LOADG
 def test_kernel_stamps_are_on_where_the_platform_has_them():
     if not KSTAMP_EXPECTED:
         pytest.skip("no kernel receive stamps expected on this platform")
-    keeper = kstamp.StampKeeper()
+    keeper = kernel_stamps.StampKeeper()
     try:
         assert keeper.active and keeper.probe() > 0      # a loopback read carried SCM_TIMESTAMPNS
     finally:

@@ -1,4 +1,4 @@
-"""The Locust worker's one reader (loadgen/locust_engine/reader.py) on real sockets.
+"""The Locust worker's one reader (loadgen/client/gevent_wire/reader.py) on real sockets.
 
 A scripted TCP server on 127.0.0.1 (threads, in the pytest process) answers each request with
 recorded byte streams (tests/fixtures/servers/: real vLLM and llama.cpp answers), written in
@@ -6,7 +6,7 @@ pieces: as recorded, cut every 7 bytes (events and chunk headers split across re
 by a FIN, cut short by a reset. Several Locust-side clients (GWire, gevent, in a subprocess:
 the pytest process is never gevent-patched) stream at once through the process's one reader,
 for each reader kind. Each record must equal, in everything but the times, the native wire
-transport's record of the same bytes (test_gwire.native); every stamp the kernel's. No timing
+transport's record of the same bytes (test_gevent_client.native); every stamp the kernel's. No timing
 asserts: the server's pauses only make separate reads likely.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from tests.loadgen.locust_engine.test_gwire import FIXTURES, ROOT, native, recorded_reads
+from tests.loadgen.client.gevent_wire.test_gevent_client import FIXTURES, ROOT, native, recorded_reads
 
 SKIP = ("id", "sent_at_ns", "first_chunk_at_ns", "first_token_at_ns", "end_at_ns",
          "first_answer_at_ns", "coalesced_reads", "chunks")
@@ -108,9 +108,9 @@ import json, sys
 import gevent
 from loadgen.client.request import finish
 from loadgen.client.sse import StreamTally
-from loadgen.locust_engine.gconn import process_stamps
-from loadgen.locust_engine.gwire import GWire
-from loadgen.locust_engine.reader import process_reader
+from loadgen.client.gevent_wire.conn import process_stamps
+from loadgen.client.gevent_wire.client import GWire
+from loadgen.client.gevent_wire.reader import process_reader
 from loadgen.record import Record
 url, plan = sys.argv[1], json.loads(sys.argv[2])
 out = []
@@ -183,7 +183,7 @@ def test_one_reader_streams_many_sockets_as_the_native_transport(kind, monkeypat
 PASSES_SCRIPT = r"""
 from gevent import monkey; monkey.patch_all()
 import json, socket
-from loadgen.locust_engine.reader import Reader
+from loadgen.client.gevent_wire.reader import Reader
 log = []
 class Conn:                                   # a hand-written conn: a real socket, logged steps
     def __init__(self, name, sock):

@@ -1,13 +1,13 @@
-"""loadgen/client/wire/fill.py: stamped body pieces ─► Record, at once or in slices; the same
+"""loadgen/client/wire/record_fill.py: stamped body pieces ─► Record, at once or in slices; the same
 records as the aiohttp transport's, field by field, on the same answers."""
 import asyncio
 
 import pytest
 
-from loadgen.client.client import Client
+from loadgen.client.http_client import Client
 from loadgen.client.request import finish
 from loadgen.client.sse import StreamTally
-from loadgen.client.wire.fill import RecordFiller, fill_record
+from loadgen.client.wire.record_fill import RecordFiller, fill_record
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.record import Record
 from tests.loadgen.client.wire.support import blank, cfg, spec

@@ -1,4 +1,4 @@
-"""loadgen/client/wire/kstamp.py: the clock conversion on fixed numbers, the per-pool figures."""
+"""loadgen/client/wire/kernel_stamps.py: the clock conversion on fixed numbers, the per-pool figures."""
 import socket
 import struct
 import time
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from loadgen.client.wire import kstamp
+from loadgen.client.wire import kernel_stamps
 from loadgen.client.wire.pool import WirePool
 from loadgen.record import now_ns
 
@@ -16,36 +16,36 @@ def test_clock_conversion_on_fixed_numbers():
                (2_000, 5_000_001_350, 2_100),      # width 100: kept; midpoint 2_050
                (3_000, 5_000_002_000, 3_400),
                (4_000, 1, 3_999)]                  # mono went backwards: ignored
-    off, width = kstamp.best_bracket(samples)
+    off, width = kernel_stamps.best_bracket(samples)
     assert (off, width) == (5_000_001_350 - 2_050, 100)
-    cm = kstamp.ClockMap(off, width, 4, 0, "test")
+    cm = kernel_stamps.ClockMap(off, width, 4, 0, "test")
     assert cm.to_mono(5_000_001_350) == 2_050 and cm.to_mono(5_000_011_350) == 12_050
     ts = struct.pack("qq", 1_700_000_000, 123_456_789)
-    assert kstamp.realtime_ns(ts) == 1_700_000_000_123_456_789
-    anc = [(socket.SOL_SOCKET, 99, b"x" * 16), (socket.SOL_SOCKET, kstamp.SCM_TIMESTAMPNS, ts)]
-    assert kstamp.stamp_of(anc) == 1_700_000_000_123_456_789
-    assert kstamp.stamp_of([]) is None
+    assert kernel_stamps.realtime_ns(ts) == 1_700_000_000_123_456_789
+    anc = [(socket.SOL_SOCKET, 99, b"x" * 16), (socket.SOL_SOCKET, kernel_stamps.SCM_TIMESTAMPNS, ts)]
+    assert kernel_stamps.stamp_of(anc) == 1_700_000_000_123_456_789
+    assert kernel_stamps.stamp_of([]) is None
     with pytest.raises(ValueError):
-        kstamp.best_bracket([])
+        kernel_stamps.best_bracket([])
 
 
 def test_measure_takes_the_tightest_bracket_of_injected_clocks():
     mono = iter(range(0, 10_000, 10)).__next__          # +10 per call
     rt = iter(range(1_000_000, 2_000_000, 1_000)).__next__
-    cm = kstamp.measure(5, mono=mono, realtime=rt)
+    cm = kernel_stamps.measure(5, mono=mono, realtime=rt)
     assert cm.width_ns == 10 and cm.samples == 5 and "tightest of 5" in cm.method
     assert cm.offset_ns == 1_000_000 - 5                 # first sample: (0, 1_000_000, 10)
 
 
 def test_real_clock_offset_is_consistent():
-    cm = kstamp.measure()
+    cm = kernel_stamps.measure()
     m = now_ns()
     r = time.time_ns()
     assert cm.width_ns >= 0 and abs(cm.to_mono(r) - m) < 50_000_000   # same clock, any load
 
 
 def test_stamps_fold_and_describe_the_source():
-    st = kstamp.Stamps("user")
+    st = kernel_stamps.Stamps("user")
     assert st.source == "user" and st.describe()["clock"] is None
     resp = SimpleNamespace(n_reads=4, kernel_reads=4, future_stamps=0, lag_sum_ns=400, lag_max_ns=150)
     st.fold(resp)
@@ -54,7 +54,7 @@ def test_stamps_fold_and_describe_the_source():
     d = st.describe()
     assert (d["stamp_source"], d["reads"], d["kernel_stamped_reads"], d["responses"]) == ("mixed", 6, 4, 2)
     with pytest.raises(ValueError):
-        kstamp.Stamps("kernel")
+        kernel_stamps.Stamps("kernel")
 
 
 async def test_a_stepped_wall_clock_is_adopted_and_listed():

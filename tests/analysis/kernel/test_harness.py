@@ -6,53 +6,53 @@ import json
 import numpy as np
 import pytest
 
-from analysis.kernel import kernel
+from analysis.kernel import harness
 from analysis.kernel import decode as kernel_decode
 from analysis.roofline.devices import DeviceSpec, Figure
 from loadgen.commands import kernel as cmd
 
-FAST = kernel.Protocol(warmup=2, repeats=5, transfer_repeats=3)
+FAST = harness.Protocol(warmup=2, repeats=5, transfer_repeats=3)
 
 
 def test_counts_match_the_seed():
-    c = kernel.KernelCase(128, 1024, 1024, "bf16")
+    c = harness.KernelCase(128, 1024, 1024, "bf16")
     assert c.flops() == 268_435_456 and c.min_bytes() == 2_623_488
     assert round(c.intensity(), 2) == 102.32
-    c = kernel.KernelCase(1, 1024, 1024, "fp32")
+    c = harness.KernelCase(1, 1024, 1024, "fp32")
     assert c.flops() == 2_097_152 and c.min_bytes() == 4_206_592
     assert round(c.intensity(), 2) == 0.50
-    assert kernel.KernelCase(128, dtype="fp32").min_bytes() == 5_246_976
-    assert kernel.KernelCase(1, dtype="bf16").min_bytes() == 2_103_296
+    assert harness.KernelCase(128, dtype="fp32").min_bytes() == 5_246_976
+    assert harness.KernelCase(1, dtype="bf16").min_bytes() == 2_103_296
 
 
 def test_seed_rows_consistent_with_counts():
     # the seed's GB/s column is Q_min / device time: our counts reproduce it
-    for dev in kernel.SEED_ROWS:
-        rows = kernel.seed_rows(dev)
+    for dev in harness.SEED_ROWS:
+        rows = harness.seed_rows(dev)
         assert len(rows) == 8
         for r in rows:
             assert r.bytes / (r.device_ms * 1e-3) / 1e9 == pytest.approx(r.gbps, rel=0.02)
             assert "seed" in r.evidence
-    tpu = {(r.path, r.dtype, r.M): r for r in kernel.seed_rows("tpu-v5e")}
+    tpu = {(r.path, r.dtype, r.M): r for r in harness.seed_rows("tpu-v5e")}
     ratio = tpu[("jax-jit", "bf16", 1)].device_ms / tpu[("jax-jit", "bf16", 128)].device_ms
     assert ratio == pytest.approx(2_103_296 / 2_623_488, abs=0.002)
 
 
 def test_inputs_random_and_tolerance_can_fail():
-    case = kernel.KernelCase(16, 64, 32, "fp32")
-    x, w, b = kernel.make_inputs(case, 0)
+    case = harness.KernelCase(16, 64, 32, "fp32")
+    x, w, b = harness.make_inputs(case, 0)
     assert np.count_nonzero(x) == x.size and np.count_nonzero(b) == b.size
-    assert not np.array_equal(x, kernel.make_inputs(case, 1)[0])
-    ref = kernel.reference(x, w, b)
-    no_bias = kernel.reference(x, w, np.zeros_like(b))
-    tol = kernel.tolerance("bf16", case.k, ref)
+    assert not np.array_equal(x, harness.make_inputs(case, 1)[0])
+    ref = harness.reference(x, w, b)
+    no_bias = harness.reference(x, w, np.zeros_like(b))
+    tol = harness.tolerance("bf16", case.k, ref)
     assert np.max(np.abs(no_bias - ref)) > tol       # a kernel that drops b fails the check
 
 
 @pytest.mark.parametrize("path", ["torch-eager", "jax-eager", "jax-jit"])
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_path_matches_float64(path, dtype):
-    row = kernel.run_case(path, kernel.KernelCase(128, 1024, 1024, dtype), FAST)
+    row = harness.run_case(path, harness.KernelCase(128, 1024, 1024, dtype), FAST)
     assert row.status == "ok", row.reason
     assert row.passed, (row.max_abs_err, row.tolerance)
     assert row.max_abs_err < (1e-4 if dtype == "fp32" else 0.1)
@@ -65,14 +65,14 @@ def test_path_matches_float64(path, dtype):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", ["torch-compile", "torch-compile-ro"])
 def test_compiled_paths_match_float64(path):
-    row = kernel.run_case(path, kernel.KernelCase(8, 256, 128, "fp32"), FAST)
+    row = harness.run_case(path, harness.KernelCase(8, 256, 128, "fp32"), FAST)
     assert row.status in ("ok", "failed"), row.reason      # inductor may lack a compiler: a row
     if row.status == "ok":
         assert row.passed, (row.max_abs_err, row.tolerance)
 
 
 def test_missing_framework_is_unavailable():
-    rows = kernel.run_matrix(["torch-eager", "jax-jit"], ["fp32"], [1], 64, 64, FAST,
+    rows = harness.run_matrix(["torch-eager", "jax-jit"], ["fp32"], [1], 64, 64, FAST,
                              modules={"torch": "no_such_torch_module", "jax": "no_such_jax_module"})
     assert [r.status for r in rows] == ["unavailable", "unavailable"]
     assert "no_such_torch_module" in rows[0].reason and rows[0].device_ms is None
@@ -80,15 +80,15 @@ def test_missing_framework_is_unavailable():
 
 def test_broken_framework_is_failed_row():
     # a module that imports but is not torch: the path fails with a one-line reason
-    row = kernel.run_case("torch-eager", kernel.KernelCase(1, 8, 8), FAST, modules={"torch": "json"})
+    row = harness.run_case("torch-eager", harness.KernelCase(1, 8, 8), FAST, modules={"torch": "json"})
     assert row.status == "failed" and "\n" not in row.reason and row.reason
 
 
 def test_bound_from_spec():
     spec = DeviceSpec("toy", "1", peak={"fp32": Figure(1e9, "FLOP/s", "measured", "t")},
                       mem_bandwidth=Figure(1e9, "B/s", "measured", "t"), meta={"evidence": "measured"})
-    case = kernel.KernelCase(1, 64, 64, "fp32")       # 8,192 FLOPs < 17,152 B: memory binds
-    row = kernel.run_case("jax-jit", case, FAST, spec_for=lambda kind, name: spec)
+    case = harness.KernelCase(1, 64, 64, "fp32")       # 8,192 FLOPs < 17,152 B: memory binds
+    row = harness.run_case("jax-jit", case, FAST, spec_for=lambda kind, name: spec)
     assert row.bound_ms == pytest.approx(max(case.flops(), case.min_bytes()) / 1e9 * 1e3)
     assert row.binding == "memory" and row.spec == "toy"
     assert row.bound_fraction == pytest.approx(row.bound_ms / row.device_ms)
@@ -96,9 +96,9 @@ def test_bound_from_spec():
 
 def test_choose_spec():
     cal = DeviceSpec("local cpu", "host", meta={"kind": "cpu"}, match=["cpu"])
-    assert kernel.choose_spec("cpu", "AMD", cal) is cal
-    assert kernel.choose_spec("cuda", "NVIDIA H200", cal).name == "NVIDIA H200"
-    assert kernel.choose_spec("cpu", "AMD", None) is None
+    assert harness.choose_spec("cpu", "AMD", cal) is cal
+    assert harness.choose_spec("cuda", "NVIDIA H200", cal).name == "NVIDIA H200"
+    assert harness.choose_spec("cpu", "AMD", None) is None
 
 
 def _args(*argv):

@@ -1,4 +1,4 @@
-"""Context fit (loadgen.targets.fit): the workload's largest prompt + output against the context the
+"""Context fit (loadgen.targets.context_fit): the workload's largest prompt + output against the context the
 server states; scenarios/external.yaml fits the JAX server's small preset as shipped."""
 from pathlib import Path
 
@@ -9,7 +9,7 @@ from loadgen.scenario.loader import load_scenario, scenario_from_dict
 from loadgen.scenario.model import ScenarioError
 from loadgen.scenario.tokens import make_counter
 from loadgen.scenario.workload import build_workload
-from loadgen.targets.fit import (CHAT_TEMPLATE_TOKENS, byte_level, check_context_fit,
+from loadgen.targets.context_fit import (CHAT_TEMPLATE_TOKENS, byte_level, check_context_fit,
                                  context_limit, prompt_tokens)
 from loadgen.targets.probe import ProbeError
 from tests.loadgen.targets.ready_fake import MODEL, WarmingServer

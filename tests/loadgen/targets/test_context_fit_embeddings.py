@@ -4,7 +4,7 @@ import pytest
 
 from loadgen.scenario.loader import scenario_from_dict
 from loadgen.scenario.workload import build_workload
-from loadgen.targets.fit import check_context_fit
+from loadgen.targets.context_fit import check_context_fit
 from loadgen.targets.probe import ProbeError
 
 MODELS = {"data": [{"id": "tiny", "max_model_len": 256}]}

@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from analysis.roofline import roofline
+from analysis.roofline import bounds
 from analysis.roofline.devices import DeviceSpec, find
 
 PATHS = ("torch-eager", "torch-compile", "torch-compile-ro", "jax-eager", "jax-jit")
@@ -182,12 +182,12 @@ def run_case(path: str, case: KernelCase, proto: Protocol,
         row.passed = bool(np.isfinite(y).all() and row.max_abs_err <= row.tolerance)
     spec = spec_for(row.device_kind, raw["device_name"])
     if spec is not None:
-        bd = roofline.bound(case.flops(), case.min_bytes(), spec, case.dtype)
+        bd = bounds.bound(case.flops(), case.min_bytes(), spec, case.dtype)
         row.spec = spec.name
         row.spec_evidence = (spec.meta.get("evidence") or "documented")
         if bd.time_s is not None:
             row.bound_ms, row.binding = bd.time_s * 1e3, bd.binding + ("" if bd.complete else "?")
-            row.bound_fraction = roofline.fraction_of_bound(bd.time_s, dev_s)
+            row.bound_fraction = bounds.fraction_of_bound(bd.time_s, dev_s)
     return row
 
 
@@ -249,10 +249,10 @@ def seed_rows(device: str) -> list[KernelRow]:
                              max_abs_err=err, passed=True,
                              evidence="measured by the seed's authors, 2026-10-19 "
                                       "(xpu-comparison-course-week5, section 11.3)"))
-        bd = roofline.bound(case.flops(), case.min_bytes(), spec, dtype)
+        bd = bounds.bound(case.flops(), case.min_bytes(), spec, dtype)
         r = out[-1]
         r.spec, r.spec_evidence = spec.name, "documented"
         if bd.time_s is not None:
             r.bound_ms, r.binding = bd.time_s * 1e3, bd.binding + ("" if bd.complete else "?")
-            r.bound_fraction = roofline.fraction_of_bound(bd.time_s, dev / 1e3)
+            r.bound_fraction = bounds.fraction_of_bound(bd.time_s, dev / 1e3)
     return out

@@ -5,7 +5,7 @@ import pytest
 
 from analysis.report import conditions
 from analysis.report import plots
-from analysis.report import report
+from analysis.report import run_report
 from tests.analysis.synth import jax_sut, server_meta, steady, write_run
 
 ITEMS = ("task", "accuracy", "precision", "batch", "device unit", "software versions", "memory",
@@ -18,7 +18,7 @@ def test_report_with_plots_and_conditions(tmp_path):
     recs = steady(30, warmup=2)
     recs[10].update(status="error", error_kind="http")
     d = write_run(tmp_path / "run", recs, server_meta(), jax_sut())
-    md, page = report.write_report(d)
+    md, page = run_report.write_report(d)
     h, text = page.read_text(), md.read_text()
     assert h.startswith("<!DOCTYPE html>") and "<style>" in h and "<link" not in h
     assert h.count("data:image/png;base64,") == 3  # CDFs, time series, timeline
@@ -47,7 +47,7 @@ def test_report_without_matplotlib(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     d = write_run(tmp_path / "run", steady(12), server_meta(), None)
-    _, page = report.write_report(d)
+    _, page = run_report.write_report(d)
     h = page.read_text()
     assert "data:image/png" not in h
     assert "matplotlib is not installed" in h

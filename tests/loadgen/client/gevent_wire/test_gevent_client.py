@@ -1,7 +1,7 @@
-"""The Locust user's client (loadgen/locust_engine/gwire.py) against the native wire transport.
+"""The Locust user's client (loadgen/client/gevent_wire/client.py) against the native wire transport.
 
 Recorded byte streams (tests/fixtures/servers/: real vLLM, llama.cpp and transformers answers,
-split at the recorded socket reads, each read carrying a fake kernel stamp) go through gwire's
+split at the recorded socket reads, each read carrying a fake kernel stamp) go through GWire.s
 reader and through the native connection (loadgen.client.wire.conn.Conn + fill.fill_record):
 the two Records must be equal, field for field. Hand-written streams cover the failure rules.
 The real-socket tests run gevent in a subprocess: the pytest process is never gevent-patched.
@@ -25,18 +25,18 @@ import pytest
 from loadgen.client.request import finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import Limits
-from loadgen.client.wire import kstamp
+from loadgen.client.wire import kernel_stamps
 from loadgen.client.wire.conn import Conn
-from loadgen.client.wire.fill import fill_record
+from loadgen.client.wire.record_fill import fill_record
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.run.senders.clock import clock_estimate, offset_estimate
-from loadgen.locust_engine.gconn import GConn
-from loadgen.locust_engine.gwire import fill
+from loadgen.client.gevent_wire.conn import GConn
+from loadgen.client.gevent_wire.client import fill
 from loadgen.record import Record
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 FIXTURES = ROOT / "tests" / "fixtures" / "servers"
-CLOCK = kstamp.ClockMap(offset_ns=1_700_000_000_000_000_000, width_ns=100, samples=1,
+CLOCK = kernel_stamps.ClockMap(offset_ns=1_700_000_000_000_000_000, width_ns=100, samples=1,
                         measured_at_ns=0)
 T0 = 5_000_000_000                     # perf_counter_ns of the first read
 
@@ -62,7 +62,7 @@ class FakeSock:
         anc = []
         if t is not None:
             rt = CLOCK.offset_ns + t
-            anc = [(kstamp.SOL_SOCKET, kstamp.SCM_TIMESTAMPNS,
+            anc = [(kernel_stamps.SOL_SOCKET, kernel_stamps.SCM_TIMESTAMPNS,
                     struct.pack("qq", rt // 1_000_000_000, rt % 1_000_000_000))]
         return data, anc, 0, None
 
@@ -82,7 +82,7 @@ class _Mux:
 def user_clock(monkeypatch):
     """User-space time (a read without a cmsg, EOF, the send) fixed, the same for both."""
     from loadgen.client.wire import conn as conn_mod
-    from loadgen.locust_engine import gconn as gconn_mod
+    from loadgen.client.gevent_wire import conn as gconn_mod
     for mod in (conn_mod, gconn_mod):
         monkeypatch.setattr(mod, "now_ns", lambda: T0 + 999_000_000)
 
@@ -257,8 +257,8 @@ from gevent import monkey; monkey.patch_all()
 import json, sys
 from loadgen.client.request import finish
 from loadgen.client.sse import StreamTally
-from loadgen.locust_engine.gconn import process_stamps
-from loadgen.locust_engine.gwire import GWire
+from loadgen.client.gevent_wire.conn import process_stamps
+from loadgen.client.gevent_wire.client import GWire
 from loadgen.record import Record
 url = sys.argv[1]
 out = []
@@ -292,8 +292,8 @@ import json, sys
 from loadgen.client.request import finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import Limits
-from loadgen.locust_engine.gconn import process_stamps
-from loadgen.locust_engine.gwire import GWire
+from loadgen.client.gevent_wire.conn import process_stamps
+from loadgen.client.gevent_wire.client import GWire
 from loadgen.record import Record
 url, n = sys.argv[1], int(sys.argv[2])
 w = GWire(url + "/v1/chat/completions", 300, 5, stamps=process_stamps(), limits=Limits())
@@ -411,8 +411,8 @@ import json, sys
 import gevent
 from loadgen.client.request import finish
 from loadgen.client.sse import StreamTally
-from loadgen.locust_engine.gconn import BUFSIZE, process_stamps
-from loadgen.locust_engine.gwire import GWire
+from loadgen.client.gevent_wire.conn import BUFSIZE, process_stamps
+from loadgen.client.gevent_wire.client import GWire
 from loadgen.record import Record
 url, users = sys.argv[1], int(sys.argv[2])
 out = []

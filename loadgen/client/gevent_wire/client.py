@@ -1,15 +1,15 @@
-"""gwire: the Locust user's HTTP/1.1 keep-alive client, every read stamped by the kernel.
+"""GWire: the Locust user's HTTP/1.1 keep-alive client, every read stamped by the kernel.
 
     GWire.post(headers, body, rec, tally, stream)        one per Locust user: ONE connection
       gevent.Timeout(timeout_s) around everything (connect, send, every read)
       ─► GConn: the idle kept-alive socket (its keep-alive window, no FIN seen) or a connect
-           (gevent socket, TCP_NODELAY, SO_TIMESTAMPNS: kstamp.enable_rx_timestamps; once
+           (gevent socket, TCP_NODELAY, SO_TIMESTAMPNS: kernel_stamps.enable_rx_timestamps; once
            connected, detached into a plain non-blocking socket)
       ─► request_head (loadgen.client.wire.http1, the wire transport's framing); sent_at_ns
          immediately before the send
-      ─► the process's ONE reader (reader.py) reads it, GConn.on_readable (gconn.py):
+      ─► the process's ONE reader (reader.py) reads it, GConn.on_readable (gevent_wire/conn.py):
          sock.recvmsg(BUFSIZE, ANCBUFSIZE), each read stamped
-         SCM_TIMESTAMPNS − clock.offset_ns (kstamp.ClockMap; user time when no cmsg came)
+         SCM_TIMESTAMPNS − clock.offset_ns (kernel_stamps.ClockMap; user time when no cmsg came)
            ─► httptools (C) framing ─► body pieces of that read, one stamp
            ─► streamed 2xx: stream_step.StreamStep.feed(t, piece) at once (THE stream step);
               anything else held (≤ api.limits.max_body_bytes) for ``fill``
@@ -21,9 +21,9 @@
       one (``retries``, ``first_sent_at_ns``, ``retry_error``); this user then stops reusing
       (``Connection: close``), as the wire pool does
 
-The read step (gconn.py) feeds the one exchange (``loadgen.client.wire.exchange``), as the
+The read step (gevent_wire/conn.py) feeds the one exchange (``loadgen.client.wire.exchange``), as the
 asyncio wire transport's Conn does, and ``fill`` is ``settle``, as in ``fill.fill_steps``, so one stamped byte stream gives the same Record on either
-engine (tests/loadgen/locust_engine/test_gwire.py checks it on the recorded real servers).
+engine (tests/loadgen/client/gevent_wire/test_gevent_client.py checks it on the recorded real servers).
 No asyncio, no aiohttp, no geventhttpclient: sockets, gevent waits and httptools only.
 """
 from __future__ import annotations
@@ -38,11 +38,11 @@ from gevent import socket as gsocket
 from loadgen.client.redirects import MAX_HOPS, redirect_target
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
-from loadgen.client.wire import kstamp
+from loadgen.client.wire import kernel_stamps
 from loadgen.client.wire.http1 import Target, WireResponse, connect_failure, request_head
 from loadgen.client.wire.settle import CANCELLED, settle
-from loadgen.locust_engine.gconn import GConn
-from loadgen.locust_engine.reader import Reader, process_reader
+from loadgen.client.gevent_wire.conn import GConn
+from loadgen.client.gevent_wire.reader import Reader, process_reader
 from loadgen.record import Record, now_ns
 
 RawSocket = monkey.get_original("socket", "socket")      # the standard library's class
@@ -61,7 +61,7 @@ class GWire:
 
     def __init__(self, url: str, timeout_s: float = 600.0,
                  connect_timeout_s: Optional[float] = 30.0, limits: Limits = DEFAULT_LIMITS,
-                 follow_redirects: str = "never", stamps: Optional[kstamp.Stamps] = None,
+                 follow_redirects: str = "never", stamps: Optional[kernel_stamps.Stamps] = None,
                  reader: Optional[Reader] = None):
         self.url, self.timeout_s, self.connect_timeout_s = url, timeout_s, connect_timeout_s
         self.reader = reader or process_reader()
@@ -95,7 +95,7 @@ class GWire:
                 sock.settimeout(self.connect_timeout_s)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 if clock is not None:
-                    kstamp.enable_rx_timestamps(sock)
+                    kernel_stamps.enable_rx_timestamps(sock)
                 sock.connect(addr)
             except OSError as e:
                 sock.close()

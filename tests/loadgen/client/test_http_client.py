@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from loadgen.client.client import Client, ClientConfig, RequestSpec, pick_transport
+from loadgen.client.http_client import Client, ClientConfig, RequestSpec, pick_transport
 
 # Only causal checks (no timing bounds: either process may be descheduled for any time on a busy
 # box): the client never stamps a byte before the server wrote it, nor after it handed the record

@@ -24,7 +24,7 @@ from analysis.report import conditions
 from analysis.report import manifest
 from analysis.report import plots
 from analysis.metrics import series
-from analysis.metrics.metrics import open_loop
+from analysis.metrics.figures import open_loop
 from analysis.metrics import summary as summary_mod
 from analysis.report.render import Block, fmt, missing, render_html, render_md
 from analysis.report.workloads import workload_blocks

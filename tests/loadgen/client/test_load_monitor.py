@@ -3,7 +3,7 @@ import asyncio
 import gc
 import time
 
-from loadgen.client.clientload import GC_GEN0, ClientLoad, gc_hold, gc_release
+from loadgen.client.load_monitor import GC_GEN0, ClientLoad, gc_hold, gc_release
 
 
 async def test_a_blocked_loop_shows_as_loop_lag():

@@ -1,4 +1,4 @@
-"""gconn: one socket of a Locust user's client (gwire.py): the gevent driver of the wire exchange.
+"""GConn: one socket of a Locust user's client (gevent_wire/client.py): the gevent driver of the wire exchange.
 
     GConn.exchange(bytes, resp, rec, tally, stream, limits) (the user's greenlet): the
     process's reader pumped first (what is ready is read before this send), sent_at_ns
@@ -6,12 +6,12 @@
     greenlet waits on ``done`` ONCE, until the exchange is over:
       Reader ─► GConn.recv (recvmsg + the user time of it; the reader reads every ready socket
       before it processes any) then GConn.process: SCM_TIMESTAMPNS (REALTIME) − clock.offset_ns
-      ─► t (kstamp.ClockMap; no cmsg: the user time) ─► Exchange.feed(t, bytes) (every HTTP/1.1
+      ─► t (kernel_stamps.ClockMap; no cmsg: the user time) ─► Exchange.feed(t, bytes) (every HTTP/1.1
       rule: loadgen.client.wire.exchange, the asyncio wire transport's too), a streamed 2xx fed
       to stream_step.StreamStep inline ─► over: the reader lets go, ``done`` set
     [DONE] with the message still open: the greenlet wakes and waits DONE_GRACE_S at most more.
 Without a reader (the tests' recorded streams: a socket that never blocks) ``exchange`` reads
-it straight through itself. ``process_stamps()``: the worker process's kstamp.Stamps.
+it straight through itself. ``process_stamps()``: the worker process's kernel_stamps.Stamps.
 No asyncio and no geventhttpclient: plain sockets, gevent waits and httptools only.
 """
 from __future__ import annotations
@@ -24,21 +24,21 @@ from gevent.socket import wait_write
 
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import Limits, StreamStep
-from loadgen.client.wire import kstamp
-from loadgen.client.wire.kstamp import process_stamps  # noqa: F401 - the workers import it here
+from loadgen.client.wire import kernel_stamps
+from loadgen.client.wire.kernel_stamps import process_stamps  # noqa: F401 - the workers import it here
 from loadgen.client.wire.exchange import DONE_GRACE_S, GOING, Exchange
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.record import Record, now_ns
 
 BUFSIZE = 65536
 KEEPALIVE_NS = 4_000_000_000      # idle longer: reconnect (uvicorn drops idle sockets after 5 s)
-read_time = kstamp.read_time
+read_time = kernel_stamps.read_time
 
 class GConn:
     """One socket, one Exchange at a time (module doc). ``reader``: the process's reader, or
     None (a socket that never blocks: ``exchange`` reads it through itself)."""
 
-    def __init__(self, sock, key: tuple, clock: Optional[kstamp.ClockMap],
+    def __init__(self, sock, key: tuple, clock: Optional[kernel_stamps.ClockMap],
                  keepalive_ns: int = KEEPALIVE_NS, reader=None):
         self.sock, self.key, self.clock = sock, key, clock
         self.fd = sock.fileno()
@@ -113,7 +113,7 @@ class GConn:
             self._end()
             return None
         try:
-            data, anc, _flags, _addr = self.sock.recvmsg(BUFSIZE, kstamp.ANCBUFSIZE)
+            data, anc, _flags, _addr = self.sock.recvmsg(BUFSIZE, kernel_stamps.ANCBUFSIZE)
         except (BlockingIOError, InterruptedError):
             return None
         except OSError as e:

@@ -33,7 +33,7 @@ such requests: the record keeps ``inputs`` (texts sent) and no ``requested_outpu
 ``api.endpoint: responses`` (POST /v1/responses) streams named events, counted by
 ``responses.ResponsesTally`` (StreamTally's interface: the first output_text delta is the first
 token). While any Client is open the cyclic GC runs
-rarely (``clientload.gc_hold``).
+rarely (``gc_hold``).
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from loadgen.client.aiohttp_transport import AiohttpTransport
-from loadgen.client.clientload import gc_hold, gc_release
+from loadgen.client.load_monitor import gc_hold, gc_release
 from loadgen.client.request import ENDPOINTS, Shape, base_body, endpoint_path, finish, with_headers
 from loadgen.client.request import fail as _fail
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from analysis.metrics import metrics as m
+from analysis.metrics import figures as m
 from tests.analysis.synth import MS, rec
 
 

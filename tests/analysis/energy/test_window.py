@@ -1,11 +1,11 @@
-"""analysis.energy.energy on hand-computed traces: integration, windowing, wraparound, resets, J/token."""
+"""analysis.energy.window on hand-computed traces: integration, windowing, wraparound, resets, J/token."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from analysis.energy import series as es
-from analysis.energy.energy import energy_summary
+from analysis.energy.window import energy_summary
 from analysis.energy.split import split_energy
 
 S = 1_000_000_000  # ns per second
