@@ -17,6 +17,9 @@ power.jsonl rows (one JSON object a line; t_ns on time.perf_counter_ns, the reco
 scope is gpu | cpu_package | dram | cpu_core | cpu_uncore | platform | system. Each mark makes
 every source read at once, so counters are read at both window edges ("edges" in stop()'s result).
 Sources ["none"] (the default) sample nothing: energy is "unmeasured" with that reason.
+
+May import: the standard library, nvidia-ml-py / amdsmi (lazily, where present),
+loadgen.scenario (the power: section) and loadgen.record's clock; never run/, client/ or analysis/.
 """
 from __future__ import annotations
 

@@ -26,6 +26,9 @@ response.completed | incomplete | failed) or one ``object: "response"`` body.
 
 ``build(source, dtype, slots, max_model_len, seed)`` puts the pieces together and returns
 ``(engine, tokenizer, describe_dict)``; ``describe_dict`` is what GET /info serves.
+
+May import: jax, numpy, tokenizers, safetensors, aiohttp, prometheus_client, pydantic and the
+standard library; never loadgen or analysis (tests/test_layering.py).
 """
 from __future__ import annotations
 
