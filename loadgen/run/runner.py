@@ -62,6 +62,11 @@ from loadgen.run.sessions import SessionDriver
 
 T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
 
+# After an interrupt, a run with more records than this is not summarised on the spot (about 5 s
+# of summarising on this 2-core box; 3.2M records took minutes): the first Ctrl-C stops in ~2 s,
+# and `loadgen report RUN_DIR` computes summary.json and the report from what was kept.
+DEFER_SUMMARY_RECORDS = 200_000   # LOADGEN_DEFER_SUMMARY_RECORDS overrides it (tests)
+
 
 @dataclass
 class RunResult:
@@ -87,6 +92,7 @@ class Run:
         self.stop = None                    # asyncio.Event, made inside the loop
         self.interrupted: Optional[str] = None
         self.hurry = False                  # a second signal came: finish with meta.json only
+        self.summary_deferred: Optional[int] = None   # interrupted, too many records to summarise now
         self.cooperative = True             # a first signal stops the load (else it raises)
         self.server: Optional[ManagedServer] = None
         self.base_url: Optional[str] = None
@@ -155,6 +161,13 @@ class Run:
             return meta
         meta = write_meta(self.run_dir, self.meta())
         if self.hurry:
+            return meta
+        defer = int(os.environ.get("LOADGEN_DEFER_SUMMARY_RECORDS", DEFER_SUMMARY_RECORDS))
+        if self.interrupted and self.writer.count > defer:  # the first Ctrl-C stops in ~2 s
+            self.summary_deferred = self.writer.count
+            print(f"loadgen: interrupted with {self.writer.count:,} records kept; summarising "
+                  f"them now would hold the stop: `loadgen report {self.run_dir}` computes "
+                  "summary.json and the report", file=sys.stderr)
             return meta
         own = self.server is not None and self.shared_server is None  # stopped by now
         meta["calibration"] = freeze_device(self.run_dir, own and not self.crashed)
