@@ -1,6 +1,7 @@
 """Benchmark (and the harness of tests/loadgen/client/test_hostile.py): what loadgen survives.
 
-    for each case of servers/hostile/server.py × transport (wire | aiohttp: LOADGEN_HTTP):
+    for each case of servers/hostile/server.py × transport (wire | aiohttp: LOADGEN_HTTP; locust:
+    the Locust engine, `--engine locust --workers 1`):
         hostile server (its own process) ◄── `python -m loadgen run` (subprocess; probe off; chat,
             stream; N requests, concurrency C, api.timeout_s T; api key from $HOSTILE_KEY = a fresh
             random sk-test-…, api.headers X-Api-Key = a fresh random hdr-…)
@@ -12,7 +13,7 @@
     64 KiB pieces (stopped after --parse-budget seconds: then a lower bound)
 Prints a table and ends with one JSON line (--out FILE: also written there).
 
-    python -m bench.hostile [--cases a,b] [--transports wire,aiohttp] [--requests 8]
+    python -m bench.hostile [--cases a,b] [--transports wire,aiohttp,locust] [--requests 8]
                           [--concurrency 4] [--timeout 2] [--out bench/results/hostile-DATE.json]
 """
 from __future__ import annotations
@@ -35,7 +36,10 @@ from servers.hostile.server import CASES, HostileServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TRANSPORTS = ("wire", "aiohttp")
+TRANSPORTS = ("wire", "aiohttp")        # the test suite's (tests/loadgen/client/test_hostile.py)
+# the bench's: the Locust engine too (`--engine locust --workers 1`: a gevent worker process with
+# the gevent driver of the same exchange; max RSS there is the CLI process's only)
+ENGINES = TRANSPORTS + ("locust",)
 # case ─► (the kinds every record may carry: "ok" or an error_kind; the exit code). Two kinds
 # where two bounds can both fire first (an endless stream: the event/line bound or the timeout)
 # or where both readings are fair (a body cut short by a close: the framing or the connection).
@@ -194,9 +198,12 @@ def start_run(case_dir: Path, url: str, transport: str, n: int, concurrency: int
     case_dir.mkdir(parents=True, exist_ok=True)
     path = case_dir / "scenario.yaml"
     path.write_text(yaml.safe_dump(scenario(n, concurrency, timeout_s, header_secret)))
-    env = dict(os.environ, HOSTILE_KEY=key, LOADGEN_HTTP=transport, PYTHONUNBUFFERED="1",
+    env = dict(os.environ, HOSTILE_KEY=key, PYTHONUNBUFFERED="1",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    argv = [sys.executable, "-m", "loadgen", "run", str(path), "--set", f"target.url={url}",
+    engine = ["--engine", "locust", "--workers", "1"] if transport == "locust" else []
+    if not engine:
+        env["LOADGEN_HTTP"] = transport
+    argv = [sys.executable, "-m", "loadgen", "run", str(path), *engine, "--set", f"target.url={url}",
             "--set", f"output.dir={case_dir / 'out'}", "--set", "output.run_name=run",
             *[a for kv in extra_set for a in ("--set", kv)]]
     with open(case_dir / "stdout.txt", "w") as out, open(case_dir / "stderr.txt", "w") as err:
@@ -292,7 +299,7 @@ def parse_time(size: int = 50_000_000, piece: int = 64 * 1024, budget_s: float =
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=",".join(EXPECT), help="comma-separated (default: all)")
-    ap.add_argument("--transports", default=",".join(TRANSPORTS))
+    ap.add_argument("--transports", default=",".join(ENGINES))
     ap.add_argument("--requests", type=int, default=8)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--timeout", type=float, default=2.0, help="api.timeout_s")
