@@ -157,11 +157,15 @@ class RecordTable:
     def __len__(self) -> int:
         return len(self.records)
 
+    def _values(self, name: str) -> list:
+        """Field ``name`` of every record, in order (a subclass may hold dicts)."""
+        return list(map(attrgetter(name), self.records))
+
     def column(self, name: str, dtype=object) -> np.ndarray:
         """Field ``name`` of every record as an array (cached). ``float``: None ─► NaN."""
         key = f"{name}:{np.dtype(dtype).str}"
         if key not in self._cols:
-            vals = list(map(attrgetter(name), self.records))
+            vals = self._values(name)
             if dtype is float:
                 self._cols[key] = np.array([np.nan if v is None else v for v in vals], float)
             else:
@@ -174,7 +178,7 @@ class RecordTable:
         """A ``*_at_ns`` field as (int64 values, present mask); absent values are 0."""
         key = f"{name}:ns"
         if key not in self._cols:
-            vals = list(map(attrgetter(name), self.records))
+            vals = self._values(name)
             ok = np.fromiter((v is not None for v in vals), bool, count=len(vals))
             self._cols[key] = np.fromiter((v or 0 for v in vals), np.int64, count=len(vals))
             self._cols[key + ":ok"] = ok
@@ -325,27 +329,6 @@ class _DictTable(RecordTable):
     @property
     def offsets(self) -> np.ndarray:
         return self._chunks[1]
-
-    def column(self, name: str, dtype=object) -> np.ndarray:
-        key = f"{name}:{np.dtype(dtype).str}"
-        if key not in self._cols:
-            vals = self._values(name)
-            if dtype is float:
-                self._cols[key] = np.array([np.nan if v is None else v for v in vals], float)
-            else:
-                a = np.empty(len(vals), dtype=object)
-                a[:] = vals
-                self._cols[key] = a
-        return self._cols[key]
-
-    def stamp(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        key = f"{name}:ns"
-        if key not in self._cols:
-            vals = self._values(name)
-            self._cols[key + ":ok"] = np.fromiter((v is not None for v in vals), bool,
-                                                  count=len(vals))
-            self._cols[key] = np.fromiter((v or 0 for v in vals), np.int64, count=len(vals))
-        return self._cols[key], self._cols[key + ":ok"]
 
 
 def read_cache() -> Optional[RecordTable]:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from analysis.roofline.model_spec import shape_in_sut
+
 
 def find_key(tree: Any, *names: str) -> Any:
     """The first non-None value stored under any of ``names``, searching nested dicts/lists
@@ -37,19 +39,8 @@ def find_key(tree: Any, *names: str) -> Any:
 
 def model_shape(sut: dict) -> Optional[dict]:
     """The first dict in sut.json that looks like a model shape (has n_layers and dim), else None
-    (JAX /info puts it under "model"; a top-level "model" may be just a name)."""
-    level = [sut]
-    while level:
-        nxt = []
-        for node in level:
-            if isinstance(node, dict):
-                if "n_layers" in node and "dim" in node:
-                    return node
-                nxt.extend(v for v in node.values() if isinstance(v, (dict, list)))
-            elif isinstance(node, list):
-                nxt.extend(v for v in node if isinstance(v, (dict, list)))
-        level = nxt
-    return None
+    (the roofline's own search: analysis.roofline.model_spec.shape_in_sut)."""
+    return shape_in_sut(sut)
 
 
 def server_info(sut: dict) -> dict:

@@ -83,26 +83,35 @@ A100_DS = "NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidi
 V5E_DOC = "Google Cloud TPU v5e documentation, per chip (as read in " + SEED + " sections 4.1, 6.2)"
 INTEL_DS = "Intel Core Ultra 9 288V product specifications (as read in " + SEED + " sections 4.1, 6.2)"
 
+
+
+def _hopper_peak(source: str, dense_note: str) -> dict[str, Figure]:
+    """H100 SXM and H200 compute rates (the same chip): bf16 dense, calculated as half the
+    datasheet's 2:4-sparse 1,979 TFLOP/s; plain fp32 67 TFLOP/s."""
+    return {"bf16": Figure(1979 * TERA / 2, "FLOP/s", "calculated", source, dense_note),
+            "fp32": _doc(67 * TERA, "FLOP/s", source, "plain FP32, not Tensor Core")}
+
+
+def _hopper_sparse(source: str) -> Figure:
+    return _doc(1979 * TERA, "FLOP/s", source, "with 2:4 structured sparsity")
+
+
 CATALOGUE: dict[str, DeviceSpec] = {
     "h100-sxm": DeviceSpec(
         "NVIDIA H100 SXM", "1 chip (SXM; the PCIe card's figures differ)",
-        peak={"bf16": Figure(1979 * TERA / 2, "FLOP/s", "calculated", H100_DS,
-                             "dense = half of the 1,979 TFLOP/s that carries the 2:4 sparsity footnote"),
-              "fp32": _doc(67 * TERA, "FLOP/s", H100_DS, "plain FP32, not Tensor Core")},
+        peak=_hopper_peak(H100_DS, "dense = half of the 1,979 TFLOP/s that carries the 2:4 sparsity footnote"),
         mem_bandwidth=_doc(3.35 * TERA, "B/s", H100_DS, "HBM, decimal TB/s"),
         mem_capacity=_doc(80e9, "B", H100_DS, "HBM, decimal GB"),
-        other={"bf16_sparse": _doc(1979 * TERA, "FLOP/s", H100_DS, "with 2:4 structured sparsity"),
+        other={"bf16_sparse": _hopper_sparse(H100_DS),
                "nvlink": _doc(900e9, "B/s", H100_DS, "NVLink, GPU-to-GPU, not the HBM boundary"),
                "pcie_gen5": _doc(128e9, "B/s", H100_DS, "PCIe Gen5 host link")},
         match=["NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM", "H100 SXM"]),
     "h200": DeviceSpec(
         "NVIDIA H200", "1 chip (SXM)",
-        peak={"bf16": Figure(1979 * TERA / 2, "FLOP/s", "calculated", H200_DS,
-                             "dense = half of the 1,979 TFLOP/s sparse figure (~989 TFLOP/s)"),
-              "fp32": _doc(67 * TERA, "FLOP/s", H200_DS, "plain FP32, not Tensor Core")},
+        peak=_hopper_peak(H200_DS, "dense = half of the 1,979 TFLOP/s sparse figure (~989 TFLOP/s)"),
         mem_bandwidth=_doc(4.8 * TERA, "B/s", H200_DS, "HBM3e, decimal TB/s"),
         mem_capacity=_doc(141e9, "B", H200_DS, "HBM3e, decimal GB"),
-        other={"bf16_sparse": _doc(1979 * TERA, "FLOP/s", H200_DS, "with 2:4 structured sparsity"),
+        other={"bf16_sparse": _hopper_sparse(H200_DS),
                "nvlink": _doc(900e9, "B/s", H200_DS, "NVLink 4, GPU-to-GPU")},
         match=["NVIDIA H200"]),
     "a100-sxm4-40gb": DeviceSpec(

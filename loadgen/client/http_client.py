@@ -109,7 +109,7 @@ class ClientConfig:
     @classmethod
     def from_api(cls, api: Any, base_url: str, model: str, api_key: Optional[str],
                  drop_fields: tuple = ()) -> "ClientConfig":
-        """From a ``loadgen.scenario.model.Api`` (the model name and key resolved by the caller)."""
+        """From a ``loadgen.scenario.api.Api`` (the model name and key resolved by the caller)."""
         return cls(base_url=base_url, endpoint=api.endpoint, model=model, stream=api.stream,
                    ignore_eos=api.ignore_eos, include_usage=api.include_usage,
                    continuous_usage=api.continuous_usage, extra_body=dict(api.extra_body),

@@ -73,8 +73,13 @@ def _beside(args: argparse.Namespace, slug: str) -> int:
     outputs = [str(path)] + [str(p) for p in write_report(
         d, with_plots=not args.no_plots, summary=out, stem=f"report-device-{slug}")]
     _say_verdict(out)
+    return _say_written(args, out, outputs)
+
+
+def _say_written(args: argparse.Namespace, summary: dict, outputs: list[str]) -> int:
+    """stdout: the summary as one JSON line with --json, else a ``wrote PATH`` line per file."""
     if args.json:
-        print(json.dumps(out))
+        print(json.dumps(summary))
     else:
         for o in outputs:
             print(f"wrote {o}")
@@ -113,9 +118,4 @@ def _main(args: argparse.Namespace) -> int:
     _say_verdict(written)
     from analysis.report.run_report import write_report
     outputs += [str(p) for p in write_report(d, with_plots=not args.no_plots)]
-    if args.json:
-        print(json.dumps(written))
-    else:
-        for o in outputs:
-            print(f"wrote {o}")
-    return 0
+    return _say_written(args, written, outputs)

@@ -26,6 +26,7 @@ import json
 import signal
 import sys
 
+from loadgen.commands.scenario_args import add_scenario_args
 from loadgen.scenario.model import ScenarioError
 
 
@@ -35,12 +36,9 @@ def register(subparsers) -> None:
         "run", help="run one scenario (YAML) and write a run directory",
         description="Run one scenario: start or reach the server, send the load, write "
                     "records.jsonl, meta.json, sut.json and summary.json.")
-    p.add_argument("scenario", help="scenario YAML file (see scenarios/)")
-    p.add_argument("--set", dest="overrides", action="append", default=[],
-                   metavar="KEY.PATH=VALUE",
-                   help="override one scenario field, e.g. --set load.rate=4 (repeatable)")
-    p.add_argument("--json", action="store_true",
-                   help="no live display; print the summary as one JSON line on stdout")
+    add_scenario_args(p, scenario_help="scenario YAML file (see scenarios/)",
+                      set_help="override one scenario field, e.g. --set load.rate=4 (repeatable)",
+                      json_help="no live display; print the summary as one JSON line on stdout")
     p.add_argument("--fail-on-invalid", action="store_true",
                    help="exit 1 when the verdict is INVALID (for CI); without it an INVALID "
                         "run exits 0")

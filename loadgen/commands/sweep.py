@@ -16,6 +16,7 @@ from rich.table import Table
 
 from loadgen.run.progress import stdout_console
 
+from loadgen.commands.scenario_args import add_scenario_args
 from loadgen.scenario.model import ScenarioError
 
 
@@ -25,10 +26,9 @@ def register(subparsers) -> None:
         "sweep", help="run a scenario at several load points, or search the max rate under SLO",
         description="One full run per point of the scenario's sweep block (load.concurrency "
                     "or load.rate values), or the max_rate_under_slo search; resumable.")
-    p.add_argument("scenario", help="scenario YAML file with a sweep: block")
-    p.add_argument("--set", dest="overrides", action="append", default=[],
-                   metavar="KEY.PATH=VALUE", help="override one scenario field (repeatable)")
-    p.add_argument("--json", action="store_true", help="print sweep.json as one JSON line")
+    add_scenario_args(p, scenario_help="scenario YAML file with a sweep: block",
+                      set_help="override one scenario field (repeatable)",
+                      json_help="print sweep.json as one JSON line")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run the whole sweep N times; repeat.json gives, per point, the mean and "
                         "a 95%% confidence interval of every headline figure")

@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 from aiohttp import web
 
 from servers.calib.app import make_app
+from servers.cli_args import parse_checked
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -77,15 +78,9 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "servers.calib") -> int:
-    ap = build_parser(prog)
-    try:
-        args = ap.parse_args(argv)
-    except SystemExit as e:  # --help (0) or a bad flag (2, message already printed)
-        return int(e.code or 0)
-    problem = check_args(args)
-    if problem is not None:
-        sys.stderr.write(f"{prog}: error: {problem}\n")
-        return 2
+    args, status = parse_checked(build_parser(prog), argv, check_args, prog)
+    if args is None:
+        return status
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     try:

@@ -3,8 +3,8 @@
     CASES[name](req, reader, writer) ─► writes its answer as raw bytes (status line, headers,
         framing, body) ─► True: the connection may serve another request; else it is closed (or
         already reset). STATE: the serving process's case, the redirect target port, the log.
-    head() / chunk() / event() / stream_events(): a normal chunked SSE stream (chat or completions:
-        role, one token per event, finish, usage when asked, [DONE]) that each case breaks its way
+    The pieces each case breaks its own way (a normal chunked SSE stream, a JSON answer, a reset):
+        servers/hostile/pieces.py
 
 Cases (the failure kind a client should record; see docs/survives.md):
   normal               a well-behaved chunked SSE stream (role, one token per event, usage, [DONE])
@@ -50,113 +50,11 @@ Cases (the failure kind a client should record; see docs/survives.md):
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
-import struct
 import zlib
-from typing import Callable, Optional
+from typing import Callable
 
-MODEL = "hostile"
-PIECE = 64 * 1024
-BIG = 50_000_000                       # the 50 MB line / body
-_big: Optional[bytes] = None
-
-
-def big() -> bytes:
-    global _big
-    if _big is None:
-        _big = b"a" * BIG
-    return _big
-STATE: dict = {"case": "normal", "second_port": None, "log": [], "served": 0}
-
-
-class Request:
-    __slots__ = ("method", "path", "headers", "body")
-
-    def __init__(self, method: str, path: str, headers: dict, body: bytes):
-        self.method, self.path, self.headers, self.body = method, path, headers, body
-
-    def json(self) -> dict:
-        try:
-            obj = json.loads(self.body or b"{}")
-        except ValueError:
-            return {}
-        return obj if isinstance(obj, dict) else {}
-
-    @property
-    def chat(self) -> bool:
-        return "chat" in self.path
-
-    def secrets(self) -> str:
-        return (f"Authorization: {self.headers.get('authorization', '')} "
-                f"X-Api-Key: {self.headers.get('x-api-key', '')}")
-
-
-def head(status: str = "200 OK", extra: str = "", ctype: str = "text/event-stream",
-         framing: str = "Transfer-Encoding: chunked", version: str = "HTTP/1.1") -> bytes:
-    lines = [f"{version} {status}", f"Content-Type: {ctype}", "Server: hostile/1"]
-    lines += [x for x in (framing, extra) if x]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-def chunk(b: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(b), b) if b else b""
-
-
-LAST = b"0\r\n\r\n"
-
-
-def event(obj) -> bytes:
-    return b"data: " + json.dumps(obj).encode() + b"\n\n"
-
-
-def delta(req: Request, text: Optional[str] = None, finish: Optional[str] = None,
-          role: bool = False) -> dict:
-    if req.chat:
-        d = {"role": "assistant"} if role else ({} if text is None else {"content": text})
-        choice = {"index": 0, "delta": d, "finish_reason": finish}
-        return {"id": "h", "object": "chat.completion.chunk", "model": MODEL, "choices": [choice]}
-    choice = {"index": 0, "text": text or "", "finish_reason": finish}
-    return {"id": "h", "object": "text_completion", "model": MODEL, "choices": [choice]}
-
-
-def stream_events(req: Request) -> list[bytes]:
-    """A whole normal stream, one item per SSE event."""
-    body = req.json()
-    n = max(1, min(int(body.get("max_tokens") or 16), 256))
-    out = [event(delta(req, role=True))] if req.chat else []
-    out += [event(delta(req, " tok")) for _ in range(n)]
-    out.append(event(delta(req, finish="length")))
-    if (body.get("stream_options") or {}).get("include_usage"):
-        usage = {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": n + 8}
-        out.append(event({"id": "h", "object": "chat.completion.chunk", "model": MODEL,
-                          "choices": [], "usage": usage}))
-    out.append(b"data: [DONE]\n\n")
-    return out
-
-
-def json_answer(obj, status: str = "200 OK", extra: str = "") -> bytes:
-    body = json.dumps(obj).encode()
-    return head(status, extra, "application/json", f"Content-Length: {len(body)}") + body
-
-
-def models(extra: dict = None) -> dict:
-    return {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "hostile",
-                                        **(extra or {})}]}
-
-
-async def rst(writer: asyncio.StreamWriter) -> None:
-    sock = writer.get_extra_info("socket")
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    writer.transport.abort()
-
-
-async def endless(writer: asyncio.StreamWriter, piece: bytes) -> None:
-    while True:                          # ends when the client goes away (drain raises)
-        writer.write(piece)
-        await writer.drain()
-        await asyncio.sleep(0)           # drain need not yield: let /hostile/log through
-
+from servers.hostile.pieces import (BIG, LAST, MODEL, PIECE, STATE, big, chunk, delta, endless, event,
+                                    head, json_answer, rst, stream_events)
 
 async def normal(req, reader, writer) -> bool:
     if not req.json().get("stream"):
@@ -252,6 +150,14 @@ async def echo_secret_stream(req, reader, writer):
     return True
 
 
+async def echo_headers_400(req, reader, writer):
+    """400 whose JSON body echoes every request header, whatever its name (X-Auth, Cookie...)."""
+    said = " ".join(f"{k}: {v}" for k, v in req.headers.items())
+    writer.write(json_answer({"error": {"message": f"bad request; you sent {said}"}},
+                             "400 Bad Request"))
+    return True
+
+
 async def redirect_307(req, reader, writer):
     loc = f"http://127.0.0.1:{STATE['second_port']}{req.path}"
     writer.write(head("307 Temporary Redirect", f"Location: {loc}", "text/plain",
@@ -325,25 +231,6 @@ async def slowloris(req, reader, writer):
 async def never_answers(req, reader, writer):
     await reader.read()                  # until the client goes away (or the server's lifetime)
 
-CASES: dict[str, Callable] = {f.__name__: f for f in (
-    normal, header_flood, header_count_flood, long_line, long_line_no_newline, huge_json,
-    endless_comments, endless_tokens, echo_secret_429, echo_secret_cut, echo_secret_stream,
-    redirect_307, reset, reset_before_status, bad_chunk_size, non_http_reply, short_content_length,
-    gzip_stream, deflate_stream, invalid_utf8, http10_close, slowloris, never_answers)}
-CASES["echo_secret_sut"] = normal        # its hostility is on the GET paths (below)
-
-
-async def echo_headers_400(req, reader, writer):
-    """400 whose JSON body echoes every request header, whatever its name (X-Auth, Cookie...)."""
-    said = " ".join(f"{k}: {v}" for k, v in req.headers.items())
-    writer.write(json_answer({"error": {"message": f"bad request; you sent {said}"}},
-                             "400 Bad Request"))
-    return True
-
-
-CASES["echo_headers_400"] = echo_headers_400
-
-
 async def endless_trailers(req, reader, writer):
     writer.write(head() + b"".join(chunk(e) for e in stream_events(req)) + b"0\r\n")
     await endless(writer, b"X-T: " + b"t" * 60_000 + b"\r\n")
@@ -405,6 +292,11 @@ async def absurd_usage(req, reader, writer):
     return True
 
 
-for _f in (endless_trailers, second_response, after_done_events, open_after_done, bad_event_open,
-           deep_json, bom_stream, interim_storm, huge_content_length, absurd_usage):
-    CASES[_f.__name__] = _f
+CASES: dict[str, Callable] = {f.__name__: f for f in (
+    normal, header_flood, header_count_flood, long_line, long_line_no_newline, huge_json,
+    endless_comments, endless_tokens, echo_secret_429, echo_secret_cut, echo_secret_stream,
+    redirect_307, reset, reset_before_status, bad_chunk_size, non_http_reply, short_content_length,
+    gzip_stream, deflate_stream, invalid_utf8, http10_close, slowloris, never_answers,
+    echo_headers_400, endless_trailers, second_response, after_done_events, open_after_done,
+    bad_event_open, deep_json, bom_stream, interim_storm, huge_content_length, absurd_usage)}
+CASES["echo_secret_sut"] = normal        # its hostility is on the GET paths (servers/hostile/server.py)

@@ -25,7 +25,8 @@ import sys
 import urllib.request
 from typing import Optional
 
-from servers.hostile.cases import CASES, PIECE, STATE, Request, head, json_answer, models
+from servers.hostile.cases import CASES
+from servers.hostile.pieces import PIECE, STATE, Request, head, json_answer, models
 from servers.port_server import PortServer
 
 

@@ -2,7 +2,7 @@
 
 Data flow (JetStream style; each box is one module)::
 
-    HTTP client ──► api.py (aiohttp, OpenAI JSON/SSE) ──tokenizer.encode──► GenRequest
+    HTTP client ──► api.py (aiohttp, OpenAI JSON/SSE) ──tokenizer.encode──► GenRequest (requests.py)
                          ▲                                                   │ submit / cancel
                          │ on_token(tok, finish) via loop.call_soon_threadsafe ▼
                          │                        orchestrator.py  (engine thread, waiting queue)
@@ -17,8 +17,9 @@ Data flow (JetStream style; each box is one module)::
                                            │      or weights.py (local HF dir, safetensors)
 
 POST /v1/embeddings: api.py ─► embeddings.py (input forms → token ids, EmbedPlan) ─► orchestrator
-.submit_embed ─► engine.embed_step (one input per loop iteration: prefill-only forward, mean of the
-final hidden states, L2-normalised) ─► on_done(vectors) ─► float list | base64 JSON.
+.submit_embed ─► engine.embed_step (embed_forward.py: one input per loop iteration, a prefill-only
+forward, mean of the final hidden states, L2-normalised) ─► on_done(vectors) ─► float list | base64
+JSON.
 
 POST /v1/responses: api.py ─► responses.py (input/instructions → chat messages ─► protocol.build_plan)
 ─► the same Generation as chat ─► named events (response.created … output_text.delta per token …

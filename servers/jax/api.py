@@ -36,7 +36,7 @@ from aiohttp import web
 from servers.jax.embeddings import POOLING, Embedding, build_embed_plan, response_body
 from servers.jax.generation import Generation, Piece
 from servers.jax.metrics import ServerMetrics
-from servers.jax.orchestrator import QueueFull, RequestTooLong
+from servers.jax.requests import QueueFull, RequestTooLong
 from servers.jax.protocol import ApiError, Plan, build_plan
 from servers.jax import responses as responses_api
 

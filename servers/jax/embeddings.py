@@ -23,7 +23,7 @@ from typing import Any, Literal, Optional
 
 import numpy as np
 
-from servers.jax.orchestrator import EmbedRequest
+from servers.jax.requests import EmbedRequest
 from servers.jax.protocol import ApiError, _parse, _Strict
 
 MAX_INPUTS = 2048             # inputs per request (OpenAI's own bound)

@@ -26,6 +26,7 @@ stay in place.
                                                 prompt past ``prefill_chunk``; no cache, no slot) →
                                                 the mean of its final hidden states (after the
                                                 final RMSNorm), L2-normalised: float32 [dim]
+                                                (servers/jax/embed_forward.py)
 
 Host-side state per slot (numpy): last token, position (= tokens in cache), sampling parameters,
 key, generated-token counter. Inactive slots still run through the batched step (their results are
@@ -59,6 +60,7 @@ import numpy as np
 
 from . import model as M
 from .buckets import attn_buckets, buckets
+from .embed_forward import EmbedForward
 from .presets import ModelArgs
 from .sampling import request_key, sample
 
@@ -90,19 +92,7 @@ class Prefix:
     key: np.ndarray               # [2] uint32
 
 
-@dataclass
-class EmbedJob:
-    """One /v1/embeddings input on its way through the pooled forward (``embed_step``)."""
-    tokens: np.ndarray            # [bucket] int32, the input then padding
-    length: int
-    offsets: list[int]            # chunk starts still to run; [] = one shot
-    chunk: int = 0
-    kv: Any = None                # chunked: the input's own K/V buffer (never the slots' cache)
-    done: int = 0                 # positions [0, done) are in ``acc``
-    acc: Optional[np.ndarray] = None   # float64 [D]: sum of the normed hidden rows so far
-
-
-class Engine:
+class Engine(EmbedForward):
     def __init__(self, args: ModelArgs, params: M.Params, *, dtype: str = "fp32", slots: int = 8,
                  max_model_len: int = 1024, eos_ids: Optional[set[int]] = None,
                  min_prefill_bucket: int = 16, min_attn_bucket: int = 64,
@@ -328,48 +318,6 @@ class Engine:
         self.temperature[slot] = 0.0
         self.top_p[slot] = 1.0
         self.step[slot] = 0
-
-    # ---- embeddings (no slot, no cache: a prefill-only forward) -------------------------------
-    def start_embed(self, ids: list[int]) -> EmbedJob:
-        """An input of 1..max_model_len tokens (no token is generated, so the whole context)."""
-        n = len(ids)
-        if n == 0 or n > self.max_model_len:
-            raise ValueError(f"input length {n} must be in [1, {self.max_model_len}]")
-        b = self.prefill_bucket(n)
-        toks = np.zeros(b, np.int32)
-        toks[:n] = ids
-        c = self.prefill_chunk
-        return EmbedJob(toks, n, M.chunk_offsets(n, c, b) if c and n > c else [], c)
-
-    def embed_step(self, job: EmbedJob) -> Optional[np.ndarray]:
-        """Run the next chunk of ``job`` (or the whole input, one forward); once the input is
-        done: its embedding, the mean of the normed final hidden rows, L2-normalised (float32)."""
-        if not job.offsets:
-            acc = np.asarray(self._embed(self.params, job.tokens, np.int32(job.length)), np.float64)
-            job.done = job.length
-        else:
-            if job.kv is None:
-                job.kv = self._empty_kv(job.tokens.shape[0])
-                job.acc = np.zeros(self.args.dim, np.float64)
-            off = job.offsets.pop(0)
-            x, job.kv = self._chunk(self.params, job.kv, job.tokens[off:off + job.chunk], np.int32(off))
-            part = self._pool(self.params, x, np.int32(off), np.int32(job.done), np.int32(job.length))
-            job.acc += np.asarray(part, np.float64)          # an overlapping last chunk: rows once
-            job.done = min(off + job.chunk, job.length)
-            if job.offsets:
-                return None
-            acc, job.kv = job.acc, None
-        mean = acc / job.length
-        norm = float(np.linalg.norm(mean))
-        return (mean / norm if norm > 0 else mean).astype(np.float32)
-
-    def embed(self, ids: list[int]) -> np.ndarray:
-        """One input's embedding at once (every chunk): float32 [dim], unit length."""
-        job = self.start_embed(ids)
-        while True:
-            v = self.embed_step(job)
-            if v is not None:
-                return v
 
     # ---- helpers -----------------------------------------------------------------------------
     def is_eos(self, tok: int) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
 from servers.jax.metrics import RequestTiming, ServerMetrics
-from servers.jax.orchestrator import GenRequest, SamplingParams
+from servers.jax.requests import GenRequest, SamplingParams
 from servers.jax.protocol import Plan
 
 _ENGINE_HAS_MIN_TOKENS = "min_tokens" in {f.name for f in dataclasses.fields(SamplingParams)}

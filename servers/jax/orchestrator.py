@@ -24,6 +24,8 @@ Callback contract (exactly one call carries a finish_reason, and it is the last)
     with ``ignore_eos`` it is delivered like any other token);
   * ``on_token(None, "abort")`` after ``cancel`` or ``stop()``.
 A callback that raises is treated as a disconnect: the request is aborted, the loop goes on.
+The request types and the refusals (GenRequest, SamplingParams, EmbedRequest, QueueFull,
+RequestTooLong): servers/jax/requests.py.
 """
 from __future__ import annotations
 
@@ -32,54 +34,12 @@ import heapq
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from servers.jax.requests import EmbedRequest, GenRequest, QueueFull, RequestTooLong
 
 log = logging.getLogger(__name__)
-
-OnToken = Callable[[Optional[int], Optional[str]], None]
-
-
-class QueueFull(Exception):
-    """The waiting queue holds ``max_queue`` requests; the API answers 503."""
-
-
-class RequestTooLong(ValueError):
-    """The prompt does not fit the context (len(prompt_ids) >= max_model_len); the API answers 400."""
-
-
-@dataclass
-class SamplingParams:
-    max_tokens: int
-    temperature: float = 0.0          # 0 → greedy
-    top_p: float = 1.0
-    seed: Optional[int] = None        # None → derived from the request counter (not reproducible)
-    ignore_eos: bool = False
-
-
-@dataclass
-class GenRequest:
-    request_id: str
-    prompt_ids: list[int]
-    params: SamplingParams
-    on_token: OnToken
-    submitted_ns: int = field(default_factory=time.perf_counter_ns)
-    admitted_ns: Optional[int] = None   # left the waiting queue for a slot (queue time ends here)
-
-
-OnEmbedded = Callable[[Optional[list], Optional[str]], None]
-
-
-@dataclass
-class EmbedRequest:
-    """/v1/embeddings: token ids of each input; ``on_done(vectors, None)`` once every input is
-    embedded (float32 [dim] each, in input order) or ``on_done(None, "abort")``; engine thread."""
-    request_id: str
-    inputs: list[list[int]]
-    on_done: OnEmbedded
-    submitted_ns: int = field(default_factory=time.perf_counter_ns)
-    vectors: list = field(default_factory=list)
-    job: Any = None                   # engine EmbedJob of the input in progress
 
 
 @dataclass

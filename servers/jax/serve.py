@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Sequence
 
+from servers.cli_args import parse_checked
 from servers.jax.presets import PRESETS
 
 log = logging.getLogger("servers.jax")
@@ -91,15 +92,9 @@ def check_args(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "servers.jax") -> int:
-    parser = build_parser(prog)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:  # --help (0) or a bad flag (2, message already printed)
-        return int(e.code or 0)
-    problem = check_args(args)
-    if problem is not None:
-        sys.stderr.write(f"{prog}: error: {problem}\n")
-        return 2
+    args, status = parse_checked(build_parser(prog), argv, check_args, prog)
+    if args is None:
+        return status
     return run(args, prog)
 
 

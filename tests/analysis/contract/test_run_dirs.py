@@ -16,9 +16,9 @@ import loadgen
 from analysis.contract import (SCHEMA_VERSION, Summary, check_run_dir, read_device,
                                validate_run_dir)
 from analysis.report.run_report import write_report
-from loadgen.run.progress import RunProgress
 from loadgen.run.runner import run_scenario
 from loadgen.scenario.loader import load_scenario, scenario_from_dict
+from tests.support.procs import ExplodingProgress
 
 ROOT = Path(__file__).resolve().parents[3]
 LOADS = {"closed": {"mode": "concurrency", "concurrency": 2, "num_requests": 6},
@@ -49,24 +49,12 @@ def test_a_run_directory_fits_the_contract(calib_server, tmp_path, kind):
     assert len(run.records()) == n and len(run.chunks()) >= n * 4
 
 
-class ExplodingProgress(RunProgress):
-    """KeyboardInterrupt at the 2nd finished measured record: a run that ends mid-way."""
-
-    fired = False
-
-    def on_done(self, rec):
-        super().on_done(rec)
-        if rec.phase == "measured" and self.completed == 2 and not self.fired:
-            self.fired = True
-            raise KeyboardInterrupt
-
-
 def test_an_interrupted_run_fits_the_contract(calib_server, tmp_path):
     sc = scenario({"url": calib_server.url}, tmp_path, "cut",
                   {"mode": "server", "rate": 50, "num_requests": 20})
     sc["api"]["extra_body"]["calib"] = {"ttft_ms": 100, "itl_ms": 5}
     with pytest.raises(KeyboardInterrupt):
-        run_scenario(scenario_from_dict(sc), ExplodingProgress(None, enabled=False))
+        run_scenario(scenario_from_dict(sc), ExplodingProgress(at=2))
     d = tmp_path / "cut"
     check_run_dir(d)
     run = loadgen.open_run(d)

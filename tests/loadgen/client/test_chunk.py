@@ -7,6 +7,7 @@ import pytest
 
 from loadgen.client import chunk
 from loadgen.client.sse import StreamTally
+from tests.loadgen.client.tallies import tally_both_ways
 
 CHUNKS = [
     {"choices": [{"index": 0, "text": "a", "finish_reason": None}]},
@@ -24,11 +25,7 @@ CHUNKS = [
 
 @pytest.mark.parametrize("continuous", [False, True])
 def test_typed_and_generic_paths_count_the_same(continuous):
-    typed, generic = StreamTally(continuous, True), StreamTally(continuous, True)
-    for c in CHUNKS:
-        raw = json.dumps(c).encode()
-        assert chunk.decode(raw) is not None
-        assert typed.add_bytes(raw) == generic.add(c)
+    typed, generic = tally_both_ways(CHUNKS, continuous)
     for name in StreamTally.__slots__:
         assert getattr(typed, name) == getattr(generic, name), name
 

@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from loadgen.client import chunk
 from loadgen.client.request import finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import StreamStep
 from loadgen.client.structured import Checker
 from loadgen.record import Record
+from tests.loadgen.client.tallies import tally_both_ways
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
@@ -89,11 +89,7 @@ def test_parallel_calls_by_index_and_by_id_at_a_reused_index():
 
 @pytest.mark.parametrize("continuous", [False, True])
 def test_typed_and_generic_decoding_gather_the_same_calls(continuous):
-    typed, generic = StreamTally(continuous, True), StreamTally(continuous, True)
-    for c in STREAM:
-        raw = json.dumps(c).encode()
-        assert chunk.decode(raw) is not None
-        assert typed.add_bytes(raw) == generic.add(c)
+    typed, generic = tally_both_ways(STREAM, continuous)
     assert typed.calls == generic.calls == [["call-1", "get_weather", ['{"ci', 'ty": ', '"Oslo"}']]]
 
 

@@ -2,7 +2,6 @@
 the port free once the run ended (interrupt included)."""
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from loadgen.live.flags import parse_port
 from loadgen.scenario.model import ScenarioError
 from loadgen.targets.managed import free_port
 from tests.loadgen.live.test_process import port_is_free, requests_total, scrape, scrape_until
+from tests.support.procs import interrupt, reaped
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -96,17 +96,12 @@ def test_served_during_a_cli_run_and_freed_when_it_is_interrupted(calib_server, 
                              "--metrics-port", str(port)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/metrics"
-    try:
+    with reaped(proc):
         seen = scrape_until(url, timeout_s=120, alive=lambda: proc.poll() is None)
         assert seen is not None, "no record counted on /metrics while the run went"
         assert seen[("loadgen_output_tokens_total", ())] > 0
         assert listeners(port) == ["127.0.0.1"]          # loopback only, by default
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        out, err = interrupt(proc, 120)
     assert proc.returncode == 130, err
     run_dir = Path(json.loads(out.strip().splitlines()[-1])["run_dir"])
     recs = (run_dir / "records.jsonl").read_text().splitlines()

@@ -27,6 +27,7 @@ from loadgen.locust_engine.run import LocustOptions, run_locust
 from loadgen.record import read_records
 from loadgen.scenario.loader import load_scenario
 from servers.calib import CalibrationServer
+from tests.support.procs import interrupt, reaped
 
 ROOT = Path(__file__).resolve().parents[3]
 TTFT_MS, ITL_MS, TOKENS = 40.0, 5.0, 12
@@ -55,6 +56,16 @@ def _run(path: Path, workers=None, progress=None):
     sc = load_scenario(path)
     return run_locust(sc, LocustOptions(workers=workers, scenario_path=str(path),
                                         connect_timeout_s=60.0), progress)
+
+
+def _run_in_thread(path: Path) -> tuple[Path, threading.Thread, dict]:
+    """The run on 2 workers in a started thread: (its locust/ directory, the thread, a dict that
+    holds its result under "res" once done)."""
+    sc = load_scenario(path)
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("res", _run(path, workers=2)))
+    t.start()
+    return Path(sc.output.dir) / sc.output.run_name / "locust", t, out
 
 
 def _token_times(chunks) -> list[int]:
@@ -240,11 +251,7 @@ def _has_ok(path: Path) -> bool:
 def test_killed_worker_is_reported(tmp_path, timed_server):
     p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 20, "num_requests": 100,
                                                "arrival": "constant", "drain_timeout_s": 20})
-    sc = load_scenario(p)
-    ldir = Path(sc.output.dir) / sc.output.run_name / "locust"
-    out = {}
-    t = threading.Thread(target=lambda: out.setdefault("res", _run(p, workers=2)))
-    t.start()
+    ldir, t, out = _run_in_thread(p)
     # worker 1 killed once it has written an ok record (polled, bounded): its finished records
     # must survive it; 5 s of schedule are still ahead, so some of its requests die with it
     part = ldir / "records.worker-1.jsonl"
@@ -274,11 +281,7 @@ def test_a_worker_that_stalls_past_locusts_heartbeat_is_slow_not_dead(tmp_path, 
     requests cancelled, or the run ended before t0 with meta t0_ns None)."""
     p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 5, "num_requests": 20,
                                                "arrival": "constant", "warmup_requests": 2})
-    sc = load_scenario(p)
-    ldir = Path(sc.output.dir) / sc.output.run_name / "locust"
-    out = {}
-    t = threading.Thread(target=lambda: out.setdefault("res", _run(p, workers=2)))
-    t.start()
+    ldir, t, out = _run_in_thread(p)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (ldir / "worker-1.json").exists():
         time.sleep(0.005)
@@ -564,17 +567,12 @@ def test_cli_interrupt_marks_the_rest_cancelled(tmp_path, timed_server):
                              "--workers", "2", "--json"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    try:
+    with reaped(proc):
         ldir = run_dir / "locust"        # SIGINT once a worker has an ok record (polled):
         assert _poll(lambda: (ldir / "master.json").exists()        # 5 s of schedule remain
                      and any(_has_ok(f) for f in ldir.glob("records.worker-*.jsonl")), 120), \
             "no ok record from either worker"
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        out, err = interrupt(proc, 60)
     assert proc.returncode == 130, err[-2000:]
     recs = read_records(run_dir / "records.jsonl")
     _check_exactly_once(recs, 60)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import signal
 import subprocess
 import sys
 import urllib.error
@@ -20,6 +19,7 @@ if importlib.util.find_spec("locust") is None:
 
 from loadgen.targets.managed import free_port
 from tests.loadgen.live.test_process import port_is_free, requests_total, scrape, scrape_until
+from tests.support.procs import interrupt, reaped
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -38,17 +38,12 @@ def test_served_during_a_locust_run_and_freed_when_it_is_interrupted(calib_serve
                              "--engine", "locust", "--workers", "2", "--metrics-port", str(port)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/metrics"
-    try:
+    with reaped(proc):
         seen = scrape_until(url, timeout_s=180, alive=lambda: proc.poll() is None, every_s=0.1)
         assert seen is not None, "no record counted on /metrics while the Locust run went"
         assert seen[("loadgen_output_tokens_total", ())] > 0
         assert ("loadgen_in_flight", ()) in seen          # the progress counters' copy
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        out, err = interrupt(proc, 180)
     assert proc.returncode == 130, err
     run_dir = Path(json.loads(out.strip().splitlines()[-1])["run_dir"])
     recs = [json.loads(x) for x in (run_dir / "records.jsonl").read_text().splitlines()]

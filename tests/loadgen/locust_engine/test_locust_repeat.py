@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from loadgen.record import read_records
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.procs import loadgen_cli, scenario_file
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("locust") is None,
                                 reason="the locust extra is not installed")
@@ -26,11 +21,8 @@ def test_repeat_runs_on_locust(tmp_path, calib_server):
                          "output_tokens": {"dist": "fixed", "value": 3}},
             "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 6},
             "output": {"dir": str(tmp_path), "run_name": "rl", "report": "none"}}
-    p = tmp_path / "rl.yaml"
-    p.write_text(yaml.safe_dump(tree))
-    out = subprocess.run([sys.executable, "-m", "loadgen", "run", str(p), "--engine", "locust",
-                          "--repeat", "2", "--json"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    out = loadgen_cli("run", scenario_file(tmp_path, tree, "rl"), "--engine", "locust",
+                      "--repeat", "2", "--json", timeout_s=300)
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     parent = Path(got["repeat_dir"])

@@ -6,10 +6,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from loadgen.run.senders.plan import Plan, owner, users_for
 from loadgen.record import read_records
 from loadgen.scenario.loader import load_scenario
 from servers.calib import CalibrationServer
+from tests.support.procs import interrupt_after
 
 ROOT = Path(__file__).resolve().parents[3]
 CONV = [{"conversations": [{"from": "human", "value": "first question"},
@@ -197,21 +196,9 @@ def test_interrupted_sessions_record_every_unsent_turn(tmp_path, load):
         proc = subprocess.Popen(_argv(p, 2), cwd=ROOT, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True,
                                 env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        try:
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline:
-                rows = [r for f in (run_dir / "locust").glob("records.worker-*.jsonl")
-                        for r in read_records(f)]
-                if any(r["status"] == "ok" for r in rows):
-                    break
-                assert proc.poll() is None, proc.communicate()
-                time.sleep(0.05)
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=90)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+        out, err = interrupt_after(proc, lambda: any(
+            r["status"] == "ok" for f in (run_dir / "locust").glob("records.worker-*.jsonl")
+            for r in read_records(f)), 90)
     assert proc.returncode == 130, err[-2000:]
     recs = read_records(run_dir / "records.jsonl")
     assert len({r["id"] for r in recs}) == len(recs)

@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-import yaml
 
 from analysis.contract import validate_run_dir
 from loadgen.run.senders.stages import StageGate, active_users, even_split
 from loadgen.record import read_records
+from tests.support.procs import loadgen_cli, scenario_file
 
-ROOT = Path(__file__).resolve().parents[3]
 MS = 1_000_000
 
 
@@ -75,11 +70,8 @@ def test_staged_run_on_two_workers_follows_the_stages(tmp_path, calib_server):
             "load": {"mode": "concurrency", "duration_s": 3.0, "warmup_requests": 1,
                      "stages": stages},
             "output": {"dir": str(tmp_path), "run_name": "st", "report": "none"}}
-    p = tmp_path / "st.yaml"
-    p.write_text(yaml.safe_dump(tree))
-    out = subprocess.run([sys.executable, "-m", "loadgen", "run", str(p), "--engine", "locust",
-                          "--workers", "2", "--json"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=180, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    out = loadgen_cli("run", scenario_file(tmp_path, tree, "st"), "--engine", "locust",
+                      "--workers", "2", "--json", timeout_s=180)
     assert out.returncode == 0, out.stderr[-3000:]
     run = tmp_path / "st"
     meta = json.loads((run / "meta.json").read_text())

@@ -4,30 +4,16 @@ records without token timings, summary.json's "embeddings" figures, a report tha
 no empty TTFT/TPOT/ITL rows) and the console line."""
 import json
 
-import yaml
-
 from analysis.contract import validate_run_dir
-from loadgen.cli import main as cli_main
+from tests.loadgen.run.jax_e2e import jax_scenario, run_scenario_cli
 
-SCENARIO = {
-    "name": "embeddings-e2e",
-    "target": {"server": {"kind": "jax", "preset": "tiny", "max_model_len": 256, "slots": 2,
-                          "startup_timeout_s": 300}},
-    "api": {"endpoint": "embeddings"},
-    "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "uniform", "min": 8, "max": 64},
-                 "inputs_per_request": 3, "seed": 1},
-    "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 8, "warmup_requests": 1},
-}
+SCENARIO = jax_scenario("embeddings-e2e", "embeddings", {
+    "prompt_tokens": {"dist": "uniform", "min": 8, "max": 64}, "inputs_per_request": 3})
 
 
 def test_loadgen_run_embeddings_against_the_jax_server(tmp_path, capsys):
-    sc = {**SCENARIO, "output": {"dir": str(tmp_path), "run_name": "run", "report": "text"}}
-    path = tmp_path / "embeddings.yaml"
-    path.write_text(yaml.safe_dump(sc))
-    assert cli_main(["run", str(path)]) == 0
+    d, recs = run_scenario_cli(tmp_path, SCENARIO, "embeddings")
     out = capsys.readouterr().out
-    d = tmp_path / "run"
-    recs = [json.loads(x) for x in (d / "records.jsonl").read_text().splitlines()]
     measured = [r for r in recs if r["phase"] == "measured"]
     assert len(recs) == 9 and len(measured) == 8
     for r in recs:

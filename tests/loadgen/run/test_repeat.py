@@ -1,12 +1,8 @@
 """``loadgen run --repeat N`` against the calibration server: N run dirs, repeat.json, its report."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-import yaml
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.procs import loadgen_cli, scenario_file
 
 
 def test_repeat_runs_and_summarises_with_confidence_intervals(calib_server, tmp_path):
@@ -16,10 +12,8 @@ def test_repeat_runs_and_summarises_with_confidence_intervals(calib_server, tmp_
                        "output_tokens": {"dist": "fixed", "value": 3}},
           "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 6},
           "output": {"dir": str(tmp_path), "run_name": "series", "report": "text"}}
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(sc))
-    out = subprocess.run([sys.executable, "-m", "loadgen.cli", "run", str(path), "--repeat", "3",
-                          "--json"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    path = scenario_file(tmp_path, sc)
+    out = loadgen_cli("run", path, "--repeat", "3", "--json", timeout_s=240)
     assert out.returncode == 0, out.stderr
     line = json.loads(out.stdout.strip().splitlines()[-1])
     parent = Path(line["repeat_dir"])
@@ -32,13 +26,11 @@ def test_repeat_runs_and_summarises_with_confidence_intervals(calib_server, tmp_
         assert (parent / f"run-{i}" / "summary.json").is_file()
     assert "95 % CI" in (parent / "report.md").read_text()
     (parent / "report.md").unlink()
-    again = subprocess.run([sys.executable, "-m", "loadgen.cli", "report", str(parent)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
+    again = loadgen_cli("report", parent, timeout_s=120)
     assert again.returncode == 0, again.stderr
     assert "95 % CI" in (parent / "report.md").read_text()
     assert json.loads((parent / "repeat.json").read_text())["figures"]["request_throughput"]["n"] == 3
-    bad = subprocess.run([sys.executable, "-m", "loadgen.cli", "run", str(path), "--repeat", "0"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    bad = loadgen_cli("run", path, "--repeat", "0", timeout_s=60)
     assert bad.returncode == 2 and "--repeat 0" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -50,10 +42,7 @@ def test_sweep_repeat_gives_each_point_a_confidence_interval(calib_server, tmp_p
           "load": {"mode": "concurrency", "concurrency": 1, "num_requests": 4},
           "sweep": {"param": "load.concurrency", "values": [1, 2]},
           "output": {"dir": str(tmp_path), "report": "none"}}
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(sc))
-    out = subprocess.run([sys.executable, "-m", "loadgen.cli", "sweep", str(path), "--repeat", "2",
-                          "--json"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    out = loadgen_cli("sweep", scenario_file(tmp_path, sc), "--repeat", "2", "--json", timeout_s=240)
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout.strip().splitlines()[-1])["repeat"]
     assert rep["sweeps"] == 2 and [p["value"] for p in rep["points"]] == [1, 2]

@@ -6,32 +6,19 @@ Locust engine's run: tests/loadgen/locust_engine/test_locust_endpoints.py)."""
 import json
 from pathlib import Path
 
-import yaml
-
 from analysis.contract import validate_run_dir
-from loadgen.cli import main as cli_main
 from loadgen.scenario.loader import load_scenario, scenario_from_dict
 from loadgen.scenario.model import ScenarioError
+from tests.loadgen.run.jax_e2e import jax_scenario, run_scenario_cli
 
 ROOT = Path(__file__).resolve().parents[3]
-SCENARIO = {
-    "name": "responses-e2e",
-    "target": {"server": {"kind": "jax", "preset": "tiny", "max_model_len": 256, "slots": 2,
-                          "startup_timeout_s": 300}},
-    "api": {"endpoint": "responses"},
-    "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "uniform", "min": 8, "max": 32},
-                 "output_tokens": {"dist": "uniform", "min": 4, "max": 12}, "seed": 1},
-    "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 8, "warmup_requests": 1},
-}
+SCENARIO = jax_scenario("responses-e2e", "responses", {
+    "prompt_tokens": {"dist": "uniform", "min": 8, "max": 32},
+    "output_tokens": {"dist": "uniform", "min": 4, "max": 12}})
 
 
 def test_loadgen_run_responses_against_the_jax_server(tmp_path, capsys):
-    sc = {**SCENARIO, "output": {"dir": str(tmp_path), "run_name": "run", "report": "text"}}
-    path = tmp_path / "responses.yaml"
-    path.write_text(yaml.safe_dump(sc))
-    assert cli_main(["run", str(path)]) == 0
-    d = tmp_path / "run"
-    recs = [json.loads(x) for x in (d / "records.jsonl").read_text().splitlines()]
+    d, recs = run_scenario_cli(tmp_path, SCENARIO, "responses")
     measured = [r for r in recs if r["phase"] == "measured"]
     assert len(recs) == 9 and len(measured) == 8
     for r in recs:

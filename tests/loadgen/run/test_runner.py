@@ -8,17 +8,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from loadgen.run.progress import RunProgress
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
 from loadgen.scenario.model import ScenarioError
 from loadgen.scenario.loader import scenario_from_dict
+from tests.support.procs import ExplodingProgress, interrupt_after_first_ok
 
 ROOT = Path(__file__).resolve().parents[3]
 MS = 1_000_000
@@ -214,19 +213,7 @@ def test_sigint_keeps_finished_and_cancels_the_rest(calib_server, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "loadgen.cli", "run", str(path), "--json"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rec_path = tmp_path / "run" / "records.jsonl"
-    deadline = time.monotonic() + 60
-    try:   # interrupt once the first measured request has finished
-        while time.monotonic() < deadline:
-            if rec_path.is_file() and any(r["phase"] == "measured" and r["status"] == "ok"
-                                          for r in read_records(rec_path)):
-                break
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    out, err = interrupt_after_first_ok(proc, tmp_path / "run", signal.SIGINT)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     recs = read_records(rec_path)
@@ -246,24 +233,12 @@ def test_sigint_keeps_finished_and_cancels_the_rest(calib_server, tmp_path):
     assert summary["requests_cancelled"] == len(cancelled)
 
 
-class ExplodingProgress(RunProgress):
-    """A progress display that raises KeyboardInterrupt at the 3rd finished measured record."""
-
-    fired = False
-
-    def on_done(self, rec):
-        super().on_done(rec)
-        if rec.phase == "measured" and self.completed == 3 and not self.fired:
-            self.fired = True
-            raise KeyboardInterrupt
-
-
 def test_crash_mid_run_keeps_one_record_each(calib_server, tmp_path):
     sc = scenario_from_dict(tree(calib_server, tmp_path, {"mode": "server", "rate": 50,
                                                           "num_requests": 30},
                                  calib={"ttft_ms": 100, "itl_ms": 5}))
     with pytest.raises(KeyboardInterrupt):
-        run_scenario(sc, ExplodingProgress(None, enabled=False))
+        run_scenario(sc, ExplodingProgress(at=3))
     d = tmp_path / "run"
     recs = read_records(d / "records.jsonl")
     one_each(recs, 30)

@@ -17,6 +17,7 @@ import yaml
 from loadgen.record import read_records
 from loadgen.run.runner import Run
 from loadgen.scenario.loader import scenario_from_dict
+from tests.support.procs import interrupt_after_first_ok
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -27,24 +28,6 @@ def start(tmp_path, sc: dict) -> tuple[subprocess.Popen, Path]:
     proc = subprocess.Popen([sys.executable, "-m", "loadgen.cli", "run", str(p), "--json"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return proc, tmp_path / "run"
-
-
-def interrupt_after_first_ok(proc, run_dir: Path, sig) -> tuple[str, str]:
-    rec_path = run_dir / "records.jsonl"
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            if rec_path.is_file() and any(r["phase"] == "measured" and r["status"] == "ok"
-                                          for r in read_records(rec_path)):
-                break
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-        proc.send_signal(sig)
-        return proc.communicate(timeout=60)    # the old code wrote 10^12 lines: never ended
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
 
 
 def base(calib_server, tmp_path, load, **kw) -> dict:
@@ -61,7 +44,7 @@ def test_closed_loop_remainder_is_one_count(calib_server, tmp_path, sig):
     n = 10 ** 12
     proc, d = start(tmp_path, base(calib_server, tmp_path, {"mode": "concurrency", "concurrency": 4,
                                                             "num_requests": n}))
-    out, err = interrupt_after_first_ok(proc, d, sig)
+    out, err = interrupt_after_first_ok(proc, d, sig)   # the old code wrote 10^12 lines: never ended
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     recs = read_records(d / "records.jsonl")

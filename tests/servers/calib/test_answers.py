@@ -5,32 +5,21 @@ from __future__ import annotations
 
 import json
 
-import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
 
-from servers.calib import MODEL, make_app
+from servers.calib import MODEL
 from servers.calib.answers import split, tool_name
+from tests.servers.calib.calib_post import post_json
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
          {"type": "function", "function": {"name": "get_time"}}]
-
-
-@pytest.fixture
-async def server():
-    srv = TestServer(make_app(), host="127.0.0.1")
-    await srv.start_server()
-    yield srv
-    await srv.close()
 
 
 async def _post(srv, calib: dict, path="/v1/chat/completions", stream=True, **body):
     body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5,
             "stream": stream, "stream_options": {"include_usage": True}, "tools": TOOLS,
             "calib": calib, **body}
-    async with aiohttp.ClientSession() as s:
-        async with s.post(f"http://127.0.0.1:{srv.port}{path}", json=body) as r:
-            return r.status, (await r.read()).decode()
+    return await post_json(srv, path, body)
 
 
 def _chunks(text: str) -> list[dict]:

@@ -6,27 +6,17 @@ import json
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
 
-from servers.calib import DEFAULTS, MODEL, make_app
+from servers.calib import DEFAULTS, MODEL
+from tests.servers.calib.calib_post import post_json
 
 TOL_NS = 1_000_000          # asyncio may wake a sleep up to its clock resolution early
-
-
-@pytest.fixture
-async def server():
-    srv = TestServer(make_app(), host="127.0.0.1")
-    await srv.start_server()
-    yield srv
-    await srv.close()
 
 
 async def _post(srv, calib: dict, path="/v1/completions", stream=True, **body):
     body = {"model": MODEL, "prompt": "hello world", "max_tokens": 4, "stream": stream,
             "calib": calib, **body}
-    async with aiohttp.ClientSession() as s:
-        async with s.post(f"http://127.0.0.1:{srv.port}{path}", json=body) as r:
-            return r.status, (await r.read()).decode()
+    return await post_json(srv, path, body)
 
 
 async def _get(srv, path: str):

@@ -12,7 +12,7 @@ import collections
 import threading
 import time
 
-from servers.jax.orchestrator import GenRequest, QueueFull
+from servers.jax.requests import GenRequest, QueueFull
 
 
 def fake_token(last_prompt_id: int, k: int) -> int:

@@ -11,8 +11,8 @@ import pytest
 
 from servers.jax import model as M
 from servers.jax.engine import Engine
-from servers.jax.orchestrator import (EmbedRequest, GenRequest, Orchestrator, QueueFull,
-                                      RequestTooLong, SamplingParams)
+from servers.jax.orchestrator import Orchestrator
+from servers.jax.requests import EmbedRequest, GenRequest, QueueFull, RequestTooLong, SamplingParams
 from servers.jax.presets import get_preset
 
 MAX_LEN = 64

@@ -11,8 +11,8 @@ import pytest
 
 from servers.jax import model as M
 from servers.jax.engine import Engine
-from servers.jax.orchestrator import (GenRequest, Orchestrator, QueueFull, RequestTooLong,
-                                      SamplingParams)
+from servers.jax.orchestrator import Orchestrator
+from servers.jax.requests import GenRequest, QueueFull, RequestTooLong, SamplingParams
 from servers.jax.presets import get_preset
 
 MAX_LEN = 64
