@@ -6,6 +6,8 @@
                        loop's rate × api.timeout_s (bounded by its count); an offline run's count
     warning(...)       None, or ONE line: the plan needs more than the limit allows, requests
                        beyond it wait for a free descriptor, ``--procs N`` spreads them
+    check(...)         all of it before a run (both engines' runner): raise, warn once (the live
+                       bar's warning line, or stderr without one), the in-flight bound
     in_flight_bound()  the most requests a planned run keeps in flight without a cap: what the
                        descriptors allow, at most limits.MAX_CONCURRENCY (the dispatcher waits for
                        a free one beyond it: the lag shows in the records, never an EMFILE)
@@ -13,6 +15,7 @@
 from __future__ import annotations
 
 import resource
+import sys
 from typing import Optional
 
 from loadgen.scenario.limits import MAX_CONCURRENCY
@@ -63,3 +66,16 @@ def warning(sc, schedule, procs: int, limit: int) -> Optional[str]:
             f"{limit:,} files (RLIMIT_NOFILE, raised to its hard limit): requests beyond that "
             f"wait for a free descriptor (their lag shows in the records); --procs {spread} "
             "spreads them over that many processes, each with its own limit")
+
+
+def check(sc, schedule, procs: int, progress) -> int:
+    """RLIMIT_NOFILE raised to the hard limit; one warning line up front when the plan may need
+    more descriptors than that (``progress.warn``, also on stderr when no live bar shows it).
+    Returns the in-flight bound."""
+    limit = raise_limit()
+    text = warning(sc, schedule, procs, limit)
+    if text is not None:
+        progress.warn(text)
+        if not progress.enabled:
+            print(f"loadgen: warning: {text}", file=sys.stderr, flush=True)
+    return in_flight_bound(limit)

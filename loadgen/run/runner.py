@@ -247,7 +247,7 @@ class Run:
                 path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics,
                 timeout_s=min(5.0, a.timeout_s)).start()
             procs = processes_for(self, self.progress.warn)
-            bound = self._check_descriptors(procs)
+            bound = fdlimit.check(self.sc, self.schedule, procs, self.progress)
             if procs > 1:           # client.processes: N sender processes (loadgen.run.procs)
                 self.senders = Senders(self, procs)
                 await self.senders.measure(sut)
@@ -288,17 +288,6 @@ class Run:
             raise
         finally:
             await self._close(ledger, planned)
-
-    def _check_descriptors(self, procs: int) -> int:
-        """RLIMIT_NOFILE raised to the hard limit; one warning line up front when the plan may
-        need more descriptors than that (loadgen.run.fdlimit). Returns the in-flight bound."""
-        limit = fdlimit.raise_limit()
-        text = fdlimit.warning(self.sc, self.schedule, procs, limit)
-        if text is not None:
-            self.progress.warn(text)
-            if not self.progress.enabled:
-                print(f"loadgen: warning: {text}", file=sys.stderr, flush=True)
-        return fdlimit.in_flight_bound(limit)
 
     async def _measure(self, d: Dispatcher, planned: Optional[Planned], next_spec,
                        cap: Optional[int]) -> None:
