@@ -200,7 +200,7 @@ class AiohttpTransport:
             wr.reads.append((now_ns(), await resp.content.read(SNIPPET)))     # the snippet
         if settle.status_failure(wr, rec):
             return
-        if self.stream and resp.content_type != "application/json":
+        if self.stream and wr.sse_body():
             return await read_stream(resp, rec, tally, self.limits)
         cap = self.limits.max_body_bytes
         if resp.content_length is not None and resp.content_length > cap:   # at once, as wire

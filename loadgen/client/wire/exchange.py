@@ -157,9 +157,7 @@ class Exchange:
     def streamed(self) -> bool:
         """The body is an SSE stream parsed as it comes (a streamed request answered 2xx, not
         JSON); ``resp.stream`` None (not said): maybe one, never held whole here."""
-        resp = self.resp
-        return resp.stream is not False and resp.status is not None and 200 <= resp.status < 300 \
-            and resp.content_type() != "application/json"
+        return self.resp.stream is not False and self.resp.sse_body()
 
     @property
     def done_seen(self) -> bool:

@@ -87,6 +87,12 @@ class WireResponse:
         ct = self.headers.get("content-type")
         return ct.split(";", 1)[0].strip().lower() if ct else "application/octet-stream"
 
+    def sse_body(self) -> bool:
+        """THE rule for a body parsed as a stream: a 2xx answer that is not JSON (the caller says
+        whether the request asked for a stream)."""
+        return (self.status is not None and 200 <= self.status < 300
+                and self.content_type() != "application/json")
+
 
 class Target:
     """An ``http://`` URL, parsed once: the pool key, the Host header, the request path."""

@@ -50,8 +50,7 @@ def drive(gen) -> None:
 
 def is_stream(resp: WireResponse, stream: bool) -> bool:
     """The body is an SSE stream to parse as it comes (a streamed request answered 2xx, not JSON)."""
-    return (stream and resp.status is not None and 200 <= resp.status < 300
-            and resp.content_type() != "application/json")
+    return stream and resp.sse_body()
 
 
 def _step(resp: WireResponse, rec: Record, tally: StreamTally, limits: Limits) -> StreamStep:
