@@ -35,6 +35,10 @@ def _wake(fut: Optional[asyncio.Future]) -> None:
         fut.set_result(None)
 
 
+def _late(*_args) -> None:
+    """A hook of an exchange that is over: a late call changes nothing."""
+
+
 class Conn:
     """One socket, one Exchange at a time. Watched by ``mux`` from creation to ``close`` (an
     idle connection too: a server's FIN is seen before reuse); in ``conns`` for as long."""
@@ -69,6 +73,7 @@ class Conn:
 
     def idle(self, now: float) -> None:
         """The exchange ended with the connection reusable: park it."""
+        self._unhook()
         self.active, self.resp, self.ex = False, None, None
         self.headers_fut = self.done_fut = None
         self.idle_since = now
@@ -183,8 +188,15 @@ class Conn:
     def timed_out(self, timeout_s: float) -> None:
         self.failed("timeout", f"no complete answer within {timeout_s:g} s", now_ns())
 
+    def _unhook(self) -> None:
+        """The response's hooks back to this connection dropped (a late call is a no-op anyway):
+        they hold the response itself, a cycle only the held-back cyclic GC would free."""
+        if self.resp is not None:
+            self.resp.abort = self.resp.finish = _late
+
     def close(self) -> None:
         self.active = False
+        self._unhook()
         if not self.closed:
             self.closed = True
             self.conns.discard(self)

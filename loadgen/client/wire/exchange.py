@@ -43,7 +43,10 @@ DONE_GRACE_S = 0.25     # after [DONE]: the longest wait for the HTTP message's 
 
 class Exchange:
     """One request's answer (module doc). ``step``: a stream step fed inline with each read's
-    body (a streamed 2xx; made by ``make_step(resp)`` once the headers are in), or None."""
+    body (a streamed 2xx; made by ``make_step(resp)`` once the headers are in), or None.
+    ``parser`` is dropped once the exchange is over: it and the exchange hold each other (its
+    callbacks), a cycle that only the cyclic GC would free, which the client holds back while
+    it stamps; every request's chunks would then stay in memory until a collection."""
 
     __slots__ = ("resp", "parser", "reused", "nbytes", "quiet", "t", "until_close", "keepalive_s",
                  "step", "make_step", "over", "_hdrs", "_pieces", "_piece")
@@ -64,6 +67,9 @@ class Exchange:
     def feed(self, t: int, data: bytes) -> int:
         """One read's bytes, stamped ``t``."""
         resp = self.resp
+        if self.parser is None:                    # over: bytes after the end are not ours
+            resp.keep_alive = False
+            return FAILED if resp.error_kind else DONE
         self.nbytes += len(data)
         resp.n_reads += 1
         self.t = t
@@ -75,7 +81,7 @@ class Exchange:
             return self.fail("protocol", "unexpected protocol upgrade", t)
         except httptools.HttpParserError as e:
             if self.over:                          # the error lies after the answer's end
-                resp.keep_alive = False
+                resp.keep_alive, self.parser = False, None
                 return DONE if resp.complete else FAILED
             self._take(resp, t)
             return self.fail("protocol", f"bad HTTP response: {e}", t)
@@ -89,7 +95,7 @@ class Exchange:
                 resp.held += len(body)
             elif step.feed(t, body):               # inline (gevent): settled, a limit, ...
                 resp.keep_alive = False
-                self.over = True
+                self.over, self.parser = True, None
                 return FAILED if resp.error_kind else DONE
             self.quiet = 0
         elif had_head and not self.over:
@@ -98,6 +104,7 @@ class Exchange:
                 return self.fail("too_large", f"response trailers or framing over "
                                  f"{resp.max_header_bytes} bytes (api.limits.max_header_bytes)", t)
         if self.over:
+            self.parser = None
             return FAILED if resp.error_kind else DONE
         if resp.headers_at_ns is None and self.nbytes > resp.max_header_bytes:
             # httptools has no header limit and builds a long value by concatenation
@@ -132,7 +139,7 @@ class Exchange:
         resp.keep_alive = False
         if resp.status is not None and self.until_close:
             resp.complete, resp.end_at_ns = True, t          # read-until-close body: EOF ends it
-            self.over = True
+            self.over, self.parser = True, None
             return DONE
         what = "before the response was complete" if self.nbytes else "before the status line"
         return self.fail("connection", f"ServerDisconnected: the server closed the connection {what}", t)
@@ -144,14 +151,14 @@ class Exchange:
             resp.error_kind, resp.error, resp.end_at_ns = kind, msg, t
             resp.stale = self.reused and self.nbytes == 0 and kind == "connection"
         resp.keep_alive = False
-        self.over = True
+        self.over, self.parser = True, None
         return FAILED
 
     def finish_after_done(self) -> int:
         """The stream had its [DONE] and the message did not end within DONE_GRACE_S: over,
         not reused (the record keeps [DONE]'s end)."""
         self.resp.keep_alive = False
-        self.over = True
+        self.over, self.parser = True, None
         return DONE
 
     def streamed(self) -> bool:
