@@ -167,7 +167,8 @@ class RecordTable:
         if key not in self._cols:
             vals = self._values(name)
             if dtype is float:
-                self._cols[key] = np.array([np.nan if v is None else v for v in vals], float)
+                self._cols[key] = np.array(vals if None not in vals else
+                                           [np.nan if v is None else v for v in vals], float)
             else:
                 a = np.empty(len(vals), dtype=object)
                 a[:] = vals
@@ -179,9 +180,13 @@ class RecordTable:
         key = f"{name}:ns"
         if key not in self._cols:
             vals = self._values(name)
-            ok = np.fromiter((v is not None for v in vals), bool, count=len(vals))
-            self._cols[key] = np.fromiter((v or 0 for v in vals), np.int64, count=len(vals))
-            self._cols[key + ":ok"] = ok
+            if None not in vals:                     # every record has it: one C conversion
+                self._cols[key] = np.array(vals, dtype=np.int64).reshape(len(vals))
+                self._cols[key + ":ok"] = np.ones(len(vals), bool)
+            else:
+                self._cols[key + ":ok"] = np.fromiter((v is not None for v in vals), bool,
+                                                      count=len(vals))
+                self._cols[key] = np.fromiter((v or 0 for v in vals), np.int64, count=len(vals))
         return self._cols[key], self._cols[key + ":ok"]
 
     def record_of_chunk(self) -> np.ndarray:
@@ -191,6 +196,10 @@ class RecordTable:
             own = self._owner = np.repeat(np.arange(len(self.records), dtype=np.int32),
                                           np.diff(self.offsets))
         return own
+
+    def select(self, mask: np.ndarray) -> "RecordTable":
+        """The records where ``mask`` holds, as a table over this one's arrays."""
+        return _SubTable(self, np.flatnonzero(mask))
 
     def index_of(self, records: list) -> Optional[np.ndarray]:
         """The positions of ``records`` (some of this table's own) in it; None when one is not."""

@@ -277,18 +277,20 @@ def token_provenance(records: Iterable[dict]) -> dict:
 
     def tally(key: str) -> dict:
         out: dict[str, int] = {}
-        for src in field(recs, key):
-            src = src or "missing"
-            out[src] = out.get(src, 0) + 1
+        vals = field(recs, key)
+        for src in set(vals):                       # few distinct values: counted at C speed
+            out[src or "missing"] = out.get(src or "missing", 0) + vals.count(src)
         return dict(sorted(out.items()))
-    both = [r for r in recs if r.get("usage_output_tokens") is not None
-            and r.get("chunk_output_tokens") is not None]
+    usage, chunk = field(recs, "usage_output_tokens"), field(recs, "chunk_output_tokens")
+    if usage.count(None) or chunk.count(None):      # only the requests with both counts
+        pairs = [(u, c) for u, c in zip(usage, chunk) if u is not None and c is not None]
+        usage, chunk = [u for u, _ in pairs], [c for _, c in pairs]
     return {"output_tokens_source": tally("output_tokens_source"),
             "prompt_tokens_source": tally("prompt_tokens_source"),
-            "with_both_counts": len(both),
-            "mismatch_count": sum(1 for r in recs if r.get("token_count_mismatch")),
-            "usage_output_tokens_total": _token_sum(both, "usage_output_tokens"),
-            "chunk_output_tokens_total": _token_sum(both, "chunk_output_tokens")}
+            "with_both_counts": len(usage),
+            "mismatch_count": sum(map(bool, field(recs, "token_count_mismatch"))),
+            "usage_output_tokens_total": int(sum(usage)) if usage else None,
+            "chunk_output_tokens_total": int(sum(chunk)) if chunk else None}
 
 
 def token_reads(records: list) -> int:
@@ -321,10 +323,39 @@ def lag_growth_ms(records: Iterable[dict]) -> Optional[float]:
 
 def in_flight(records: Iterable[dict]) -> list[tuple[int, int]]:
     """Step function of requests in flight: [(t_ns, count after t)], from sent_at/end_at."""
+    t, n = in_flight_steps(records)
+    return list(zip(t.tolist(), n.tolist()))
+
+
+def in_flight_steps(records: Iterable[dict], sel: Optional[np.ndarray] = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """in_flight as two int64 arrays (t_ns, count after t); ``sel``: a mask over the records'
+    table (analysis.contract.records.table_of), only those records. Cached on the table for
+    ``sel`` None (steady_window and the time series read the same steps)."""
     tab = table_of(records if isinstance(records, list) else list(records))
+    if sel is None and "_in_flight" in tab.__dict__:
+        return tab._in_flight
     (s, s_ok), (e, e_ok) = tab.stamp("sent_at_ns"), tab.stamp("end_at_ns")
     both = s_ok & e_ok
+    if sel is not None:
+        both = both & sel
+    k = int(both.sum())
     t = np.concatenate([s[both], e[both]])
-    d = np.concatenate([np.ones(int(both.sum()), np.int64), -np.ones(int(both.sum()), np.int64)])
+    d = np.concatenate([np.ones(k, np.int64), -np.ones(k, np.int64)])
     order = np.lexsort((d, t))                      # by time, ends first at equal times
-    return list(zip(t[order].tolist(), np.cumsum(d[order]).tolist()))
+    out = t[order], np.cumsum(d[order])
+    if sel is None:
+        tab._in_flight = out
+    return out
+
+
+def stamp_rate(records, name: str) -> Optional[float]:
+    """rate_of the ``name`` stamps (``*_at_ns``) of the measured records, on the table's arrays:
+    (n − 1) / (last − first) in events/s; None if n < 2 or span 0."""
+    tab, meas, _, _ = selections(records)
+    v, ok = tab.stamp(name)
+    v = v[meas & ok]
+    if v.size < 2:
+        return None
+    lo, hi = int(v.min()), int(v.max())
+    return None if hi == lo else (v.size - 1) / ((hi - lo) / 1e9)

@@ -16,9 +16,11 @@ from analysis.metrics import figures as m
 
 
 def images_block(records: list[dict], meta: Optional[dict]) -> Optional[dict]:
-    recs = [r for r in m.measured(records) if r.get("input_images")]
-    if not recs:
+    meas = m.measured(records)
+    vals = m.field(meas, "input_images")
+    if not any(vals):                               # the usual run: none (at C speed)
         return None
+    recs = [r for r, v in zip(meas, vals) if v]
     shape = (((meta or {}).get("workload") or {}).get("images")) or {}
     total = sum(r["input_images"] for r in recs)
     done = m.completed(recs)

@@ -40,9 +40,11 @@ def replica_figures(recs: list[dict], win, slo: Optional[dict], from_scheduled: 
 
 def replicas_block(records: list[dict], slo: Optional[dict], from_scheduled: bool) -> Optional[dict]:
     """summary.json's "replicas": {"ttft": which TTFT, "urls": [{"url", ...figures}]}, or None."""
-    recs = [r for r in m.measured(records) if r.get("target_url")]
-    if not recs:
+    meas = m.measured(records)
+    vals = m.field(meas, "target_url")
+    if not any(vals):                               # one target (at C speed)
         return None
+    recs = [r for r, v in zip(meas, vals) if v]
     urls: list[str] = []
     for r in recs:
         if r["target_url"] not in urls:

@@ -25,6 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from analysis.metrics.figures import field
+
 RULE = ("a clean end: meta.json written (the runner's last word, after every planned request "
         "has its record), not interrupted, and every planned measured request has a record "
         "(or is a closed loop's unsent count)")
@@ -63,7 +65,7 @@ def run_end(run_dir: str | Path, records: list[dict], meta: Optional[dict] = Non
     d = Path(run_dir)
     present = (d / "meta.json").is_file()
     meta = meta or {}
-    measured = sum(1 for r in records if r.get("phase") != "warmup")
+    measured = len(records) - field(records, "phase").count("warmup")
     unsent = int(meta.get("unsent_requests") or 0) if present else 0
     planned = _planned_from_meta(meta) if present else _planned_from_scenario(d)
     accounted = measured + unsent

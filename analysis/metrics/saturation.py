@@ -40,6 +40,9 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
+from analysis.contract import timing
 from analysis.metrics import figures as m
 from analysis.metrics import slo as slo_mod
 
@@ -61,24 +64,36 @@ def user_space_stamps(meta: dict) -> bool:
 def coalesced_share(records: list[dict]) -> tuple[Optional[int], Optional[float]]:
     """(coalesced reads, their share of the reads that carried a token chunk) over the measured
     records that counted them (wire transport); (None, None) where none did."""
-    counted = [r for r in m.measured(records) if r.get("coalesced_reads") is not None]
-    if not counted:
-        return None, None
-    coalesced = sum(r["coalesced_reads"] for r in counted)
-    token_reads = m.token_reads(counted)    # distinct stamps of token-carrying chunks (arrays)
-    return coalesced, (coalesced / token_reads if token_reads else None)
+    tab, meas, _, _ = m.selections(records)
+    hit = tab.__dict__.get("_coalesced")
+    if hit is not None and hit[0] is records:       # the summary and the verdict: once
+        return hit[1]
+    col = tab.column("coalesced_reads")
+    counted = meas & ~np.equal(col, None)
+    if not counted.any():
+        out = None, None
+    else:
+        coalesced = sum(col[counted].tolist())
+        reads = timing.token_reads(tab if counted.all() else tab.select(counted))  # arrays
+        out = coalesced, (coalesced / reads if reads else None)
+    tab._coalesced = (records, out)
+    return out
 
 
 def figures(records: list[dict], meta: dict) -> dict:
     """The figures the rules read; None where the run did not record one."""
-    recs = m.measured(records)
     offline = meta.get("mode") == "offline"
-    return {"schedule_lag_ms_p99": None if offline else m.percentile(
-                (m.schedule_lag_ms(r) for r in recs), 99),
+    return {"schedule_lag_ms_p99": None if offline else _lag_p99(records),
             "cpu_fraction": slo_mod.client_cpu(meta),
             "coalesced_reads_share": coalesced_share(records)[1],
             "loop_lag_ms_p99": (meta.get("client_load") or {}).get("loop_lag_ms_p99"),
             "user_space_stamps": user_space_stamps(meta)}
+
+
+def _lag_p99(records: list) -> Optional[float]:
+    """p99 of the measured records' schedule lag (timing.schedule_lag_ms, on arrays)."""
+    tab, meas, _, _ = m.selections(records)
+    return m.percentile(timing.per_record(tab)["schedule_lag_ms"][meas], 99)
 
 
 def limits(slo: Optional[dict]) -> dict:

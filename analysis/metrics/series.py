@@ -43,20 +43,17 @@ def _rates(times: list[int], weights: list[float], edges: np.ndarray) -> list[fl
     return [float(x) for x in h / widths]
 
 
-def _in_flight_mean(steps: list[tuple[int, int]], edges: np.ndarray) -> list[float]:
-    """Time-weighted mean of the step function in each bin."""
-    if not steps:
+def _in_flight_mean(steps: tuple[np.ndarray, np.ndarray], edges: np.ndarray) -> list[float]:
+    """Time-weighted mean of the step function (figures.in_flight_steps) in each bin."""
+    t, n = steps
+    if not t.size:
         return [0.0] * (len(edges) - 1)
-    t = np.array([s[0] for s in steps], dtype=np.int64)
-    n = np.array([s[1] for s in steps], dtype=float)
-    # area under the step function up to each edge
-    def area(x: int) -> float:
-        i = int(np.searchsorted(t, x, side="right"))
-        if i == 0:
-            return 0.0
-        seg = np.diff(np.append(t[:i], x)).astype(float)
-        return float(np.sum(seg * n[:i]))
-    areas = np.array([area(int(e)) for e in edges])
+    # the area under the step function up to each step (exact, in integers), then to each edge
+    cum = np.zeros(t.size, np.int64)
+    np.cumsum(np.diff(t) * n[:-1], out=cum[1:])
+    i = np.searchsorted(t, edges, side="right")
+    j = np.maximum(i - 1, 0)
+    areas = np.where(i > 0, cum[j] + (edges - t[j]) * n[j], 0).astype(float)
     return [float(a) for a in np.diff(areas) / np.diff(edges).astype(float)]
 
 
@@ -103,7 +100,6 @@ def run_series(records: list[dict], power_rows: Optional[list[dict]] = None,
         return {"status": "unavailable", "reason": "no measured window (no request was sent "
                                                     "and ended)"}
     tab, meas, done, _ = m.selections(records)      # arrays (analysis.contract.records)
-    recs = [r for r, keep in zip(tab.records, meas.tolist()) if keep]
     dur = (win[1] - win[0]) / 1e9
     bin_s = bin_s or bin_width_s(dur)
     edges = _edges(win, bin_s)
@@ -116,5 +112,5 @@ def run_series(records: list[dict], power_rows: Optional[list[dict]] = None,
             "widths_s": [float(w) / 1e9 for w in np.diff(edges)],
             "output_tokens_per_s": _rates(tok_t, tok_n, edges),
             "requests_per_s": _rates(done, [1.0] * len(done), edges),
-            "in_flight": _in_flight_mean(m.in_flight(recs), edges),
+            "in_flight": _in_flight_mean(m.in_flight_steps(records, meas), edges),
             "power": power_series(power_rows or [], edges, frozenset(estimated_names))}

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Optional
 
+from analysis.contract import timing
 from analysis.metrics import figures as m
 
 MLPERF_CONF = "mlcommons/inference loadgen/mlperf.conf"
@@ -250,14 +251,15 @@ def verdict(records: list[dict], meta: dict) -> dict:
         _check(checks, reasons, f"p{q:g}_{key}", ok, v, limit, why)
 
     if server:
-        sent = m.rate_of(r.get("sent_at_ns") for r in recs)
-        sched = m.rate_of(r.get("scheduled_at_ns") for r in recs) or meta.get("scheduled_rate")
+        sent = m.stamp_rate(records, "sent_at_ns")      # of the measured records (arrays)
+        sched = m.stamp_rate(records, "scheduled_at_ns") or meta.get("scheduled_rate")
         frac = float(slo["min_rate_fraction"])
         ok = sent is not None and sched is not None and sent >= frac * sched
         _check(checks, reasons, "send_rate", ok, sent,
                None if sched is None else frac * sched,
                f"achieved send rate {_fmt(sent)}/s < {frac} × scheduled {_fmt(sched)}/s")
-        lag = m.percentile((m.schedule_lag_ms(r) for r in recs), 99)
+        tab, meas, _, _ = m.selections(records)
+        lag = m.percentile(timing.per_record(tab)["schedule_lag_ms"][meas], 99)
         lim = float(slo["max_schedule_lag_ms"])
         from analysis.metrics.saturation import lag_cause   # (it imports this module)
         _check(checks, reasons, "p99_schedule_lag_ms", lag is not None and lag <= lim, lag, lim,

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
 from analysis.contract import RunMeta
 from analysis.metrics import figures as m
 from analysis.contract import timing
-from analysis.contract.records import table_of
 
 MIN_S = 1.0
 MIN_FRACTION = 0.1
@@ -46,26 +47,28 @@ def _cap(meta: RunMeta) -> Optional[int]:
     return cap if cap is not None and cap > 0 else None
 
 
-def _count_at(steps: list[tuple[int, int]], t: int) -> int:
+def _count_at(steps: tuple[np.ndarray, np.ndarray], t: int) -> int:
     """Requests in flight just after time t (every event at t applied)."""
-    n = 0
-    for ts, c in steps:
-        if ts > t:
-            break
-        n = c
-    return n
+    i = int(np.searchsorted(steps[0], t, side="right"))
+    return int(steps[1][i - 1]) if i else 0
 
 
-def _mean_in_flight(steps: list[tuple[int, int]], start: int, end: int) -> float:
-    area, n, prev = 0.0, _count_at(steps, start), start
-    for ts, c in steps:
-        if ts <= start:
-            continue
-        if ts >= end:
-            break
-        area += n * (ts - prev)
-        n, prev = c, ts
-    area += n * (end - prev)
+def _mean_in_flight(steps: tuple[np.ndarray, np.ndarray], start: int, end: int) -> float:
+    """The time-weighted mean of the step function over [start, end]: the area, summed step by
+    step in float as a Python loop would (the same float), over the duration."""
+    ts, cs = steps
+    lo = int(np.searchsorted(ts, start, side="right"))
+    hi = int(np.searchsorted(ts, end, side="left"))
+    n0, area = _count_at(steps, start), 0.0
+    if hi > lo:
+        t = ts[lo:hi]
+        n = np.concatenate([[n0], cs[lo:hi - 1]]).astype(float)
+        dt = np.diff(t, prepend=start).astype(float)
+        area = float(np.cumsum(n * dt)[-1])       # sequential, as area += n * (ts - prev)
+        n0, start_prev = int(cs[hi - 1]), int(t[-1])
+    else:
+        start_prev = start
+    area += n0 * (end - start_prev)
     return area / (end - start)
 
 
@@ -78,22 +81,26 @@ def steady_window(records: list[dict], meta: Optional[dict | RunMeta] = None, *,
                  "reason": None, "start_ns": None, "end_ns": None, "duration_s": None,
                  "level": None, **{k: None for k in FIGURES},
                  "min_duration_s": min_s, "min_fraction_of_full": min_fraction}
-    sends = sorted(r["sent_at_ns"] for r in m.measured(records)
-                   if r.get("sent_at_ns") is not None)
+    tab, meas, _, _ = m.selections(records)
+    sent, sent_ok = tab.stamp("sent_at_ns")
+    sends = sent[meas & sent_ok]                    # the measured sends (arrays)
     full = m.window(records)
-    if not sends or full is None:
+    if not sends.size or full is None:
         out["reason"] = "no measured request was sent and ended"
         return out
-    steps = m.in_flight(records)  # all phases; at equal times ends come before sends
-    start, end = sends[0], sends[-1]
+    steps = m.in_flight_steps(records)  # all phases; at equal times ends come before sends
+    first, start, end = int(sends.min()), int(sends.min()), int(sends.max())
     if not server:
         cap = _cap(meta)
-        level = min(cap, len(sends)) if cap else len(sends)
+        level = min(cap, sends.size) if cap else sends.size
         out["level"] = level
         # the count after every event at an instant (the last step at that time), so that an
         # intermediate count at a busy instant (ends applied, sends not yet) is not taken
-        start = next((t for i, (t, n) in enumerate(steps) if t >= sends[0] and n >= level
-                      and (i + 1 == len(steps) or steps[i + 1][0] != t)), None)
+        ts, cs = steps
+        last = np.ones(ts.size, bool)
+        last[:-1] = ts[1:] != ts[:-1]
+        hit = np.flatnonzero((ts >= first) & (cs >= level) & last)
+        start = int(ts[hit[0]]) if hit.size else None
         if start is None or _count_at(steps, start) < level:
             out["reason"] = f"in flight never reached the level L = {level}"
             return out
@@ -110,7 +117,6 @@ def steady_window(records: list[dict], meta: Optional[dict | RunMeta] = None, *,
         out["reason"] = (f"{dur:.3f} s < {min_fraction:.0%} of the full window ({full_s:.3f} s)")
     if out["reason"]:
         return out
-    tab = table_of(records)
     tokens = timing.tokens_in(tab, start, end)      # energy.split.token_events, on arrays
     end_ns, end_ok = tab.stamp("end_at_ns")
     done = int((end_ok & (tab.column("status") == "ok") & (end_ns > start)

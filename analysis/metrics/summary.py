@@ -90,7 +90,7 @@ def _energy_block(recs: list[dict], meta: dict, power_rows: Optional[list[dict]]
 
 def _transport_figures(recs: list[dict], meta: dict) -> dict:
     """How the client stamped (meta ``client_transport``) and how many of the measured records'
-    reads carried more than one token chunk (``coalesced_reads``: all but the last chunk of such
+    (of ``recs``) reads carried more than one token chunk (``coalesced_reads``: all but the last chunk of such
     a read share its stamp, so may be late), as a share of the reads that carried any token
     chunk (distinct chunk stamps). None where the transport does not count them (aiohttp)."""
     tr = meta.get("client_transport") or {}
@@ -107,15 +107,14 @@ def client_block(records: list[dict], meta: dict, slo: dict) -> dict:
     and one warning line per reason; the transport, its stamp source and the coalesced reads."""
     cpu = _client_cpu(meta)
     sat = saturation_mod.saturation(records, meta, slo)
-    recs = m.measured(records)
-    return {**_transport_figures(recs, meta),
+    return {**_transport_figures(records, meta),
             "cpu_fraction": cpu, "cpu_saturation_threshold": slo_mod.CPU_SATURATION,
             "loop_lag_ms_p99": sat["figures"]["loop_lag_ms_p99"],
             "schedule_lag_ms_p99": sat["figures"]["schedule_lag_ms_p99"],
             "lag_growth_ms": m.lag_growth_ms(records),
             "lag_growth_rule": "median lag, last third − first third",
-            "achieved_send_rate": m.rate_of(r.get("sent_at_ns") for r in recs),
-            "schedule_rate": m.rate_of(r.get("scheduled_at_ns") for r in recs),
+            "achieved_send_rate": m.stamp_rate(records, "sent_at_ns"),
+            "schedule_rate": m.stamp_rate(records, "scheduled_at_ns"),
             "target_rate": meta.get("rate"), "meta_scheduled_rate": meta.get("scheduled_rate"),
             "saturated": sat["saturated"], "reasons": sat["reasons"],
             "saturation_limits": sat["limits"], "warnings": sat["warnings"],
@@ -158,7 +157,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
         out[key] = {k: s[k] for k in STAT_FIELDS} | {"count": s["count"]}
     out["failures_by_kind"] = m.failures_by_kind(records)
     # stale keep-alive retries (records' "retries") and what the start-up probe found (meta "probe")
-    out["requests_retried"] = sum(1 for r in recs if r.get("retries"))
+    out["requests_retried"] = sum(map(bool, m.field(recs, "retries")))
     out["dropped_fields"] = list(mm.probe.dropped_fields) if mm.probe else []
     out["warnings"] = list(mm.probe.warnings) if mm.probe else []
     if mm.cache_hygiene and mm.cache_hygiene.warning:   # a sweep point after others (run/sweep)

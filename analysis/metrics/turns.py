@@ -46,9 +46,11 @@ def by_turn(records: list[dict]) -> Optional[list[dict]]:
 
 def sessions_block(records: list[dict]) -> Optional[dict]:
     """Session counts: sessions seen, turns completed, turns per session (mean, max)."""
-    recs = [r for r in m.measured(records) if r.get("session_id") is not None]
-    if not recs:
+    meas = m.measured(records)
+    vals = m.field(meas, "session_id")
+    if vals.count(None) == len(vals):               # no sessions (at C speed)
         return None
+    recs = [r for r, v in zip(meas, vals) if v is not None]
     per: dict = {}
     for r in recs:
         per.setdefault(r["session_id"], []).append(r)
@@ -61,9 +63,10 @@ def sessions_block(records: list[dict]) -> Optional[dict]:
 def reasoning_block(records: list[dict]) -> Optional[dict]:
     """TTFT to the first answer token beside TTFT, and token counts, when reasoning was streamed."""
     done = m.completed(m.measured(records))
-    rs = [r for r in done if r.get("reasoning_tokens")]
-    if not rs:
+    vals = m.field(done, "reasoning_tokens")
+    if not any(vals):                               # no reasoning streamed (at C speed)
         return None
+    rs = [r for r, v in zip(done, vals) if v]
     s = m.stats(ttft_answer_ms(r) for r in done)
     reasoning = sum(r["reasoning_tokens"] for r in rs)
     answer = sum(max(0, (r.get("output_tokens") or 0) - (r.get("reasoning_tokens") or 0)) for r in done)

@@ -50,8 +50,8 @@ def _versions(meta: dict, sut: dict, info: dict) -> tuple[str, str]:
 def _task(summary: dict, meta: dict, sut: dict, info: dict, records: list[dict]) -> str:
     done = m.completed(m.measured(records))
     name = RunMeta.read(meta).model_name(Sut.read(sut))   # the one typed accessor
-    p_in = _mean(r.get("prompt_tokens") for r in done)
-    p_out = _mean(r.get("output_tokens") for r in done)
+    p_in = _mean(m.field(done, "prompt_tokens"))
+    p_out = _mean(m.field(done, "output_tokens"))
     lens = ("token lengths not recorded (no completed requests)" if p_in is None else
             f"mean prompt {p_in:.1f} tokens, mean output "
             f"{'n/a' if p_out is None else f'{p_out:.1f}'} tokens (measured)")
@@ -67,7 +67,9 @@ def _batch(meta: dict, info: dict, flags: dict, records: list[dict]) -> str:
     slots = info.get("slots")
     if slots is None and flags.get("max-num-seqs") is not None:
         slots = f"{flags['max-num-seqs']} (--max-num-seqs)"
-    peak = max((n for _, n in m.in_flight(m.measured(records))), default=None)
+    _, meas, _, _ = m.selections(records)
+    counts = m.in_flight_steps(records, meas)[1]     # the measured records' steps (arrays)
+    peak = int(counts.max()) if counts.size else None
     cap = meta.get("in_flight_cap")
     return (f"server slots {_or(slots, 'not recorded')}; client in-flight cap "
             f"{_or(cap, 'none (open loop)')}; peak in flight {_or(peak, 'n/a')} (measured)")

@@ -48,15 +48,24 @@ def encode(fig, plt) -> str:
 CDF_POINTS = 4000   # a CDF drawn through at most this many of its points (every one below)
 
 
-def _cdf(ax, vals, color: str, label: str) -> None:
-    x = np.sort(np.asarray(vals, dtype=float))
-    y = np.arange(1, len(x) + 1) / len(x)
-    if x.size > CDF_POINTS:      # the same curve at screen resolution: evenly spaced ranks,
-        keep = np.unique(np.linspace(0, x.size - 1, CDF_POINTS).astype(np.int64))  # both ends
-        x, y = x[keep], y[keep]
-    ax.step(x, y, where="post", color=color, label=label)
-    for q, ls in ((50, ":"), (99, "--")):
-        ax.axvline(m.percentile(vals, q), color=color, ls=ls, lw=0.8, alpha=0.8)
+def _cdf(ax, vals: np.ndarray, color: str, label: str) -> None:
+    """``vals`` (no NaN) as a step CDF with its p50 and p99; ``vals`` is left as it was."""
+    x = np.sort(vals)
+    n = x.size
+    if n > CDF_POINTS:           # the same curve at screen resolution: evenly spaced ranks,
+        keep = np.unique(np.linspace(0, n - 1, CDF_POINTS).astype(np.int64))    # both ends
+        xs, y = x[keep], (keep + 1) / n       # the full curve's points (rank / n) at those ranks
+    else:
+        xs, y = x, np.arange(1, n + 1) / n
+    ax.step(xs, y, where="post", color=color, label=label)
+    for q, ls in ((50, ":"), (99, "--")):  # figures.percentile's value (x reordered: not drawn)
+        v = float(np.percentile(x, q, method="linear", overwrite_input=xs is not x))
+        ax.axvline(v, color=color, ls=ls, lw=0.8, alpha=0.8)
+
+
+def _finite(v: np.ndarray) -> np.ndarray:
+    nan = np.isnan(v)
+    return v[~nan] if nan.any() else v
 
 
 def _slo_line(ax, limit: Optional[float], data_max: float) -> None:
@@ -78,9 +87,10 @@ def cdf_png(records: list[dict], from_scheduled: bool,
     plt = pyplot()
     if plt is None:
         return None, NO_MPL
-    s = {k: v[~np.isnan(v)] for k, v in m.latency_series(records).items()}   # arrays
-    ttft, ttft_s, tpot, itl = (s["ttft_ms"], s["ttft_from_scheduled_ms"], s["tpot_ms"],
-                               s["itl_ms"])
+    s = m.latency_series(records)                     # arrays (NaN: undefined), not copied
+    ttft, ttft_s, tpot, itl = (_finite(s[k]) for k in ("ttft_ms", "ttft_from_scheduled_ms",
+                                                        "tpot_ms", "itl_ms"))
+    del s
     if not ttft.size and not itl.size:
         return None, "no completed requests with timings to plot"
     slo = slo or {}
