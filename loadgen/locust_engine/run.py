@@ -258,7 +258,7 @@ class LocustRun:
         from loadgen.run.calibration import freeze_device
         from loadgen.run.meta import run_meta, write_meta
         from loadgen.run.outcome import Outcome
-        from loadgen.run.rundir import summarize_dir
+        from loadgen.run.rundir import defer_summary, summarize_dir
         from loadgen.run.runner import RunResult
         r, st, run_dir = self.run, self._state(), self.prep.run_dir
         n = int(st.get("n_workers") or self.opts.workers or 1)
@@ -307,6 +307,8 @@ class LocustRun:
         meta["host_load"] = self.host_load              # busy host vs saturated client
         meta["calibration"] = freeze_device(run_dir, False)   # device.json: the frozen spec
         meta = write_meta(run_dir, meta)
+        if defer_summary(run_dir, meta, interrupted) is not None:   # every engine's rule
+            return RunResult(run_dir, meta, None, True)
         summary = summarize_dir(run_dir, meta, self.sc.output.report)
         return RunResult(run_dir, meta, summary, bool(interrupted))
 

@@ -29,7 +29,6 @@ from loadgen.run.senders.stages import StageGate
 
 SPIN_NS = 1_000_000         # yield-spin the last 1 ms before a send instead of sleeping
 MAX_NAP_S = 0.05            # nap granularity, so a stop request is noticed quickly
-BULK_LINES = 4096           # a never-sent remainder's lines per write
 
 
 async def sleep_until(deadline_ns: int, stop: asyncio.Event) -> bool:
@@ -45,33 +44,6 @@ async def sleep_until(deadline_ns: int, stop: asyncio.Event) -> bool:
             await asyncio.sleep(min((rem - SPIN_NS) / 1e9, MAX_NAP_S))
         else:
             await asyncio.sleep(0)
-
-
-def write_unsent(led, specs: Iterable, why: str) -> None:
-    """A cancelled record for each never-sent request not yet written; a Planned's remainder
-    (loadgen.run.planned.Rest) from one template line, so a stop writes 10^6 of them in about a
-    second."""
-    lines = getattr(specs, "lines", None)
-    write_lines = getattr(led.writer, "write_lines", None)
-    if lines is None or write_lines is None or not hasattr(led, "written"):
-        led.cancel_many(specs, why)
-        return
-    shown = None
-    for ids, batch in lines(why, getattr(led, "tag", None), led.written, BULK_LINES):
-        led.written.update(ids)
-        if led.failed is not None:
-            return
-        try:
-            write_lines(batch)
-        except OSError as e:
-            led._fail(e)
-            return
-        if led.on_done is not None:       # the progress counters: one stand-in record
-            shown = shown or Record(id=-1, phase="measured", scheduled_at_ns=None,
-                                    status="cancelled", error_kind="cancelled", error=why)
-            for i in ids:
-                shown.id = i
-                led.on_done(shown)
 
 
 class Dispatcher:
@@ -195,7 +167,7 @@ class Dispatcher:
             await asyncio.gather(*pending, return_exceptions=True)
 
     def _unsent(self, specs: Iterable, why: str) -> None:
-        write_unsent(self.ledger, specs, why)
+        self.ledger.cancel_many(specs, why)
 
     # -- the three loops -------------------------------------------------------------------
     async def offline(self, specs, t0_ns: int, cap: Optional[int]) -> None:

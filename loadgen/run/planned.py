@@ -53,13 +53,9 @@ class Planned:
         return Rest(self.first_id, range(max(i, 0), self.n), at)
 
 
-_ID, _AT, _END = 918273645546372819, 827364554637281991, 736455463728199182   # template marks
-
-
 class Rest:
-    """Requests of a Planned never built: stand-ins one by one (``iter``: Unbuilt), or their
-    cancelled records' lines made from one template (``lines``: a fraction of a µs a line, so
-    an interrupted 10^6-request plan is recorded in about a second, not half a minute)."""
+    """Requests of a Planned never built: light stand-ins one by one (Unbuilt), for their
+    cancelled records (written from one template: loadgen.run.senders.cancelled)."""
 
     def __init__(self, first_id: int, ks: range, at: Optional[Callable[[int], int]]):
         self.first_id, self.ks, self.at = first_id, ks, at
@@ -68,39 +64,6 @@ class Rest:
         at = self.at
         for k in self.ks:
             yield Unbuilt(self.first_id + k, scheduled_at_ns=at(k) if at is not None else None)
-
-    def lines(self, why: str, tag: Optional[str], skip, bulk: int
-              ) -> Iterator[tuple[list, list]]:
-        """(ids, JSON lines) in batches of ``bulk``: a cancelled record for each request not in
-        ``skip``, exactly as Ledger.cancelled would write it (Record.to_json, redacted)."""
-        from loadgen.record import Record, now_ns
-        from loadgen.redact import redact
-        text = redact(Record(id=_ID, phase="measured", scheduled_at_ns=_AT, end_at_ns=_END,
-                             status="cancelled", error_kind="cancelled", error=why,
-                             worker=tag).to_json())
-        marks = sorted((text.index(str(m)), m) for m in (_ID, _AT, _END))
-        pieces, pos = [], 0
-        for where, m in marks:
-            pieces.append(text[pos:where])
-            pos = where + len(str(m))
-        pieces.append(text[pos:])
-        a, b, c, d = pieces
-        order = [m for _, m in marks]
-        end, at, first = now_ns(), self.at, self.first_id
-        ids: list = []
-        out: list = []
-        for k in self.ks:
-            i = first + k
-            if i in skip:
-                continue
-            val = {_ID: i, _AT: "null" if at is None else at(k), _END: end}
-            out.append(f"{a}{val[order[0]]}{b}{val[order[1]]}{c}{val[order[2]]}{d}")
-            ids.append(i)
-            if len(out) >= bulk:
-                yield ids, out
-                ids, out = [], []
-        if out:
-            yield ids, out
 
 
 def remainder(specs, i: int, at: Optional[Callable[[int], int]] = None):

@@ -120,6 +120,24 @@ def write_json(path: Path, obj: dict) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
 
 
+DEFER_SUMMARY_RECORDS = 200_000   # LOADGEN_DEFER_SUMMARY_RECORDS overrides it (tests)
+
+
+def defer_summary(run_dir: Path, meta: dict, interrupted) -> Optional[int]:
+    """Every engine's rule: an interrupted run with more records than DEFER_SUMMARY_RECORDS is
+    not summarised on the spot (the first Ctrl-C stops in about 2 s); ``loadgen report`` does
+    it later. Returns the record count when deferred (one line on stderr says so), else None."""
+    limit = int(os.environ.get("LOADGEN_DEFER_SUMMARY_RECORDS", DEFER_SUMMARY_RECORDS))
+    n = int(meta.get("records_written") or 0)
+    if not interrupted or n <= limit:
+        return None
+    import sys
+    print(f"loadgen: interrupted with {n:,} records kept; summarising them now would hold the "
+          f"stop: `loadgen report {run_dir}` computes summary.json and the report",
+          file=sys.stderr)
+    return n
+
+
 def summarize_dir(run_dir: Path, meta: dict, report: str = "full") -> dict:
     """summary.json from the records on disk and ``meta`` (analysis.metrics.summary.store_summary:
     the one summary function, written through analysis.contract); then the report, which renders

@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -37,14 +36,14 @@ from loadgen.targets import sut as sut_mod
 from loadgen.client.balance import open_client
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from loadgen.client.load_monitor import ClientLoad
-from loadgen.run.dispatch import (Dispatcher, Ledger, closed_stages, spec_factory,
-                                   write_unsent)
+from loadgen.run.dispatch import Dispatcher, Ledger, closed_stages, spec_factory
 from loadgen.run.probe_stream import ProbeStream
 from loadgen.targets.managed import ManagedServer, ServerStartError
 from loadgen.run.progress import RunProgress
 from loadgen.record import RecordWriter, now_ns
 from loadgen.run.storage import atomic_write_text
-from loadgen.run.rundir import claim, release, resolved_yaml, summarize_dir, write_json
+from loadgen.run.rundir import (claim, defer_summary, release, resolved_yaml, summarize_dir,
+                                 write_json)
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.schedule import Schedule
 from loadgen.targets.scrape import ServerMetricsScraper
@@ -65,7 +64,6 @@ T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are no
 # After an interrupt, a run with more records than this is not summarised on the spot (about 5 s
 # of summarising on this 2-core box; 3.2M records took minutes): the first Ctrl-C stops in ~2 s,
 # and `loadgen report RUN_DIR` computes summary.json and the report from what was kept.
-DEFER_SUMMARY_RECORDS = 200_000   # LOADGEN_DEFER_SUMMARY_RECORDS overrides it (tests)
 
 
 @dataclass
@@ -162,12 +160,8 @@ class Run:
         meta = write_meta(self.run_dir, self.meta())
         if self.hurry:
             return meta
-        defer = int(os.environ.get("LOADGEN_DEFER_SUMMARY_RECORDS", DEFER_SUMMARY_RECORDS))
-        if self.interrupted and self.writer.count > defer:  # the first Ctrl-C stops in ~2 s
-            self.summary_deferred = self.writer.count
-            print(f"loadgen: interrupted with {self.writer.count:,} records kept; summarising "
-                  f"them now would hold the stop: `loadgen report {self.run_dir}` computes "
-                  "summary.json and the report", file=sys.stderr)
+        self.summary_deferred = defer_summary(self.run_dir, meta, self.interrupted)
+        if self.summary_deferred is not None:          # the first Ctrl-C stops in ~2 s
             return meta
         own = self.server is not None and self.shared_server is None  # stopped by now
         meta["calibration"] = freeze_device(self.run_dir, own and not self.crashed)
@@ -341,7 +335,7 @@ class Run:
         if planned is not None and not self.hurry:
             self.cooperative = False
             at = None if self.t0 is None else (lambda k: self.t0 + int(self.schedule.offsets_ns[k]))
-            write_unsent(ledger, planned.rest(0, at), "scheduled but never sent: run ended early")
+            ledger.cancel_many(planned.rest(0, at), "scheduled but never sent: run ended early")
         if self.cpu.result is None and self.t0 is not None:
             self.cpu.stop()
         if self.power is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Optional
 
 from loadgen.record import Record, now_ns
+from loadgen.run.senders import cancelled as cancelled_mod
 
 BULK = 4096                 # cancelled records per write when a remainder is written at once
 
@@ -63,41 +64,50 @@ class Ledger:
         return True
 
     def cancelled(self, spec, why: str, sent_at_ns: Optional[int] = None) -> Record:
-        return Record(id=spec.id, phase=spec.phase, scheduled_at_ns=spec.scheduled_at_ns,
-                      sent_at_ns=sent_at_ns, end_at_ns=now_ns(), status="cancelled",
-                      error_kind="cancelled", error=why, requested_output_tokens=spec.max_tokens,
-                      workload_prompt_tokens=spec.prompt_tokens, worker=self.tag,
-                      session_id=getattr(spec, "session_id", None), turn=getattr(spec, "turn", None))
+        rec = cancelled_mod.record(spec, why, self.tag, now_ns())
+        rec.sent_at_ns = sent_at_ns
+        return rec
 
     def cancel(self, spec, why: str, sent_at_ns: Optional[int] = None) -> None:
         self.write(self.cancelled(spec, why, sent_at_ns))
 
     def cancel_many(self, specs: Iterable, why: str) -> None:
-        """A cancelled record for each spec not yet written, BULK lines per write."""
-        write_many = getattr(self.writer, "write_many", None)
-        batch: list[Record] = []
+        """A cancelled record for each spec not yet written, BULK lines per write (made from
+        one template: senders/cancelled.py), the progress counters told with one stand-in."""
+        write_lines = getattr(self.writer, "write_lines", None)
+        if write_lines is None or type(self)._put is not Ledger._put:
+            # a ledger that writes its own way (the Locust worker's: rebased, forwarded, when
+            # the hub is idle) takes them one by one
+            for s in specs:
+                if s.id not in self.written:
+                    self.cancel(s, why)
+            return
+        make = cancelled_mod.Lines(self.tag, now_ns()).line
+        ids: list = []
+        lines: list = []
         for s in specs:
             if s.id in self.written:
                 continue
-            if write_many is None:
-                self.cancel(s, why)
-                continue
             self.written.add(s.id)
-            batch.append(self.cancelled(s, why))
-            if len(batch) >= BULK:
-                self._write_batch(batch)
-                batch = []
-        if batch:
-            self._write_batch(batch)
+            ids.append(s.id)
+            lines.append(make(s, why))
+            if len(lines) >= BULK:
+                self._write_lines(ids, lines, why)
+                ids, lines = [], []
+        if lines:
+            self._write_lines(ids, lines, why)
 
-    def _write_batch(self, batch: list) -> None:
+    def _write_lines(self, ids: list, lines: list, why: str) -> None:
         if self.failed is not None:
             return
         try:
-            self.writer.write_many(batch)
+            self.writer.write_lines(lines)
         except OSError as e:
             self._fail(e)
             return
-        if self.on_done is not None:
-            for r in batch:
-                self.on_done(r)
+        if self.on_done is not None:        # the progress counters: one stand-in record
+            shown = Record(id=-1, phase="measured", scheduled_at_ns=None, status="cancelled",
+                           error_kind="cancelled", error=why, worker=self.tag)
+            for i in ids:
+                shown.id = i
+                self.on_done(shown)

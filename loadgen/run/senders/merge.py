@@ -10,7 +10,7 @@ The one merge of both engines: --procs (procs/parent.py) and Locust (locust_engi
                             send journal), each with what its cancelled record keeps
         ─► lines copied as they are (never parsed whole: only the id and end_at_ns at the
            line's head), merged across processes in end time order, like one process's file
-        ─► owed ids with no line: "cancelled" records (Ledger.cancelled's rule), error naming
+        ─► owed ids with no line: "cancelled" records (senders/cancelled.py), error naming
            why (the process died, was stopped, or ended early: ``why[K]``, or the Owed's own),
            worker="K", after the rest
         ─► records.jsonl through storage.LineWriter (whole lines; a full disk: StorageError)
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from loadgen.record import Record
-from loadgen.redact import redact
+from loadgen.run.senders import cancelled as cancelled_mod
 from loadgen.run.storage import LineWriter
 
 BATCH = 1 << 20             # bytes per write of copied lines
@@ -93,12 +93,8 @@ def _part_lines(path: Path, k: int) -> Iterator[tuple]:
 
 
 def cancelled(o: Owed, why: str, end_ns: Optional[int], worker: str) -> Record:
-    """The record of an owed request no process wrote (dispatch.Ledger.cancelled's fields)."""
-    return Record(id=o.id, phase=o.phase, scheduled_at_ns=o.scheduled_at_ns,
-                  sent_at_ns=o.sent_at_ns, end_at_ns=end_ns, status="cancelled",
-                  error_kind="cancelled", error=o.why or why,
-                  requested_output_tokens=o.max_tokens, workload_prompt_tokens=o.prompt_tokens,
-                  worker=worker, session_id=o.session_id, turn=o.turn)
+    """The record of an owed request no process wrote (Ledger.cancelled's fields)."""
+    return cancelled_mod.record(o, why, worker, end_ns)
 
 
 def merge(parts: list[Path], owed: list[Iterable[Owed]], why: list[str], out_path: Path,
@@ -130,11 +126,12 @@ def merge(parts: list[Path], owed: list[Iterable[Owed]], why: list[str], out_pat
         made = [0] * len(parts)
         for k, items in enumerate(owed):
             lines = []
+            make = cancelled_mod.Lines(str(k), end_ns).line     # one template per reason
             for o in items:
                 if o.id in seen:
                     continue
                 seen.add(o.id)
-                lines.append(redact(cancelled(o, why[k], end_ns, str(k)).to_json()) + "\n")
+                lines.append(make(o, why[k]) + "\n")
                 made[k] += 1
                 if len(lines) >= 4096:
                     out.write("".join(lines).encode("utf-8"))

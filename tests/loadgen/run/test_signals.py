@@ -3,6 +3,7 @@ SIGINT/SIGTERM stops with every record kept (a closed loop's never-started remai
 ``unsent_requests``); sessions get a record for every turn they never sent; a second signal
 interrupts even synchronous work."""
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ import yaml
 from loadgen.record import read_records
 from loadgen.run.runner import Run
 from loadgen.scenario.loader import scenario_from_dict
-from tests.support.procs import interrupt_after_first_ok
+from tests.support.procs import interrupt_after, interrupt_after_first_ok
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -149,3 +150,42 @@ def test_a_large_interrupted_run_defers_its_summary(calib_server, tmp_path):
     assert "Traceback" not in rep.stderr, rep.stderr
     summary = json.loads((d / "summary.json").read_text())
     assert summary["unsent_requests"] == 10 ** 12 - len(kept)
+
+
+def _any_ok(d: Path) -> bool:
+    """A measured request finished ok, in records.jsonl or in a sender's part file."""
+    for p in [d / "records.jsonl", *d.glob("procs/records.*.jsonl"),
+              *d.glob("locust/records.worker-*.jsonl")]:
+        with contextlib.suppress(OSError, ValueError):
+            if any(r["phase"] == "measured" and r["status"] == "ok" for r in read_records(p)):
+                return True
+    return False
+
+
+@pytest.mark.parametrize("engine", [[], ["--procs", "2"], ["--engine", "locust"]],
+                         ids=["native", "procs2", "locust"])
+def test_every_engine_defers_the_summary_of_a_large_interrupted_open_loop(calib_server, tmp_path,
+                                                                         engine):
+    """One rule for every engine (rundir.defer_summary): an interrupted open loop keeps a record
+    for every scheduled request (the never-sent ones `cancelled`) and, over the bound, leaves
+    summary.json to `loadgen report`. The bound is lowered for the test."""
+    n = 20_000
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(base(calib_server, tmp_path, {"mode": "server", "rate": 200,
+                                                              "num_requests": n})))
+    proc = subprocess.Popen([sys.executable, "-m", "loadgen.cli", "run", str(p), *engine],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, LOADGEN_DEFER_SUMMARY_RECORDS="1000"))
+    d = tmp_path / "run"
+    out, err = interrupt_after(proc, lambda: _any_ok(d), 90, signal.SIGINT, timeout_s=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "loadgen report" in err, err
+    assert (d / "meta.json").is_file() and not (d / "summary.json").exists()
+    recs = read_records(d / "records.jsonl")
+    assert sorted(r["id"] for r in recs if r["phase"] == "measured") == list(range(n))
+    assert any(r["status"] == "ok" for r in recs)
+    assert sum(r["status"] == "cancelled" for r in recs) > n // 2
+    rep = subprocess.run([sys.executable, "-m", "loadgen.cli", "report", str(d)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in rep.stderr, rep.stderr
+    assert json.loads((d / "summary.json").read_text())["verdict"]["valid"] is False
