@@ -53,6 +53,13 @@ def _column(recs: list, name: str):
     float with NaN), built as an array for the integer fields (no per-value inference)."""
     vals = list(map(attrgetter(name), recs))
     if name in INT_FIELDS:
+        nones = vals.count(None)
+        if nones == len(vals):
+            return vals
+        if not nones:                               # every value an int: one C conversion
+            a = np.array(vals, dtype=np.int64)
+            if a.size and int(np.abs(a).max()) < 2 ** 53:   # (what the float route keeps)
+                return a
         a = np.array(vals, dtype=float)             # None ─► NaN (counts, ids: exact below 2^53)
         nan = np.isnan(a)
         if nan.all():
@@ -143,7 +150,7 @@ class RunData:
         figs = timing.per_record(t)
         cols.update({k: figs[k][keep] for k in DERIVED})
         cols["n_chunks"] = np.diff(t.offsets)[keep]
-        return pd.DataFrame(cols).set_index("id").sort_index()
+        return pd.DataFrame(cols, copy=False).set_index("id").sort_index()   # fresh arrays: kept
 
     def chunks(self, phase: Optional[str] = None):
         """One row per streamed data event: ``id``, ``phase``, ``index`` (0-based in its
@@ -166,7 +173,7 @@ class RunData:
         return pd.DataFrame({"id": ids[owner], "phase": t.column("phase")[owner],
                              "index": index, "t_ms": (tt - (self.t0_ns or 0)).astype(float)
                              / NS_PER_MS, "n_tokens": n, "since_sent_ms": since,
-                             "gap_ms": gap})
+                             "gap_ms": gap}, copy=False)   # fresh arrays: not copied again
 
 
 def open_run(path: str | Path) -> RunData:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from collections import deque
+from itertools import repeat
 from operator import attrgetter
 from functools import cached_property
 from pathlib import Path
@@ -44,6 +46,7 @@ _DECODE = msgspec.json.Decoder(_Line)
 _SHARED = ("prompt_tokens_source", "output_tokens_source", "finish_reason")
 _intern = sys.intern
 _CHUNKS = msgspec.json.Decoder(list[tuple[int, int]])
+_RAW = attrgetter("chunks")
 
 
 class ChunkView:
@@ -79,33 +82,38 @@ class ChunkView:
         return repr(list(self))
 
 
-def _lines(path: Path, slice_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """(first line number, whole lines) slices of the file; the tail after the last newline
-    comes last (a torn line, or a final line without newline)."""
-    line_no, rest = 1, b""
-    with open(path, "rb") as f:
+def _lines(path: Path, slice_bytes: int) -> Iterator[tuple[int, memoryview, bool]]:
+    """(first line number, whole lines, last) slices of the file: views into ONE buffer that
+    the next slice overwrites (decode a slice before asking for the next; nothing is copied
+    on the way). The tail after the last newline comes last, with last=True (a torn line, or a
+    final line without newline)."""
+    line_no, buf, have = 1, bytearray(slice_bytes), 0
+    with open(path, "rb", buffering=0) as f:
         while True:
-            buf = f.read(slice_bytes)
-            if not buf:
+            if have == len(buf):                 # a line longer than a slice: a bigger buffer
+                buf = buf + bytes(len(buf))      # (a new one: the old may still be viewed)
+            got = f.readinto(memoryview(buf)[have:])
+            if not got:
                 break
-            buf = rest + buf
-            cut = buf.rfind(b"\n")
+            end = have + got
+            cut = buf.rfind(b"\n", 0, end)
             if cut < 0:
-                rest = buf
+                have = end
                 continue
-            body, rest = buf[:cut + 1], buf[cut + 1:]
-            yield line_no, body
-            line_no += body.count(b"\n")
-    if rest.strip():
-        yield line_no, rest
+            yield line_no, memoryview(buf)[:cut + 1], False
+            line_no += buf.count(b"\n", 0, cut + 1)
+            have = end - cut - 1
+            buf[:have] = buf[cut + 1:end]        # the partial line to the front (same size)
+    if buf[:have].strip():
+        yield line_no, memoryview(buf)[:have], True
 
 
-def _decode(first: int, body: bytes, name: str, last: bool) -> list[_Line]:
+def _decode(first: int, body, name: str, last: bool) -> list[_Line]:
     try:
         return _DECODE.decode_lines(body)
     except msgspec.DecodeError:
         pass
-    out, lines = [], body.split(b"\n")
+    out, lines = [], bytes(body).split(b"\n")
     for k, line in enumerate(lines):
         if not line.strip():
             continue
@@ -122,16 +130,20 @@ def _decode(first: int, body: bytes, name: str, last: bool) -> list[_Line]:
 
 def _parse_chunks(recs: list[_Line], name: str) -> tuple[np.ndarray, np.ndarray]:
     """Every record's raw chunks ─► one (n, 2) int64 array and the count per record."""
-    raws = [bytes(r.chunks) for r in recs]
-    counts = np.fromiter((x.count(b"[") - 1 if len(x) > 2 else 0 for x in raws),
-                         dtype=np.int64, count=len(raws))
+    raws = list(map(bytes, map(_RAW, recs)))
+    text = b" ".join(raws)
+    # chunks per record: its "[" count − 1 (the outer list), found on the joined text at once
+    ends = np.cumsum(np.fromiter(map(len, raws), np.int64, count=len(raws)) + 1)
+    opens = np.flatnonzero(np.frombuffer(text, np.uint8) == ord("["))
+    counts = np.diff(np.searchsorted(opens, ends), prepend=0) - 1
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)   # "could not be read to its end"
-            flat = np.fromstring(b" ".join(raws).translate(_SPACES), dtype=np.int64, sep=" ") \
+            flat = np.fromstring(text.translate(_SPACES), dtype=np.int64, sep=" ") \
                 if counts.any() else np.zeros(0, np.int64)
     except ValueError:
         flat = None
+    del text
     if flat is None or flat.size != 2 * int(counts.sum()):                # not plain [[int, int], ...]: strictly
         parts = []
         for r, raw in zip(recs, raws):
@@ -180,9 +192,11 @@ class RecordTable:
         key = f"{name}:ns"
         if key not in self._cols:
             vals = self._values(name)
-            if None not in vals:                     # every record has it: one C conversion
-                self._cols[key] = np.array(vals, dtype=np.int64).reshape(len(vals))
-                self._cols[key + ":ok"] = np.ones(len(vals), bool)
+            nones = vals.count(None)
+            if not nones or nones == len(vals):      # all there, or none: one C conversion
+                self._cols[key] = np.array(vals, dtype=np.int64).reshape(len(vals)) \
+                    if not nones else np.zeros(len(vals), np.int64)
+                self._cols[key + ":ok"] = np.full(len(vals), not nones, bool)
             else:
                 self._cols[key + ":ok"] = np.fromiter((v is not None for v in vals), bool,
                                                       count=len(vals))
@@ -256,18 +270,18 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
     name = p.name
     records: list[Record] = []
     arrays, counts = [], []
-    slices = list(_lines(p, slice_bytes)) if st.st_size <= slice_bytes else None
-    for first, body in slices if slices is not None else _lines(p, slice_bytes):
-        recs = _decode(first, body, name, last=not body.endswith(b"\n"))
+    for first, body, last in _lines(p, min(slice_bytes, max(st.st_size, 1 << 16))):
+        recs = _decode(first, body, name, last)
+        del body
         if not recs:
             continue
         arr, cnt = _parse_chunks(recs, name)
-        for r in recs:
-            r.chunks = None                              # the raw JSON goes with its slice
-            for k in _SHARED:                            # one str per distinct value, not per line
-                v = getattr(r, k)
-                if v is not None:
-                    setattr(r, k, _intern(v))
+        _set(recs, "chunks", repeat(None))               # the raw JSON goes with its slice
+        for k in _SHARED:                                # one str per distinct value, not per line
+            vals = list(map(attrgetter(k), recs))
+            one = {v: _intern(v) for v in set(vals) if v is not None}
+            if one:
+                _set(recs, k, map(one.get, vals))
         records.extend(recs)
         arrays.append(arr)
         counts.append(cnt)
@@ -277,12 +291,18 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
     offsets = np.zeros(len(records) + 1, np.int64)
     if counts:
         np.cumsum(np.concatenate(counts), out=offsets[1:])
-    bounds = offsets.tolist()
-    for i, r in enumerate(records):                      # each record's view of the one array
-        r.chunks = ChunkView(chunks, bounds[i], bounds[i + 1], i)
+    bounds = offsets.tolist()                            # each record's view of the one array
+    _set(records, "chunks", map(ChunkView, repeat(chunks), bounds[:-1], bounds[1:],
+                                range(len(records))))
+    del bounds
     table = RecordTable(records, chunks, offsets)
     _CACHE.update(key=key, table=table)
     return table
+
+
+def _set(objs: list, name: str, values) -> None:
+    """setattr(objs[i], name, values[i]) for each i, iterated in C (no Python loop)."""
+    deque(map(setattr, objs, repeat(name), values), maxlen=0)
 
 
 def table_of(records) -> RecordTable:

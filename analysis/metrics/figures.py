@@ -49,6 +49,9 @@ def field(records: list, key: str) -> list:
 
 
 _SELECTED: dict = {}     # id(list) ─► (list, table, mask): selections made from a read table
+_MADE: dict = {}         # (id(list), key, value, equal) ─► (list, table, selection, its length):
+                         # measured(records) asked by every block returns the one list (do not
+                         # append to or reorder a selection)
 
 
 def _where(records, key: str, value: str, equal: bool) -> list:
@@ -63,6 +66,9 @@ def _where(records, key: str, value: str, equal: bool) -> list:
         base = hit[2]
     else:
         return [r for r, v in zip(records, field(records, key)) if (v == value) == equal]
+    memo = _MADE.get((id(records), key, value, equal))
+    if memo is not None and memo[0] is records and memo[1] is tab and len(memo[2]) == memo[3]:
+        return memo[2]                              # the same selection asked again: that list
     col = tab.column(key)
     mask = base & ((col == value) if equal else (col != value))
     idx = np.flatnonzero(mask).tolist()
@@ -70,6 +76,9 @@ def _where(records, key: str, value: str, equal: bool) -> list:
     while len(_SELECTED) >= 8:                      # the last few: a selection of a selection
         del _SELECTED[next(iter(_SELECTED))]
     _SELECTED[id(out)] = (out, tab, mask, len(out))
+    while len(_MADE) >= 16:
+        del _MADE[next(iter(_MADE))]
+    _MADE[(id(records), key, value, equal)] = (records, tab, out, len(out))
     return out
 
 
@@ -145,9 +154,15 @@ def selections(records) -> tuple:
     """(table, measured, done, sent) over ``records``: analysis.contract.records.table_of and
     the masks of measured records, completed ones (status ok) and sent ones (ok | error)."""
     t = table_of(records)
-    phase, status = t.column("phase"), t.column("status")
-    meas = phase != "warmup"
-    return t, meas, meas & (status == "ok"), meas & ((status == "ok") | (status == "error"))
+    masks = t.__dict__.get("_selections")
+    if masks is None:                               # the columns do not change: once a table
+        phase, status = t.column("phase"), t.column("status")
+        meas = phase != "warmup"
+        masks = t._selections = (meas, meas & (status == "ok"),
+                                 meas & ((status == "ok") | (status == "error")))
+        for a in masks:
+            a.flags.writeable = False               # shared: a caller copies to change one
+    return (t, *masks)
 
 
 def latency_series(records) -> dict[str, np.ndarray]:
