@@ -1,7 +1,10 @@
 """Figures of one run, rendered with matplotlib (Agg) to base64 PNG for a self-contained HTML.
 
-    records ─► cdf_png        (TTFT, TPOT, ITL cumulative distributions, SLO limits drawn)
-            ─► timeline_png   (TTFT / E2E of each request vs its send time)
+    records ─► cdf_png        (TTFT, TPOT, ITL cumulative distributions, SLO limits drawn;
+                               each curve through at most CDF_POINTS evenly spaced ranks)
+            ─► timeline_png   (TTFT / E2E of each request vs its send time; above
+                               TIMELINE_POINTS requests: the slowest 1 % of each and a seeded
+                               sample of the rest, ``drawn``; the caption says so)
     series.run_series ─► timeseries_png (output tokens/s, requests in flight, power per bin)
 
 Each function returns ``(base64_png or None, note)``: ``None`` with the reason when matplotlib is
@@ -119,8 +122,35 @@ def cdf_png(records: list[dict], from_scheduled: bool,
                               "measured, client-side)")
 
 
+TIMELINE_POINTS = 5000   # a timeline drawn through at most this many requests (every one below)
+TAIL = 0.01              # ... always with the slowest 1 % of each series among them
+
+
+def drawn(values: list[np.ndarray], limit: int = TIMELINE_POINTS, tail: float = TAIL,
+          seed: int = 0) -> np.ndarray:
+    """Indices of the points to draw of ``values`` (series of one length, NaN allowed): all of
+    them up to ``limit``; else the slowest ``tail`` of each series (the outliers a reader looks
+    for) and a seeded random sample of the rest, ``limit`` in all, in their order. A 10^5-point
+    scatter costs seconds to render; this keeps its picture (the band and its outliers)."""
+    n = values[0].size if values else 0
+    if n <= limit:
+        return np.arange(n)
+    k = max(1, min(int(n * tail), limit // (2 * len(values))))
+    keep = np.zeros(n, bool)
+    for v in values:
+        v = np.where(np.isnan(v), -np.inf, v)
+        keep[np.argpartition(v, n - k)[n - k:]] = True
+    rest = np.flatnonzero(~keep)
+    more = limit - int(keep.sum())
+    if more > 0:
+        keep[np.random.default_rng(seed).choice(rest, size=min(more, rest.size),
+                                                replace=False)] = True
+    return np.flatnonzero(keep)
+
+
 def timeline_png(records: list[dict], from_scheduled: bool) -> tuple[Optional[str], str]:
-    """Latency of each completed request against its send time; failures marked."""
+    """Latency of each completed request against its send time; failures marked. Above
+    TIMELINE_POINTS requests: those ``drawn`` picks (the caption says how many of how many)."""
     plt = pyplot()
     if plt is None:
         return None, NO_MPL
@@ -133,21 +163,30 @@ def timeline_png(records: list[dict], from_scheduled: bool) -> tuple[Optional[st
     done = done & sent_ok
     xs = (sent[done] - win[0]) / 1e9
     ttft = figs["ttft_from_scheduled_ms" if from_scheduled else "ttft_ms"][done]
+    e2el = figs["e2el_ms"][done]
+    pick = drawn([ttft, e2el])
     fig, ax = plt.subplots(figsize=(12, 2.8))
     dots = dict(ls="none", marker="o", ms=2.2, mew=0)   # a Line2D: fast for 10^5 points
-    ax.plot(xs, ttft, color=COLORS[0], label="TTFT" + (" from scheduled" if from_scheduled
-                                                       else ""), **dots)
-    ax.plot(xs, figs["e2el_ms"][done], color=COLORS[1], label="E2E", **dots)
-    bad = meas & sent_ok & (tab.column("status") == "error")
-    if bad.any():
-        ax.scatter((sent[bad] - win[0]) / 1e9, np.zeros(int(bad.sum())), marker="x",
+    ax.plot(xs[pick], ttft[pick], color=COLORS[0], label="TTFT" + (
+        " from scheduled" if from_scheduled else ""), **dots)
+    ax.plot(xs[pick], e2el[pick], color=COLORS[1], label="E2E", **dots)
+    bad = np.flatnonzero(meas & sent_ok & (tab.column("status") == "error"))
+    bad_pick = bad[drawn([sent[bad].astype(float)], seed=1)] if bad.size else bad
+    if bad.size:
+        ax.scatter((sent[bad_pick] - win[0]) / 1e9, np.zeros(bad_pick.size), marker="x",
                    color="#c0392b", label="failed")
     ax.set_ylabel("ms")
     ax.set_xlabel("s since first send")
     ax.set_title("latency of each request vs its send time [measured]")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    return encode(fig, plt), "per-request latency vs send time (measured, client-side)"
+    note = "per-request latency vs send time (measured, client-side)"
+    if pick.size < xs.size or bad_pick.size < bad.size:
+        note += (f"; {pick.size:,} of {xs.size:,} completed requests drawn (the slowest "
+                 f"{TAIL:.0%} of TTFT and of E2E, and a seeded random sample of the rest)"
+                 + (f", {bad_pick.size:,} of {bad.size:,} failures" if bad_pick.size < bad.size
+                    else ""))
+    return encode(fig, plt), note
 
 
 def _rate_panels(a1, a2, t, series: dict) -> None:
