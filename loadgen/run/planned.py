@@ -48,22 +48,25 @@ class Planned:
             self.built += 1
             yield self.make(p, self.first_id + i)
 
-    def rest(self, i: int, at: Optional[Callable[[int], int]] = None) -> "Rest":
-        """Requests i.. never built (``at(k)``: request k's scheduled time, if known)."""
-        return Rest(self.first_id, range(max(i, 0), self.n), at)
+    def rest(self, i: int, at: Optional[Callable[[int], int]] = None, skip=None) -> "Rest":
+        """Requests i.. never built (``at(k)``: request k's scheduled time, if known), but
+        the ids in ``skip`` (recorded already)."""
+        return Rest(self.first_id, range(max(i, 0), self.n), at, skip)
 
 
 class Rest:
     """Requests of a Planned never built: light stand-ins one by one (Unbuilt), for their
     cancelled records (written from one template: loadgen.run.senders.cancelled)."""
 
-    def __init__(self, first_id: int, ks: range, at: Optional[Callable[[int], int]]):
-        self.first_id, self.ks, self.at = first_id, ks, at
+    def __init__(self, first_id: int, ks: range, at: Optional[Callable[[int], int]],
+                 skip=None):
+        self.first_id, self.ks, self.at, self.skip = first_id, ks, at, skip
 
     def __iter__(self) -> Iterator[Unbuilt]:
-        at = self.at
+        at, first, skip = self.at, self.first_id, self.skip or ()
         for k in self.ks:
-            yield Unbuilt(self.first_id + k, scheduled_at_ns=at(k) if at is not None else None)
+            if first + k not in skip:
+                yield Unbuilt(first + k, scheduled_at_ns=at(k) if at is not None else None)
 
 
 def remainder(specs, i: int, at: Optional[Callable[[int], int]] = None):

@@ -335,7 +335,8 @@ class Run:
         if planned is not None and not self.hurry:
             self.cooperative = False
             at = None if self.t0 is None else (lambda k: self.t0 + int(self.schedule.offsets_ns[k]))
-            ledger.cancel_many(planned.rest(0, at), "scheduled but never sent: run ended early")
+            ledger.cancel_many(planned.rest(0, at, ledger.written),
+                               "scheduled but never sent: run ended early")
         if self.cpu.result is None and self.t0 is not None:
             self.cpu.stop()
         if self.power is not None:

@@ -23,6 +23,8 @@ from loadgen.redact import redact
 _MARKS = (918273645546372819, 827364554637281991, 736455463728199182, 645546372819918273,
           554637281991827364, 463728199182736455)
 _ID, _AT, _SENT, _END, _MAXT, _PT = _MARKS
+_FIELD = {_ID: "id", _AT: "scheduled_at_ns", _SENT: "sent_at_ns", _MAXT: "max_tokens",
+          _PT: "prompt_tokens", _END: None}      # the item's attribute spliced at each mark
 
 
 def record(item, why: str, worker: Optional[str], end_ns: Optional[int]) -> Record:
@@ -54,7 +56,7 @@ class Lines:
             pieces.append(text[pos:where])
             pos = where + len(str(m))
         pieces.append(text[pos:])
-        return tuple(pieces), tuple(m for _, m in found)
+        return pieces[0], tuple((_FIELD[m], piece) for (_, m), piece in zip(found, pieces[1:]))
 
     def line(self, item, why: str) -> str:
         g = getattr
@@ -65,13 +67,11 @@ class Lines:
         t = self._templates.get(key)
         if t is None:
             t = self._templates[key] = self._template(item.phase, why)
-        pieces, order = t
-        val = {_ID: item.id, _AT: g(item, "scheduled_at_ns", None),
-               _SENT: g(item, "sent_at_ns", None), _END: self.end_ns,
-               _MAXT: g(item, "max_tokens", None), _PT: g(item, "prompt_tokens", None)}
-        out = [pieces[0]]
-        for m, piece in zip(order, pieces[1:]):
-            v = val[m]
+        head, rest = t
+        end = self.end_ns
+        out = [head]
+        for name, piece in rest:
+            v = end if name is None else g(item, name, None)
             out.append("null" if v is None else str(int(v)))
             out.append(piece)
         return "".join(out)
