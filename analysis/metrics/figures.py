@@ -42,10 +42,26 @@ def open_loop(mode: Optional[str]) -> bool:
 
 
 def field(records: list, key: str) -> list:
-    """Field ``key`` of every record (Records: attribute access at C speed; JSON dicts: get)."""
-    if records and isinstance(records[0], Record):
-        return list(map(attrgetter(key), records))
-    return [r.get(key) for r in records]
+    """Field ``key`` of every record (Records: attribute access at C speed; JSON dicts: get).
+    Of a read table's records or a selection made here, asked again: the same list (read it,
+    do not change it)."""
+    if not records or not isinstance(records[0], Record):
+        return [r.get(key) for r in records]
+    memo = _FIELDS.get((id(records), key))
+    if memo is not None and memo[0] is records and len(records) == memo[1]:
+        return memo[2]
+    vals = list(map(attrgetter(key), records))
+    tab = read_cache()
+    if tab is not None and (records is tab.records or id(records) in _SELECTED):
+        for k in [k for k, v in _FIELDS.items() if v[3] is not tab]:
+            del _FIELDS[k]                          # another run's table: let it go
+        while len(_FIELDS) >= 32:
+            del _FIELDS[next(iter(_FIELDS))]
+        _FIELDS[(id(records), key)] = (records, len(records), vals, tab)
+    return vals
+
+
+_FIELDS: dict = {}       # (id(list), key) ─► (list, its length, values, table)
 
 
 _SELECTED: dict = {}     # id(list) ─► (list, table, mask): selections made from a read table
@@ -73,6 +89,10 @@ def _where(records, key: str, value: str, equal: bool) -> list:
     mask = base & ((col == value) if equal else (col != value))
     idx = np.flatnonzero(mask).tolist()
     out = list(map(tab.records.__getitem__, idx))
+    for k in [k for k, v in _SELECTED.items() if v[1] is not tab]:
+        del _SELECTED[k]                            # another run's table: let it go
+    for k in [k for k, v in _MADE.items() if v[1] is not tab]:
+        del _MADE[k]
     while len(_SELECTED) >= 8:                      # the last few: a selection of a selection
         del _SELECTED[next(iter(_SELECTED))]
     _SELECTED[id(out)] = (out, tab, mask, len(out))
@@ -215,7 +235,7 @@ def request_throughput(records: list[dict], win) -> Optional[float]:
 
 def _token_sum(recs: list[dict], key: str) -> Optional[int]:
     vals = field(recs, key)
-    return None if not vals or any(v is None for v in vals) else int(sum(vals))
+    return None if not vals or None in vals else int(sum(vals))
 
 
 def output_throughput(records: list[dict], win) -> Optional[float]:
@@ -360,6 +380,8 @@ def in_flight_steps(records: Iterable[dict], sel: Optional[np.ndarray] = None
     order = np.lexsort((d, t))                      # by time, ends first at equal times
     out = t[order], np.cumsum(d[order])
     if sel is None:
+        for a in out:
+            a.flags.writeable = False               # shared by its readers
         tab._in_flight = out
     return out
 

@@ -58,3 +58,25 @@ def test_a_table_over_plain_dicts_equals_the_read_one(tmp_path):
     sub = table_of(read.records[2:5])            # a selection of read records
     assert [r.id for r in sub.records] == [2, 3, 4]
     assert np.array_equal(sub.t, read.t[read.offsets[2]:read.offsets[5]])
+
+
+def test_slices_name_the_right_line_and_keep_a_last_line_without_newline(tmp_path):
+    recs = steady(30)
+    p = tmp_path / "records.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs).rstrip("\n"))   # no final newline
+    for size in (100, 4096, 1 << 20):
+        t = read_table(p, slice_bytes=size)
+        assert [r.id for r in t.records] == list(range(30))
+        assert [list(c) for c in t.records[-1].chunks] == recs[-1]["chunks"]
+        p.touch()
+    recs[23]["end_at_ns"] = "late"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    for size in (100, 4096):                     # the line number counts every slice before it
+        with pytest.raises(ContractError, match=r"records.jsonl:24: end_at_ns"):
+            read_table(p, slice_bytes=size)
+        p.touch()
+    recs[23]["end_at_ns"] = 5
+    recs[7]["chunks"] = None                     # not a list: named, never read as no chunks
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    with pytest.raises(ContractError, match=r"chunks"):
+        read_table(p, slice_bytes=4096)
