@@ -51,6 +51,21 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def listen(runner, coord: Callable[[], Optional["Coordinator"]]) -> None:
+    """The master's handlers (once per process): loadgen messages to ``coord()``, the current
+    run's; the workers' clock pings answered (clock.py); Locust's heartbeat liveness raised."""
+    import locust.runners as lr   # read when a worker connects and at each heartbeat
+    lr.HEARTBEAT_LIVENESS = max(lr.HEARTBEAT_LIVENESS, HEARTBEAT_LIVENESS_S)
+
+    def on(t: str, msg) -> None:
+        c = coord()
+        if c is not None:
+            c.on_message(t, runner.get_worker_index(msg.node_id), msg.data)
+    for t in MSG_TYPES:
+        runner.register_message(t, lambda environment, msg, t=t, **kw: on(t, msg))
+    answer_pings(runner)
+
+
 class Coordinator:
     def __init__(self, env, sc, n_workers: int, setup: dict, run_dir: Path,
                  connect_timeout_s: float = 60.0, api_key: Optional[str] = None,
@@ -78,19 +93,8 @@ class Coordinator:
 
     # -- transport ------------------------------------------------------------------------
     def register(self) -> None:
-        if self.local:
-            return
-        import locust.runners as lr   # read when a worker connects and at each heartbeat
-        lr.HEARTBEAT_LIVENESS = max(lr.HEARTBEAT_LIVENESS, HEARTBEAT_LIVENESS_S)
-        runner = self.env.runner
-        for t in MSG_TYPES:
-            runner.register_message(t, self._listener(t))
-        answer_pings(runner)                  # the workers' clock offsets (clock.py)
-
-    def _listener(self, t: str) -> Callable:
-        def on(environment, msg, **kw):
-            self.on_message(t, self.env.runner.get_worker_index(msg.node_id), msg.data)
-        return on
+        if not self.local:
+            listen(self.env.runner, lambda: self)
 
     def on_message(self, t: str, index: int, data) -> None:
         if t == "loadgen_records":
@@ -118,12 +122,10 @@ class Coordinator:
             lines = data.get(kind) or []
             if not lines:
                 continue
-            key = (kind, index)
-            f = self._files.get(key)
+            f = self._files.get((kind, index))
             if f is None:
-                name = f"{'records' if kind == 'records' else 'sent'}.worker-{index}.jsonl"
-                f = self._files[key] = open(self.run_dir / name, "a", buffering=1,
-                                            encoding="utf-8")
+                f = self._files[kind, index] = open(self.run_dir / f"{kind}.worker-{index}.jsonl",
+                                                    "a", buffering=1, encoding="utf-8")
             f.write("".join(line + "\n" for line in lines))
             f.flush()
 

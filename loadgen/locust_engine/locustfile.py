@@ -57,20 +57,9 @@ def _on_init(environment, **kw):
         return
     _STATE["run_dir"] = Path(os.environ.get("LOADGEN_RUN_DIR")
                              or f"runs/locust-{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}")
-    if isinstance(environment.runner, MasterRunner):
-        from loadgen.locust_engine.clock import answer_pings
-        from loadgen.locust_engine.coordinator import MSG_TYPES
-        for t in MSG_TYPES:       # once per process; each test start gets a new Coordinator
-            environment.runner.register_message(t, _forwarder(environment, t))
-        answer_pings(environment.runner)     # the workers' clock offsets (clock.py)
-
-
-def _forwarder(environment, t: str):
-    def on(env, msg, **kw):
-        coord = _STATE.get("coord")
-        if coord is not None:
-            coord.on_message(t, environment.runner.get_worker_index(msg.node_id), msg.data)
-    return on
+    if isinstance(environment.runner, MasterRunner):   # each test start: a new Coordinator
+        from loadgen.locust_engine.coordinator import listen
+        listen(environment.runner, lambda: _STATE.get("coord"))
 
 
 @events.test_start.add_listener

@@ -27,7 +27,7 @@ from loadgen.locust_engine.ledger import WorkerLedger
 from loadgen.locust_engine.sessions import SessionWork
 from loadgen.record import Record, now_ns
 from loadgen.run.senders.clock import estimate_from
-from loadgen.run.senders.ledger import snapshot
+from loadgen.run.senders.in_flight import snapshot
 from loadgen.run.senders.plan import Plan
 from loadgen.run.senders.sender import SliceSender
 

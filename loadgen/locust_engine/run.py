@@ -138,8 +138,13 @@ class LocustRun:
                     r.server = stack.enter_context(ManagedServer(self.sc.target.server, run_dir))
                     base_url = r.server.base_url
                 stack.enter_context(r.client_affinity())   # target.server.cpus: the rest
-                self._sut(base_url.rstrip("/"))
-                self._start_scrape()
+                # sut.json as the native engine writes it; /metrics in its own process
+                asyncio.run(r._describe_target(base_url.rstrip("/")))
+                tg, a = self.sc.target, self.sc.api
+                self.scrape = ScrapeProcess(r.base_url, run_dir, tg.metrics_interval_s,
+                                            headers=a.headers, path=tg.metrics_path,
+                                            api_key=self.prep.key, enabled=tg.scrape_metrics,
+                                            timeout_s=min(5.0, a.timeout_s)).start()
                 try:
                     self._processes()
                 finally:            # before a managed server stops: the last scrape sees it
@@ -151,17 +156,6 @@ class LocustRun:
             for p in self.procs:
                 _stop(p, 2.0)
         return self._finish()
-
-    def _sut(self, base_url: str) -> None:
-        """sut.json exactly as the native engine writes it (runner.Run._describe_target)."""
-        asyncio.run(self.run._describe_target(base_url))
-
-    def _start_scrape(self) -> None:
-        r, tg = self.run, self.sc.target
-        self.scrape = ScrapeProcess(r.base_url, self.prep.run_dir, tg.metrics_interval_s,
-                                    headers=self.sc.api.headers, path=tg.metrics_path,
-                                    api_key=self.prep.key, enabled=tg.scrape_metrics,
-                                    timeout_s=min(5.0, self.sc.api.timeout_s)).start()
 
     def _processes(self) -> None:
         o, r = self.opts, self.run

@@ -80,8 +80,6 @@ class WorkerHandler:
             if data["digest"] != digest(self.sc):
                 raise ValueError("this worker's scenario (workload/load) differs from the "
                                  "master's: give both the same file and --set overrides")
-            if not 0 <= index < n:
-                raise ValueError(f"worker index {index} outside 0..{n - 1}")
             host = urlparse(data["base_url"]).hostname
             if host in LOOPBACK and data["clock"].get("boot_id") != boot_id():
                 raise ValueError(f"the target {data['base_url']} is a loopback address on the "
@@ -89,14 +87,13 @@ class WorkerHandler:
             d = Path(self.args.records_dir or self.args.run_dir or "loadgen-locust-worker")
             if data.get("run_seq", 1) > 1:       # locust -f: a later test start in one process
                 d = d / f"run-{data['run_seq']}"
-            est = estimate_from(data["clock"], self.pinger.measure())
+            est = estimate_from(data["clock"], self.pinger.measure())   # Plan checks index
             self.node = RequestSource(self.sc, index, n, dict(data, clock_estimate=est), d,
                                    self.send, self.args.forward, self.key,
                                    lambda: self.env.runner.user_count)
-            (d / f"worker-{index}.json").write_text(json.dumps(
-                {"index": index, "pid": os.getpid(), "host": socket.gethostname()}))
-            self.send("loadgen_ready", {"index": index, "pid": os.getpid(),
-                                        "host": socket.gethostname()})
+            me = {"index": index, "pid": os.getpid(), "host": socket.gethostname()}
+            (d / f"worker-{index}.json").write_text(json.dumps(me))   # run.py: whose pid
+            self.send("loadgen_ready", me)
         except Exception as e:
             self.send("loadgen_error", {"error": f"{type(e).__name__}: {e}"})
 

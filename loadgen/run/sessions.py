@@ -116,6 +116,3 @@ class SessionDriver:
                 if e is not None and first is None:
                     first = e
         return first
-
-    def describe(self) -> dict:
-        return self.p.describe()

@@ -7,8 +7,6 @@ child, each Locust worker): each request's record exactly once.
                         batches lines for an idle hub) ─► on_done(rec) (the progress counters)
     cancelled(spec, why)       a never-finished request's record (from its spec)
     cancel_many(specs, why)    a remainder written at once, BULK lines per write
-    snapshot(rec, why)         a request in flight stopped: a copy of its Record "cancelled",
-                               its counts derived from what arrived (request.finish)
     a failed write (OSError: disk full) is kept in ``failed`` and sets every registered stop
     flag (anything with ``set()``); later records are not written (the file ends at its last
     whole line)
@@ -18,9 +16,6 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-import msgspec.structs
-
-from loadgen.client.request import finish
 from loadgen.record import Record, now_ns
 
 BULK = 4096                 # cancelled records per write when a remainder is written at once
@@ -106,27 +101,3 @@ class Ledger:
         if self.on_done is not None:
             for r in batch:
                 self.on_done(r)
-
-
-def snapshot(rec: Record, why: str) -> Record:
-    """A copy of ``rec`` as "cancelled" (an ok one stays ok), counts derived from what
-    arrived; one never sent says so."""
-    snap = msgspec.structs.replace(rec, chunks=list(rec.chunks))
-    if snap.status != "ok":
-        if snap.sent_at_ns is None:           # a user held it, waiting for its time
-            why = f"scheduled but never sent: {why.split(' before ')[0]}"
-        snap.status, snap.error_kind, snap.error = "cancelled", "cancelled", why
-    if snap.end_at_ns is None:
-        snap.end_at_ns = now_ns()
-    finish(snap, _Tally(snap), snap.workload_prompt_tokens)
-    return snap
-
-
-class _Tally:
-    """A finished StreamTally's view of a record (for re-deriving a cancelled snapshot)."""
-
-    def __init__(self, rec: Record):
-        self.completion_tokens = rec.usage_output_tokens
-        self.prompt_tokens = rec.prompt_tokens if rec.prompt_tokens_source == "usage" else None
-        self.finish_reason = rec.finish_reason
-        self.chars = rec.output_chars or 0

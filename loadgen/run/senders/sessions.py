@@ -106,9 +106,6 @@ class SessionBook:
             out += self.unsent(Conversation(session, start), why)
         return out
 
-    def describe(self) -> dict:
-        return {"sessions_started": self.started, "turns_issued": self.issued}
-
 
 class SessionPlayer:
     """One sender's sessions: which next, each turn's time, the budget, what a stop cancels."""
@@ -246,6 +243,3 @@ class SessionPlayer:
         if now - (last_issue_ns or now) > int(timeout_s * 1e9):
             return drain_why(timeout_s)
         return None
-
-    def describe(self) -> dict:
-        return self.book.describe()
