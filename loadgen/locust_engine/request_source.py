@@ -96,8 +96,7 @@ class RequestSource(SliceSender):
         self._set_phase("measured")
         if self.work is not None:
             self.work.go(self.t0)
-        else:
-            gevent.spawn(self._drain_watch)
+        gevent.spawn(self._drain_watch)
 
     def _hold_gc(self) -> None:
         if self.gc_saved is None:                # from warm-up (or go) to done: hold_gc
@@ -198,12 +197,22 @@ class RequestSource(SliceSender):
             self._done()
 
     def _drain_watch(self) -> None:
-        """After the last issue, give stragglers load.drain_timeout_s, then cancel them."""
-        while self.phase == "measured":
+        """load.drain_timeout_s after the last send (SliceSender.drain_due; sessions: the
+        SessionPlayer's): what is in flight cancelled, and every turn a session has left."""
+        p = self.work.p if self.work is not None else None
+        while self.phase == "measured" and not (p is not None and p.halted()):
             gevent.sleep(0.05)
-            why = self.drain_due(now_ns())
-            for rec in list(self.inflight.values()) if why else ():
-                self.cancel(rec, why)
+            why = (self.drain_due(now_ns()) if p is None else p.drain_due(
+                now_ns(), self.last_issue_ns, bool(self.inflight), self.load.drain_timeout_s))
+            if why:
+                self.hold = True
+                for rec in [*self.inflight.values()]:
+                    self.cancel(rec, why)
+                for rec in p.drain(why) if p is not None else ():
+                    self.write(rec)
+                self.hold = False
+                self.exhausted = self.exhausted or p is not None
+                self.maybe_finish()
 
     def interrupt(self, why: str = "the run was interrupted before the request ended") -> None:
         self.stopped = self.hold = True

@@ -165,19 +165,18 @@ class LocustRun:
         power = self.power = PowerHook(self.sc.power, self.prep.run_dir).start()
         if not o.workers:
             self.master = _spawn(_argv("local", o, *common), self.dir / "local.log")
-            self.procs.append(self.master)
         else:
             port = o.master_port if o.master else free_port()
             bind = o.bind_host or ("*" if o.master else "127.0.0.1")
             self.master = _spawn(_argv("master", o, *common, "--workers", str(o.workers),
                                        "--master-port", str(port), "--bind-host", bind),
                                  self.dir / "master.log")
-            self.procs.append(self.master)
-            if not o.master:
-                for i in range(o.workers):
-                    self.procs.append(_spawn(_argv(
-                        "worker", o, "--records-dir", str(self.dir), "--master-host",
-                        "127.0.0.1", "--master-port", str(port)), self.dir / f"worker.{i}.log"))
+        self.procs.append(self.master)
+        if o.workers and not o.master:
+            for i in range(o.workers):
+                self.procs.append(_spawn(_argv(
+                    "worker", o, "--records-dir", str(self.dir), "--master-host",
+                    "127.0.0.1", "--master-port", str(port)), self.dir / f"worker.{i}.log"))
         follow = Follower(self.dir)
         if self.progress is not None:
             self.progress.start("locust", Plan(self.sc).owed_count())
@@ -227,14 +226,13 @@ class LocustRun:
         n = int(st.get("n_workers") or self.opts.workers or 1)
         status = {int(k): v.get("status") for k, v in (st.get("workers") or {}).items()}
         pids = _worker_pids(self.dir)
-        died = {pids[pid]: code for pid, code in self.exits.items() if pid in pids and code}
-        for i in died:
-            if status.get(i) != "done":
-                status[i] = "dead"
+        for pid, code in self.exits.items():      # a worker process that died: "dead"
+            if code and pid in pids and status.get(pids[pid]) != "done":
+                status[pids[pid]] = "dead"
         master_rc = self.master.returncode if self.master is not None else None
         t0, end = st.get("t0_ns"), st.get("end_ns")
         counts = merge_parts(self.dir, run_dir / "records.jsonl", Plan(self.sc), n, status,
-                       t0, bool(self.interrupted or st.get("interrupted")), end)
+                             t0, bool(self.interrupted or st.get("interrupted")), end)
         reports = [w.get("report") or {} for w in (st.get("workers") or {}).values()]
         stopped = st.get("interrupted") and not self.early   # the master was told to stop
         interrupted = self.interrupted or ("SIGTERM" if stopped else None)

@@ -4,8 +4,6 @@ what a stop or a drain cancels). A Locust user plays one session at a time; this
 and sends, through the worker's one request path (RequestSource.send). No asyncio here."""
 from __future__ import annotations
 
-import gevent
-
 from loadgen.locust_engine.clock import sleep_until
 from loadgen.record import now_ns
 from loadgen.run.senders.sessions import SessionPlayer
@@ -25,7 +23,6 @@ class SessionWork:
         self.p.begin(t0, t0 + int(ld.duration_s * 1e9) if ld.duration_s else None,
                      plan.session_slice(), plan.schedule.offsets_ns is not None,
                      plan.session_count())
-        gevent.spawn(self._drain_watch)
 
     def serve(self, user) -> bool:
         """Play one session on ``user``; False when there is none to play (now or ever)."""
@@ -56,19 +53,3 @@ class SessionWork:
     def stop(self, why: str) -> None:
         for rec in self.p.stop(why):
             self.node.write(rec)
-
-    def _drain_watch(self) -> None:
-        """load.drain_timeout_s after the last send: in flight and every turn left cancelled."""
-        node, p, ld = self.node, self.p, self.node.sc.load
-        while node.phase == "measured" and not p.halted():
-            gevent.sleep(0.05)
-            why = p.drain_due(now_ns(), node.last_issue_ns, bool(node.inflight),
-                              ld.drain_timeout_s)
-            if why:
-                node.hold = True
-                for rec in [*node.inflight.values()]:
-                    node.cancel(rec, why)
-                for rec in p.drain(why):
-                    node.write(rec)
-                node.hold, node.exhausted = False, True
-                node.maybe_finish()
