@@ -55,7 +55,7 @@ def field(records: list, key: str) -> list:
     if tab is not None and (records is tab.records or id(records) in _SELECTED):
         for k in [k for k, v in _FIELDS.items() if v[3] is not tab]:
             del _FIELDS[k]                          # another run's table: let it go
-        while len(_FIELDS) >= 32:
+        while len(_FIELDS) >= 8:
             del _FIELDS[next(iter(_FIELDS))]
         _FIELDS[(id(records), key)] = (records, len(records), vals, tab)
     return vals

@@ -89,7 +89,8 @@ def main(args: argparse.Namespace) -> int:
     from loadgen.live.flags import open_live, run_live
     from loadgen.scenario.loader import load_scenario
 
-    from loadgen.locust_engine.cli import check_flags, run_from_cli
+    from loadgen.locust_engine.cli import run_from_cli
+    from loadgen.run.engines import check_flags
 
     bad = check_flags(args.engine, args.workers, args.master, args.worker, args.master_host)
     if bad:

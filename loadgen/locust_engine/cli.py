@@ -1,13 +1,6 @@
-"""The flags of ``loadgen run --engine locust`` and what loadgen/commands/run.py calls.
-
-    check_flags(engine, workers, master, worker, master_host)  ─► one-line error or None (exit 2)
-    run_from_cli(sc, args, progress)                           ─► RunResult | exit code
-        --worker --master-host H   run_worker: one Locust worker joined to H; its records are
-                                   forwarded to the master's run directory (a copy stays here)
-        otherwise                  run.LocustRun (local, --workers N, or --master); with
-                                   --metrics-port the live exporter follows its directory
-A master error (workers never connected, ...) prints one line; meta.crashed holds it.
-"""
+"""What ``loadgen run --engine locust`` calls (loadgen/commands/run.py; its flags are checked by
+run/engines.check_flags): run_from_cli runs LocustRun, or for ``--worker`` one worker joined to
+--master-host H, its records forwarded to the master's run directory."""
 from __future__ import annotations
 
 import importlib.util
@@ -17,29 +10,6 @@ from pathlib import Path
 from typing import Optional
 
 from loadgen.locust_engine.run import LocustOptions, _argv, _spawn, _stop
-
-
-def check_flags(engine: str, workers, master: bool, worker: bool, master_host) -> Optional[str]:
-    """A one-line error for a flag combination that cannot work, else None."""
-    if engine != "locust":
-        for name, v in (("--workers", workers), ("--master", master), ("--worker", worker),
-                        ("--master-host", master_host)):
-            if v:
-                return f"{name} needs --engine locust"
-        return None
-    if master and worker:
-        return "--master and --worker exclude each other"
-    if worker and not master_host:
-        return "--worker needs --master-host H (the machine running --master)"
-    if master_host and not worker:
-        return "--master-host applies to --worker only"
-    if worker and workers is not None:
-        return "--workers applies to the master side, not to --worker"
-    if master and not workers:
-        return "--master needs --workers N (how many workers will connect)"
-    if workers is not None and workers < 1:
-        return "--workers must be >= 1"
-    return None
 
 
 def run_worker(opts: LocustOptions, master_host: str, records_dir: Optional[str] = None) -> int:

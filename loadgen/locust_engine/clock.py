@@ -1,13 +1,6 @@
-"""The gevent side of the clock: the ping-pong that measures a worker's offset, paced sleeps,
-hub lag. The offset record itself (same host, ping-pong, wall clock; rebase) is every sender's:
-loadgen.run.senders.clock.
-
-    worker ── loadgen_ping {seq, t_ns} ──► master (Locust's own message channel, ZMQ)
-    worker ◄── loadgen_pong {seq, t_ns, master_ns} ── master (answered at once: answer_pings)
-        sample (t_send, master_ns, t_recv) on the worker, PING_TRIES of them (PING_GAP_S apart)
-        ─► senders.clock.clock_estimate (the tightest round trip ± half of it)
-    sleep_until   nap, then yield-spin the last ms (the native dispatcher's rule)
-    LagSampler    how late a 100 ms gevent sleep wakes (hub lag) and process CPU over a window
+"""The gevent side of the clock: the ping-pong over Locust's messages that measures a worker's
+offset (the estimate from its samples is senders.clock's, every sender's), paced sleeps (the
+native dispatcher's rule: nap, then yield-spin the last ms) and hub lag with process CPU.
 """
 from __future__ import annotations
 

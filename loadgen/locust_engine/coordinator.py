@@ -1,19 +1,10 @@
 """The run's conductor inside the Locust master (or the one local Locust process).
 
     connect (N workers) ─► plan ─► ready ─► runner.start(users) ─► warm ─► warm_done {users}
-        ─► go {t0 = now + lead, users_by_worker} ─► done (or dead: no heartbeat)
-        ─► master.json ─► quit
-(users_by_worker: how many Locust users each worker holds, as it said at warm_done: a staged
-closed loop shares each stage's users out by it, stages.py)
-
-Every wait is bounded; a worker that is gone is marked "dead" and not waited for: its process
-has exited (a worker on this host: its pid), or it sent no heartbeat for HEARTBEAT_LIVENESS_S.
-Locust's own liveness (3 missed 1-s heartbeats) is raised to that: on a busy host a worker whose
-hub stalls a few seconds (CPU starvation, an import) is slow, not dead, and treating it as dead
-ended runs early with its requests cancelled or before t0 (issue 18, item 8).
-Records that remote workers forward are appended to the run directory as they arrive.
-``master.json`` (in ``state_dir``) is what the loadgen CLI reads: t0, end, users, and each
-worker's status (done | dead | never_ready) with its report (CPU, loop lag, counts).
+        ─► go {t0 = now + lead, users_by_worker} ─► done (or dead) ─► master.json ─► quit
+Every wait is bounded; a worker whose process exited (on this host) or that sent no heartbeat
+for HEARTBEAT_LIVENESS_S (raised from Locust's 3 s: a starved hub is slow, not dead; issue 18)
+is "dead" and not waited for. Records that remote workers forward are appended here.
 """
 from __future__ import annotations
 
@@ -60,6 +51,21 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def listen(runner, coord: Callable[[], Optional["Coordinator"]]) -> None:
+    """The master's handlers (once per process): loadgen messages to ``coord()``, the current
+    run's; the workers' clock pings answered (clock.py); Locust's heartbeat liveness raised."""
+    import locust.runners as lr   # read when a worker connects and at each heartbeat
+    lr.HEARTBEAT_LIVENESS = max(lr.HEARTBEAT_LIVENESS, HEARTBEAT_LIVENESS_S)
+
+    def on(t: str, msg) -> None:
+        c = coord()
+        if c is not None:
+            c.on_message(t, runner.get_worker_index(msg.node_id), msg.data)
+    for t in MSG_TYPES:
+        runner.register_message(t, lambda environment, msg, t=t, **kw: on(t, msg))
+    answer_pings(runner)
+
+
 class Coordinator:
     def __init__(self, env, sc, n_workers: int, setup: dict, run_dir: Path,
                  connect_timeout_s: float = 60.0, api_key: Optional[str] = None,
@@ -77,7 +83,7 @@ class Coordinator:
         self.finished = Event()
         self.stopping = False
         self.stop_ns = 0
-        plan = Plan(sc)
+        plan = self.plan = Plan(sc)
         self.users = users_for(sc, plan.schedule, n_workers)
         self.state: dict = {"n_workers": n_workers, "users": self.users, "t0_ns": None,
                             "end_ns": None, "error": None, "interrupted": False,
@@ -87,19 +93,8 @@ class Coordinator:
 
     # -- transport ------------------------------------------------------------------------
     def register(self) -> None:
-        if self.local:
-            return
-        import locust.runners as lr   # read when a worker connects and at each heartbeat
-        lr.HEARTBEAT_LIVENESS = max(lr.HEARTBEAT_LIVENESS, HEARTBEAT_LIVENESS_S)
-        runner = self.env.runner
-        for t in MSG_TYPES:
-            runner.register_message(t, self._listener(t))
-        answer_pings(runner)                  # the workers' clock offsets (clock.py)
-
-    def _listener(self, t: str) -> Callable:
-        def on(environment, msg, **kw):
-            self.on_message(t, self.env.runner.get_worker_index(msg.node_id), msg.data)
-        return on
+        if not self.local:
+            listen(self.env.runner, lambda: self)
 
     def on_message(self, t: str, index: int, data) -> None:
         if t == "loadgen_records":
@@ -119,24 +114,18 @@ class Coordinator:
                 self.on_message("loadgen_ready", 0, {"index": 0, "pid": os.getpid()})
             except Exception as e:
                 self.on_message("loadgen_error", 0, {"error": f"{type(e).__name__}: {e}"})
-        elif t == "loadgen_warm":
-            self.node.start_warm()
-        elif t == "loadgen_go":
-            self.node.go(data["t0_ns"], data.get("users_by_worker"))
-        elif t == "loadgen_stop" and self.node is not None:
-            self.node.interrupt(data.get("why") or "run interrupted")
+        elif self.node is not None:
+            self.node.on_message(t, data)
 
     def _append(self, index: int, data: dict) -> None:
         for kind in ("records", "sent"):
             lines = data.get(kind) or []
             if not lines:
                 continue
-            key = (kind, index)
-            f = self._files.get(key)
+            f = self._files.get((kind, index))
             if f is None:
-                name = f"{'records' if kind == 'records' else 'sent'}.worker-{index}.jsonl"
-                f = self._files[key] = open(self.run_dir / name, "a", buffering=1,
-                                            encoding="utf-8")
+                f = self._files[kind, index] = open(self.run_dir / f"{kind}.worker-{index}.jsonl",
+                                                    "a", buffering=1, encoding="utf-8")
             f.write("".join(line + "\n" for line in lines))
             f.flush()
 
@@ -244,19 +233,8 @@ class Coordinator:
         t0 = now_ns() + T0_LEAD_NS
         self.state["t0_ns"] = t0
         self.broadcast("loadgen_go", {"t0_ns": t0, "users_by_worker": ub})
-        atomic_write_text(self.run_dir / "master.json", json.dumps(self.state, indent=2,
-                                                                   default=str) + "\n")
-        plan = Plan(self.sc)
-        span = (int(plan.schedule.offsets_ns[-1]) / 1e9 if plan.schedule.count else 0.0)
-        if plan.stages:
-            span = plan.stages[-1]["start_s"] + plan.stages[-1]["duration_s"]
-        bound = ((span if plan.stages else ld.duration_s or span) + ld.drain_timeout_s
-                 + api.timeout_s + 60.0)
-        if plan.sessions and ld.num_requests:     # turns wait on answers and think times
-            bound += ld.num_requests * (api.timeout_s + ld.drain_timeout_s)
-        elif (plan.schedule.offsets_ns is None and ld.num_requests and not ld.duration_s
-              and not plan.stages):
-            bound += ld.num_requests * api.timeout_s
+        self._write_state()
+        bound = self.plan.time_bound_s(api)
         self._wait("loadgen_done", indices, bound)
         self.state["end_ns"] = now_ns()
 
@@ -279,5 +257,9 @@ class Coordinator:
                 status = "dead" if not self.alive(i) else "unfinished"
             self.state["workers"][str(i)] = {"status": status, "report": done,
                                              "ready": self.got["loadgen_ready"].get(i)}
-        atomic_write_text(self.run_dir / "master.json", json.dumps(self.state, indent=2,
-                                                                   default=str) + "\n")
+        self._write_state()
+
+    def _write_state(self) -> None:
+        """master.json: what the loadgen CLI reads (t0, end, users, each worker's status)."""
+        atomic_write_text(self.run_dir / "master.json",
+                          json.dumps(self.state, indent=2, default=str) + "\n")

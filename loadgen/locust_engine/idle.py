@@ -1,24 +1,13 @@
-"""idle: keeping a worker's gevent hub free for the reads (every read's kernel stamp is only
-exact while the socket holds one chunk): bookkeeping that may wait runs when the hub has
-nothing ready (the cyclic GC is kept out of the requests' way by request_source.py, with the native
-client's rule: loadgen.client.gc_hold, standard library only, so no asyncio here).
+"""Keeping a worker's gevent hub free for the reads: a read's kernel stamp is exact only while
+its socket holds one chunk, and a lockstep decode step makes every stream readable at once.
+What no stamp depends on (record lines: ledger.py; Locust's request events) waits here:
 
-    WorkerLedger.write (record ─► JSON ─► records.worker-i.jsonl), Locust's request event
-      ─► IdleQueue.put(fn, *args) ─► deque ─► one greenlet: gevent.idle() ─► fn(*args), items
-         in order for up to SLICE_NS per idle wake (libev runs idle watchers only when no
-         other event is pending; a socket that turns readable meanwhile waits at most a slice)
-      ─► drain(): everything now, in order (the ledger's close: done, interrupt, SIGTERM)
-    YoungGC (while the GC is held): every CHECK_S, when more than YOUNG_BATCH young objects
-      wait, gc.collect(0) at the next idle moment: small collections between decode steps,
-      never the held threshold's one long pause in the middle of a step's reads
-
-Why: a lockstep decode step makes every stream's socket readable at once; a user that finishes
-its request then used to encode and write its record before the hub went on reading the
-others, so at a round's turnover the reads fell more than one token behind (two chunks, one
-kernel stamp). Reads and sends stay where they were; only what no stamp depends on waits
-here, for the gaps between decode steps. More than MAX_QUEUED waiting: the oldest runs at once
-(a hub that is never idle still writes). A failing item is logged, as Locust logs a failing
-task, and the queue goes on.
+    IdleQueue.put(fn, *args) ─► one greenlet: gevent.idle() (libev runs idle watchers only when
+        no other event is pending) ─► fn(*args) in order, up to SLICE_NS per idle wake; more
+        than MAX_QUEUED waiting: the oldest runs at once; close(): everything, now
+    YoungGC: while the GC is held (client.gc_hold), gc.collect(0) at idle moments once more than
+        YOUNG_BATCH young objects wait: small pauses between decode steps, not one long one
+A failing item is logged, as Locust logs a failing task, and the queue goes on.
 """
 from __future__ import annotations
 

@@ -1,38 +1,26 @@
 """A Locust worker's ledger: the one ledger (loadgen.run.senders.ledger: each id once, the
-worker's tag, a failed write stops it) writing its lines when the hub is idle, on the master's
-clock, with the send journal.
+worker's tag, a failed write stops it) writing its lines when the gevent hub is idle, on the
+master's clock, beside the send journal (senders/journal.py's lines, sent.worker-i.jsonl).
 
-    journal(rec)  just before the send ─► locust/sent.worker-i.jsonl (id, phase, times, token
-                  counts, session_id / turn): what merge.py owes a record when no record comes
-    write(rec)    a finished (or cancelled) request ─► locust/records.worker-i.jsonl, once per id
-                  (times shifted onto the master's clock: clock.rebase); the id is taken at
-                  once, the record waits in ``pending``; when the hub is idle (idle.py: not in
-                  the middle of a decode step's reads) up to WRITE_BATCH waiting records are
-                  encoded ONCE each (Record.to_json, redacted) and written in ONE write, the
-                  same lines forwarded; close() writes what waits; a worker killed outright
-                  loses only those waiting lines, which merge.py then writes as cancelled,
-                  "worker i died")
-    snapshot(rec, why)   an unfinished request's record as "cancelled" (what arrived kept)
-    forward       remote workers: both files' new lines also go to the master in batches
-                  (Locust's messages, every FORWARD_EVERY_S), written there by the coordinator
-
-gevent only for the forwarding loop; the request source (request_source.py) decides what to
-write and when.
+    write(rec)  the id taken at once, the record rebased (senders.clock.rebase) and queued;
+                when the hub idles (idle.py) up to WRITE_BATCH queued records are encoded ONCE
+                each (Record.to_json, redacted) and written in ONE write; close() writes what
+                waits (a worker killed outright loses only those: the merge owes them)
+    forward     remote workers: both files' new lines also go to the master in batches
+                (Locust's messages, every FORWARD_EVERY_S), written there by the coordinator
 """
 from __future__ import annotations
 
-import msgspec.structs
-import json
 from pathlib import Path
 from typing import Callable
 
 import gevent
 
-from loadgen.client import request
 from loadgen.locust_engine.idle import IdleQueue
-from loadgen.record import Record, RecordWriter, now_ns
+from loadgen.record import Record, RecordWriter
 from loadgen.redact import redact
 from loadgen.run.senders.clock import rebase
+from loadgen.run.senders.journal import journal_line
 from loadgen.run.senders.ledger import Ledger
 
 FORWARD_EVERY_S = 0.1
@@ -59,13 +47,7 @@ class WorkerLedger(Ledger):
 
     def journal(self, rec: Record) -> None:
         self.sent_count += 1
-        sched = rec.scheduled_at_ns
-        line = json.dumps({"id": rec.id, "phase": rec.phase,
-                           "scheduled_at_ns": sched + self.shift if sched is not None else None,
-                           "sent_at_ns": now_ns() + self.shift,
-                           "requested_output_tokens": rec.requested_output_tokens,
-                           "workload_prompt_tokens": rec.workload_prompt_tokens,
-                           "session_id": rec.session_id, "turn": rec.turn})
+        line = journal_line(rec, self.shift)
         self.journal_file.write(line + "\n")
         if self.forward:
             self.batch_sent.append(line)
@@ -81,9 +63,6 @@ class WorkerLedger(Ledger):
             self.idle.put(self._lines)
 
     def _lines(self) -> None:
-        """Up to WRITE_BATCH waiting records: each encoded once (Record.to_json: msgspec, as for
-        every engine; redacted as RecordWriter.write does), one write; the rest wait for the
-        next idle slot."""
         recs = self.pending[:WRITE_BATCH]
         del self.pending[:WRITE_BATCH]
         if self.pending:
@@ -93,20 +72,6 @@ class WorkerLedger(Ledger):
             self.batch_rec.extend(lines)
         self.writer.write_lines(lines)
 
-    @staticmethod
-    def snapshot(rec: Record, why: str) -> Record:
-        """A copy of ``rec`` as "cancelled" (an ok one stays ok), counts derived from what
-        arrived; one never sent says so."""
-        snap = msgspec.structs.replace(rec, chunks=list(rec.chunks))
-        if snap.status != "ok":
-            if snap.sent_at_ns is None:           # a user held it, waiting for its time
-                why = f"scheduled but never sent: {why.split(' before ')[0]}"
-            snap.status, snap.error_kind, snap.error = "cancelled", "cancelled", why
-        if snap.end_at_ns is None:
-            snap.end_at_ns = now_ns()
-        request.finish(snap, _Tally(snap), snap.workload_prompt_tokens)
-        return snap
-
     def close(self) -> None:
         self.idle.close()                        # every record line still waiting, now
         self.flush_forward()
@@ -114,7 +79,6 @@ class WorkerLedger(Ledger):
         self.writer.close()
         self.journal_file.close()
 
-    # -- remote workers: records also travel through Locust's messages -----------------------
     def flush_forward(self) -> None:
         if self.batch_rec or self.batch_sent:
             recs, sent = self.batch_rec, self.batch_sent
@@ -126,13 +90,3 @@ class WorkerLedger(Ledger):
             gevent.sleep(FORWARD_EVERY_S)
             if not self.closed:
                 self.flush_forward()
-
-
-class _Tally:
-    """A finished StreamTally's view of a record (for re-deriving a cancelled snapshot)."""
-
-    def __init__(self, rec: Record):
-        self.completion_tokens = rec.usage_output_tokens
-        self.prompt_tokens = rec.prompt_tokens if rec.prompt_tokens_source == "usage" else None
-        self.finish_reason = rec.finish_reason
-        self.chars = rec.output_chars or 0

@@ -1,20 +1,13 @@
 """A locustfile for running loadgen's LLM user with Locust's own command line and web UI.
 
     LOADGEN_SCENARIO=scenario.yaml locust -f $(python -c "import loadgen.locust_engine.locustfile
-        as m; print(m.__file__)") [--host URL] [--headless -u 8 -r 8]
-    distributed: the same with --master on one machine, --worker --master-host H on the others
-
-    scenario ─► workload + schedule (as ``loadgen run``); Locust's user count is the in-flight
-    bound (concurrency mode: the closed-loop users; server/offline: how many requests may be in
-    flight while the schedule paces them)
-    test start (UI button or --headless) ─► the same plan/warm/go protocol as
-    ``loadgen run --engine locust`` ─► LOADGEN_RUN_DIR (default runs/locust-<time>-<name>):
-        records.worker-i.jsonl (forwarded by every worker), master.json, and at the end
-        records.jsonl (one record per owed request; merge.py)
-Locust's charts are for watching only (its stats round response times); loadgen's numbers come
-from records.jsonl. The target is ``--host`` if given, else the scenario's target.url; the model
-is api.model, else the first id of GET /v1/models. Environment: LOADGEN_SCENARIO (required),
-LOADGEN_SET (``;``-separated key.path=value overrides), LOADGEN_RUN_DIR, LOADGEN_WORKER_DIR.
+        as m; print(m.__file__)") [--host URL] [--headless -u 8 -r 8]   (or --master / --worker)
+Each test start runs the plan/warm/go protocol of ``loadgen run --engine locust`` with Locust's
+user count as the in-flight bound, into LOADGEN_RUN_DIR (default runs/locust-<time>-<name>),
+merged to records.jsonl at its end. Locust's charts are for watching (its stats round); the
+target is --host, else target.url; the model api.model, else GET /v1/models' first.
+Environment: LOADGEN_SCENARIO, LOADGEN_SET (``;``-separated overrides), LOADGEN_RUN_DIR,
+LOADGEN_WORKER_DIR.
 """
 from __future__ import annotations
 
@@ -31,6 +24,7 @@ from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
 from loadgen.locust_engine.user import LLMUser  # noqa: F401  (the user class Locust runs)
+from loadgen.run.rundir import api_key
 from loadgen.scenario.loader import load_scenario
 
 _STATE: dict = {}
@@ -51,10 +45,6 @@ def _model(base_url: str, sc) -> str:
         return json.loads(r.read())["data"][0]["id"]
 
 
-def _key(sc):
-    return os.environ.get(sc.api.api_key_env) if sc.api.api_key_env else None
-
-
 @events.init.add_listener
 def _on_init(environment, **kw):
     sc = _STATE["sc"] = _scenario()
@@ -63,24 +53,13 @@ def _on_init(environment, **kw):
         from loadgen.locust_engine.worker import WorkerHandler
         d = os.environ.get("LOADGEN_WORKER_DIR") or f"loadgen-locust-worker-{os.getpid()}"
         args = SimpleNamespace(records_dir=d, run_dir=None, forward=True)
-        _STATE["handler"] = WorkerHandler(environment, sc, args, _key(sc))
+        _STATE["handler"] = WorkerHandler(environment, sc, args, api_key(sc))
         return
     _STATE["run_dir"] = Path(os.environ.get("LOADGEN_RUN_DIR")
                              or f"runs/locust-{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}")
-    if isinstance(environment.runner, MasterRunner):
-        from loadgen.locust_engine.clock import answer_pings
-        from loadgen.locust_engine.coordinator import MSG_TYPES
-        for t in MSG_TYPES:       # once per process; each test start gets a new Coordinator
-            environment.runner.register_message(t, _forwarder(environment, t))
-        answer_pings(environment.runner)     # the workers' clock offsets (clock.py)
-
-
-def _forwarder(environment, t: str):
-    def on(env, msg, **kw):
-        coord = _STATE.get("coord")
-        if coord is not None:
-            coord.on_message(t, environment.runner.get_worker_index(msg.node_id), msg.data)
-    return on
+    if isinstance(environment.runner, MasterRunner):   # each test start: a new Coordinator
+        from loadgen.locust_engine.coordinator import listen
+        listen(environment.runner, lambda: _STATE.get("coord"))
 
 
 @events.test_start.add_listener
@@ -100,7 +79,7 @@ def _on_test_start(environment, **kw):
     local = not isinstance(environment.runner, MasterRunner)
     coord = Coordinator(environment, sc, 1 if local else None,
                         {"base_url": base_url, "model": _model(base_url, sc), "run_seq": k},
-                        run_dir, api_key=_key(sc), local=local, start_users=False)
+                        run_dir, api_key=api_key(sc), local=local, start_users=False)
     _STATE["coord"] = coord
     _STATE["merged"] = Event()
     gevent.spawn(_conduct, environment, coord)
@@ -133,7 +112,7 @@ def _conduct(environment, coord) -> None:
 
 
 def _merge(coord) -> None:
-    from loadgen.locust_engine.results import merge
+    from loadgen.run.senders.journal import merge_parts as merge
     from loadgen.run.senders.plan import Plan
     st = coord.state
     status = {int(k): v["status"] for k, v in st["workers"].items()}

@@ -1,28 +1,8 @@
-"""Inside a Locust worker (gevent): its request source — the gevent driver of the sans-I/O
-sender (senders/sender.SliceSender: the slice of the plan, what is due next and when, the stage
-gate, the drain rule), the session driver asked before each send, one request path (body,
-journal, send, record) — driven by the run's coordinator on the master. This only waits and
-sends.
-
-    Coordinator (master)                          RequestSource (each worker; index i of n)
-      plan {digest, n, url, model, clock} ──────►  Plan(sc, i, n): its warm-up + measured slice
-      ◄──────────────────────────── ready         records.worker-i.jsonl + sent.worker-i.jsonl
-      runner.start(users)  (Locust spreads users over the workers)
-      warm ──────────────────────────────────►   users drain the warm-up slice (closed loop)
-      ◄─────────────────────────────── warm_done
-      go {t0_ns, users_by_worker} ───────────►   users pace the slice: server/offline: sleep to
-                                                  t0 + offset, send; concurrency: send on free
-                                                  (stages: only the users the stage running now
-                                                  needs, stages.py); sessions: each user plays
-                                                  one session at a time (sessions.py)
-      ◄──── records (remote workers only) ───     every record flushed to the worker's file
-                                                  exactly once (ledger.py)
-      ◄──────────────────────────────── done     (exhausted and drained, or drain timeout)
-      master.json {t0, end, workers: done|dead} ─► runner.quit()
-
-A worker that stops heart-beating is "dead" for the coordinator; the CLI side accounts for its
-unfinished requests from its files. Times are perf_counter_ns; a worker on another host
-(different boot id) shifts its times onto the master's clock through the wall clock.
+"""Inside a Locust worker (gevent): its request source, the gevent runtime of the one sans-I/O
+sender (senders/sender.SliceSender: the slice, what is due next and when, the stage gate, the
+drain rule; senders/sessions via sessions.py), driven by the coordinator's plan ─► warm ─► go
+─► stop messages. One request path for every user: body, journal, send, record (ledger.py);
+at the end a report (CPU, hub lag, counts, stamping, clock) goes back as loadgen_done.
 """
 from __future__ import annotations
 
@@ -38,15 +18,16 @@ from loadgen.client import request
 from loadgen.client.balance import Picker
 from loadgen.client.gc_hold import hold_gc, release_gc
 from loadgen.client.stream_step import Limits
+from loadgen.client.gevent_wire.conn import process_stamps
+from loadgen.client.gevent_wire.reader import process_reader
 from loadgen.locust_engine import user as user_mod
 from loadgen.locust_engine.clock import LagSampler, sleep_until
-from loadgen.client.gevent_wire.conn import process_stamps
 from loadgen.locust_engine.idle import YoungGC
 from loadgen.locust_engine.ledger import WorkerLedger
-from loadgen.client.gevent_wire.reader import process_reader
 from loadgen.locust_engine.sessions import SessionWork
 from loadgen.record import Record, now_ns
-from loadgen.run.senders.clock import clock_estimate, clock_shift, same_host
+from loadgen.run.senders.clock import estimate_from
+from loadgen.run.senders.in_flight import snapshot
 from loadgen.run.senders.plan import Plan
 from loadgen.run.senders.sender import SliceSender
 
@@ -66,21 +47,17 @@ class RequestSource(SliceSender):
         # the native client's request shape: body, headers, record fields, the tally
         self.shape = request.Shape(a, setup["model"], api_key,
                                    tuple(setup.get("drop_fields") or ()))
-        # target.urls: this process picks each request's replica (balance.pick, the native
-        # client's pure rule; least_in_flight counts this process's requests only); worker i
-        # starts its round-robin turns at URL i, as sender process i does natively
+        # target.urls: each request's replica picked here (balance.Picker, the native rule;
+        # worker i starts its round-robin turns at URL i, as sender process i does natively)
         urls = sc.target.replica_urls
         self.replicas = (Picker(urls, sc.target.balance, index)
                          if urls and len(urls) > 1 else None)
-        user_mod.LLMUser.host = self.base_url   # users spawned from now on (Locust's UI label)
-        user_mod.LLMUser.connection_timeout = a.connect_timeout_s
-        user_mod.LLMUser.network_timeout = a.timeout_s
-        user_mod.LLMUser.follow_redirects = a.follow_redirects
+        u = user_mod.LLMUser                     # users spawned from now on
+        u.host, u.connection_timeout, u.network_timeout, u.follow_redirects = (
+            self.base_url, a.connect_timeout_s, a.timeout_s, a.follow_redirects)
         self.limits = Limits.from_api(a.limits)
-        # the shift onto the master's clock: measured by the worker's ping-pong (worker.py), else
-        # 0 on one host / the wall clocks' (clock.clock_estimate); latencies never use it
-        self.clock = setup.get("clock_estimate") or clock_estimate(
-            same_host(setup["clock"]), (), clock_shift(setup["clock"]))
+        # the shift onto the master's clock (worker.py's ping-pong, else senders.clock's rule)
+        self.clock = setup.get("clock_estimate") or estimate_from(setup["clock"])
         self.shift = int(self.clock["shift_ns"])
         self.stamps = process_stamps()           # kernel stamping on before the first connect
         self.work = SessionWork(self, self.plan) if self.plan.sessions else None
@@ -94,6 +71,14 @@ class RequestSource(SliceSender):
         user_mod.NODE = self                     # this process's users now draw from here
 
     # -- phases (driven by the coordinator) --------------------------------------------------
+    def on_message(self, t: str, data: dict) -> None:
+        if t == "loadgen_warm":
+            self.start_warm()
+        elif t == "loadgen_go":
+            self.go(data["t0_ns"], data.get("users_by_worker"))
+        elif t == "loadgen_stop":
+            self.interrupt(data.get("why") or "run interrupted")
+
     def _set_phase(self, phase: str) -> None:
         self.phase = phase
         ev, self.changed = self.changed, Event()
@@ -111,8 +96,7 @@ class RequestSource(SliceSender):
         self._set_phase("measured")
         if self.work is not None:
             self.work.go(self.t0)
-        else:
-            gevent.spawn(self._drain_watch)
+        gevent.spawn(self._drain_watch)
 
     def _hold_gc(self) -> None:
         if self.gc_saved is None:                # from warm-up (or go) to done: hold_gc
@@ -162,11 +146,9 @@ class RequestSource(SliceSender):
     def send(self, user, rec: Record, prompt, messages: Optional[list], headers: Optional[dict],
              want_text: bool, sched: Optional[int] = None,
              images: Optional[tuple] = None) -> None:
-        """The one request path: sleep to ``sched`` (if later), body, journal, send, record.
-        ``messages`` (a session turn): the whole conversation; ``headers``: its own headers;
-        ``want_text``: keep the answer's text (Record.output_text, the next turn sends it);
-        ``images``: workload.images' data URLs (their parts JSON-encoded once per process,
-        request.image_part, spliced into the body)."""
+        """The one request path: sleep to ``sched`` (if later), body (request.Shape: a session
+        turn's ``messages`` and ``headers``, ``want_text`` for its answer, ``images``), journal,
+        send, record."""
         self.taken(rec)
         self.shape.prepare(rec, prompt, images)     # the native client's record fields
         try:
@@ -202,7 +184,7 @@ class RequestSource(SliceSender):
             self.maybe_finish()
 
     def cancel(self, rec: Record, why: str) -> None:
-        self.write(self.ledger.snapshot(rec, why))
+        self.write(snapshot(rec, why))
 
     def maybe_finish(self) -> None:
         if self.hold:                            # records being written in a batch (a stop)
@@ -211,16 +193,26 @@ class RequestSource(SliceSender):
             self.phase = "idle"
             users = self.user_count() if self.user_count is not None else None
             self.send_msg("loadgen_warm_done", {"index": self.index, "users": users})
-        elif self.settled and not (self.work is not None and self.work.busy):
+        elif self.settled and not (self.work is not None and self.work.p.busy):
             self._done()
 
     def _drain_watch(self) -> None:
-        """After the last issue, give stragglers load.drain_timeout_s, then cancel them."""
-        while self.phase == "measured":
+        """load.drain_timeout_s after the last send (SliceSender.drain_due; sessions: the
+        SessionPlayer's): what is in flight cancelled, and every turn a session has left."""
+        p = self.work.p if self.work is not None else None
+        while self.phase == "measured" and not (p is not None and p.halted()):
             gevent.sleep(0.05)
-            why = self.drain_due(now_ns())
-            for rec in list(self.inflight.values()) if why else ():
-                self.cancel(rec, why)
+            why = (self.drain_due(now_ns()) if p is None else p.drain_due(
+                now_ns(), self.last_issue_ns, bool(self.inflight), self.load.drain_timeout_s))
+            if why:
+                self.hold = True
+                for rec in [*self.inflight.values()]:
+                    self.cancel(rec, why)
+                for rec in p.drain(why) if p is not None else ():
+                    self.write(rec)
+                self.hold = False
+                self.exhausted = self.exhausted or p is not None
+                self.maybe_finish()
 
     def interrupt(self, why: str = "the run was interrupted before the request ended") -> None:
         self.stopped = self.hold = True

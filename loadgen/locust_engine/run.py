@@ -1,22 +1,11 @@
 """``loadgen run --engine locust``: the CLI side (no gevent here; Locust runs in subprocesses).
 
-    run_locust(sc, opts) ─► run.outcome.prepare(sc): Prepared (run_dir, plan, schedule, api key),
-                            as the native engine; runner.Run(sc, prepared) for its target steps only
-        ─► managed server / target.url ─► Run._describe_target: GET /v1/models, /info,
-           /version ─► sut.json                                          (the native engine's)
-        ─► targets.scrape.ScrapeProcess: /metrics ─► server_metrics.jsonl (its own process,
-           as the native engine's; marks at go and after the master ends; meta "server_metrics")
-        ─► python -m loadgen.locust_engine.worker --role local          (no --workers)
-                                                 --role master  + N x --role worker  (--workers N)
-                                                 --role master, remote workers     (--master)
-           (own sessions: a terminal Ctrl-C reaches only this process, which tells the master)
-        ─► locust/master.json (t0, end, worker status) + locust/records.worker-i.jsonl
-        ─► merge.merge ─► records.jsonl ─► Outcome (engine "locust", the workers' figures:
-           client_transport = every worker's GWire stamping, locust.clock = each worker's
-           measured shift onto the master's clock and its uncertainty)
-        ─► run.meta.run_meta(Prepared, Outcome) ─► meta.json (as the native engine's)
-        ─► rundir.summarize_dir ─► summary.json (+ report)
-A master error (workers never connected, ...) is meta.crashed (see cli.py).
+The native engine's steps (run.outcome.prepare, runner.Run's target steps: server, sut.json;
+the /metrics scrape process, power) ─► ``python -m loadgen.locust_engine.worker`` as --role
+local, or master + N x worker (own sessions: a terminal Ctrl-C reaches only this process,
+which tells the master) ─► locust/master.json + the workers' part files ─► the one merge
+(senders.journal.merge_parts) ─► Outcome(engine "locust") ─► meta.json, summary.json as the
+native engine's. A master error (workers never connected, ...) is meta.crashed.
 """
 from __future__ import annotations
 
@@ -32,6 +21,22 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
+
+from analysis.roofline import host_load
+from loadgen.run.calibration import freeze_device
+from loadgen.run.engines import refusal, workers_error
+from loadgen.run.meta import run_meta, write_meta
+from loadgen.run.outcome import Outcome, prepare
+from loadgen.run.power_hook import PowerHook
+from loadgen.run.rundir import claim, defer_summary, resolved_yaml, summarize_dir
+from loadgen.run.runner import Run, RunResult
+from loadgen.run.senders.clock import clock_info
+from loadgen.run.senders.describe import client_load, replicas, transport_info
+from loadgen.run.senders.journal import Follower, merge_parts
+from loadgen.run.senders.plan import Plan, users_for
+from loadgen.scenario.model import ScenarioError
+from loadgen.targets.managed import ManagedServer, free_port
+from loadgen.targets.scrape import ScrapeProcess
 
 DEFAULT_PORT = 5557
 KILL_GRACE_S = 10.0
@@ -87,30 +92,15 @@ def _worker_pids(locust_dir: Path) -> dict[int, int]:
 
 class LocustRun:
     def __init__(self, sc, opts: LocustOptions, progress=None):
-        from loadgen.run.senders.plan import users_for
-        from loadgen.run.outcome import prepare
-        from loadgen.run.runner import Run
-        from loadgen.scenario.model import ScenarioError
         self.sc, self.opts, self.progress = sc, opts, progress
         self.prep = prepare(sc)         # run_dir, plan, schedule, api key: as the native engine
         # the native engine's target steps only (server, affinity, probe, sut.json): never meta
         self.run = Run(sc, prepared=self.prep)
-        from loadgen.run.engines import refusal
-        bad = refusal("locust", sc, master=opts.master)       # the one rule (run/engines.py)
+        self.users = users_for(sc, self.prep.schedule, opts.workers)
+        bad = (refusal("locust", sc, master=opts.master)      # the rules: run/engines.py
+               or workers_error(sc, self.users, opts.workers))
         if bad:
             raise ScenarioError(bad)
-        users = self.users = users_for(sc, self.prep.schedule, opts.workers)
-        if opts.workers and users < opts.workers:
-            field = "load.concurrency" if sc.load.mode == "concurrency" else "load.max_concurrency"
-            raise ScenarioError(f"{field}: {users} user(s) cannot keep --workers {opts.workers} "
-                                "busy (each worker needs at least one Locust user)")
-        ld = sc.load
-        if (opts.workers and ld.mode == "concurrency" and ld.num_requests and not ld.duration_s
-                and not ld.stages and users % opts.workers):
-            raise ScenarioError(f"load.concurrency: {users} is not a multiple of --workers "
-                                f"{opts.workers} (each worker owns an equal share of "
-                                "num_requests; uneven users would end the run at lower "
-                                "concurrency)")
         self.dir = self.prep.run_dir / "locust"
         self.interrupted: Optional[str] = None
         self.procs: list[subprocess.Popen] = []
@@ -134,8 +124,6 @@ class LocustRun:
                     p.kill()
 
     def execute(self):
-        from loadgen.targets.managed import ManagedServer
-        from loadgen.run.rundir import claim, resolved_yaml
         r, run_dir = self.run, self.prep.run_dir
         claim(run_dir)      # made and locked: a second run here at once gets exit 2 (rundir.py)
         self.dir.mkdir(exist_ok=True)
@@ -150,8 +138,13 @@ class LocustRun:
                     r.server = stack.enter_context(ManagedServer(self.sc.target.server, run_dir))
                     base_url = r.server.base_url
                 stack.enter_context(r.client_affinity())   # target.server.cpus: the rest
-                self._sut(base_url.rstrip("/"))
-                self._start_scrape()
+                # sut.json as the native engine writes it; /metrics in its own process
+                asyncio.run(r._describe_target(base_url.rstrip("/")))
+                tg, a = self.sc.target, self.sc.api
+                self.scrape = ScrapeProcess(r.base_url, run_dir, tg.metrics_interval_s,
+                                            headers=a.headers, path=tg.metrics_path,
+                                            api_key=self.prep.key, enabled=tg.scrape_metrics,
+                                            timeout_s=min(5.0, a.timeout_s)).start()
                 try:
                     self._processes()
                 finally:            # before a managed server stops: the last scrape sees it
@@ -164,22 +157,7 @@ class LocustRun:
                 _stop(p, 2.0)
         return self._finish()
 
-    def _sut(self, base_url: str) -> None:
-        """sut.json exactly as the native engine writes it (runner.Run._describe_target)."""
-        asyncio.run(self.run._describe_target(base_url))
-
-    def _start_scrape(self) -> None:
-        from loadgen.targets.scrape import ScrapeProcess
-        r, tg = self.run, self.sc.target
-        self.scrape = ScrapeProcess(r.base_url, self.prep.run_dir, tg.metrics_interval_s,
-                                    headers=self.sc.api.headers, path=tg.metrics_path,
-                                    api_key=self.prep.key, enabled=tg.scrape_metrics,
-                                    timeout_s=min(5.0, self.sc.api.timeout_s)).start()
-
     def _processes(self) -> None:
-        from analysis.roofline import host_load
-        from loadgen.targets.managed import free_port
-        from loadgen.run.power_hook import PowerHook
         o, r = self.opts, self.run
         common = ["--run-dir", str(self.dir), "--base-url", r.base_url, "--model", r.model,
                   "--connect-timeout", str(o.connect_timeout_s),
@@ -187,28 +165,21 @@ class LocustRun:
         power = self.power = PowerHook(self.sc.power, self.prep.run_dir).start()
         if not o.workers:
             self.master = _spawn(_argv("local", o, *common), self.dir / "local.log")
-            self.procs.append(self.master)
         else:
             port = o.master_port if o.master else free_port()
             bind = o.bind_host or ("*" if o.master else "127.0.0.1")
             self.master = _spawn(_argv("master", o, *common, "--workers", str(o.workers),
                                        "--master-port", str(port), "--bind-host", bind),
                                  self.dir / "master.log")
-            self.procs.append(self.master)
-            if not o.master:
-                for i in range(o.workers):
-                    self.procs.append(_spawn(_argv(
-                        "worker", o, "--records-dir", str(self.dir), "--master-host",
-                        "127.0.0.1", "--master-port", str(port)), self.dir / f"worker.{i}.log"))
-        from loadgen.locust_engine.results import Follower
-        from loadgen.run.senders.plan import Plan
+        self.procs.append(self.master)
+        if o.workers and not o.master:
+            for i in range(o.workers):
+                self.procs.append(_spawn(_argv(
+                    "worker", o, "--records-dir", str(self.dir), "--master-host",
+                    "127.0.0.1", "--master-port", str(port)), self.dir / f"worker.{i}.log"))
         follow = Follower(self.dir)
         if self.progress is not None:
-            plan = Plan(self.sc)
-            owed = len(plan.expected_ids())
-            if plan.sessions and self.sc.load.num_requests:     # turns: the budget
-                owed = plan.warmup + self.sc.load.num_requests
-            self.progress.start("locust", owed or None)
+            self.progress.start("locust", Plan(self.sc).owed_count())
         marked = False
         while self.master.poll() is None:
             time.sleep(0.05)
@@ -251,27 +222,17 @@ class LocustRun:
     def _finish(self):
         """The workers' records merged, then meta.json from (Prepared, Outcome) as the native
         engine's (loadgen.run.meta.run_meta), device.json, summary.json."""
-        from loadgen.locust_engine.results import merge, transport_info
-        from loadgen.run.senders.describe import client_load, replicas
-        from loadgen.run.senders.clock import clock_info
-        from loadgen.run.senders.plan import Plan
-        from loadgen.run.calibration import freeze_device
-        from loadgen.run.meta import run_meta, write_meta
-        from loadgen.run.outcome import Outcome
-        from loadgen.run.rundir import defer_summary, summarize_dir
-        from loadgen.run.runner import RunResult
         r, st, run_dir = self.run, self._state(), self.prep.run_dir
         n = int(st.get("n_workers") or self.opts.workers or 1)
         status = {int(k): v.get("status") for k, v in (st.get("workers") or {}).items()}
         pids = _worker_pids(self.dir)
-        died = {pids[pid]: code for pid, code in self.exits.items() if pid in pids and code}
-        for i in died:
-            if status.get(i) != "done":
-                status[i] = "dead"
+        for pid, code in self.exits.items():      # a worker process that died: "dead"
+            if code and pid in pids and status.get(pids[pid]) != "done":
+                status[pids[pid]] = "dead"
         master_rc = self.master.returncode if self.master is not None else None
         t0, end = st.get("t0_ns"), st.get("end_ns")
-        counts = merge(self.dir, run_dir / "records.jsonl", Plan(self.sc), n, status,
-                       t0, bool(self.interrupted or st.get("interrupted")), end)
+        counts = merge_parts(self.dir, run_dir / "records.jsonl", Plan(self.sc), n, status,
+                             t0, bool(self.interrupted or st.get("interrupted")), end)
         reports = [w.get("report") or {} for w in (st.get("workers") or {}).values()]
         stopped = st.get("interrupted") and not self.early   # the master was told to stop
         interrupted = self.interrupted or ("SIGTERM" if stopped else None)

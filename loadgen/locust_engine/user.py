@@ -1,27 +1,8 @@
-"""The gevent side of one request: a Locust user that streams from the OpenAI API.
-
-    Spec ─► body (loadgen.client.request, as loadgen.client.http_client) ─► this user's GWire for
-        the request's URL (target.urls: one per replica, the node picks the replica)
-        (gevent_wire/client.py: ONE keep-alive connection, httptools framing, every read a recvmsg with its
-         kernel receive stamp on the perf_counter clock)
-        sent_at_ns ─► headers ─► each read's body pieces, one stamp per read
-                  ─► stream_step.StreamStep (the native client's step; a StreamTally, or
-                     for api.endpoint responses a ResponsesTally) ─► Record.chunks
-        end ─► usage vs chunk counts, status / error_kind (the same rules as the native client)
-        ─► one Locust ``request`` event per request (E2E, for Locust's UI only; never a fake
-           request per token: loadgen's metrics come from the records)
-
-Body, headers and the record bookkeeping (``fail``, ``finish``, ...) come from
-``loadgen.client.request``, the native client's own rules; the HTTP exchange and its record
-rules are GWire's (the wire transport's, mirrored). No asyncio, no aiohttp and no
-geventhttpclient here (this runs in a gevent-patched process).
-
-Stale keep-alive sockets, the native client's rule: a request whose kept-alive socket turns out
-closed before any byte of the answer (EOF or a reset before the status line, a reset or broken
-pipe while sending) is sent once more on a fresh socket; the record says so (``retries``,
-``first_sent_at_ns``, ``retry_error``), and that user stops reusing sockets from then on.
-An idle socket older than 4 s (or the server's ``Keep-Alive: timeout`` − 1 s), or one the server
-already closed, is not reused.
+"""The Locust user: takes the next request from its worker's RequestSource (NODE), sends it
+through its GWire for the URL (client.gevent_wire: one keep-alive connection each, the one
+HTTP/1.1 exchange, kernel receive stamps), fills the Record by the native client's rules
+(client.request.fail/finish) and fires one Locust ``request`` event (E2E, for Locust's UI
+only; loadgen's metrics come from the records). No asyncio here (a gevent-patched process).
 """
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""``python -m loadgen.locust_engine.worker --role local|master|worker``: one Locust process.
-
-    local   LocalRunner + Coordinator + one RequestSource (index 0 of 1), in this process
-    master  MasterRunner + Coordinator; waits for --workers N, writes master.json
-    worker  WorkerRunner + RequestSource for its Locust index; writes records.worker-i.jsonl
-            (+ forwards them to the master with --forward, for a master on another host)
-
-gevent monkey-patches this process first thing; nothing asyncio or aiohttp is imported here.
-The loadgen CLI starts these (loadgen.locust_engine.run); ``--role worker`` is also how
-``loadgen run --worker --master-host H`` joins a master on another machine.
-Exit: 0 done, 1 run error (master.json says why), 2 bad scenario.
+"""``python -m loadgen.locust_engine.worker --role local|master|worker``: one Locust process
+(gevent-patched first thing; nothing asyncio). local: LocalRunner + Coordinator + RequestSource
+0 of 1; master: MasterRunner + Coordinator for --workers N; worker: WorkerRunner +
+RequestSource for its Locust index (--forward: records also sent to a master on another host;
+``loadgen run --worker --master-host H`` starts this). Exit: 0 done, 1 run error, 2 bad scenario.
 """
 from gevent import monkey
 
@@ -62,9 +56,10 @@ class WorkerHandler:
         r = env.runner
         from loadgen.locust_engine.clock import Pinger
         self.pinger = Pinger(r, self.send)       # the clock offset to the master (clock.py)
-        for t, fn in (("loadgen_plan", self.on_plan), ("loadgen_warm", self.on_warm),
-                      ("loadgen_go", self.on_go), ("loadgen_stop", self.on_stop)):
-            r.register_message(t, fn)
+        r.register_message("loadgen_plan", self.on_plan)
+        for t in ("loadgen_warm", "loadgen_go", "loadgen_stop"):   # RequestSource.on_message
+            r.register_message(t, lambda environment, msg, t=t, **kw: self.node and
+                               self.node.on_message(t, msg.data or {}))
 
     def send(self, t: str, data: dict) -> None:
         self.env.runner.send_message(t, data)
@@ -77,7 +72,7 @@ class WorkerHandler:
         gevent.spawn(self._plan, msg.data)
 
     def _plan(self, data: dict) -> None:
-        from loadgen.run.senders.clock import boot_id, clock_estimate, clock_shift, same_host
+        from loadgen.run.senders.clock import boot_id, estimate_from
         from loadgen.locust_engine.request_source import RequestSource
         from loadgen.run.senders.plan import digest
         index, n = self.env.runner.worker_index, data["n_workers"]
@@ -85,8 +80,6 @@ class WorkerHandler:
             if data["digest"] != digest(self.sc):
                 raise ValueError("this worker's scenario (workload/load) differs from the "
                                  "master's: give both the same file and --set overrides")
-            if not 0 <= index < n:
-                raise ValueError(f"worker index {index} outside 0..{n - 1}")
             host = urlparse(data["base_url"]).hostname
             if host in LOOPBACK and data["clock"].get("boot_id") != boot_id():
                 raise ValueError(f"the target {data['base_url']} is a loopback address on the "
@@ -94,29 +87,15 @@ class WorkerHandler:
             d = Path(self.args.records_dir or self.args.run_dir or "loadgen-locust-worker")
             if data.get("run_seq", 1) > 1:       # locust -f: a later test start in one process
                 d = d / f"run-{data['run_seq']}"
-            est = clock_estimate(same_host(data["clock"]), self.pinger.measure(),
-                                 clock_shift(data["clock"]))
+            est = estimate_from(data["clock"], self.pinger.measure())   # Plan checks index
             self.node = RequestSource(self.sc, index, n, dict(data, clock_estimate=est), d,
                                    self.send, self.args.forward, self.key,
                                    lambda: self.env.runner.user_count)
-            (d / f"worker-{index}.json").write_text(json.dumps(
-                {"index": index, "pid": os.getpid(), "host": socket.gethostname()}))
-            self.send("loadgen_ready", {"index": index, "pid": os.getpid(),
-                                        "host": socket.gethostname()})
+            me = {"index": index, "pid": os.getpid(), "host": socket.gethostname()}
+            (d / f"worker-{index}.json").write_text(json.dumps(me))   # run.py: whose pid
+            self.send("loadgen_ready", me)
         except Exception as e:
             self.send("loadgen_error", {"error": f"{type(e).__name__}: {e}"})
-
-    def on_warm(self, environment, msg, **kw) -> None:
-        if self.node is not None:
-            self.node.start_warm()
-
-    def on_go(self, environment, msg, **kw) -> None:
-        if self.node is not None:
-            self.node.go(msg.data["t0_ns"], msg.data.get("users_by_worker"))
-
-    def on_stop(self, environment, msg, **kw) -> None:
-        if self.node is not None:
-            self.node.interrupt((msg.data or {}).get("why") or "run interrupted")
 
     def terminate(self) -> None:
         if self.node is not None:
@@ -137,12 +116,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     from loadgen.locust_engine.coordinator import Coordinator
     from loadgen.scenario.model import ScenarioError
     from loadgen.scenario.loader import load_scenario
+    from loadgen.run.rundir import api_key
     try:
         sc = load_scenario(args.scenario, args.overrides)
+        key = api_key(sc)              # the key, and every secret registered for redaction
     except ScenarioError as e:
         print(f"loadgen: error: {e}", file=sys.stderr)
         return 2
-    key = os.environ.get(sc.api.api_key_env) if sc.api.api_key_env else None
     env = Environment(user_classes=[user_mod.LLMUser], host=args.base_url or "http://127.0.0.1")
     if args.role == "worker":
         env.create_worker_runner(args.master_host, args.master_port)

@@ -6,6 +6,10 @@ the Locust engine's API entry, run_locust), so a refusal reads the same whatever
                      beside the load; the Locust users are all the load's)
         --repeat N   both engines; on Locust with local workers only (--master / --worker join
                      one run across machines: repeat it by running the command again)
+    check_flags(engine, workers, master, worker, master_host)   --workers / --master / --worker
+                     / --master-host: Locust only, and which combinations work
+    workers_error(sc, users, workers)   each Locust worker needs a user (and, for a closed
+                     loop's num_requests, an equal share of them)
 Pure: no engine is imported here.
 """
 from __future__ import annotations
@@ -27,4 +31,43 @@ def refusal(engine: str, sc, repeat: int = 1, master: bool = False,
         if repeat > 1 and (master or worker):
             return ("--repeat: with --engine locust, local workers only (not --master / "
                     "--worker)")
+    return None
+
+
+def check_flags(engine: str, workers, master: bool, worker: bool, master_host) -> Optional[str]:
+    """A one-line error for a flag combination that cannot work, else None."""
+    if engine != "locust":
+        for name, v in (("--workers", workers), ("--master", master), ("--worker", worker),
+                        ("--master-host", master_host)):
+            if v:
+                return f"{name} needs --engine locust"
+        return None
+    if master and worker:
+        return "--master and --worker exclude each other"
+    if worker and not master_host:
+        return "--worker needs --master-host H (the machine running --master)"
+    if master_host and not worker:
+        return "--master-host applies to --worker only"
+    if worker and workers is not None:
+        return "--workers applies to the master side, not to --worker"
+    if master and not workers:
+        return "--master needs --workers N (how many workers will connect)"
+    if workers is not None and workers < 1:
+        return "--workers must be >= 1"
+    return None
+
+
+def workers_error(sc, users: int, workers: Optional[int]) -> Optional[str]:
+    """``users`` Locust users (senders.plan.users_for) over ``workers``: a one-line error."""
+    ld = sc.load
+    if workers and users < workers:
+        field = "load.concurrency" if ld.mode == "concurrency" else "load.max_concurrency"
+        return (f"{field}: {users} user(s) cannot keep --workers {workers} "
+                "busy (each worker needs at least one Locust user)")
+    if (workers and ld.mode == "concurrency" and ld.num_requests and not ld.duration_s
+            and not ld.stages and users % workers):
+        return (f"load.concurrency: {users} is not a multiple of --workers "
+                f"{workers} (each worker owns an equal share of "
+                "num_requests; uneven users would end the run at lower "
+                "concurrency)")
     return None

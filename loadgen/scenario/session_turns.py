@@ -10,8 +10,8 @@
         gives every turn from ``next`` on a cancelled record (``rest``): due time for the first,
         null for the later ones (their due time depends on answers never given).
 
-Used by the native driver (loadgen.run.sessions: asyncio) and the Locust engine's session
-player (loadgen.locust_engine.sessions: gevent); imports nothing but the standard library.
+Used by the one session driver (loadgen.run.senders.sessions, whichever runtime plays it);
+imports nothing but the standard library.
 """
 from __future__ import annotations
 

@@ -11,13 +11,18 @@ or a Locust worker (gevent). A slice of the plan in, records out, by one set of 
     merge.py      the senders' part files + what each owes ─► one records.jsonl, one record per
                   owed id (unwritten ones "cancelled", naming why)
     stages.py     the concurrency-stage driver: which user each stage needs, when
-    sessions.py   the session driver's book: the turn budget, ids, every unsent turn's record
+    sessions.py   THE session driver: which session next, each turn's time, the turn budget,
+                  ids, what a stop or a drain cancels (the runtimes wait and send)
+    in_flight.py  a request in flight when its sender stops: its record settled "cancelled"
+    journal.py    the send journal (Locust workers): its lines, plan ∪ journal ─► owed ids ─►
+                  merge; the progress follower of part files
     clock.py      one clock-offset record: each sender's shift onto the run's clock ± its bound
     describe.py   the senders' figures summed for meta.json: client_load (the busiest
                   sender), each target.urls replica's sends over every sender
 
 Pure: no asyncio, no gevent, no sockets (the runtimes only wait and send). May import
-loadgen.record, loadgen.redact, loadgen.scenario, loadgen.run.storage and the pure
+loadgen.record, loadgen.redact, loadgen.scenario, loadgen.run.storage, the pure
+loadgen.client.request (in_flight.snapshot's counts) and the pure
 loadgen.client.wire.kernel_stamps.best_bracket (the one round-trip rule); never loadgen.client's
 transports, loadgen.run.procs or loadgen.locust_engine.
 """

@@ -14,6 +14,7 @@ shift only places a sender's records on the run's timeline (t0, time series, pow
                                      uncertainty unknown (None)
 
     clock_estimate(...) ─► {"method", "shift_ns", "uncertainty_ns", "ping_pong"}
+    estimate_from(master_pair, samples)   the same against a master's clock_pair()
         meta.json ``locust.clock.workers[i]`` and ``client_processes[k].clock``
     rebase(rec, shift)  a record's times moved onto the run's clock
 Pure: the Locust engine exchanges the pings (locust_engine/clock.py), nothing here waits.
@@ -81,6 +82,11 @@ def clock_estimate(same_host: bool, samples: Iterable[tuple[int, int, int]] = ()
     else:
         method, shift, unc = "wall_clock", wall_shift_ns or 0, None
     return {"method": method, "shift_ns": shift, "uncertainty_ns": unc, "ping_pong": est}
+
+
+def estimate_from(master: dict, samples: Iterable[tuple[int, int, int]] = ()) -> dict:
+    """``clock_estimate`` against the master's clock pair (``clock_pair``) and ping samples."""
+    return clock_estimate(same_host(master), samples, clock_shift(master))
 
 
 def clock_info(per: dict) -> dict:

@@ -50,3 +50,16 @@ def replicas(blocks: list[dict]) -> Optional[dict]:
             sent[row["url"]] = sent.get(row["url"], 0) + int(row["requests_sent"])
     return {"balance": each[0]["balance"], "balanced_per": "sender process",
             "replicas": [{"url": u, "requests_sent": n} for u, n in sent.items()]}
+
+
+def transport_info(reports: list, transport: str = "gwire") -> dict:
+    """meta.json ``client_transport`` over senders that each report their stamping
+    (kernel_stamps.Stamps.describe, the Locust workers'): the stamp source of all of them."""
+    per = {str(x["index"]): x["stamps"] for x in reports if x.get("stamps") and "index" in x}
+    sources = {v.get("stamp_source") for v in per.values()}
+    source = (None if not sources or None in sources
+              else sources.pop() if len(sources) == 1 else "mixed")
+    reads = [v.get("reads") or 0 for v in per.values()]
+    kernel = [v.get("kernel_stamped_reads") or 0 for v in per.values()]
+    return {"transport": transport, "stamp_source": source, "reads": sum(reads),
+            "kernel_stamped_reads": sum(kernel), "workers": per}

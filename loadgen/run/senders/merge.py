@@ -1,5 +1,5 @@
 """The senders' part files ─► one records.jsonl with exactly one record per owed request.
-The one merge of both engines: --procs (procs/parent.py) and Locust (locust_engine/run.py).
+The one merge of both engines: --procs (procs/parent.py) and Locust (senders/journal.py).
 
     part K                  sender K's records, each line written whole as its request ended
                             (procs/records.K.jsonl, locust/records.worker-K.jsonl; a killed

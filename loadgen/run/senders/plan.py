@@ -125,6 +125,36 @@ class Plan:
             yield Spec(rid, "measured", p.prompt, p.prompt_tokens, p.max_tokens, off, p.images,
                        p.messages)
 
+    def owed_count(self) -> Optional[int]:
+        """Records the run owes in all, as far as known before it (the progress bar's total):
+        the expected ids; sessions: the warm-up and load.num_requests turns."""
+        if self.sessions and self.sc.load.num_requests:
+            return self.warmup + self.sc.load.num_requests
+        return len(self.expected_ids()) or None
+
+    def time_bound_s(self, api) -> float:
+        """The longest the measured phase may take before a master stops waiting: the span
+        (schedule, stages or load.duration_s) + drain + one timeout + 60 s; turns and a
+        num_requests closed loop add a timeout per request (they wait on answers)."""
+        ld = self.sc.load
+        span = int(self.schedule.offsets_ns[-1]) / 1e9 if self.schedule.count else 0.0
+        if self.stages:
+            span = self.stages[-1]["start_s"] + self.stages[-1]["duration_s"]
+        bound = (span if self.stages else ld.duration_s or span) + ld.drain_timeout_s \
+            + api.timeout_s + 60.0
+        if self.sessions and ld.num_requests:
+            bound += ld.num_requests * (api.timeout_s + ld.drain_timeout_s)
+        elif (self.schedule.offsets_ns is None and ld.num_requests and not ld.duration_s
+              and not self.stages):
+            bound += ld.num_requests * api.timeout_s
+        return bound
+
+    def session_count(self) -> Optional[int]:
+        """Server mode: this worker's sessions in all (j mod n of the schedule's); else None."""
+        if self.schedule.offsets_ns is None:
+            return None
+        return len(range(self.index, self.schedule.count, self.n))
+
     def expected_ids(self) -> list[int]:
         """Ids every worker together owes a record, whatever happens: the warm-up, plus the
         measured requests unless a closed loop's duration or stages may end it early, or the

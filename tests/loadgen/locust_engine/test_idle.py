@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from loadgen.locust_engine.results import Follower
+from loadgen.run.senders.journal import Follower
 from loadgen.client.gc_hold import GC_GEN0, hold_gc, release_gc
 from loadgen.record import Record
 from loadgen.run.progress import RunProgress

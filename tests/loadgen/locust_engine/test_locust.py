@@ -22,7 +22,7 @@ if importlib.util.find_spec("locust") is None:
                 allow_module_level=True)
 
 from loadgen.run.senders.plan import Plan, owner
-from loadgen.locust_engine.cli import check_flags
+from loadgen.run.engines import check_flags
 from loadgen.locust_engine.run import LocustOptions, run_locust
 from loadgen.record import read_records
 from loadgen.scenario.loader import load_scenario
@@ -338,7 +338,7 @@ def test_locust_side_imports_no_asyncio_or_aiohttp():
     code = ("from gevent import monkey; monkey.patch_all()\n"
             "import sys\n"
             "import loadgen.locust_engine.worker, loadgen.locust_engine.coordinator\n"
-            "import loadgen.locust_engine.locustfile, loadgen.locust_engine.results\n"
+            "import loadgen.locust_engine.locustfile, loadgen.run.senders.journal\n"
             "bad = [m for m in ('aiohttp', 'asyncio', 'loadgen.client.http_client', 'loadgen.run.runner')\n"
             "       if m in sys.modules]\n"
             "print(','.join(bad))\n")

@@ -1,15 +1,17 @@
-"""What the Locust workers leave behind, read by the loadgen CLI (no gevent, no asyncio).
+"""The send journal: what a sender started, for the senders that leave their records in part
+files a parent cannot count (the Locust workers; a --procs child reports its counts instead).
+Pure file work, no loop: the worker writes the lines, the merging side reads them.
 
-    locust/records.worker-i.jsonl   finished requests (each line whole; a killed worker's
-                                    finished records are all there, save a torn last line)
-    locust/sent.worker-i.jsonl      send journal: what each worker started
-    plan.expected_ids() ∪ journal   every id owed a record, each with its worker
-                                    (partition.owner), the journal's fields and its reason:
-                                    "worker i died mid-request" / "... before sending it" /
-                                    "run interrupted ..." / "no record from worker i ..."
-        ─► senders.merge.merge (THE merge of both engines) ─► records.jsonl
-    Follower    tails the same files during the run for the live progress display
-    transport_info   the workers' reports (master.json) ─► meta.json ``client_transport``
+    journal_line(rec, shift)      one sent request, just before the send ─► sent.worker-i.jsonl
+                                  (id, phase, times on the run's clock, token counts, session
+                                  id / turn): what a cancelled record keeps when none comes
+    owed(plan, n, journal, ...)   plan.expected_ids() ∪ journal ─► each sender's merge.Owed (its
+                                  owner by partition.owner), with why it has no record:
+                                  "worker i died mid-request" / "... before sending it" / "run
+                                  interrupted ..." / "no record from worker i ..."
+    merge_parts(dir, ...)         records.worker-i.jsonl + owed ─► merge.merge ─► records.jsonl,
+                                  the counts for meta.json
+    Follower                      the same files tailed during the run: the progress counters
 """
 from __future__ import annotations
 
@@ -20,22 +22,33 @@ from typing import Optional
 
 import msgspec
 
-from loadgen.record import read_records
+from loadgen.record import Record, now_ns, read_records
 from loadgen.run.senders import merge as merge_mod
 from loadgen.run.senders.partition import owner
-from loadgen.run.senders.plan import Plan
+
+DEAD = ("dead", "never_ready")
 
 
-def _journal(locust_dir: Path) -> dict[int, dict]:
+def journal_line(rec: Record, shift: int = 0) -> str:
+    sched = rec.scheduled_at_ns
+    return json.dumps({"id": rec.id, "phase": rec.phase,
+                       "scheduled_at_ns": sched + shift if sched is not None else None,
+                       "sent_at_ns": now_ns() + shift,
+                       "requested_output_tokens": rec.requested_output_tokens,
+                       "workload_prompt_tokens": rec.workload_prompt_tokens,
+                       "session_id": rec.session_id, "turn": rec.turn})
+
+
+def read_journal(d: Path) -> dict[int, dict]:
     out: dict[int, dict] = {}
-    for f in sorted(locust_dir.glob("sent.worker-*.jsonl")):
+    for f in sorted(d.glob("sent.worker-*.jsonl")):
         for row in read_records(f):
             out.setdefault(int(row["id"]), row)
     return out
 
 
 def _why(w: int, status: Optional[str], sent: bool, interrupted: bool) -> str:
-    if status in ("dead", "never_ready"):
+    if status in DEAD:
         what = "died" if status == "dead" else "never became ready"
         return f"worker {w} {what} {'mid-request' if sent else 'before sending it'}"
     if interrupted:
@@ -44,9 +57,9 @@ def _why(w: int, status: Optional[str], sent: bool, interrupted: bool) -> str:
     return f"no record from worker {w} ({status or 'no status'}): run ended early"
 
 
-def owed(plan: Plan, n: int, journal: dict[int, dict], status: dict[int, str],
+def owed(plan, n: int, journal: dict[int, dict], status: dict[int, str],
          t0_ns: Optional[int], interrupted: bool) -> list[list]:
-    """Each worker's owed requests (merge.Owed, id order): the plan's and what it journaled."""
+    """Each sender's owed requests (merge.Owed, id order): the plan's and what it journaled."""
     offs = None if plan.sessions else plan.schedule.offsets_ns   # sessions: per session
     out: list[list] = [[] for _ in range(n)]
     for rid in sorted(set(plan.expected_ids()) | set(journal)):
@@ -62,18 +75,16 @@ def owed(plan: Plan, n: int, journal: dict[int, dict], status: dict[int, str],
     return out
 
 
-def merge(locust_dir: Path, out_path: Path, plan: Plan, n_workers: int,
-          worker_status: dict[int, str], t0_ns: Optional[int], interrupted: bool,
-          end_ns: Optional[int] = None) -> dict:
+def merge_parts(d: Path, out_path: Path, plan, n: int, status: dict[int, str],
+                t0_ns: Optional[int], interrupted: bool, end_ns: Optional[int] = None) -> dict:
     """Write ``out_path`` (records.jsonl) by the one merge; return counts for meta.json."""
-    journal = _journal(locust_dir)
-    parts = [locust_dir / f"records.worker-{w}.jsonl" for w in range(n_workers)]
-    got = merge_mod.merge(parts, owed(plan, n_workers, journal, worker_status, t0_ns,
-                                      interrupted), [""] * n_workers, out_path, end_ns)
+    journal = read_journal(d)
+    parts = [d / f"records.worker-{w}.jsonl" for w in range(n)]
+    got = merge_mod.merge(parts, owed(plan, n, journal, status, t0_ns, interrupted),
+                          [""] * n, out_path, end_ns)
     made = {"dead": 0, "interrupted": 0, "other": 0}
     for w, k in enumerate(got["cancelled_by_process"]):
-        st = worker_status.get(w)
-        made["dead" if st in ("dead", "never_ready") else
+        made["dead" if status.get(w) in DEAD else
              "interrupted" if interrupted else "other"] += k
     return {"records": got["records"], "from_workers": got["from_processes"],
             "cancelled_for_dead_workers": made["dead"],
@@ -103,12 +114,12 @@ def _row(line: bytes) -> Optional[_Row]:
 
 
 class Follower:
-    """Reads the workers' files as they grow, for a live progress display (sends, records).
-    Only id, status and output_tokens are decoded (msgspec skips the chunk lists): this runs
-    in the loadgen CLI, which shares its CPU with the Locust processes during the run."""
+    """Reads the part files as they grow, for a live progress display (sends, records). Only
+    id, status and output_tokens are decoded (msgspec skips the chunk lists): this runs in
+    the loadgen CLI, which shares its CPU with the senders during the run."""
 
-    def __init__(self, locust_dir: Path):
-        self.dir = locust_dir
+    def __init__(self, d: Path):
+        self.dir = d
         self.pos: dict[Path, int] = {}
 
     def _new_rows(self, pattern: str) -> list[_Row]:
@@ -122,10 +133,7 @@ class Follower:
                 continue
             end = data.rfind(b"\n") + 1          # a line still being written waits
             self.pos[f] = self.pos.get(f, 0) + end
-            for line in data[:end].splitlines():
-                row = _row(line)
-                if row is not None:
-                    out.append(row)
+            out += [r for r in map(_row, data[:end].splitlines()) if r is not None]
         return out
 
     def poll(self, progress) -> None:
@@ -133,16 +141,3 @@ class Follower:
             progress.on_send(row)
         for row in self._new_rows("records.worker-*.jsonl"):
             progress.on_done(row)
-
-
-def transport_info(reports: list) -> dict:
-    """meta.json ``client_transport`` of a Locust run: every worker's GWire stamping
-    (kernel_stamps.Stamps.describe) and the run's stamp source over all of them."""
-    per = {str(x["index"]): x["stamps"] for x in reports if x.get("stamps") and "index" in x}
-    sources = {v.get("stamp_source") for v in per.values()}
-    source = (None if not sources or None in sources
-              else sources.pop() if len(sources) == 1 else "mixed")
-    reads = [v.get("reads") or 0 for v in per.values()]
-    kernel = [v.get("kernel_stamped_reads") or 0 for v in per.values()]
-    return {"transport": "gwire", "stamp_source": source, "reads": sum(reads),
-            "kernel_stamped_reads": sum(kernel), "workers": per}
