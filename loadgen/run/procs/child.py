@@ -1,10 +1,8 @@
 """``python -m loadgen.run.procs.child``: one sender process of a ``client.processes: N`` run.
 
-    stdin: Job ─► its slice: senders.plan.Plan(sc, K, N) (as a Locust worker builds its own),
-        cap, num_requests and stage users split by senders.partition ─► Client (its own loop,
-        wire transport, kernel stamps) ─► warm-up slice ─► READY ─► "go T0" ─► Dispatcher:
-        offline | server/trace | closed loop ─► Ledger (worker="K") ─► procs/records.K.jsonl
-        ─► senders.counters (procs/progress.K.bin) per send and per record ─► procs/result.K.json
+    stdin: Job ─► its slice: senders.plan.Plan(sc, K, N), cap, num_requests and stage users
+        split by senders.partition ─► Client ─► warm-up slice ─► READY ─► "go T0" ─► Dispatcher
+        ─► Ledger (worker="K") ─► procs/records.K.jsonl; counters ─► procs/result.K.json
 
 The first SIGINT/SIGTERM (the terminal's Ctrl-C reaches the whole process group; the parent
 forwards SIGTERM) stops issuing, cancels what is in flight and writes every unfinished request
@@ -16,9 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import sys
+from typing import Optional
+
+from loadgen.run.senders import counters as cn
 
 _early: list[str] = []
 
@@ -33,27 +35,22 @@ class Sender:
     def __init__(self, job):
         from loadgen.client.load_monitor import ClientLoad
         from loadgen.run.progress import RunProgress
-        from loadgen.run.senders.counters import Counters
         from loadgen.run.senders.plan import Plan
         self.job, self.plan = job, Plan(job.sc, job.index, job.n)
-        self.ctr = Counters.open(job.path("progress", "bin"))
+        self.ctr = cn.Counters.open(job.path("progress", "bin"))
         self.counting = RunProgress(None, enabled=False)
         self.load = ClientLoad()
         self.stop = self.go_t0 = self.interrupted = self.stop_reason = self.error = None
-        self.dispatcher = self.client = self.writer = self.t0 = self.end = None
+        self.dispatcher = self.client = self.writer = self.t0 = None
         self.planned: list = []
         self._inbox = b""
 
     # -- control: signals and the parent's lines ------------------------------------------
-    def _on_signal(self, name: str) -> None:
+    def _halt(self, signame: Optional[str] = None, reason: Optional[str] = None) -> None:
+        """The first signal, "stop" line or EOF stops issuing; later ones change nothing."""
         if self.interrupted is None and self.stop_reason is None:
-            self.interrupted = name
-            self.stop.set()
-
-    def _on_stop(self, reason: str) -> None:
-        if self.stop_reason is None and self.interrupted is None:
-            self.stop_reason = reason
-            if self.dispatcher is not None:
+            self.interrupted, self.stop_reason = signame, reason
+            if reason is not None and self.dispatcher is not None:
                 self.dispatcher.cancel_reason = f"run stopped before the request ended: {reason}"
             self.stop.set()
 
@@ -67,7 +64,7 @@ class Sender:
             data = b""
         if not data:
             asyncio.get_running_loop().remove_reader(0)
-            self._on_stop("the parent process went away")
+            self._halt(reason="the parent process went away")
             return
         self._inbox += data
         *lines, self._inbox = self._inbox.split(b"\n")
@@ -76,28 +73,23 @@ class Sender:
             if cmd == "go":
                 self.go_t0 = int(arg)
             elif cmd == "stop":
-                self._on_stop(arg or "stopped by the parent")
+                self._halt(reason=arg or "stopped by the parent")
 
-    # -- counting --------------------------------------------------------------------------
-    def _mirror(self) -> None:
-        from loadgen.run.senders.counters import CANCELLED, FAILED, OK, SENT, TOKENS
-        c, v = self.counting, self.ctr
-        v[SENT], v[OK], v[FAILED], v[CANCELLED], v[TOKENS] = (
-            c.sent, c.completed, c.failed, c.cancelled, c.tokens)
-
+    # -- counting: per send and per record, into procs/progress.K.bin ----------------------
     def _on_send(self, spec) -> None:
         self.counting.on_send(spec)
-        self._mirror()
+        cn.mirror(self.counting, self.ctr)
 
     def _on_done(self, rec) -> None:
         self.counting.on_done(rec)
-        self._mirror()
+        cn.mirror(self.counting, self.ctr)
 
-    def _spec(self, s, slot: int):
-        """Slice item ``s`` as the client's RequestSpec, counted in ``slot`` before it is sent."""
-        from loadgen.client.http_client import RequestSpec
+    def _spec(self, specs, slot: int):
+        """The next of ``specs`` as the client's RequestSpec, counted in ``slot`` before it is
+        handed to the client (a killed child's counters still say what it started)."""
+        s = next(specs)
         self.ctr.bump(slot)
-        return RequestSpec.of(s, s.id, s.phase)
+        return self._of(s, s.id, s.phase)
 
     # -- the run ---------------------------------------------------------------------------
     async def main(self) -> None:
@@ -106,17 +98,16 @@ class Sender:
         from loadgen.record import RecordWriter, now_ns
         from loadgen.run.dispatch import Dispatcher, Ledger
         from loadgen.run.rundir import api_key
-        from loadgen.run.senders.counters import MEASURING, READY, STATE, WARM_ISSUED, WARMING
         from loadgen.run.senders.partition import split
 
         job, ctr, sc = self.job, self.ctr, self.job.sc
-        ld, k, n = sc.load, job.index, job.n
+        ld, k, n, self._of = sc.load, job.index, job.n, RequestSpec.of
         loop = asyncio.get_running_loop()
         self.stop = asyncio.Event()
         for s in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(s, self._on_signal, s.name)
+            loop.add_signal_handler(s, self._halt, s.name)
         if _early:
-            self._on_signal(_early[0])
+            self._halt(_early[0])
         os.set_blocking(0, False)
         loop.add_reader(0, self._stdin_ready)
         key = api_key(sc)                       # registered with redact before any write
@@ -134,26 +125,24 @@ class Sender:
             async with open_client(cfg, sc.target.replica_urls, sc.target.balance, size,
                                    first_turn=k) as client:
                 self.client = client
-                ctr[STATE] = WARMING
+                ctr[cn.STATE] = cn.WARMING
                 if warm and not self.stop.is_set():
-                    it = iter(warm)
                     d = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s, self._on_send)
-                    await d.closed(lambda: self._spec(next(it), WARM_ISSUED),
+                    await d.closed(functools.partial(self._spec, iter(warm), cn.WARM_ISSUED),
                                    min(len(warm), cap or len(warm)), now_ns(), len(warm), None)
                 self.counting.start("measured")
-                self._mirror()
-                ctr[STATE] = READY
+                cn.mirror(self.counting, ctr)
+                ctr[cn.STATE] = cn.READY
                 while self.go_t0 is None and not self.stop.is_set():
                     await asyncio.sleep(0.005)
                 if self.stop.is_set():
                     return
-                ctr[STATE] = MEASURING
+                ctr[cn.STATE] = cn.MEASURING
                 self.t0 = self.go_t0
                 self.load.start()
                 self.dispatcher = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s,
                                              self._on_send)
                 await self._measure(self.dispatcher, self.t0, cap)
-                self.end = now_ns()
         except BaseException as e:
             self.error = f"{type(e).__name__}: {e}"
             if self.dispatcher is not None:
@@ -169,7 +158,6 @@ class Sender:
 
     async def _measure(self, d, t0: int, cap) -> None:
         from loadgen.run.dispatch import closed_stages, sleep_until
-        from loadgen.run.senders.counters import ISSUED
         from loadgen.run.senders.partition import split, stage_share
 
         ld, k, n = self.job.sc.load, self.job.index, self.job.n
@@ -183,9 +171,7 @@ class Sender:
             return
         specs = self.plan.measured_specs()      # a closed loop: its slice, ids W+k, W+k+n, ...
         num = split(ld.num_requests, k, n)
-
-        def make_spec():
-            return self._spec(next(specs), ISSUED)
+        make_spec = functools.partial(self._spec, specs, cn.ISSUED)
         if self.plan.stages:
             await closed_stages(d, make_spec, stage_share(self.plan.stages, k, n), t0, num)
         else:
@@ -193,15 +179,10 @@ class Sender:
 
     def result(self) -> dict:
         c = self.client
-        return {"index": self.job.index, "pid": os.getpid(), "t0_ns": self.t0,
-                "end_ns": self.end, "client_load": self.load.result,
-                "unsent_requests": getattr(self.dispatcher, "unsent_requests", None),
-                "records": self.writer.count if self.writer is not None else 0,
-                "client_connections": c.describe() if c is not None else None,
-                "client_transport": c.transport_info() if c is not None else None,
-                "first_response_headers": c.first_response_headers if c is not None else None,
+        return {"client_load": self.load.result, "error": self.error,
                 "interrupted": self.interrupted, "stopped": self.stop_reason,
-                "error": self.error}
+                **({"client_connections": c.describe(), "client_transport": c.transport_info(),
+                    "first_response_headers": c.first_response_headers} if c is not None else {})}
 
 
 def main() -> int:
@@ -211,7 +192,6 @@ def main() -> int:
 
     from loadgen.client import eventloop
     from loadgen.run.procs.job import read_job
-    from loadgen.run.senders.counters import DONE, STATE
     from loadgen.run.storage import atomic_write_text
 
     job = read_job(0)
@@ -222,7 +202,7 @@ def main() -> int:
         for s in (signal.SIGINT, signal.SIGTERM):   # the loop gave the signals back: ignore them
             signal.signal(s, signal.SIG_IGN)
         atomic_write_text(job.path("result", "json"), json.dumps(sender.result(), default=str))
-        sender.ctr[STATE] = DONE
+        sender.ctr[cn.STATE] = cn.DONE
         sender.ctr.close()
     return 0
 

@@ -1,11 +1,8 @@
 """The parent of a ``client.processes: N`` run: N sender processes driven as one measured phase.
 
-    runner.Run._main (target ready, probe, sut.json, power, /metrics started) ─► Senders.measure
-      ─► N x ``python -m loadgen.run.procs.child`` (same process group; Job on stdin)
-      ─► each warms up its slice ─► all READY (counters) ─► t0 = now + T0_LEAD_NS ─► "go t0"
-      ─► the live bar from the counters ─► all exited ─► senders.merge ─► records.jsonl
-      ─► Senders.outcome(): records written, unsent, client load per process (meta.json
-         ``client_processes``; ``client_cpu`` = the busiest process), transport, connections
+    Senders.measure: spawn N children ─► all READY ─► t0 = now + T0_LEAD_NS ─► "go t0" ─► the
+      live bar from their counters ─► all exited ─► senders.merge ─► records.jsonl
+    Senders.outcome: meta.json's ``client_processes`` (Child.row), client load, transport
 
 Signals: the parent's first SIGINT/SIGTERM (runner: run.stop) is forwarded as SIGTERM; each
 child stops issuing and writes every unfinished request "cancelled". A second one: the
@@ -58,9 +55,10 @@ class Child:
         """Exited before its part was complete (no DONE in its counters, or exit code not 0)."""
         return not self.alive and (self.proc.returncode != 0 or self.ctr[cn.STATE] != cn.DONE)
 
-    def say(self, line: str) -> None:
+    def say(self, data) -> None:
+        """``data`` (the Job's bytes, or a line: "go T0", "stop REASON") on the child's stdin."""
         with contextlib.suppress(OSError, ValueError):
-            self.proc.stdin.write((line + "\n").encode("utf-8"))
+            self.proc.stdin.write(data if isinstance(data, bytes) else f"{data}\n".encode())
             self.proc.stdin.flush()
 
     def signal(self, sig: int) -> None:
@@ -70,13 +68,11 @@ class Child:
 
     def how_it_ended(self) -> str:
         rc = self.proc.returncode
-        if rc is None:
-            return "still running"
-        if rc < 0:
-            with contextlib.suppress(ValueError):
-                return f"was killed by {signal.Signals(-rc).name}"
-            return f"was killed by signal {-rc}"
-        return f"exited with code {rc}"
+        if rc is None or rc >= 0:
+            return "still running" if rc is None else f"exited with code {rc}"
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-rc).name}"
+        return f"was killed by signal {-rc}"
 
     def row(self, ld, n: int, count: Optional[int], written, made) -> dict:
         """meta.json ``client_processes``' row of this process."""
@@ -121,12 +117,8 @@ class Senders:
                                           stdin=subprocess.PIPE, stdout=log, stderr=log, env=env,
                                           close_fds=True)
             self.children.append(c)
-
-    def _send_jobs(self) -> None:
-        for c in self.children:
-            with contextlib.suppress(OSError):
-                c.proc.stdin.write(c.job.to_bytes())
-                c.proc.stdin.flush()
+        for c in self.children:     # a few kB each (the scenario): the slices are the child's
+            c.say(c.job.to_bytes())
 
     def _check(self) -> None:
         """Forward the parent's interrupt once; a dead child stops the rest."""
@@ -148,22 +140,18 @@ class Senders:
             self._check()
             self._show()
             live = [c for c in self.children if c.alive]
-            if not live or (state != cn.DONE and all(c.ctr[cn.STATE] >= state for c in live)):
-                return
-            if self.failure is not None and state == cn.READY:
+            if not live or (state != cn.DONE and all(c.ctr[cn.STATE] >= state for c in live)) \
+                    or (self.failure is not None and state == cn.READY):
                 return
             await asyncio.sleep(POLL_S)
 
     def _show(self) -> None:
         """The live bar: the children's counters summed (measured phase after t0)."""
         p, measuring = self.run.progress, self.run.t0 is not None
-        tot = [0] * cn.SLOTS
-        for c in self.children:
-            s = c.ctr.snapshot()
-            if (s[cn.STATE] >= cn.MEASURING) == measuring:
-                tot = [a + b for a, b in zip(tot, s)]
-        p.sent, p.completed, p.failed = tot[cn.SENT], tot[cn.OK], tot[cn.FAILED]
-        p.cancelled, p.tokens = tot[cn.CANCELLED], tot[cn.TOKENS]
+        snaps = [c.ctr.snapshot() for c in self.children]
+        cn.show(p, [sum(x) for x in zip(*[s for s in snaps
+                                          if (s[cn.STATE] >= cn.MEASURING) == measuring],
+                                        [0] * cn.SLOTS)])
         refresh = getattr(p, "_refresh", None)
         if refresh is not None:
             refresh()
@@ -173,7 +161,6 @@ class Senders:
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             self._spawn()
-            await asyncio.get_running_loop().run_in_executor(None, self._send_jobs)
             if ld.warmup_requests:
                 run.progress.start("warm-up", ld.warmup_requests)
             await self._wait(cn.READY)
@@ -243,7 +230,7 @@ class Senders:
             yield merge_mod.Owed(s.id, "measured", sched, s.max_tokens, s.prompt_tokens)
 
     def _why(self, c: Child) -> str:
-        if c.proc.returncode != 0 or c.ctr[cn.STATE] != cn.DONE:
+        if c.failed:
             return (f"client process {c.k} (pid {c.proc.pid}) {c.how_it_ended()} before "
                     "writing this request's record")
         if self.run.interrupted:

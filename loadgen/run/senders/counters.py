@@ -18,6 +18,8 @@ from pathlib import Path
 STARTING, WARMING, READY, MEASURING, DONE = range(5)
 STATE, WARM_ISSUED, ISSUED, SENT, OK, FAILED, CANCELLED, TOKENS = range(8)
 SLOTS = 8
+_SHOWN = ((SENT, "sent"), (OK, "completed"), (FAILED, "failed"), (CANCELLED, "cancelled"),
+          (TOKENS, "tokens"))
 
 
 class Counters:
@@ -60,3 +62,17 @@ class Counters:
             self._mm.close()
         except (BufferError, ValueError):
             pass
+
+
+def mirror(progress, ctr: "Counters") -> None:
+    """The sender's side: a RunProgress's counts (sent, ok, failed, cancelled, tokens) into
+    ``ctr``."""
+    v = ctr.v
+    v[SENT], v[OK], v[FAILED], v[CANCELLED], v[TOKENS] = (
+        progress.sent, progress.completed, progress.failed, progress.cancelled, progress.tokens)
+
+
+def show(progress, slots) -> None:
+    """The reader's side: ``slots`` (one snapshot, or several summed) into a RunProgress."""
+    for i, name in _SHOWN:
+        setattr(progress, name, slots[i])

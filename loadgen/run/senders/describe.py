@@ -1,5 +1,5 @@
 """The senders' own figures summed into the run's meta.json blocks, one rule for both engines:
-the --procs children (procs/describe.py) and the Locust workers (locust_engine/run.py).
+the --procs children (procs/parent.py) and the Locust workers (locust_engine/run.py).
 
     each sender's {index, cpu_s, wall_s, cpu_util, loop_lag_ms_p99, loop_lag_ms_max}
         ─► client_load(): cpu_util and loop lag of the BUSIEST sender (each is one event loop
