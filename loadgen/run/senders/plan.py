@@ -104,19 +104,26 @@ class Plan:
     def _mine(self, rid: int) -> bool:
         return owner(rid, self.warmup, self.n) == self.index
 
-    def _stream(self) -> Iterator[tuple[int, PromptSpec]]:
-        """(id, prompt) from id W on: the main stream after the warm-up's W prompts; a trace's
-        from its first row (its warm-up has prompts of its own: the runner's rule)."""
+    def prompt_streams(self) -> tuple[Iterator[PromptSpec], Iterator[PromptSpec]]:
+        """(warm-up prompts, measured prompts), in id order: which prompt each id gets, for every
+        sender and the one-process runner. One stream, the warm-up taking its first W; a
+        trace's warm-up (and a sessions run's: single turns) has a stream of its own
+        (workload.warmup_specs: no trace block), so a trace's measured request W+i is row i."""
         stream = iter(self.workload)
+        if self.sc.load.mode == "trace" or self.sessions:
+            return self.workload.warmup_specs(), stream
+        return stream, stream
+
+    def _stream(self) -> Iterator[tuple[int, PromptSpec]]:
+        """(id, prompt) of the measured requests, from id W on (a trace's from row 0)."""
+        stream = self.prompt_streams()[1]
         if self.sc.load.mode != "trace":
             stream = itertools.islice(stream, self.warmup, None)
         return enumerate(stream, self.warmup)
 
     def warm_specs(self) -> list[Spec]:
         out = []
-        warm = (self.workload.warmup_specs() if self.sc.load.mode == "trace"
-                else iter(self.workload))
-        for rid, p in enumerate(itertools.islice(warm, self.warmup)):
+        for rid, p in enumerate(itertools.islice(self.prompt_streams()[0], self.warmup)):
             if self._mine(rid):
                 out.append(Spec(rid, "warmup", p.prompt, p.prompt_tokens, p.max_tokens, None,
                                 p.images, p.messages))
