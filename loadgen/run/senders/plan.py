@@ -1,8 +1,8 @@
 """The run's plan, sliced: which request ids exist and which sender owns each (partition.py).
 
 Pure (scenario, workload, schedule, numpy): imported by the loadgen CLI process (merging,
-dead-worker accounting), by the gevent Locust processes and by each --procs child (what to
-send), so every side agrees by construction. Every process rebuilds the same
+dead-worker accounting), by the gevent Locust processes, by each --procs child (what to
+send) and by the one-process runner (``prompt_streams``), so every side agrees by construction. Every process rebuilds the same
 seeded workload and schedule from the scenario; ``digest`` lets a worker refuse a master whose
 scenario differs.
 
