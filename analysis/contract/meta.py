@@ -66,7 +66,7 @@ class ClientTransport(Open):
 
 
 class ClientProcess(Open):
-    """One sender process of a ``client.processes: N`` run (loadgen.run.procs.describe)."""
+    """One sender process of a ``client.processes: N`` run (loadgen.run.procs.parent)."""
     index: Optional[int] = None
     pid: Optional[int] = None
     status: Optional[str] = Field(None, description="done | stopped | failed | died")

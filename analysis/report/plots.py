@@ -41,9 +41,10 @@ def available() -> bool:
 
 
 def encode(fig, plt) -> str:
-    """The figure as base64 PNG (and closed)."""
+    """The figure as base64 PNG (and closed). zlib level 3: the same pixels as the default 6,
+    ~5 % more bytes, a fifth less time."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight", pil_kwargs={"compress_level": 3})
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 

@@ -4,11 +4,11 @@
     RunProgress (sent, ok, failed, cancelled, tokens: updated ─► Mirror thread, every
       by the Dispatcher per send / per record, as always;        MIRROR_S, copies those five
       client.processes > 1: summed from the sender              integers ─► live.bin ─► in_flight()
-      processes' procs/progress.K.bin by procs/parent.py)       (mmap'd, job.Counters' slots)
+      processes' procs/progress.K.bin by procs/parent.py)       (mmap'd, counters.Counters')
 
 The stamping interpreter does nothing more per event than it already did for the progress
 bar: the copy is a timer, not a hook. ``live.bin`` has the layout of
-loadgen.run.procs.job.Counters (the sender processes' progress files), in a temporary
+loadgen.run.senders.counters.Counters (the sender processes' progress files), in a temporary
 directory of the parent's, removed at close.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-from loadgen.run.procs.job import CANCELLED, FAILED, OK, SENT, TOKENS, Counters
+from loadgen.run.senders.counters import CANCELLED, FAILED, OK, SENT, TOKENS, Counters
 
 MIRROR_S = 0.2
 

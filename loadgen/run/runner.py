@@ -57,6 +57,7 @@ from loadgen.run import fdlimit
 from loadgen.run.power_hook import PowerHook
 from loadgen.run.procs.parent import Senders
 from loadgen.run.senders.partition import for_run as processes_for
+from loadgen.run.senders.plan import Plan
 from loadgen.run.sessions import SessionDriver
 
 T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
@@ -226,7 +227,8 @@ class Run:
         model = self.model
         cap = self.cap = ld.in_flight_cap
         n = self.schedule.count if self.schedule.count is not None else ld.num_requests
-        stream = iter(self.plan)
+        # which prompt each id gets: the senders' rule (a --procs child's or Locust worker's too)
+        warm, stream = Plan(self.sc, 0, 1, self.plan, self.schedule).prompt_streams()
 
         make = RequestSpec.of               # (PromptSpec, id) ─► a measured RequestSpec
 
@@ -253,8 +255,6 @@ class Run:
                     contextlib.AsyncExitStack() as side:
                 self.client = client
                 w = ld.warmup_requests
-                warm = (stream if ld.mode != "trace" and self.plan.sessions is None
-                        else self.plan.warmup_specs())
                 await self._warmup(client, ledger, spec_factory(warm, make, 0), w, cap)
                 if ld.probe is not None:     # load.probe: its own client, its own file
                     self.probe_stream = await side.enter_async_context(

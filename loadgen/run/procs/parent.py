@@ -1,14 +1,8 @@
 """The parent of a ``client.processes: N`` run: N sender processes driven as one measured phase.
 
-    runner.Run._main (target ready, probe, sut.json, power, /metrics started) ─► Senders.measure:
-      the plan's specs, built once as one process builds them (warm-up ids 0..W-1, then the
-      planned requests with their schedule offsets) ─► partition.share: process k gets items
-      k, k+n, ... (closed loop: its users, its num_requests and stage users, partition.split)
-      ─► N x ``python -m loadgen.run.procs.child`` (same process group; Job on stdin)
-      ─► each warms up its share ─► all READY (Counters) ─► t0 = now + T0_LEAD_NS ─► "go t0"
-      ─► the live bar from the Counters ─► all exited ─► merge.merge ─► records.jsonl
-      ─► Senders.outcome(): records written, unsent, client load per process (meta.json
-         ``client_processes``; ``client_cpu`` = the busiest process), transport, connections
+    Senders.measure: spawn N children ─► all READY ─► t0 = now + T0_LEAD_NS ─► "go t0" ─► the
+      live bar from their counters ─► all exited ─► senders.merge ─► records.jsonl
+    Senders.outcome: meta.json's ``client_processes`` (Child.row), client load, transport
 
 Signals: the parent's first SIGINT/SIGTERM (runner: run.stop) is forwarded as SIGTERM; each
 child stops issuing and writes every unfinished request "cancelled". A second one: the
@@ -28,14 +22,14 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from loadgen.client.http_client import RequestSpec
 from loadgen.record import now_ns
 from loadgen.run.outcome import Outcome
-from loadgen.run.procs import job as job_mod
-from loadgen.run.procs.handle import Child
-from loadgen.run.procs.job import Counters, Job
+from loadgen.run.procs.job import Job
+from loadgen.run.senders import counters as cn
 from loadgen.run.senders import merge as merge_mod
-from loadgen.run.senders import partition as part
+from loadgen.run.senders.clock import clock_estimate
+from loadgen.run.senders.partition import owed_closed, planned_count, split
+from loadgen.run.senders.plan import Plan
 
 T0_LEAD_NS = 200_000_000     # "go" to t0: time for every process to read it
 POLL_S = 0.05                # state and liveness
@@ -43,94 +37,102 @@ KILL_GRACE_S = 10.0          # after a second signal or a crash: SIGKILL whoever
 ROOT = str(Path(__file__).resolve().parents[3])
 
 
+class Child:
+    """The parent's handle on sender process ``k``: its Popen, Job, counters and result."""
+
+    def __init__(self, job: Job):
+        self.k, self.job, self.proc = job.index, job, None
+        self.ctr = cn.Counters.create(job.path("progress", "bin"))
+        self.result: Optional[dict] = None
+        self.final: list[int] = [0] * cn.SLOTS     # the counters when it ended
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    @property
+    def failed(self) -> bool:
+        """Exited before its part was complete (no DONE in its counters, or exit code not 0)."""
+        return not self.alive and (self.proc.returncode != 0 or self.ctr[cn.STATE] != cn.DONE)
+
+    def say(self, data) -> None:
+        """``data`` (the Job's bytes, or a line: "go T0", "stop REASON") on the child's stdin."""
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.stdin.write(data if isinstance(data, bytes) else f"{data}\n".encode())
+            self.proc.stdin.flush()
+
+    def signal(self, sig: int) -> None:
+        if self.alive:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(sig)
+
+    def how_it_ended(self) -> str:
+        rc = self.proc.returncode
+        if rc is None or rc >= 0:
+            return "still running" if rc is None else f"exited with code {rc}"
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-rc).name}"
+        return f"was killed by signal {-rc}"
+
+    def row(self, ld, n: int, count: Optional[int], written, made) -> dict:
+        """meta.json ``client_processes``' row of this process."""
+        res = self.result or {}
+        load = res.get("client_load") or {}
+        status = ("died" if self.proc.returncode != 0 or not res else "failed" if res.get("error")
+                  else "stopped" if res.get("interrupted") or res.get("stopped") else "done")
+        return {"index": self.k, "pid": self.proc.pid, "status": status,
+                "exit_code": self.proc.returncode,
+                **{f: load.get(f) for f in ("cpu_s", "wall_s", "cpu_util", "loop_lag_ms_p99",
+                                            "loop_lag_ms_max")},
+                "records": written, "cancelled_unwritten": made,
+                "warmup_requests": split(ld.warmup_requests, self.k, n),
+                "planned_requests": (split(count, self.k, n) or None
+                                     if ld.mode != "concurrency" else None),
+                "in_flight_cap": split(ld.in_flight_cap, self.k, n), "error": res.get("error"),
+                "stopped": res.get("stopped"),
+                # one host, one CLOCK_MONOTONIC: the same record as a Locust worker's
+                "clock": clock_estimate(True)}
+
+
 class Senders:
     """``await Senders(run, n).measure(sut)`` inside runner.Run._main; ``outcome(out)`` for meta."""
 
     def __init__(self, run, n: int):
-        self.run, self.n = run, n
+        self.run, self.n, ld = run, n, run.sc.load
         self.dir = Path(run.run_dir) / "procs"
         self.children: list[Child] = []
         self.failure: Optional[str] = None
         self.merged: Optional[dict] = None
-        self.count = part.planned_count(run.sc.load.mode, run.schedule.count,
-                                        run.sc.load.num_requests, run.sc.load.duration_s)
+        self._forwarded = False
+        self.count = planned_count(ld.mode, run.schedule.count, ld.num_requests, ld.duration_s)
 
-    # -- the plan, split ---------------------------------------------------------------------
-    def _specs(self) -> tuple[list, list]:
-        """Warm-up and planned specs exactly as runner.Run._main builds them for one process."""
-        run, ld = self.run, self.run.sc.load
-        w = ld.warmup_requests
-        stream = iter(run.plan)
-        warm_src = stream if ld.mode != "trace" else run.plan.warmup_specs()
-        warm = [RequestSpec.of(p, i, "warmup") for i, p in zip(range(w), warm_src)]
-        planned = []
-        if ld.mode != "concurrency":
-            planned = [RequestSpec.of(p, w + i) for i, p in zip(range(self.count), stream)]
-        return warm, planned
-
-    def _jobs(self) -> list[Job]:
-        run, ld, n = self.run, self.run.sc.load, self.n
-        warm, planned = self._specs()
-        self._warm, self._planned = warm, planned
-        offs = run.schedule.offsets_ns
-        offs = [int(x) for x in offs] if offs is not None and ld.mode in ("server", "trace") else []
-        cap = ld.in_flight_cap
-        stages = run.schedule.stages if ld.mode == "concurrency" else None
-        jobs = []
-        for k in range(n):
-            jobs.append(Job(
-                index=k, n=n, sc=run.sc, base_url=run.base_url, model=run.model,
-                drop_fields=tuple(run.drop_fields),
-                part_path=str(self.dir / f"records.{k}.jsonl"),
-                counters_path=str(self.dir / f"progress.{k}.bin"),
-                result_path=str(self.dir / f"result.{k}.json"),
-                warm=part.share(warm, k, n), planned=part.share(planned, k, n),
-                offsets_ns=part.share(offs, k, n), cap=part.split(cap, k, n),
-                num_requests=(part.split(ld.num_requests, k, n) if ld.mode == "concurrency"
-                              else None),
-                stages=part.stage_share(stages, k, n) if stages else None))
-        return jobs
-
-    # -- processes -----------------------------------------------------------------------------
-    def _spawn(self, jobs: list[Job]) -> None:
-        env = dict(os.environ)
+    def _spawn(self) -> None:
+        run, env = self.run, dict(os.environ)
         env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        for j in jobs:
-            ctr = Counters.create(j.counters_path)
-            with open(self.dir / f"client.{j.index}.log", "ab") as log:
-                proc = subprocess.Popen([sys.executable, "-m", "loadgen.run.procs.child"],
-                                        stdin=subprocess.PIPE, stdout=log, stderr=log, env=env,
-                                        close_fds=True)
-            self.children.append(Child(j.index, proc, j, ctr))
-
-    def _send_jobs(self) -> None:
-        for c in self.children:
-            with contextlib.suppress(OSError):
-                c.proc.stdin.write(job_mod.job_bytes(c.job))
-                c.proc.stdin.flush()
-
-    def _dead(self) -> Optional[Child]:
-        """A child that exited before its part was complete (no DONE in its counters, or exit
-        code other than 0)."""
-        for c in self.children:
-            if not c.alive and (c.proc.returncode != 0 or c.ctr[job_mod.STATE] != job_mod.DONE):
-                return c
-        return None
+        for k in range(self.n):
+            c = Child(Job(k, self.n, run.sc, run.base_url, run.model, tuple(run.drop_fields),
+                          str(self.dir)))
+            with open(c.job.path("client", "log"), "ab") as log:
+                c.proc = subprocess.Popen([sys.executable, "-m", "loadgen.run.procs.child"],
+                                          stdin=subprocess.PIPE, stdout=log, stderr=log, env=env,
+                                          close_fds=True)
+            self.children.append(c)
+        for c in self.children:     # a few kB each (the scenario): the slices are the child's
+            c.say(c.job.to_bytes())
 
     def _check(self) -> None:
         """Forward the parent's interrupt once; a dead child stops the rest."""
-        if self.run.stop.is_set() and not getattr(self, "_forwarded", False):
+        if self.run.stop.is_set() and not self._forwarded:
             self._forwarded = True
             for c in self.children:
                 c.signal(signal.SIGTERM)
-        if self.failure is None:
-            dead = self._dead()
-            if dead is not None:
-                self.failure = (f"client process {dead.k} of {self.n} (pid {dead.proc.pid}) "
-                                f"{dead.how_it_ended()} mid-run")
-                for c in self.children:
-                    if c is not dead:
-                        c.say(f"stop client process {dead.k} {dead.how_it_ended()}")
+        dead = next((c for c in self.children if c.failed), None)
+        if self.failure is None and dead is not None:
+            self.failure = (f"client process {dead.k} of {self.n} (pid {dead.proc.pid}) "
+                            f"{dead.how_it_ended()} mid-run")
+            for c in self.children:
+                if c is not dead:
+                    c.say(f"stop client process {dead.k} {dead.how_it_ended()}")
 
     async def _wait(self, state: int) -> None:
         """Until every live child reached ``state`` (or all exited), checking as it waits."""
@@ -138,24 +140,18 @@ class Senders:
             self._check()
             self._show()
             live = [c for c in self.children if c.alive]
-            if not live or (all(c.ctr[job_mod.STATE] >= state for c in live)
-                            and state != job_mod.DONE):
-                return
-            if self.failure is not None and state == job_mod.READY:
+            if not live or (state != cn.DONE and all(c.ctr[cn.STATE] >= state for c in live)) \
+                    or (self.failure is not None and state == cn.READY):
                 return
             await asyncio.sleep(POLL_S)
 
     def _show(self) -> None:
         """The live bar: the children's counters summed (measured phase after t0)."""
-        p = self.run.progress
-        phase = job_mod.MEASURING if self.run.t0 is not None else job_mod.WARMING
-        tot = [0] * job_mod.SLOTS
-        for c in self.children:
-            s = c.ctr.snapshot()
-            if (s[job_mod.STATE] >= job_mod.MEASURING) == (phase == job_mod.MEASURING):
-                tot = [a + b for a, b in zip(tot, s)]
-        p.sent, p.completed, p.failed = tot[job_mod.SENT], tot[job_mod.OK], tot[job_mod.FAILED]
-        p.cancelled, p.tokens = tot[job_mod.CANCELLED], tot[job_mod.TOKENS]
+        p, measuring = self.run.progress, self.run.t0 is not None
+        snaps = [c.ctr.snapshot() for c in self.children]
+        cn.show(p, [sum(x) for x in zip(*[s for s in snaps
+                                          if (s[cn.STATE] >= cn.MEASURING) == measuring],
+                                        [0] * cn.SLOTS)])
         refresh = getattr(p, "_refresh", None)
         if refresh is not None:
             refresh()
@@ -163,13 +159,11 @@ class Senders:
     async def measure(self, sut: dict) -> None:
         run, ld = self.run, self.run.sc.load
         self.dir.mkdir(parents=True, exist_ok=True)
-        jobs = self._jobs()
         try:
-            self._spawn(jobs)
-            await asyncio.get_running_loop().run_in_executor(None, self._send_jobs)
+            self._spawn()
             if ld.warmup_requests:
                 run.progress.start("warm-up", ld.warmup_requests)
-            await self._wait(job_mod.READY)
+            await self._wait(cn.READY)
             if not run.stop.is_set() and self.failure is None:
                 run.power.mark("measure_start")
                 await run.scraper.mark("measure_start")
@@ -178,7 +172,7 @@ class Senders:
                 for c in self.children:
                     c.say(f"go {run.t0}")
                 run.progress.start("measured", self.count)
-            await self._wait(job_mod.DONE)
+            await self._wait(cn.DONE)
             if run.t0 is not None:
                 run.end = now_ns()
                 run.power.mark("measure_end")
@@ -212,7 +206,7 @@ class Senders:
             with contextlib.suppress(OSError):
                 c.proc.stdin.close()
             with contextlib.suppress(OSError, ValueError):
-                c.result = json.loads(Path(c.job.result_path).read_text())
+                c.result = json.loads(Path(c.job.path("result", "json")).read_text())
         self._check()
         self._merge()
         if self.failure is not None:
@@ -222,25 +216,21 @@ class Senders:
                 f"records.jsonl (log: {self.dir / 'client.*.log'})")
 
     def _owed(self, c: Child):
-        """Ids child ``c`` owes a record (merge.Owed), in id order."""
-        w, k, n = self.run.sc.load.warmup_requests, c.k, self.n
-        t0, offs = self.run.t0, self.run.schedule.offsets_ns
-        warm_started = c.ctr[job_mod.WARM_ISSUED]
-        for s in c.job.warm[:warm_started]:
+        """Ids child ``c`` owes a record (merge.Owed), in id order: its slice of the plan."""
+        run, t0 = self.run, self.run.t0
+        plan = Plan(run.sc, c.k, self.n, run.plan, run.schedule)
+        for s in plan.warm_specs()[:c.ctr[cn.WARM_ISSUED]]:
             yield merge_mod.Owed(s.id, "warmup", None, s.max_tokens, s.prompt_tokens)
-        if self.run.sc.load.mode == "concurrency":
-            for i in part.owed_closed(w, k, n, c.ctr[job_mod.ISSUED]):
+        if run.sc.load.mode == "concurrency":
+            for i in owed_closed(plan.warmup, c.k, self.n, c.ctr[cn.ISSUED]):
                 yield merge_mod.Owed(i, "measured")
             return
-        for s in c.job.planned:
-            sched = None
-            if t0 is not None:
-                sched = t0 if offs is None or self.run.sc.load.mode == "offline" else \
-                    t0 + int(offs[s.id - w])
+        for s in plan.measured_specs():
+            sched = None if t0 is None else t0 + (s.offset_ns or 0)
             yield merge_mod.Owed(s.id, "measured", sched, s.max_tokens, s.prompt_tokens)
 
     def _why(self, c: Child) -> str:
-        if c.proc.returncode != 0 or c.ctr[job_mod.STATE] != job_mod.DONE:
+        if c.failed:
             return (f"client process {c.k} (pid {c.proc.pid}) {c.how_it_ended()} before "
                     "writing this request's record")
         if self.run.interrupted:
@@ -248,41 +238,39 @@ class Senders:
         return f"no record from client process {c.k}: run ended early"
 
     def _merge(self) -> None:
-        run = self.run
+        run, kids = self.run, self.children
         if run.writer is not None:
             run.writer.close()          # empty: the merge writes records.jsonl
         self.merged = merge_mod.merge(
-            [Path(c.job.part_path) for c in self.children], [self._owed(c) for c in self.children],
-            [self._why(c) for c in self.children], run.run_dir / "records.jsonl",
-            run.end or now_ns())
-        for c in self.children:         # records.jsonl holds them now; logs only when written
+            [Path(c.job.path("records", "jsonl")) for c in kids], [self._owed(c) for c in kids],
+            [self._why(c) for c in kids], run.run_dir / "records.jsonl", run.end or now_ns())
+        for c in kids:                  # records.jsonl holds them now; logs only when written
             c.final = c.ctr.snapshot()
             c.ctr.close()
-            for p in (Path(c.job.part_path), Path(c.job.counters_path), Path(c.job.result_path)):
+            for name, ext in (("records", "jsonl"), ("progress", "bin"), ("result", "json")):
                 with contextlib.suppress(OSError):
-                    p.unlink()
-            log = self.dir / f"client.{c.k}.log"
+                    os.unlink(c.job.path(name, ext))
             with contextlib.suppress(OSError):
-                if log.stat().st_size == 0:
-                    log.unlink()
+                if os.path.getsize(c.job.path("client", "log")) == 0:
+                    os.unlink(c.job.path("client", "log"))
         with contextlib.suppress(OSError):
             self.dir.rmdir()            # kept only when a process wrote a log
 
-    # -- meta.json -------------------------------------------------------------------------
     def outcome(self, out: Outcome) -> Outcome:
-        """``out`` (the parent's view) with what the sender processes did."""
-        from loadgen.run.procs.describe import connections, processes, transport
-        from loadgen.run.senders.describe import client_load
-        ld = self.run.sc.load
+        """``out`` (the parent's view) with what the sender processes did (meta.json)."""
+        from loadgen.run.senders.describe import client_load, connections, transport
+        ld, n, m = self.run.sc.load, self.n, self.merged or {}
         unsent = None
         if ld.mode == "concurrency" and not self.run.schedule.stages and ld.num_requests \
                 and not ld.duration_s:
-            unsent = sum(max(0, (part.split(ld.num_requests, c.k, self.n) or 0)
-                             - c.final[job_mod.ISSUED]) for c in self.children)
+            unsent = sum(max(0, (split(ld.num_requests, c.k, n) or 0) - c.final[cn.ISSUED])
+                         for c in self.children)
         results = [c.result or {} for c in self.children]
-        procs = processes(self.children, results, self.merged)
+        procs = [c.row(ld, n, self.count, w, k) for c, w, k in zip(
+            self.children, m.get("written_by_process") or [None] * n,
+            m.get("cancelled_by_process") or [None] * n)]
         return dataclasses.replace(
-            out, records_written=(self.merged or {}).get("records", 0), unsent_requests=unsent,
+            out, records_written=m.get("records", 0), unsent_requests=unsent,
             client_load=client_load(procs, out.client_load),
             client_connections=connections(results), client_transport=transport(results),
             client_processes=procs)

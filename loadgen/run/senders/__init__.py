@@ -17,8 +17,10 @@ or a Locust worker (gevent). A slice of the plan in, records out, by one set of 
     journal.py    the send journal (Locust workers): its lines, plan ∪ journal ─► owed ids ─►
                   merge; the progress follower of part files
     clock.py      one clock-offset record: each sender's shift onto the run's clock ± its bound
+    counters.py   the progress counter file a sender bumps (state, issued, sent, ok, ...)
     describe.py   the senders' figures summed for meta.json: client_load (the busiest
-                  sender), each target.urls replica's sends over every sender
+                  sender), each target.urls replica's sends over every sender, transport and
+                  connection blocks
 
 Pure: no asyncio, no gevent, no sockets (the runtimes only wait and send). May import
 loadgen.record, loadgen.redact, loadgen.scenario, loadgen.run.storage, the pure

@@ -1,5 +1,5 @@
 """The senders' own figures summed into the run's meta.json blocks, one rule for both engines:
-the --procs children (procs/describe.py) and the Locust workers (locust_engine/run.py).
+the --procs children (procs/parent.py) and the Locust workers (locust_engine/run.py).
 
     each sender's {index, cpu_s, wall_s, cpu_util, loop_lag_ms_p99, loop_lag_ms_max}
         ─► client_load(): cpu_util and loop lag of the BUSIEST sender (each is one event loop
@@ -7,6 +7,8 @@ the --procs children (procs/describe.py) and the Locust workers (locust_engine/r
            and of the parent
     each sender's replica picks {balance, replicas: [{url, requests_sent}]} (balance.Picker)
         ─► replicas(): each URL's sends summed over every sender, in the senders' URL order
+    each sender's client_transport / client_connections block
+        ─► transport(), connections(): one block as one process would write it (counts summed)
 Pure.
 """
 from __future__ import annotations
@@ -63,3 +65,37 @@ def transport_info(reports: list, transport: str = "gwire") -> dict:
     kernel = [v.get("kernel_stamped_reads") or 0 for v in per.values()]
     return {"transport": transport, "stamp_source": source, "reads": sum(reads),
             "kernel_stamped_reads": sum(kernel), "workers": per}
+
+
+def transport(results: list[dict]) -> Optional[dict]:
+    """meta.json ``client_transport`` of the senders' results: the first's, counts summed."""
+    blocks = [r.get("client_transport") for r in results if r.get("client_transport")]
+    if not blocks:
+        return None
+    out = dict(blocks[0])
+    for key, v in blocks[0].items():        # counts (reads, responses, ...) of all processes
+        if isinstance(v, int) and not isinstance(v, bool) and key not in ("probe_tries",):
+            out[key] = sum(b.get(key) or 0 for b in blocks)
+    lags = [(b.get("read_lag_ns") or {}, b.get("reads") or 0) for b in blocks]
+    if all(lag for lag, _ in lags):
+        total = sum(n for _, n in lags)
+        out["read_lag_ns"] = {"max": max(lag.get("max") or 0 for lag, _ in lags),
+                              "mean": (sum((lag.get("mean") or 0) * n for lag, n in lags) / total
+                                       if total else None)}
+    if len({b.get("stamp_source") for b in blocks}) > 1:
+        out["stamp_source"] = "mixed"
+    out["processes"] = len(results)
+    out["clock_per_process"] = [b.get("clock") for b in blocks]
+    return out
+
+
+def connections(results: list[dict]) -> Optional[dict]:
+    """meta.json ``client_connections`` of the senders' results: stale retries and each
+    replica's sends summed."""
+    blocks = [r.get("client_connections") for r in results if r.get("client_connections")]
+    if not blocks:
+        return None
+    out = dict(blocks[0])
+    out["stale_connection_retries"] = sum(b.get("stale_connection_retries") or 0 for b in blocks)
+    out.update(replicas(blocks) or {})         # each URL's sends over every process
+    return out

@@ -7,8 +7,8 @@
                                                    Poisson schedule is Poisson at rate/n)
         ─► owner(id, warmup, n)                    the sender of request ``id``: its position
                                                    in its phase (warm-up, measured) mod n
-    Both engines split by these rules: runner + procs/parent.py (--procs), plan.py (each Locust
-    worker rebuilds its slice; merging and dead-worker accounting ask ``owner``).
+    Both engines split by these rules through plan.py (each --procs child and each Locust
+    worker rebuilds its slice; merging and dead-sender accounting ask ``owner``).
     for_run(run): the same from a runner.Run (its scenario, schedule and plan)
     closed loop (mode concurrency): users, num_requests and each stage's users split n ways
         ─► split(total, k, n)                      the k-th of n near-equal parts (sum = total)

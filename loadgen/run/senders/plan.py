@@ -1,14 +1,16 @@
 """The run's plan, sliced: which request ids exist and which sender owns each (partition.py).
 
 Pure (scenario, workload, schedule, numpy): imported by the loadgen CLI process (merging,
-dead-worker accounting), by the gevent Locust processes and by each --procs child's closed
-loop (what to send), so every side agrees by construction. Every process rebuilds the same
+dead-worker accounting), by the gevent Locust processes, by each --procs child (what to
+send) and by the one-process runner (``prompt_streams``), so every side agrees by construction. Every process rebuilds the same
 seeded workload and schedule from the scenario; ``digest`` lets a worker refuse a master whose
 scenario differs.
 
-    ids 0 .. W-1              warm-up  (prompt k = k-th PromptSpec of the workload stream)
+    ids 0 .. W-1              warm-up  (prompt k = k-th PromptSpec of the workload stream; a
+                              trace: of its own warm-up stream, workload.warmup_specs)
     ids W .. W+M-1            measured (M = schedule count, or load.num_requests; unbounded for a
-                              duration-only closed loop)
+                              duration-only closed loop; prompt W+i: the stream's W+i-th, a
+                              trace's i-th row: the one-process runner's rule)
     owner(id) = position in its phase mod n_workers (partition.owner; interleaved: each slice
                 of a Poisson schedule is a thinned Poisson process of rate/n, balanced slices)
 
@@ -83,12 +85,15 @@ def measured_count(sc: Scenario, schedule: Schedule) -> Optional[int]:
 class Plan:
     """A scenario's requests, sliced for worker ``index`` of ``n_workers``."""
 
-    def __init__(self, sc: Scenario, index: int = 0, n_workers: int = 1):
+    def __init__(self, sc: Scenario, index: int = 0, n_workers: int = 1,
+                 workload: Optional[WorkloadPlan] = None, schedule: Optional[Schedule] = None):
+        """``workload``/``schedule``: the ones prepare(sc) built already (else built here)."""
         if not 0 <= index < n_workers:
             raise ValueError(f"worker index {index} outside 0..{n_workers - 1}")
         self.sc, self.index, self.n = sc, index, n_workers
-        self.workload: WorkloadPlan = build_workload(sc.workload)
-        self.schedule: Schedule = build_schedule(
+        self.workload: WorkloadPlan = workload if workload is not None else \
+            build_workload(sc.workload)
+        self.schedule: Schedule = schedule if schedule is not None else build_schedule(
             sc.load, seed_for(sc),
             self.workload.trace_offsets(sc.load) if sc.load.mode == "trace" else None)
         self.warmup = sc.load.warmup_requests
@@ -99,12 +104,26 @@ class Plan:
     def _mine(self, rid: int) -> bool:
         return owner(rid, self.warmup, self.n) == self.index
 
+    def prompt_streams(self) -> tuple[Iterator[PromptSpec], Iterator[PromptSpec]]:
+        """(warm-up prompts, measured prompts), in id order: which prompt each id gets, for every
+        sender and the one-process runner. One stream, the warm-up taking its first W; a
+        trace's warm-up (and a sessions run's: single turns) has a stream of its own
+        (workload.warmup_specs: no trace block), so a trace's measured request W+i is row i."""
+        stream = iter(self.workload)
+        if self.sc.load.mode == "trace" or self.sessions:
+            return self.workload.warmup_specs(), stream
+        return stream, stream
+
     def _stream(self) -> Iterator[tuple[int, PromptSpec]]:
-        return enumerate(iter(self.workload))
+        """(id, prompt) of the measured requests, from id W on (a trace's from row 0)."""
+        stream = self.prompt_streams()[1]
+        if self.sc.load.mode != "trace":
+            stream = itertools.islice(stream, self.warmup, None)
+        return enumerate(stream, self.warmup)
 
     def warm_specs(self) -> list[Spec]:
         out = []
-        for rid, p in itertools.islice(self._stream(), self.warmup):
+        for rid, p in enumerate(itertools.islice(self.prompt_streams()[0], self.warmup)):
             if self._mine(rid):
                 out.append(Spec(rid, "warmup", p.prompt, p.prompt_tokens, p.max_tokens, None,
                                 p.images, p.messages))
@@ -114,8 +133,7 @@ class Plan:
         """This worker's measured requests in id order (endless for a duration-only closed loop).
         Offsets are set for server (schedule) and offline (0) runs."""
         offs = self.schedule.offsets_ns
-        stream = itertools.islice(self._stream(), self.warmup, None)
-        for rid, p in stream:
+        for rid, p in self._stream():
             i = rid - self.warmup
             if self.count is not None and i >= self.count:
                 return

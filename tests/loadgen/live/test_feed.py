@@ -3,7 +3,7 @@ import time
 
 from loadgen.live.feed import Mirror, in_flight, open_counters
 from loadgen.run.progress import RunProgress
-from loadgen.run.procs.job import OK, SENT, TOKENS
+from loadgen.run.senders.counters import OK, SENT, TOKENS
 
 
 class Spec:

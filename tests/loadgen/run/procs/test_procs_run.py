@@ -215,3 +215,31 @@ def test_a_closed_loop_interrupt_counts_the_unsent(calib_server, tmp_path):
     meta = json.loads((d / "meta.json").read_text())
     assert meta["unsent_requests"] == n - len(recs)
     assert validate_run_dir(d) == []
+
+
+@pytest.mark.parametrize("load", [
+    {"mode": "trace", "num_requests": 6, "warmup_requests": 2, "time_scale": 0.2},
+    {"mode": "offline", "num_requests": 7, "warmup_requests": 3},
+])
+def test_each_process_sends_its_slice_of_the_one_process_plan(calib_server, tmp_path, load):
+    """Every child builds its own slice (senders.plan.Plan): together, request for request,
+    the one-process run's ids, phases, sizes and schedule offsets."""
+    rows = [{"timestamp": 1000 + 100 * i, "input_length": 10 + 3 * i, "output_length": 2 + i,
+             "hash_ids": [i, i + 1]} for i in range(6)]
+    (tmp_path / "trace.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    workload = ({"tokenizer": "bytes", "source": "trace", "block_tokens": 8,
+                 "path": str(tmp_path / "trace.jsonl")} if load["mode"] == "trace" else
+                {"tokenizer": "bytes", "prompt_tokens": {"dist": "uniform", "min": 4, "max": 60},
+                 "output_tokens": {"dist": "uniform", "min": 2, "max": 9}})
+    seen = []
+    for n in (1, 2):
+        t = tree(calib_server, tmp_path / str(n), load, processes=n)
+        t["workload"] = workload
+        d = run_scenario(scenario_from_dict(t)).run_dir
+        meta = json.loads((d / "meta.json").read_text())
+        seen.append(sorted(
+            (r["id"], r["phase"], r["status"], r["requested_output_tokens"],
+             r["workload_prompt_tokens"],
+             r["scheduled_at_ns"] - meta["t0_ns"] if r["phase"] == "measured" else None)
+            for r in read_records(d / "records.jsonl")))
+    assert seen[0] == seen[1] and len(seen[0]) == load["num_requests"] + load["warmup_requests"]
