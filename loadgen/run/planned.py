@@ -28,12 +28,13 @@ class Unbuilt:
 
 
 class Planned:
-    """``n`` measured requests with ids ``first_id``.., built lazily from ``prompts`` by
-    ``make(prompt_spec, id)``."""
+    """``n`` measured requests with ids ``first_id``, ``first_id + step``, .., built lazily from
+    ``prompts`` by ``make(prompt_spec, id)`` (``step``: a --procs child's slice, every n-th)."""
 
     def __init__(self, prompts: Iterator, make: Callable[[object, int], object], first_id: int,
-                 n: int):
+                 n: int, step: int = 1):
         self.prompts, self.make, self.first_id, self.n = prompts, make, first_id, n
+        self.step = step
         self.built = 0
 
     def __len__(self) -> int:
@@ -46,12 +47,12 @@ class Planned:
                 return
             i = self.built
             self.built += 1
-            yield self.make(p, self.first_id + i)
+            yield self.make(p, self.first_id + i * self.step)
 
     def rest(self, i: int, at: Optional[Callable[[int], int]] = None, skip=None) -> "Rest":
         """Requests i.. never built (``at(k)``: request k's scheduled time, if known), but
         the ids in ``skip`` (recorded already)."""
-        return Rest(self.first_id, range(max(i, 0), self.n), at, skip)
+        return Rest(self.first_id, range(max(i, 0), self.n), at, skip, self.step)
 
 
 class Rest:
@@ -59,14 +60,14 @@ class Rest:
     cancelled records (written from one template: loadgen.run.senders.cancelled)."""
 
     def __init__(self, first_id: int, ks: range, at: Optional[Callable[[int], int]],
-                 skip=None):
-        self.first_id, self.ks, self.at, self.skip = first_id, ks, at, skip
+                 skip=None, step: int = 1):
+        self.first_id, self.ks, self.at, self.skip, self.step = first_id, ks, at, skip, step
 
     def __iter__(self) -> Iterator[Unbuilt]:
-        at, first, skip = self.at, self.first_id, self.skip or ()
+        at, first, skip, step = self.at, self.first_id, self.skip or (), self.step
         for k in self.ks:
-            if first + k not in skip:
-                yield Unbuilt(first + k, scheduled_at_ns=at(k) if at is not None else None)
+            if first + k * step not in skip:
+                yield Unbuilt(first + k * step, scheduled_at_ns=at(k) if at is not None else None)
 
 
 def remainder(specs, i: int, at: Optional[Callable[[int], int]] = None):

@@ -42,7 +42,7 @@ class Sender:
         self.load = ClientLoad()
         self.stop = self.go_t0 = self.interrupted = self.stop_reason = self.error = None
         self.dispatcher = self.client = self.writer = self.t0 = None
-        self.planned: list = []
+        self.planned = None                     # planned.Planned: this process's slice
         self._inbox = b""
 
     # -- control: signals and the parent's lines ------------------------------------------
@@ -114,13 +114,15 @@ class Sender:
         self.writer = RecordWriter(job.path("records", "jsonl"))
         ledger = Ledger(self.writer, self._on_done, tag=str(k))
         warm = self.plan.warm_specs()
-        if ld.mode != "concurrency":            # planned: built before t0, sent as scheduled
-            mine = list(self.plan.measured_specs())
-            self.offsets = [s.offset_ns for s in mine]
-            self.planned = [RequestSpec.of(s, s.id) for s in mine]
+        if ld.mode != "concurrency":            # planned: each built as it is sent (planned.py)
+            from loadgen.run.planned import Planned
+            plan, offs = self.plan, self.plan.schedule.offsets_ns
+            self.offsets = offs[k::n] if offs is not None else None   # its share of the times
+            self.planned = Planned(plan.measured_specs(), RequestSpec.of, plan.warmup + k,
+                                   len(range(k, plan.count, n)), step=n)
         cap = split(ld.in_flight_cap, k, n)
         cfg = ClientConfig.from_api(sc.api, job.base_url, job.model, key, job.drop_fields)
-        size = cap or max(1, len(self.planned) or split(ld.num_requests, k, n) or 1)
+        size = cap or max(1, len(self.planned or ()) or split(ld.num_requests, k, n) or 1)
         try:
             async with open_client(cfg, sc.target.replica_urls, sc.target.balance, size,
                                    first_turn=k) as client:
@@ -151,7 +153,11 @@ class Sender:
                     await self.dispatcher.cancel_all()
             raise
         finally:
-            ledger.cancel_many(self.planned, "scheduled but never sent: run ended early")
+            if self.planned:                    # never built, never sent: one line each
+                offs, t0 = self.offsets, self.t0
+                at = None if t0 is None or offs is None else (lambda j: t0 + int(offs[j]))
+                ledger.cancel_many(self.planned.rest(0, at, ledger.written),
+                                   "scheduled but never sent: run ended early")
             if self.load.result is None and self.t0 is not None:
                 self.load.stop()
             self.writer.close()

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[3]
 PEAK_MB = 700           # the old runner built every request first: gigabytes within seconds
 
 
-def start(tmp_path, load, preexec=None, **kw) -> tuple[subprocess.Popen, Path]:
+def start(tmp_path, load, preexec=None, args=(), **kw) -> tuple[subprocess.Popen, Path]:
     sc = {"name": "overload", "target": {"url": kw.pop("url")},
           "api": {"probe": kw.pop("probe", False),
                   "extra_body": {"calib": {"ttft_ms": 50, "itl_ms": 5}}},
@@ -29,7 +29,8 @@ def start(tmp_path, load, preexec=None, **kw) -> tuple[subprocess.Popen, Path]:
           "load": load, "output": {"dir": str(tmp_path), "run_name": "run", "report": "none"}}
     p = tmp_path / "s.yaml"
     p.write_text(yaml.safe_dump(sc))
-    proc = subprocess.Popen([sys.executable, "-m", "loadgen", "run", str(p), "--json"], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "loadgen", "run", str(p), "--json", *args],
+                            cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=preexec)
     return proc, tmp_path / "run"
@@ -94,6 +95,32 @@ def test_overload_is_bounded_and_the_first_sigint_keeps_every_record(calib_serve
     assert sorted(r["id"] for r in recs) == list(range(1_000_000))   # every scheduled one
     meta = json.loads((d / "meta.json").read_text())
     assert meta["interrupt_signal"] == "SIGINT"
+    never = [r for r in recs if r["sent_at_ns"] is None]
+    assert never and all(r["status"] == "cancelled" and r["scheduled_at_ns"] for r in never)
+
+
+def test_procs_children_build_their_slices_as_they_send(calib_server, tmp_path):
+    """The same overload with --procs 2: no process holds the plan (the parent hands each child
+    a few kB; a child builds each request of its slice as it sends it), every process's peak
+    stays small, and the first SIGINT keeps a record for every scheduled request."""
+    proc, d = start(tmp_path, OVERLOAD, url=calib_server.url, args=("--procs", "2"))
+    try:
+        wait_for(lambda: sum(lines(p) for p in d.glob("procs/records.*.jsonl")) >= 3000, proc)
+        kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        senders = [int(k) for k in kids
+                   if "loadgen.run.procs.child" in Path(f"/proc/{k}/cmdline").read_text()]
+        assert len(senders) == 2
+        for pid in [proc.pid, *senders]:
+            assert peak_mb(pid) < PEAK_MB
+        proc.send_signal(signal.SIGINT)
+        out, err = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    recs = whole_records(d / "records.jsonl")
+    assert sorted(r["id"] for r in recs) == list(range(1_000_000))   # every scheduled one
     never = [r for r in recs if r["sent_at_ns"] is None]
     assert never and all(r["status"] == "cancelled" and r["scheduled_at_ns"] for r in never)
 
