@@ -10,6 +10,7 @@ Goal (issue 28, at 100,000 requests, 118 MB records.jsonl, 1.8M chunks): `loadge
 <= 3 s and <= 300 MB; open_run tables <= 2 s. Prints a table, ends with one JSON line.
 
     python -m bench.report_speed [--requests 100000] [--keep DIR [--reuse]] [--seed 1] [--repeat N]
+                                 [--against CHECKOUT]   (rows "base ...": that checkout's code)
 Each row: the best of --repeat tries (wall seconds, CPU seconds user + sys, peak RSS) and every
 try's wall time. Run it alone (it times subprocesses; another benchmark beside it skews the figures).
 """
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -110,19 +112,28 @@ print(rc, dt, ru.ru_maxrss, ru.ru_utime + ru.ru_stime)
 """
 
 
-def timed(argv: list[str]) -> dict:
+def _env(root: Optional[str]) -> dict:
+    """Where a step runs: this checkout, or (``root``) another one's loadgen/ and analysis/,
+    imported first (PYTHONPATH) and run from outside both trees (no cwd on sys.path)."""
+    if root is None:
+        return {}
+    return {"env": {**os.environ, "PYTHONPATH": str(Path(root).resolve())},
+            "cwd": tempfile.gettempdir()}
+
+
+def timed(argv: list[str], root: Optional[str] = None) -> dict:
     """``argv`` in a subprocess (itself run by a small parent so that RUSAGE_CHILDREN holds
     this command's peak alone): rc, wall seconds, peak RSS in MB, CPU seconds (user + sys:
     less moved than the wall time by other work on the machine)."""
     out = subprocess.run([sys.executable, "-c", MAXRSS_CHILD, *argv], capture_output=True,
-                         text=True, check=True).stdout.split()
+                         text=True, check=True, **_env(root)).stdout.split()
     return {"rc": int(out[0]), "s": round(float(out[1]), 2), "peak_mb": round(int(out[2]) / 1024),
             "cpu_s": round(float(out[3]), 2)}
 
 
-def _open_run(d: Path) -> dict:
+def _open_run(d: Path, root: Optional[str] = None) -> dict:
     out = subprocess.run([sys.executable, "-c", OPEN_RUN, str(d)], capture_output=True,
-                         text=True, check=True).stdout.split()
+                         text=True, check=True, **_env(root)).stdout.split()
     return {"rc": 0, "s": round(float(out[0]), 2), "peak_mb": round(int(out[3]) / 1024),
             "cpu_s": round(float(out[4]), 2), "rows": int(out[1]), "chunk_rows": int(out[2])}
 
@@ -146,6 +157,9 @@ def main(argv=None) -> int:
                     help="with --keep: time the run already synthesised there (same --requests)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="time each step this many times (interleaved); the best, and all")
+    ap.add_argument("--against", default=None, metavar="CHECKOUT",
+                    help="also time another checkout's code (e.g. a `git archive` of a base "
+                         "commit), alternating with this one's, on the same run: an A/B")
     a = ap.parse_args(argv)
     tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="report_speed-"))
     d = tmp / "run"
@@ -159,14 +173,18 @@ def main(argv=None) -> int:
         else:
             size = synthesise(d, a.requests, a.seed)
             size["synthesise_s"] = round(time.perf_counter() - t, 1)
-        loadgen = [sys.executable, "-m", "loadgen.cli"] if not shutil.which("loadgen") \
-            else [shutil.which("loadgen")]
-        tries: dict[str, list] = {"report": [], "report --no-plots": [],
-                                  "open_run records()+chunks()": []}
+        sides = [("", None)] + ([("base ", a.against)] if a.against else [])
+        tries: dict[str, list] = {}
         for _ in range(max(1, a.repeat)):
-            tries["report"].append(timed([*loadgen, "report", str(d)]))
-            tries["report --no-plots"].append(timed([*loadgen, "report", str(d), "--no-plots"]))
-            tries["open_run records()+chunks()"].append(_open_run(d))
+            for label, root in sides:
+                loadgen = [sys.executable, "-m", "loadgen.cli"] \
+                    if root or not shutil.which("loadgen") else [shutil.which("loadgen")]
+                tries.setdefault(label + "report", []).append(
+                    timed([*loadgen, "report", str(d.resolve())], root))
+                tries.setdefault(label + "report --no-plots", []).append(
+                    timed([*loadgen, "report", str(d.resolve()), "--no-plots"], root))
+                tries.setdefault(label + "open_run records()+chunks()", []).append(
+                    _open_run(d.resolve(), root))
         rows = {k: _best(v) for k, v in tries.items()}
     finally:
         if not a.keep:
@@ -174,9 +192,9 @@ def main(argv=None) -> int:
     print(f"run: {size['requests']:,} requests, {size['chunks']:,} chunks, "
           f"records.jsonl {size['records_mb']} MB (synthesised in {size['synthesise_s']} s); "
           f"cpus {os.cpu_count()}, load {os.getloadavg()[0]:.2f}")
-    print(f"{'step':<30} {'rc':>3} {'wall s':>8} {'cpu s':>7} {'peak MB':>8}   all wall s")
+    print(f"{'step':<34} {'rc':>3} {'wall s':>8} {'cpu s':>7} {'peak MB':>8}   all wall s")
     for k, v in rows.items():
-        print(f"{k:<30} {v['rc']:>3} {v['s']:>8.2f} {v['cpu_s']:>7.2f} {v['peak_mb']:>8}   "
+        print(f"{k:<34} {v['rc']:>3} {v['s']:>8.2f} {v['cpu_s']:>7.2f} {v['peak_mb']:>8}   "
               + " ".join(f"{x:.2f}" for x in v.get("s_all", [v["s"]])))
     goal = {"report_s": 3.0, "report_peak_mb": 300, "open_run_s": 2.0}
     print(json.dumps({"bench": "report_speed", **size, "steps": rows, "goal": goal,
