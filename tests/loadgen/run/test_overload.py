@@ -17,6 +17,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 PEAK_MB = 700           # the old runner built every request first: gigabytes within seconds
+CHILD_PEAK_MB = 250     # a --procs child of the overload below (10,000 descriptors in flight)
 
 
 def start(tmp_path, load, preexec=None, args=(), **kw) -> tuple[subprocess.Popen, Path]:
@@ -110,8 +111,9 @@ def test_procs_children_build_their_slices_as_they_send(calib_server, tmp_path):
         senders = [int(k) for k in kids
                    if "loadgen.run.procs.child" in Path(f"/proc/{k}/cmdline").read_text()]
         assert len(senders) == 2
-        for pid in [proc.pid, *senders]:
-            assert peak_mb(pid) < PEAK_MB
+        assert peak_mb(proc.pid) < PEAK_MB
+        for pid in senders:             # a child holding its slice: ~390 MB; built as sent: ~150
+            assert peak_mb(pid) < CHILD_PEAK_MB
         proc.send_signal(signal.SIGINT)
         out, err = finish(proc)
     finally:
