@@ -1,11 +1,13 @@
 """``loadgen run --engine locust``: the CLI side (no gevent here; Locust runs in subprocesses).
 
-The native engine's steps (run.outcome.prepare, runner.Run's target steps: server, sut.json;
-the /metrics scrape process, power) ─► ``python -m loadgen.locust_engine.worker`` as --role
-local, or master + N x worker (own sessions: a terminal Ctrl-C reaches only this process,
-which tells the master) ─► locust/master.json + the workers' part files ─► the one merge
-(senders.journal.merge_parts) ─► Outcome(engine "locust") ─► meta.json, summary.json as the
-native engine's. A master error (workers never connected, ...) is meta.crashed.
+A runner.Run whose senders are the Locust processes (as --procs' are procs.parent.Senders):
+the native engine's steps (run/harness.py: run dir, server, CPUs, meta.json, summary;
+Run._main: readiness, probe, sut.json, power, /metrics, signals) around LocustRun.measure:
+``python -m loadgen.locust_engine.worker`` as --role local, or master + N x worker (own
+sessions: a terminal Ctrl-C reaches only this process, which tells the master) ─►
+locust/master.json + the workers' part files ─► the one merge (senders.journal.merge_parts)
+─► LocustRun.outcome: Outcome(engine "locust") for meta.json. A master error (workers never
+connected, ...) is meta.crashed.
 """
 from __future__ import annotations
 
