@@ -84,6 +84,9 @@ def finish(run, meta: dict) -> dict:
     meta = write_meta(run.run_dir, run.meta())
     if run.hurry:
         return meta
+    # After an interrupt, a run with more records than rundir.DEFER_SUMMARY_RECORDS is not
+    # summarised on the spot (about 5 s of summarising on a 2-core box; 3.2M records took
+    # minutes): `loadgen report RUN_DIR` computes summary.json and the report from what was kept.
     run.summary_deferred = defer_summary(run.run_dir, meta, run.interrupted)
     if run.summary_deferred is not None:          # the first Ctrl-C stops in ~2 s
         return meta

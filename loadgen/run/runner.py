@@ -13,6 +13,8 @@
            (client.processes > 1: loadgen.run.procs, N sender processes, parts merged)
         ─► meta.json (mode, t0, rates, client CPU, interruption) ─► device.json (calibration.py:
            the roofline's device spec, frozen) ─► analysis.metrics.summary ─► summary.json
+    The run dir, the server, the CPUs and the end (meta, device, summary) are harness.py's,
+    every engine's; the Locust engine's processes run here as ``senders`` (as --procs' do).
 
 Signals (plain handlers, so they work while the loop runs synchronous code): the first SIGINT/
 SIGTERM in the load phase stops issuing, cancels what is in flight, writes every unfinished
@@ -56,10 +58,6 @@ from loadgen.run.senders.plan import Plan
 from loadgen.run.sessions import SessionDriver
 
 T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
-
-# After an interrupt, a run with more records than this is not summarised on the spot (about 5 s
-# of summarising on this 2-core box; 3.2M records took minutes): the first Ctrl-C stops in ~2 s,
-# and `loadgen report RUN_DIR` computes summary.json and the report from what was kept.
 
 
 class Run:
