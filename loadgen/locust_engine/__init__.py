@@ -6,7 +6,7 @@ journal, merge, clock-offset record), the request's (loadgen.client.request, str
 the HTTP/1.1 exchange's (loadgen.client.gevent_wire, the gevent driver of wire/exchange.py).
 
     loadgen CLI process (asyncio world; never imports gevent)                 run.py, cli.py
-      prepare(sc) + runner.Run's target steps, scrape, power (the native engine's) ─┐
+      a runner.Run (harness.py, _main: the native engine's steps) runs, as senders: ┐
       subprocesses in their own sessions:                                          │
         python -m loadgen.locust_engine.worker --role local | master (+ N x worker) │ worker.py
           Coordinator (coordinator.py): plan ─► ready ─► users ─► warm ─► go(t0) ─► done

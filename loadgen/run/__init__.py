@@ -1,6 +1,8 @@
 """run: one run (or a sweep of runs) from a resolved scenario to a run directory.
 
-    Scenario ─► runner.py ─► targets/ (start a managed server, describe the SUT, scrape /metrics)
+    Scenario ─► runner.py ─► harness.py (around every engine's load phase: run dir, server, CPUs,
+                             meta.json, device.json, summary.json; the Locust engine's too)
+                          ─► targets/ (start a managed server, describe the SUT, scrape /metrics)
                           ─► scenario/workload.py + scenario/schedule.py ─► specs, offsets
                           ─► dispatch.py (offline | server open loop | closed loop) ─► client/
                                  └► Ledger: exactly one Record per request ─► records.jsonl

@@ -13,6 +13,8 @@
            (client.processes > 1: loadgen.run.procs, N sender processes, parts merged)
         ─► meta.json (mode, t0, rates, client CPU, interruption) ─► device.json (calibration.py:
            the roofline's device spec, frozen) ─► analysis.metrics.summary ─► summary.json
+    The run dir, the server, the CPUs and the end (meta, device, summary) are harness.py's,
+    every engine's; the Locust engine's processes run here as ``senders`` (as --procs' do).
 
 Signals (plain handlers, so they work while the loop runs synchronous code): the first SIGINT/
 SIGTERM in the load phase stops issuing, cancels what is in flight, writes every unfinished
@@ -24,10 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
 from analysis.roofline import host_load
@@ -38,18 +37,16 @@ from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from loadgen.client.load_monitor import ClientLoad
 from loadgen.run.dispatch import Dispatcher, Ledger, closed_stages, spec_factory
 from loadgen.run.probe_stream import ProbeStream
-from loadgen.targets.managed import ManagedServer, ServerStartError
+from loadgen.targets.managed import ManagedServer
 from loadgen.run.progress import RunProgress
 from loadgen.record import RecordWriter, now_ns
-from loadgen.run.storage import atomic_write_text
-from loadgen.run.rundir import (claim, defer_summary, release, resolved_yaml, summarize_dir,
-                                 write_json)
+from loadgen.run.rundir import write_json
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.schedule import Schedule
 from loadgen.targets.scrape import ServerMetricsScraper
 from loadgen.scenario.workload import WorkloadPlan
-from loadgen.run.calibration import freeze_device
-from loadgen.run.meta import run_meta, write_meta
+from loadgen.run.harness import RunResult, around
+from loadgen.run.meta import run_meta
 from loadgen.run.outcome import Outcome, Prepared, prepare
 from loadgen.run.planned import Planned
 from loadgen.run.preflight import describe_target
@@ -61,18 +58,6 @@ from loadgen.run.senders.plan import Plan
 from loadgen.run.sessions import SessionDriver
 
 T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
-
-# After an interrupt, a run with more records than this is not summarised on the spot (about 5 s
-# of summarising on this 2-core box; 3.2M records took minutes): the first Ctrl-C stops in ~2 s,
-# and `loadgen report RUN_DIR` computes summary.json and the report from what was kept.
-
-
-@dataclass
-class RunResult:
-    run_dir: Path
-    meta: dict
-    summary: Optional[dict]
-    interrupted: bool
 
 
 class Run:
@@ -113,84 +98,14 @@ class Run:
         self.probe: Optional[dict] = None       # targets.probe's findings (meta.json "probe")
         self.drop_fields: tuple = ()            # fields the server rejected, dropped
         self.client: Optional[Client] = None    # the measured phase's (meta: its retries)
-        self.senders = None     # client.processes > 1: loadgen.run.procs.parent.Senders
+        # sender processes run by _main, their outcome(out) meta's: client.processes > 1's
+        # procs.parent.Senders, or the Locust engine's LocustRun (set before execute())
+        self.senders = None
         self.probe_stream: Optional[ProbeStream] = None   # load.probe
 
-    # -- sync shell: run dir, managed server ----------------------------------------------
+    # -- sync shell: run dir, managed server, meta/summary (harness.py, every engine's) -----
     def execute(self) -> RunResult:
-        claim(self.run_dir)        # made and locked: a second run here at once gets exit 2
-        atomic_write_text(self.run_dir / "scenario.yaml", resolved_yaml(self.sc))
-        meta: dict = {}
-        self._saved_handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        first: Optional[BaseException] = None     # what ended the run, if it failed
-        try:
-            with contextlib.ExitStack() as stack:
-                base_url = self.sc.target.primary_url
-                if self.shared_server is not None:
-                    if not self.shared_server.alive:
-                        raise ServerStartError(
-                            f"target.server: the shared server exited (code "
-                            f"{self.shared_server.proc.poll()}; {self.shared_server.log_path})")
-                    self.server = self.shared_server
-                    base_url = self.server.base_url
-                elif self.sc.target.server is not None:
-                    self.server = stack.enter_context(ManagedServer(self.sc.target.server,
-                                                                    self.run_dir))
-                    base_url = self.server.base_url
-                stack.enter_context(self.client_affinity())
-                eventloop.run(self._main(base_url.rstrip("/")))
-        except BaseException as e:
-            first = e
-            raise
-        finally:
-            try:
-                meta = self._finish(meta)
-            except OSError:     # a full disk: records.jsonl failed first, that is the error shown
-                if first is None:
-                    raise
-            for sig, handler in self._saved_handlers.items():   # the second-signal handler off
-                with contextlib.suppress(ValueError, TypeError):
-                    signal.signal(sig, handler)
-            release(self.run_dir)            # the claim (rundir.claim) ends with the run
-        return RunResult(self.run_dir, meta, self.summary, bool(self.interrupted))
-
-    def _finish(self, meta: dict) -> dict:
-        """meta.json, device.json, summary.json once the load began (``hurry``: meta.json)."""
-        if self.writer is None:
-            return meta
-        meta = write_meta(self.run_dir, self.meta())
-        if self.hurry:
-            return meta
-        self.summary_deferred = defer_summary(self.run_dir, meta, self.interrupted)
-        if self.summary_deferred is not None:          # the first Ctrl-C stops in ~2 s
-            return meta
-        own = self.server is not None and self.shared_server is None  # stopped by now
-        meta["calibration"] = freeze_device(self.run_dir, own and not self.crashed)
-        meta = write_meta(self.run_dir, meta)                 # device.json written
-        try:
-            self.summary = summarize_dir(self.run_dir, meta, self.sc.output.report)
-        except Exception:
-            if not self.crashed:  # after a crash, the crash is the error to show
-                raise
-        return meta
-
-    @contextlib.contextmanager
-    def client_affinity(self):
-        """With target.server.cpus, run loadgen on the remaining CPUs for the run's length."""
-        cpus = self.server.spec.cpus if self.server is not None else None
-        try:
-            before = os.sched_getaffinity(0)
-        except (AttributeError, OSError):
-            before = None
-        rest = sorted(before - set(cpus)) if cpus and before else []
-        if rest:
-            os.sched_setaffinity(0, rest)
-            self.client_cpus = rest
-        try:
-            yield
-        finally:
-            if rest:
-                os.sched_setaffinity(0, before)
+        return around(self, lambda base_url: eventloop.run(self._main(base_url)))
 
     # -- signals ----------------------------------------------------------------------------
     def _install_signals(self) -> None:
@@ -242,12 +157,13 @@ class Run:
                 base_url, self.run_dir, tg.metrics_interval_s, headers=a.headers,
                 path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics,
                 timeout_s=min(5.0, a.timeout_s)).start()
+            if self.senders is not None:    # the Locust engine's processes (locust_engine/run.py)
+                return await self.senders.measure(sut)
             procs = processes_for(self, self.progress.warn)
             bound = fdlimit.check(self.sc, self.schedule, procs, self.progress)
             if procs > 1:           # client.processes: N sender processes (loadgen.run.procs)
                 self.senders = Senders(self, procs)
-                await self.senders.measure(sut)
-                return
+                return await self.senders.measure(sut)
             cfg = ClientConfig.from_api(a, base_url, model, self.key, self.drop_fields)
             tg = self.sc.target
             async with open_client(cfg, tg.replica_urls, tg.balance,

@@ -9,7 +9,7 @@
            mark("measure_start") / mark("measure_end") ─► the client stamps the mark, the worker
                  writes it and at once a full scrape; mark() returns when that scrape is written
            stop() ─► a last full scrape, file closed, describe() (meta.json's "server_metrics")
-    The Locust engine's CLI process (no event loop) uses ScrapeProcess directly: same file, rows.
+    The Locust engine's CLI process runs its processes inside a runner.Run: the same scraper.
 
 ``path``: a path on the target ("/metrics"), or a full http(s):// URL when the server exposes its
 metrics elsewhere (another port).
@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -42,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from loadgen.child_env import child_env
 from loadgen.targets.prometheus_text import SKIP_PREFIXES, parse_samples
 from loadgen.targets.scrape_worker import MARK, SCRAPE
 
@@ -51,7 +51,6 @@ FILE = "server_metrics.jsonl"
 WORKER_MODULE = "loadgen.targets.scrape_worker"
 WORKER_NICE = 5          # the scraper yields the CPU to the client (and the server) it observes
 now_ns = time.perf_counter_ns
-_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class ScrapeProcess:
@@ -90,13 +89,10 @@ class ScrapeProcess:
             self.reason = "target.scrape_metrics is false"
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
-                                     else "")
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", WORKER_MODULE], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, close_fds=True)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env(), close_fds=True)
         except OSError as e:
             return self._gave_up(f"scrape worker did not start: {e}")
         for target in (self._read_events, self._read_stderr):

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from loadgen.child_env import child_env
 from loadgen.record import now_ns
 from loadgen.run.outcome import Outcome
 from loadgen.run.procs.job import Job
@@ -34,7 +35,6 @@ from loadgen.run.senders.plan import Plan
 T0_LEAD_NS = 200_000_000     # "go" to t0: time for every process to read it
 POLL_S = 0.05                # state and liveness
 KILL_GRACE_S = 10.0          # after a second signal or a crash: SIGKILL whoever is still there
-ROOT = str(Path(__file__).resolve().parents[3])
 
 
 class Child:
@@ -107,8 +107,7 @@ class Senders:
         self.count = planned_count(ld.mode, run.schedule.count, ld.num_requests, ld.duration_s)
 
     def _spawn(self) -> None:
-        run, env = self.run, dict(os.environ)
-        env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        run, env = self.run, child_env()
         for k in range(self.n):
             c = Child(Job(k, self.n, run.sc, run.base_url, run.model, tuple(run.drop_fields),
                           str(self.dir)))
