@@ -131,8 +131,9 @@ class LocustRun:
         self._merge()
 
     async def _watch(self) -> None:
-        """The processes started; until the master exits: the live bar, a worker that died before joining, the first
-        signal forwarded to the master, the measured window's marks (power, /metrics, host)."""
+        """The processes started, then until the master exits: the live bar, a worker that died
+        before joining, the first signal forwarded to the master, the measured window's marks
+        (power, /metrics, host)."""
         self._spawn_all()
         r, follow = self.run, Follower(self.dir)
         if self.progress is not None:
