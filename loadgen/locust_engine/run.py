@@ -188,7 +188,8 @@ class LocustRun:
         stopped = st.get("interrupted") and not self.early   # the master was told to stop
         r.interrupted = r.interrupted or ("SIGTERM" if stopped else None)
         if self.early or st.get("error") or (master_rc not in (0, None) and not r.interrupted):
-            r.crashed = self.early or st.get("error") or f"locust master exited with {master_rc}"
+            why = st.get("error") or f"locust master exited with {master_rc}"
+            r.crashed = self.early or f"{why} (logs: {self.dir})"    # the CLI prints it
         self.merged = {"state": st, "n": n, "status": status, "pids": pids, "counts": counts}
 
     def outcome(self, out: Outcome) -> Outcome:
