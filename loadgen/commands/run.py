@@ -133,15 +133,14 @@ def main(args: argparse.Namespace) -> int:
     if result.interrupted:
         return 130
     code = 1 if result.meta.get("crashed") else exit_code(summary, args.fail_on_invalid)
-    if args.engine == "native" and result.meta.get("client_processes") and \
-            result.meta.get("crashed"):    # a sender process died (loadgen.run.procs)
+    if result.meta.get("crashed"):     # a sender process died, the Locust master's error, ...
         print(f"loadgen: error: {result.meta['crashed']}", file=sys.stderr)
     if summary.get("requests_failed") or code == 3:
         _print_failures(result.run_dir, summary)
     if code == 3 and not _measured(summary):
         print("loadgen: no measured request was recorded (nothing was sent in the measured phase)",
               file=sys.stderr)
-    return code                             # crashed: the Locust master reported an error
+    return code
 
 
 def exit_code(summary: dict, fail_on_invalid: bool) -> int:

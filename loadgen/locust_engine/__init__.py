@@ -16,7 +16,7 @@ the HTTP/1.1 exchange's (loadgen.client.gevent_wire, the gevent driver of wire/e
             ─► ledger.py: records.worker-i.jsonl, lines written when the hub idles (idle.py),
                + the send journal sent.worker-i.jsonl (remote workers forward both)
           ─► locust/master.json (t0, end, worker status done | dead, reports)
-      senders.journal.merge_parts: plan ∪ journal ─► owed ids ─► records.jsonl, one per id
+      senders.journal.merge_master: plan ∪ journal ─► owed ids ─► records.jsonl, one per id
         (a dead worker's unfinished requests "cancelled": "worker i died ...")
       Outcome(engine "locust") + Prepared ─► meta.json ─► summary.json, as the native engine
 
@@ -28,6 +28,7 @@ shifts its stamps onto the master's clock by an offset measured by ping-pong ove
 messages: clock.py, meta.json ``locust.clock``). Latencies are differences of one worker's own
 stamps. Locust's own statistics only feed its UI (one request event per request, E2E).
 May import: loadgen.client (request rules, stream step, balance, gevent_wire), loadgen.run
-(senders; the CLI side also the runner's steps), loadgen.scenario, loadgen.record; the gevent
+(senders; the CLI side also the runner's steps and run.children, the processes' one
+supervisor, --procs' too), loadgen.scenario, loadgen.record; the gevent
 side never asyncio or aiohttp (tests/loadgen/locust_engine/test_locust.py checks it).
 """

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from loadgen.locust_engine.run import LocustOptions, _argv, _spawn, _stop
+from loadgen.locust_engine.run import LocustOptions, _argv, _spawn
 
 
 def run_worker(opts: LocustOptions, master_host: str, records_dir: Optional[str] = None) -> int:
@@ -23,9 +23,9 @@ def run_worker(opts: LocustOptions, master_host: str, records_dir: Optional[str]
     print(f"loadgen: locust worker joining {master_host}:{opts.master_port}; its records and "
           f"log: {d}", file=sys.stderr)
     try:
-        return p.wait()
+        return p.proc.wait()
     except KeyboardInterrupt:
-        _stop(p)
+        p.reap(terminate=True)
         return 130
 
 
@@ -44,9 +44,4 @@ def run_from_cli(sc, args, progress, live=None):
     run = LocustRun(sc, opts, progress)
     if live is not None:            # the workers' ledgers and the progress counters (flags.py)
         live.follow(run.prep.run_dir, progress)
-    result = run.execute()
-    err = result.meta.get("crashed")
-    if err:
-        print(f"loadgen: error: locust engine: {err} (logs: {result.run_dir / 'locust'})",
-              file=sys.stderr)
-    return result
+    return run.execute()        # meta.crashed: printed by commands/run.py, as for every engine

@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional
 
 import gevent
 
+from loadgen.client.load_monitor import LoadWindow, pct
 from loadgen.record import now_ns
 
 SPIN_NS = 1_000_000          # yield-spin the last 1 ms before a scheduled send
@@ -68,30 +69,26 @@ def sleep_until(deadline_ns: int, stopped: Callable[[], bool]) -> bool:
         gevent.sleep(min((rem - SPIN_NS) / 1e9, 0.05) if rem > SPIN_NS else 0)
 
 
-class LagSampler:
-    """gevent hub lag (how late a 100 ms sleep wakes up) and process CPU over a window."""
+class LagSampler(LoadWindow):
+    """gevent hub lag (how late a 100 ms sleep wakes up) and process CPU over a window (the
+    window and its figures: client.load_monitor.LoadWindow, the asyncio senders' too)."""
 
-    def __init__(self, interval_s: float = 0.1):
-        self.interval_s, self.lags, self.g = interval_s, [], None
-        self.cpu0 = self.wall0 = 0.0
+    g = None
 
     def start(self) -> None:
-        self.cpu0, self.wall0 = time.process_time(), time.perf_counter()
+        self.start_window()
         self.g = gevent.spawn(self._loop)
 
     def _loop(self) -> None:
         while True:
             t = time.perf_counter()
             gevent.sleep(self.interval_s)
-            self.lags.append((time.perf_counter() - t - self.interval_s) * 1e3)
+            self._lags_ms.append((time.perf_counter() - t - self.interval_s) * 1e3)
 
     def stop(self) -> dict:
         if self.g is None:
             return {}
         self.g.kill(block=False)
-        wall = time.perf_counter() - self.wall0
-        cpu = time.process_time() - self.cpu0
-        lags = sorted(self.lags)
-        p99 = lags[min(len(lags) - 1, round(0.99 * (len(lags) - 1)))] if lags else None
-        return {"cpu_s": cpu, "wall_s": wall, "cpu_util": cpu / wall if wall > 0 else None,
-                "loop_lag_ms_p99": p99, "loop_lag_ms_max": lags[-1] if lags else None}
+        cpu, wall, util, lags = self.window()     # unrounded, as the reports always were
+        return {"cpu_s": cpu, "wall_s": wall, "cpu_util": util, "loop_lag_ms_p99": pct(lags, 99),
+                "loop_lag_ms_max": lags[-1] if lags else None}

@@ -112,11 +112,9 @@ def _conduct(environment, coord) -> None:
 
 
 def _merge(coord) -> None:
-    from loadgen.run.senders.journal import merge_parts as merge
+    from loadgen.run.senders.journal import merge_master
     from loadgen.run.senders.plan import Plan
     st = coord.state
-    status = {int(k): v["status"] for k, v in st["workers"].items()}
-    counts = merge(coord.run_dir, coord.run_dir / "records.jsonl", Plan(coord.sc),
-                   coord.n or 1, status, st["t0_ns"], st["interrupted"], st["end_ns"])
+    counts = merge_master(coord.run_dir, coord.run_dir, Plan(coord.sc), st, coord.n or 1)
     print(f"loadgen: {counts['records']} records in {coord.run_dir / 'records.jsonl'}"
           + (f" (error: {st['error']})" if st["error"] else ""), flush=True)

@@ -5,7 +5,7 @@ the native engine's steps (run/harness.py: run dir, server, CPUs, meta.json, sum
 Run._main: readiness, probe, sut.json, power, /metrics, signals) around LocustRun.measure:
 ``python -m loadgen.locust_engine.worker`` as --role local, or master + N x worker (own
 sessions: a terminal Ctrl-C reaches only this process, which tells the master) ─►
-locust/master.json + the workers' part files ─► the one merge (senders.journal.merge_parts)
+locust/master.json + the workers' part files ─► the one merge (senders.journal.merge_master)
 ─► LocustRun.outcome: Outcome(engine "locust") for meta.json. A master error (workers never
 connected, ...) is meta.crashed.
 """
@@ -23,19 +23,19 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.roofline import host_load
-from loadgen.child_env import child_env
+from loadgen.run import children
+from loadgen.run.children import Child
 from loadgen.run.engines import refusal, workers_error
 from loadgen.run.outcome import Outcome, prepare
 from loadgen.run.runner import Run
 from loadgen.run.senders.clock import clock_info
 from loadgen.run.senders.describe import client_load, replicas, transport_info
-from loadgen.run.senders.journal import Follower, merge_parts
+from loadgen.run.senders.journal import Follower, merge_master, worker_status
 from loadgen.run.senders.plan import Plan, users_for
 from loadgen.scenario.model import ScenarioError
 from loadgen.targets.managed import free_port
 
 DEFAULT_PORT = 5557
-KILL_GRACE_S = 10.0
 
 
 @dataclass
@@ -57,21 +57,9 @@ def _argv(role: str, opts: LocustOptions, *extra: str) -> list[str]:
     return out + list(extra)
 
 
-def _spawn(argv: list[str], log: Path) -> subprocess.Popen:
-    with open(log, "ab") as f:
-        return subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=child_env(),
-                                start_new_session=True)
-
-
-def _stop(p: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
-    if p.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            p.terminate()
-        try:
-            p.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+def _spawn(argv: list[str], log: Path) -> Child:
+    """In its own session: a terminal Ctrl-C reaches only loadgen, which tells the master."""
+    return Child(argv, log, new_session=True)
 
 
 def _worker_pids(locust_dir: Path) -> dict[int, int]:
@@ -100,8 +88,8 @@ class LocustRun:
         if bad:
             raise ScenarioError(bad)
         self.dir = self.prep.run_dir / "locust"
-        self.procs: list[subprocess.Popen] = []
-        self.master: Optional[subprocess.Popen] = None
+        self.procs = children.Children()            # the master (or local) first, then workers
+        self.master: Optional[Child] = None
         self.exits: dict[int, int] = {}   # worker pid -> exit code (seen before the master ended)
         self.early: Optional[str] = None  # a worker process that died before it joined
         self.merged: dict = {}            # master.json, worker status and pids, merge counts
@@ -114,18 +102,7 @@ class LocustRun:
         then their parts merged (a second signal or a crash: killed first)."""
         r = self.run
         self.dir.mkdir(exist_ok=True)
-        try:
-            self._spawn_all()
-            await self._watch()
-        except BaseException:       # a second signal, a bug: the processes go at once
-            for p in self.procs:
-                with contextlib.suppress(ProcessLookupError):
-                    p.kill()
-            raise
-        finally:
-            for p in self.procs:
-                _stop(p, 2.0)
-            self._merge()
+        await self.procs.supervise(self._watch, self._finish)
         r.server_alive_at_end = r.server.alive if r.server is not None else None
 
     def _spawn_all(self) -> None:
@@ -148,41 +125,43 @@ class LocustRun:
                     "worker", o, "--records-dir", str(self.dir), "--master-host",
                     "127.0.0.1", "--master-port", str(port)), self.dir / f"worker.{i}.log"))
 
+    def _finish(self) -> None:
+        for c in self.procs:
+            c.reap(2.0, terminate=True)
+        self._merge()
+
     async def _watch(self) -> None:
-        """Until the master exits: the live bar, a worker that died before joining, the first
-        signal forwarded to the master, the measured window's marks (power, /metrics, host)."""
+        """The processes started, then until the master exits: the live bar, a worker that died
+        before joining, the first signal forwarded to the master, the measured window's marks
+        (power, /metrics, host)."""
+        self._spawn_all()
         r, follow = self.run, Follower(self.dir)
         if self.progress is not None:
             self.progress.start("locust", Plan(self.sc).owed_count())
-        marked = forwarded = False
-        while self.master.poll() is None:
+        marked = False
+        while self.master.alive:
             await asyncio.sleep(0.05)
             if self.progress is not None:
                 follow.poll(self.progress)
-            if r.stop.is_set() and not forwarded:    # the first signal (runner.Run._signal)
-                forwarded = True
-                self.master.send_signal(signal.SIGTERM)
-            for i, p in enumerate(self.procs[1:]):
-                if p.pid not in self.exits and p.poll() is not None:
+            self.procs.forward(r.stop, [self.master])   # the first signal (runner.Run._signal)
+            for i, c in self.procs.ended():
+                p = c.proc
+                if c is not self.master:
                     self.exits[p.pid] = p.returncode
                     if p.returncode and p.pid not in _worker_pids(self.dir):
-                        self.early = (f"worker process {i} exited with {p.returncode} before "
-                                      f"joining (see locust/worker.{i}.log)")
-                        self.master.send_signal(signal.SIGTERM)
+                        self.early = (f"worker process {i - 1} exited with {p.returncode} before "
+                                      f"joining (see locust/worker.{i - 1}.log)")
+                        self.master.signal(signal.SIGTERM)
             if not marked and self._state().get("t0_ns") is not None:   # go, not an early end
                 host_at_t0 = host_load.snapshot()   # the whole host's load, as natively
-                r.power.mark("measure_start")
-                await r.scraper.mark("measure_start")
+                await children.mark(r, "measure_start")
                 marked = True
         if marked:
             r.host_load = host_load.over_run(host_at_t0)
-        r.power.mark("measure_end")
-        await r.scraper.mark("measure_end")
-        for p in self.procs[1:]:                 # the master told them to quit
-            try:
-                p.wait(KILL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                _stop(p, 2.0)
+        await children.mark(r, "measure_end")
+        for c in self.procs[1:]:                 # the master told them to quit (_finish: the rest)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                c.proc.wait(children.KILL_GRACE_S)
         if self.progress is not None:            # after the workers flushed their last rows
             follow.poll(self.progress)
             self.progress.stop()
@@ -199,19 +178,18 @@ class LocustRun:
         r, st = self.run, self._state()
         r.writer.close()                # empty: the merge writes records.jsonl
         n = int(st.get("n_workers") or self.opts.workers or 1)
-        status = {int(k): v.get("status") for k, v in (st.get("workers") or {}).items()}
+        status = worker_status(st)
         pids = _worker_pids(self.dir)
         for pid, code in self.exits.items():      # a worker process that died: "dead"
             if code and pid in pids and status.get(pids[pid]) != "done":
                 status[pids[pid]] = "dead"
-        master_rc = self.master.returncode if self.master is not None else None
-        counts = merge_parts(self.dir, r.run_dir / "records.jsonl", Plan(self.sc), n, status,
-                             st.get("t0_ns"), bool(r.interrupted or st.get("interrupted")),
-                             st.get("end_ns"))
+        master_rc = self.master.proc.returncode if self.master is not None else None
+        counts = merge_master(self.dir, r.run_dir, Plan(self.sc), st, n, status, r.interrupted)
         stopped = st.get("interrupted") and not self.early   # the master was told to stop
         r.interrupted = r.interrupted or ("SIGTERM" if stopped else None)
         if self.early or st.get("error") or (master_rc not in (0, None) and not r.interrupted):
-            r.crashed = self.early or st.get("error") or f"locust master exited with {master_rc}"
+            why = st.get("error") or f"locust master exited with {master_rc}"
+            r.crashed = self.early or f"{why} (logs: {self.dir})"    # the CLI prints it
         self.merged = {"state": st, "n": n, "status": status, "pids": pids, "counts": counts}
 
     def outcome(self, out: Outcome) -> Outcome:

@@ -12,8 +12,8 @@ One clock: perf_counter_ns is CLOCK_MONOTONIC, shared by every process on the ho
 records of all processes sit on one time line with the parent's t0. processes 1 (the default)
 never comes here: runner.Run runs the one-process client. The rules every sender follows
 (partition, plan slice, ledger, merge, stages, counters) are loadgen.run.senders'; this
-package spawns, feeds and waits.
-Imports: loadgen.run.dispatch, loadgen.run.senders, loadgen.client, loadgen.scenario,
-loadgen.record; never gevent, locust or loadgen.locust_engine. Nothing is forked: children
-start fresh interpreters.
+package spawns, feeds and waits (by loadgen.run.children, the Locust processes' supervisor too).
+Imports: loadgen.run.dispatch, loadgen.run.senders, loadgen.run.children, loadgen.client,
+loadgen.scenario, loadgen.record; never gevent, locust or loadgen.locust_engine. Nothing is
+forked: children start fresh interpreters.
 """

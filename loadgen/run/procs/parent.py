@@ -16,14 +16,12 @@ import contextlib
 import dataclasses
 import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Optional
 
-from loadgen.child_env import child_env
 from loadgen.record import now_ns
+from loadgen.run import children
 from loadgen.run.outcome import Outcome
 from loadgen.run.procs.job import Job
 from loadgen.run.senders import counters as cn
@@ -34,45 +32,24 @@ from loadgen.run.senders.plan import Plan
 
 T0_LEAD_NS = 200_000_000     # "go" to t0: time for every process to read it
 POLL_S = 0.05                # state and liveness
-KILL_GRACE_S = 10.0          # after a second signal or a crash: SIGKILL whoever is still there
 
 
-class Child:
-    """The parent's handle on sender process ``k``: its Popen, Job, counters and result."""
+class Child(children.Child):
+    """The parent's handle on sender process ``k`` (spawned with its log, the Job on its
+    stdin: run/children.py): its Job, counters and result."""
 
     def __init__(self, job: Job):
-        self.k, self.job, self.proc = job.index, job, None
+        self.k, self.job = job.index, job
         self.ctr = cn.Counters.create(job.path("progress", "bin"))
         self.result: Optional[dict] = None
         self.final: list[int] = [0] * cn.SLOTS     # the counters when it ended
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
+        super().__init__([sys.executable, "-m", "loadgen.run.procs.child"],
+                         job.path("client", "log"), stdin=True)
 
     @property
     def failed(self) -> bool:
         """Exited before its part was complete (no DONE in its counters, or exit code not 0)."""
         return not self.alive and (self.proc.returncode != 0 or self.ctr[cn.STATE] != cn.DONE)
-
-    def say(self, data) -> None:
-        """``data`` (the Job's bytes, or a line: "go T0", "stop REASON") on the child's stdin."""
-        with contextlib.suppress(OSError, ValueError):
-            self.proc.stdin.write(data if isinstance(data, bytes) else f"{data}\n".encode())
-            self.proc.stdin.flush()
-
-    def signal(self, sig: int) -> None:
-        if self.alive:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(sig)
-
-    def how_it_ended(self) -> str:
-        rc = self.proc.returncode
-        if rc is None or rc >= 0:
-            return "still running" if rc is None else f"exited with code {rc}"
-        with contextlib.suppress(ValueError):
-            return f"was killed by {signal.Signals(-rc).name}"
-        return f"was killed by signal {-rc}"
 
     def row(self, ld, n: int, count: Optional[int], written, made) -> dict:
         """meta.json ``client_processes``' row of this process."""
@@ -100,31 +77,22 @@ class Senders:
     def __init__(self, run, n: int):
         self.run, self.n, ld = run, n, run.sc.load
         self.dir = Path(run.run_dir) / "procs"
-        self.children: list[Child] = []
+        self.children = children.Children()
         self.failure: Optional[str] = None
         self.merged: Optional[dict] = None
-        self._forwarded = False
         self.count = planned_count(ld.mode, run.schedule.count, ld.num_requests, ld.duration_s)
 
     def _spawn(self) -> None:
-        run, env = self.run, child_env()
+        run = self.run
         for k in range(self.n):
-            c = Child(Job(k, self.n, run.sc, run.base_url, run.model, tuple(run.drop_fields),
-                          str(self.dir)))
-            with open(c.job.path("client", "log"), "ab") as log:
-                c.proc = subprocess.Popen([sys.executable, "-m", "loadgen.run.procs.child"],
-                                          stdin=subprocess.PIPE, stdout=log, stderr=log, env=env,
-                                          close_fds=True)
-            self.children.append(c)
+            self.children.append(Child(Job(k, self.n, run.sc, run.base_url, run.model,
+                                           tuple(run.drop_fields), str(self.dir))))
         for c in self.children:     # a few kB each (the scenario): the slices are the child's
             c.say(c.job.to_bytes())
 
     def _check(self) -> None:
         """Forward the parent's interrupt once; a dead child stops the rest."""
-        if self.run.stop.is_set() and not self._forwarded:
-            self._forwarded = True
-            for c in self.children:
-                c.signal(signal.SIGTERM)
+        self.children.forward(self.run.stop)
         dead = next((c for c in self.children if c.failed), None)
         if self.failure is None and dead is not None:
             self.failure = (f"client process {dead.k} of {self.n} (pid {dead.proc.pid}) "
@@ -156,34 +124,9 @@ class Senders:
             refresh()
 
     async def measure(self, sut: dict) -> None:
-        run, ld = self.run, self.run.sc.load
+        run = self.run
         self.dir.mkdir(parents=True, exist_ok=True)
-        try:
-            self._spawn()
-            if ld.warmup_requests:
-                run.progress.start("warm-up", ld.warmup_requests)
-            await self._wait(cn.READY)
-            if not run.stop.is_set() and self.failure is None:
-                run.power.mark("measure_start")
-                await run.scraper.mark("measure_start")
-                run.cpu.start()
-                run.t0 = now_ns() + T0_LEAD_NS
-                for c in self.children:
-                    c.say(f"go {run.t0}")
-                run.progress.start("measured", self.count)
-            await self._wait(cn.DONE)
-            if run.t0 is not None:
-                run.end = now_ns()
-                run.power.mark("measure_end")
-                await run.scraper.mark("measure_end")
-        except BaseException as e:     # a second signal, a bug: the processes go at once
-            self.failure = self.failure or (f"run aborted ({type(e).__name__}): the {self.n} "
-                                            "client processes were killed")
-            for c in self.children:
-                c.signal(signal.SIGKILL)
-            raise
-        finally:
-            self._finish()
+        await self.children.supervise(self._phases, self._finish, self._aborted)
         if run.server is not None:
             run.server_alive_at_end = run.server.alive
         first = next((c.result for c in self.children if c.result), None) or {}
@@ -194,16 +137,33 @@ class Senders:
                 first["first_response_headers"])
             write_json(run.run_dir / "sut.json", sut)
 
+    async def _phases(self) -> None:
+        run, ld = self.run, self.run.sc.load
+        self._spawn()
+        if ld.warmup_requests:
+            run.progress.start("warm-up", ld.warmup_requests)
+        await self._wait(cn.READY)
+        if not run.stop.is_set() and self.failure is None:
+            await children.mark(run, "measure_start")
+            run.cpu.start()
+            run.t0 = now_ns() + T0_LEAD_NS
+            for c in self.children:
+                c.say(f"go {run.t0}")
+            run.progress.start("measured", self.count)
+        await self._wait(cn.DONE)
+        if run.t0 is not None:
+            run.end = now_ns()
+            await children.mark(run, "measure_end")
+
+    def _aborted(self, e: BaseException) -> None:
+        """A second signal, a bug: the processes go at once (children.supervise kills them)."""
+        self.failure = self.failure or (f"run aborted ({type(e).__name__}): the {self.n} "
+                                        "client processes were killed")
+
     def _finish(self) -> None:
         """Every child gone (killed after a grace), results read, parts merged, run.crashed."""
         for c in self.children:
-            try:
-                c.proc.wait(KILL_GRACE_S if self.failure is None else 2)
-            except subprocess.TimeoutExpired:
-                c.signal(signal.SIGKILL)
-                c.proc.wait()
-            with contextlib.suppress(OSError):
-                c.proc.stdin.close()
+            c.reap(children.KILL_GRACE_S if self.failure is None else 2)
             with contextlib.suppress(OSError, ValueError):
                 c.result = json.loads(Path(c.job.path("result", "json")).read_text())
         self._check()

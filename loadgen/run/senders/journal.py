@@ -11,6 +11,9 @@ Pure file work, no loop: the worker writes the lines, the merging side reads the
                                   interrupted ..." / "no record from worker i ..."
     merge_parts(dir, ...)         records.worker-i.jsonl + owed ─► merge.merge ─► records.jsonl,
                                   the counts for meta.json
+    merge_master(dir, run_dir, ...) the same from the Locust master's state (master.json: t0,
+                                  end, interrupted, each worker's status): loadgen run's and
+                                  the locustfile's one call
     Follower                      the same files tailed during the run: the progress counters
 """
 from __future__ import annotations
@@ -90,6 +93,20 @@ def merge_parts(d: Path, out_path: Path, plan, n: int, status: dict[int, str],
             "cancelled_for_dead_workers": made["dead"],
             "cancelled_interrupted": made["interrupted"], "cancelled_other": made["other"],
             "journaled_sends": len(journal)}
+
+
+def worker_status(st: dict) -> dict[int, str]:
+    """Each worker's status in the master's state (master.json's ``workers``)."""
+    return {int(k): v.get("status") for k, v in (st.get("workers") or {}).items()}
+
+
+def merge_master(d: Path, run_dir: Path, plan, st: dict, n: int,
+                 status: Optional[dict[int, str]] = None, interrupted=False) -> dict:
+    """merge_parts of ``d``'s parts into ``run_dir``/records.jsonl by the master's state ``st``
+    (``status``: its workers' statuses as the caller saw them; interrupted: also if ``st`` says)."""
+    return merge_parts(d, Path(run_dir) / "records.jsonl", plan, n,
+                       worker_status(st) if status is None else status, st.get("t0_ns"),
+                       bool(interrupted or st.get("interrupted")), st.get("end_ns"))
 
 
 class _Row(msgspec.Struct):
