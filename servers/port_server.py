@@ -5,13 +5,19 @@ import os
 
 
 def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie, which still answers kill(0), is not)."""
+    """Whether ``pid`` is a live process on this host (a zombie, exited but not yet reaped,
+    which still answers kill(0), is not). Also loadgen's (the Locust master's workers)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split()[2] != "Z"
+        with open(f"/proc/{pid}/stat") as f:        # "pid (comm) state ...": comm may hold ")"
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 class PortServer:

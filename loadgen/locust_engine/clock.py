@@ -11,8 +11,7 @@ import gevent
 
 from loadgen.client.load_monitor import LoadWindow, pct
 from loadgen.record import now_ns
-
-SPIN_NS = 1_000_000          # yield-spin the last 1 ms before a scheduled send
+from loadgen.run.senders.clock import nap_s
 
 PING_TRIES = 16             # ping-pongs per worker at plan time
 PING_GAP_S = 0.01           # between two of them
@@ -59,14 +58,13 @@ class Pinger:
 
 
 def sleep_until(deadline_ns: int, stopped: Callable[[], bool]) -> bool:
-    """Nap, then yield-spin the last SPIN_NS; True if ``stopped()`` became true first."""
-    while True:
-        if stopped():
-            return True
-        rem = deadline_ns - now_ns()
-        if rem <= 0:
+    """senders.clock's nap rule, gevent's sleep; True if ``stopped()`` became true first."""
+    while not stopped():
+        nap = nap_s(deadline_ns, now_ns())
+        if nap is None:
             return False
-        gevent.sleep(min((rem - SPIN_NS) / 1e9, 0.05) if rem > SPIN_NS else 0)
+        gevent.sleep(nap)
+    return True
 
 
 class LagSampler(LoadWindow):

@@ -23,6 +23,7 @@ from loadgen.locust_engine.request_source import RequestSource
 from loadgen.run.senders.plan import Plan, digest, users_for
 from loadgen.record import now_ns
 from loadgen.run.storage import atomic_write_text
+from servers.port_server import alive as pid_alive
 
 T0_LEAD_NS = 300_000_000          # go message to t0: time for every worker to get it
 RESEND_NS = 2_000_000_000         # the plan again, to workers not ready yet (see _run)
@@ -34,21 +35,6 @@ MSG_TYPES = ("loadgen_ready", "loadgen_error", "loadgen_warm_done", "loadgen_don
 
 class Interrupted(Exception):
     """The run was stopped before the measured phase began."""
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether ``pid`` runs here (a zombie, exited but not yet reaped, does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
 
 
 def listen(runner, coord: Callable[[], Optional["Coordinator"]]) -> None:
@@ -134,7 +120,7 @@ class Coordinator:
             return True
         ready = self.got["loadgen_ready"].get(index) or {}
         if ready.get("pid") and ready.get("host") == socket.gethostname():
-            if not _pid_alive(int(ready["pid"])):   # a worker on this host that exited
+            if not pid_alive(int(ready["pid"])):   # a worker on this host that exited
                 return False
         from locust.runners import STATE_MISSING
         runner = self.env.runner

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from analysis.roofline import host_load
 from loadgen.run import children
 from loadgen.run.children import Child
 from loadgen.run.engines import refusal, workers_error
@@ -33,6 +32,7 @@ from loadgen.run.senders.describe import client_load, replicas, transport_info
 from loadgen.run.senders.journal import Follower, merge_master, worker_status
 from loadgen.run.senders.plan import Plan, users_for
 from loadgen.scenario.model import ScenarioError
+from loadgen.targets.sut import package_versions
 from loadgen.targets.managed import free_port
 
 DEFAULT_PORT = 5557
@@ -153,12 +153,9 @@ class LocustRun:
                                       f"joining (see locust/worker.{i - 1}.log)")
                         self.master.signal(signal.SIGTERM)
             if not marked and self._state().get("t0_ns") is not None:   # go, not an early end
-                host_at_t0 = host_load.snapshot()   # the whole host's load, as natively
-                await children.mark(r, "measure_start")
+                await r.mark("measure_start")   # runner.Run.mark: power, /metrics, host load
                 marked = True
-        if marked:
-            r.host_load = host_load.over_run(host_at_t0)
-        await children.mark(r, "measure_end")
+        await r.mark("measure_end")
         for c in self.procs[1:]:                 # the master told them to quit (_finish: the rest)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 c.proc.wait(children.KILL_GRACE_S)
@@ -218,14 +215,7 @@ class LocustRun:
                     "worker_exit_codes": {str(m["pids"].get(p, p)): c
                                           for p, c in self.exits.items()},
                     "worker_reports": reports, "merge": counts, "error": st.get("error"),
-                    "locust_version": _locust_version()})
-
-
-def _locust_version() -> Optional[str]:
-    import importlib.metadata as md
-    with contextlib.suppress(md.PackageNotFoundError):
-        return md.version("locust")
-    return None
+                    "locust_version": package_versions(("locust",))["locust"]})
 
 
 def run_locust(sc, opts: LocustOptions, progress=None):

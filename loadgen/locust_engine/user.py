@@ -1,7 +1,7 @@
 """The Locust user: takes the next request from its worker's RequestSource (NODE), sends it
 through its GWire for the URL (client.gevent_wire: one keep-alive connection each, the one
-HTTP/1.1 exchange, kernel receive stamps), fills the Record by the native client's rules
-(client.request.fail/finish) and fires one Locust ``request`` event (E2E, for Locust's UI
+HTTP/1.1 exchange, kernel receive stamps, the Record filled by the native client's rules:
+gevent_wire.client.execute) and fires one Locust ``request`` event (E2E, for Locust's UI
 only; loadgen's metrics come from the records). No asyncio here (a gevent-patched process).
 """
 from __future__ import annotations
@@ -12,30 +12,14 @@ from typing import Any, Optional
 import gevent
 from locust import User, constant, task
 
-from loadgen.client.request import fail, finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
 from loadgen.client.gevent_wire.conn import process_stamps
-from loadgen.client.gevent_wire.client import GWire
+from loadgen.client.gevent_wire.client import GWire, execute
 from loadgen.record import Record, now_ns
 
 # the process-wide source of requests (request_source.RequestSource), set before spawn
 NODE: Optional[Any] = None
-
-
-def execute(wire: GWire, headers: dict, data: bytes, stream: bool, rec: Record,
-            tally: StreamTally) -> None:
-    """POST ``data`` through ``wire``; fill ``rec``. Never raises for a failed request
-    (GreenletExit passes, the record filled as ``cancelled`` first)."""
-    try:
-        wire.post(headers, data, rec, tally, stream)
-    except gevent.GreenletExit:
-        raise
-    except Exception as e:           # a failed request is a record, whatever raised: our fault
-        if rec.status == "pending":
-            fail(rec, "client", f"{type(e).__name__}: {e}")
-    finally:
-        finish(rec, tally, rec.workload_prompt_tokens)
 
 
 class LLMUser(User):

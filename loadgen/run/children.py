@@ -11,7 +11,6 @@
     Children.supervise()   the run's body; any exception (a second signal, a bug): every child
                            SIGKILLed at once; then, always, the caller's finish (reap, merge)
     Child.reap(grace)      wait (after SIGTERM if asked) ``grace`` s, then SIGKILL and wait
-    mark(run, what)        the measured window's marks (power, /metrics) at t0 and at the end
 
 No loop of its own (the caller's asyncio sleeps), no gevent. Imports loadgen.child_env only.
 """
@@ -107,9 +106,3 @@ class Children(list):
             raise
         finally:
             finish()
-
-
-async def mark(run, what: str) -> None:
-    """``what`` ("measure_start" / "measure_end") marked in power.jsonl and the /metrics scrape."""
-    run.power.mark(what)
-    await run.scraper.mark(what)

@@ -23,27 +23,22 @@ from typing import Callable, Iterable, Iterator, Optional
 
 from loadgen.record import Record, now_ns
 from loadgen.run.planned import remainder
+from loadgen.run.senders.clock import MAX_NAP_S, nap_s
 from loadgen.run.senders.ledger import Ledger  # noqa: F401  (the one ledger, re-exported)
 from loadgen.run.senders.sender import drain_why
 from loadgen.run.senders.stages import StageGate
 
-SPIN_NS = 1_000_000         # yield-spin the last 1 ms before a send instead of sleeping
-MAX_NAP_S = 0.05            # nap granularity, so a stop request is noticed quickly
 
 
 async def sleep_until(deadline_ns: int, stop: asyncio.Event) -> bool:
-    """Sleep until ``deadline_ns`` (perf_counter_ns): nap, then yield-spin the last SPIN_NS.
-    Returns True if ``stop`` was set first."""
-    while True:
-        if stop.is_set():
-            return True
-        rem = deadline_ns - now_ns()
-        if rem <= 0:
+    """Sleep until ``deadline_ns`` (perf_counter_ns) by the senders' nap rule (senders.clock:
+    nap, then yield-spin the last ms). Returns True if ``stop`` was set first."""
+    while not stop.is_set():
+        nap = nap_s(deadline_ns, now_ns())
+        if nap is None:
             return False
-        if rem > SPIN_NS:
-            await asyncio.sleep(min((rem - SPIN_NS) / 1e9, MAX_NAP_S))
-        else:
-            await asyncio.sleep(0)
+        await asyncio.sleep(nap)
+    return True
 
 
 class Dispatcher:

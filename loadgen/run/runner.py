@@ -203,10 +203,8 @@ class Run:
                        cap: Optional[int]) -> None:
         """The measured phase between the marks that power, /metrics and client load share."""
         ld = self.sc.load
-        self.power.mark("measure_start")
-        await self.scraper.mark("measure_start")
+        await self.mark("measure_start")
         self.cpu.start()
-        self.host_at_t0 = host_load.snapshot()       # the whole host's load (issue 29 item 12)
         self.t0 = now_ns() + (T0_LEAD_NS if ld.mode in ("server", "trace") else 0)
         if self.probe_stream is not None:
             self.probe_stream.start_beside(self.t0)
@@ -221,11 +219,20 @@ class Run:
         else:
             await d.closed(next_spec, cap or 1, self.t0, ld.num_requests, ld.duration_s)
         self.end = now_ns()
-        self.host_load = host_load.over_run(self.host_at_t0)
         if self.probe_stream is not None:     # no new probe; those in flight end
             await self.probe_stream.finish()
-        self.power.mark("measure_end")
-        await self.scraper.mark("measure_end")
+        await self.mark("measure_end")
+
+    async def mark(self, what: str) -> None:
+        """An edge of the measured window ("measure_start" / "measure_end"), every engine's:
+        marked in power.jsonl and the /metrics scrape; the whole host's load between the two
+        (meta.json ``host_load``: a busy host told from a saturated client, issue 29 item 12)."""
+        self.power.mark(what)
+        await self.scraper.mark(what)
+        if what == "measure_start":
+            self.host_at_t0 = host_load.snapshot()
+        elif getattr(self, "host_at_t0", None) is not None:
+            self.host_load = host_load.over_run(self.host_at_t0)
 
     def _turn_spec(self, turn, k: int, messages: list, session, i: int) -> RequestSpec:
         """One turn of a session: the conversation so far, the answer's text kept for the next."""

@@ -20,6 +20,9 @@
       a REUSED connection that failed before any byte of the answer: sent once more on a fresh
       one (``retries``, ``first_sent_at_ns``, ``retry_error``); this user then stops reusing
       (``Connection: close``), as the wire pool does
+    execute(wire, headers, body, stream, rec, tally)   what a Locust user calls: ``post``, then
+      the native client's record rules (request.fail for what raised, request.finish): a failed
+      request is a record, GreenletExit (the run's stop) passes
 
 The read step (gevent_wire/conn.py) feeds the one exchange (``loadgen.client.wire.exchange``), as the
 asyncio wire transport's Conn does, and ``fill`` is ``settle``, as in ``fill.fill_steps``, so one stamped byte stream gives the same Record on either
@@ -36,6 +39,7 @@ from gevent import monkey
 from gevent import socket as gsocket
 
 from loadgen.client.redirects import MAX_HOPS, redirect_target
+from loadgen.client.request import fail, finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
 from loadgen.client.wire import kernel_stamps
@@ -200,3 +204,18 @@ class GWire:
         resp.retry_fresh()
         self.retries += 1
         self.reuse = False
+
+
+def execute(wire: GWire, headers: dict, data: bytes, stream: bool, rec: Record,
+            tally: StreamTally) -> None:
+    """POST ``data`` through ``wire``; fill ``rec``. Never raises for a failed request
+    (GreenletExit passes, the record filled as ``cancelled`` first)."""
+    try:
+        wire.post(headers, data, rec, tally, stream)
+    except gevent.GreenletExit:
+        raise
+    except Exception as e:           # a failed request is a record, whatever raised: our fault
+        if rec.status == "pending":
+            fail(rec, "client", f"{type(e).__name__}: {e}")
+    finally:
+        finish(rec, tally, rec.workload_prompt_tokens)

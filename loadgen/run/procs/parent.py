@@ -26,8 +26,7 @@ from loadgen.run.outcome import Outcome
 from loadgen.run.procs.job import Job
 from loadgen.run.senders import counters as cn
 from loadgen.run.senders import merge as merge_mod
-from loadgen.run.senders.clock import clock_estimate
-from loadgen.run.senders.partition import owed_closed, planned_count, split
+from loadgen.run.senders.partition import planned_count, split
 from loadgen.run.senders.plan import Plan
 
 T0_LEAD_NS = 200_000_000     # "go" to t0: time for every process to read it
@@ -50,25 +49,6 @@ class Child(children.Child):
     def failed(self) -> bool:
         """Exited before its part was complete (no DONE in its counters, or exit code not 0)."""
         return not self.alive and (self.proc.returncode != 0 or self.ctr[cn.STATE] != cn.DONE)
-
-    def row(self, ld, n: int, count: Optional[int], written, made) -> dict:
-        """meta.json ``client_processes``' row of this process."""
-        res = self.result or {}
-        load = res.get("client_load") or {}
-        status = ("died" if self.proc.returncode != 0 or not res else "failed" if res.get("error")
-                  else "stopped" if res.get("interrupted") or res.get("stopped") else "done")
-        return {"index": self.k, "pid": self.proc.pid, "status": status,
-                "exit_code": self.proc.returncode,
-                **{f: load.get(f) for f in ("cpu_s", "wall_s", "cpu_util", "loop_lag_ms_p99",
-                                            "loop_lag_ms_max")},
-                "records": written, "cancelled_unwritten": made,
-                "warmup_requests": split(ld.warmup_requests, self.k, n),
-                "planned_requests": (split(count, self.k, n) or None
-                                     if ld.mode != "concurrency" else None),
-                "in_flight_cap": split(ld.in_flight_cap, self.k, n), "error": res.get("error"),
-                "stopped": res.get("stopped"),
-                # one host, one CLOCK_MONOTONIC: the same record as a Locust worker's
-                "clock": clock_estimate(True)}
 
 
 class Senders:
@@ -114,14 +94,8 @@ class Senders:
 
     def _show(self) -> None:
         """The live bar: the children's counters summed (measured phase after t0)."""
-        p, measuring = self.run.progress, self.run.t0 is not None
-        snaps = [c.ctr.snapshot() for c in self.children]
-        cn.show(p, [sum(x) for x in zip(*[s for s in snaps
-                                          if (s[cn.STATE] >= cn.MEASURING) == measuring],
-                                        [0] * cn.SLOTS)])
-        refresh = getattr(p, "_refresh", None)
-        if refresh is not None:
-            refresh()
+        cn.show_phase(self.run.progress, [c.ctr.snapshot() for c in self.children],
+                      self.run.t0 is not None)
 
     async def measure(self, sut: dict) -> None:
         run = self.run
@@ -144,7 +118,7 @@ class Senders:
             run.progress.start("warm-up", ld.warmup_requests)
         await self._wait(cn.READY)
         if not run.stop.is_set() and self.failure is None:
-            await children.mark(run, "measure_start")
+            await run.mark("measure_start")
             run.cpu.start()
             run.t0 = now_ns() + T0_LEAD_NS
             for c in self.children:
@@ -153,7 +127,7 @@ class Senders:
         await self._wait(cn.DONE)
         if run.t0 is not None:
             run.end = now_ns()
-            await children.mark(run, "measure_end")
+            await run.mark("measure_end")
 
     def _aborted(self, e: BaseException) -> None:
         """A second signal, a bug: the processes go at once (children.supervise kills them)."""
@@ -180,17 +154,9 @@ class Senders:
         so only a failed child's slice is walked (prompts rebuilt: 10^6 of them take seconds)."""
         if not c.failed:
             return
-        run, t0 = self.run, self.run.t0
-        plan = Plan(run.sc, c.k, self.n, run.plan, run.schedule)
-        for s in plan.warm_specs()[:c.ctr[cn.WARM_ISSUED]]:
-            yield merge_mod.Owed(s.id, "warmup", None, s.max_tokens, s.prompt_tokens)
-        if run.sc.load.mode == "concurrency":
-            for i in owed_closed(plan.warmup, c.k, self.n, c.ctr[cn.ISSUED]):
-                yield merge_mod.Owed(i, "measured")
-            return
-        for s in plan.measured_specs():
-            sched = None if t0 is None else t0 + (s.offset_ns or 0)
-            yield merge_mod.Owed(s.id, "measured", sched, s.max_tokens, s.prompt_tokens)
+        plan = Plan(self.run.sc, c.k, self.n, self.run.plan, self.run.schedule)
+        for s, at in plan.started(c.ctr[cn.WARM_ISSUED], c.ctr[cn.ISSUED], self.run.t0):
+            yield merge_mod.Owed(s.id, s.phase, at, s.max_tokens, s.prompt_tokens)
 
     def _why(self, c: Child) -> str:
         if c.failed:
@@ -221,7 +187,8 @@ class Senders:
 
     def outcome(self, out: Outcome) -> Outcome:
         """``out`` (the parent's view) with what the sender processes did (meta.json)."""
-        from loadgen.run.senders.describe import client_load, connections, transport
+        from loadgen.run.senders.describe import (client_load, connections, process_row,
+                                                  transport)
         ld, n, m = self.run.sc.load, self.n, self.merged or {}
         unsent = None
         if ld.mode == "concurrency" and not self.run.schedule.stages and ld.num_requests \
@@ -229,7 +196,8 @@ class Senders:
             unsent = sum(max(0, (split(ld.num_requests, c.k, n) or 0) - c.final[cn.ISSUED])
                          for c in self.children)
         results = [c.result or {} for c in self.children]
-        procs = [c.row(ld, n, self.count, w, k) for c, w, k in zip(
+        procs = [process_row(c.k, c.proc.pid, c.proc.returncode, c.result or {}, ld, n,
+                             self.count, w, k) for c, w, k in zip(
             self.children, m.get("written_by_process") or [None] * n,
             m.get("cancelled_by_process") or [None] * n)]
         return dataclasses.replace(

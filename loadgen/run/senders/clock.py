@@ -17,6 +17,7 @@ shift only places a sender's records on the run's timeline (t0, time series, pow
     estimate_from(master_pair, samples)   the same against a master's clock_pair()
         meta.json ``locust.clock.workers[i]`` and ``client_processes[k].clock``
     rebase(rec, shift)  a record's times moved onto the run's clock
+    nap_s(deadline, now)  how long a sender naps before a scheduled send (both runtimes' rule)
 Pure: the Locust engine exchanges the pings (locust_engine/clock.py), nothing here waits.
 """
 from __future__ import annotations
@@ -28,6 +29,18 @@ from typing import Iterable, Optional
 
 from loadgen.client.wire.kernel_stamps import best_bracket
 from loadgen.record import Record, now_ns
+
+SPIN_NS = 1_000_000         # yield-spin the last 1 ms before a scheduled send instead of napping
+MAX_NAP_S = 0.05            # nap granularity, so a stop request is noticed quickly
+
+
+def nap_s(deadline_ns: int, now: int) -> Optional[float]:
+    """The sleep before a send due at ``deadline_ns``: a nap up to SPIN_NS before it, then 0
+    (yield, spin) for the last SPIN_NS; None once it is due."""
+    rem = deadline_ns - now
+    if rem <= 0:
+        return None
+    return min((rem - SPIN_NS) / 1e9, MAX_NAP_S) if rem > SPIN_NS else 0
 
 TIME_FIELDS = ("scheduled_at_ns", "sent_at_ns", "first_chunk_at_ns", "first_token_at_ns",
                "end_at_ns")

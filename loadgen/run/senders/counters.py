@@ -76,3 +76,12 @@ def show(progress, slots) -> None:
     """The reader's side: ``slots`` (one snapshot, or several summed) into a RunProgress."""
     for i, name in _SHOWN:
         setattr(progress, name, slots[i])
+
+
+def show_phase(progress, snaps: list, measuring: bool) -> None:
+    """The live bar from several senders' snapshots: those in the phase shown, summed."""
+    show(progress, [sum(x) for x in zip(*[s for s in snaps if (s[STATE] >= MEASURING) == measuring],
+                                        [0] * SLOTS)])
+    refresh = getattr(progress, "_refresh", None)
+    if refresh is not None:
+        refresh()

@@ -99,3 +99,23 @@ def connections(results: list[dict]) -> Optional[dict]:
     out["stale_connection_retries"] = sum(b.get("stale_connection_retries") or 0 for b in blocks)
     out.update(replicas(blocks) or {})         # each URL's sends over every process
     return out
+
+
+def process_row(k: int, pid: int, exit_code: Optional[int], res: dict, ld, n: int,
+                count: Optional[int], written, made) -> dict:
+    """meta.json ``client_processes``' row of --procs sender ``k`` (its result.K.json ``res``)."""
+    from loadgen.run.senders.clock import clock_estimate
+    from loadgen.run.senders.partition import split
+    load = res.get("client_load") or {}
+    status = ("died" if exit_code != 0 or not res else "failed" if res.get("error")
+              else "stopped" if res.get("interrupted") or res.get("stopped") else "done")
+    return {"index": k, "pid": pid, "status": status, "exit_code": exit_code,
+            **{f: load.get(f) for f in ("cpu_s", "wall_s", "cpu_util", "loop_lag_ms_p99",
+                                        "loop_lag_ms_max")},
+            "records": written, "cancelled_unwritten": made,
+            "warmup_requests": split(ld.warmup_requests, k, n),
+            "planned_requests": (split(count, k, n) or None
+                                 if ld.mode != "concurrency" else None),
+            "in_flight_cap": split(ld.in_flight_cap, k, n), "error": res.get("error"),
+            "stopped": res.get("stopped"),
+            "clock": clock_estimate(True)}   # one host, one CLOCK_MONOTONIC: a Locust worker's record

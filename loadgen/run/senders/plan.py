@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from loadgen.run.senders.partition import owner
+from loadgen.run.senders.partition import owed_closed, owner
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
 from loadgen.scenario.workload import PromptSpec, WorkloadPlan, build_workload
@@ -142,6 +142,20 @@ class Plan:
             off = int(offs[i]) if offs is not None else None
             yield Spec(rid, "measured", p.prompt, p.prompt_tokens, p.max_tokens, off, p.images,
                        p.messages)
+
+    def started(self, warm_started: int, issued: int, t0: Optional[int]
+                ) -> Iterator[tuple[Spec, Optional[int]]]:
+        """(spec, scheduled time) of what this sender owed a record for once it had started
+        ``warm_started`` warm-up and ``issued`` closed-loop requests (--procs: its counters):
+        those, or its whole planned slice timed from ``t0`` (a closed loop's: no prompt)."""
+        for s in self.warm_specs()[:warm_started]:
+            yield s, None
+        if self.sc.load.mode == "concurrency":
+            for rid in owed_closed(self.warmup, self.index, self.n, issued):
+                yield Spec(rid, "measured", None, None, None, None), None
+            return
+        for s in self.measured_specs():
+            yield s, None if t0 is None else t0 + (s.offset_ns or 0)
 
     def owed_count(self) -> Optional[int]:
         """Records the run owes in all, as far as known before it (the progress bar's total):

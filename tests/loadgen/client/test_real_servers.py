@@ -215,8 +215,7 @@ async def test_request_body_drops_the_fields_the_probe_found_rejected(transport)
 LOCUST_SCRIPT = r"""
 import json, sys
 from gevent import monkey; monkey.patch_all()
-from loadgen.client.gevent_wire.client import GWire
-from loadgen.locust_engine.user import execute
+from loadgen.client.gevent_wire.client import GWire, execute
 from loadgen.record import Record
 from loadgen.client.sse import StreamTally
 wire = GWire(sys.argv[1] + "/v1/completions", 5, 5)     # one Locust user's client
