@@ -58,6 +58,7 @@ def test_two_processes_one_run(calib_server, tmp_path, load):
     assert meta["client_load"]["processes"] == 2 and meta["records_written"] == len(recs)
     assert meta["client_transport"]["processes"] == 2 and not meta["crashed"]
     assert not (d / "procs").exists()                          # parts merged, nothing left
+    assert "busy" in meta["host_load"]     # the measured window's host load, as one process's
     measured = [r for r in recs if r["phase"] == "measured"]
     if load["mode"] == "server":       # one t0 and the one schedule, whichever process sent
         offs = sorted(r["scheduled_at_ns"] - meta["t0_ns"] for r in measured)
