@@ -2,6 +2,7 @@
 loudly, not turn into "unavailable". Guards stay only around optional third-party packages."""
 import ast
 from pathlib import Path
+from tests.support.source import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ("loadgen", "analysis", "servers")
@@ -15,7 +16,7 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
 
 def guarded_own_imports(source: str) -> list[str]:
     out = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if not isinstance(node, ast.Try) or not any(_catches_import_error(h) for h in node.handlers):
             continue
         for stmt in node.body:

@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from tests.support.source import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +36,7 @@ RULES = [  # (package dir, forbidden module prefixes)
 def imported_modules(source: str) -> set[str]:
     """Every module an import statement names, at any depth (``from a import b`` gives a and a.b)."""
     out: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

@@ -3,6 +3,7 @@ later test's threads, sockets and subprocesses run on gevent's hub and may hang.
 subprocesses; tests look for it with importlib.util.find_spec, never import it here."""
 import ast
 from pathlib import Path
+from tests.support.source import parse
 
 ROOT = Path(__file__).resolve().parent
 
@@ -10,7 +11,7 @@ ROOT = Path(__file__).resolve().parent
 def test_no_test_imports_locust_or_patches_gevent_in_the_pytest_process():
     bad = []
     for f in sorted(ROOT.rglob("*.py")):
-        tree = ast.parse(f.read_text())
+        tree = parse(f.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "importorskip" \
                     and node.args and isinstance(node.args[0], ast.Constant) \

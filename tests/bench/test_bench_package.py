@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from tests.support.source import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
@@ -31,7 +32,7 @@ def _path_edits(source: str) -> list[int]:
     """Lines that touch sys.path: ``sys.path.insert/append/...``, ``sys.path = ...``, ``sys.path[...]``,
     also inside a string that is run as code (``python -c``)."""
     lines = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if (isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
                 and node.value.id == "sys"):
             lines.append(node.lineno)
@@ -49,9 +50,9 @@ def test_the_checker_sees_a_path_edit():
 
 def test_bench_is_a_package_whose_inits_say_what_they_hold():
     for pkg in (BENCH, BENCH / "wire", BENCH / "compat"):
-        doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()))
+        doc = ast.get_docstring(parse((pkg / "__init__.py").read_text()))
         assert doc and "python -m bench" in doc, pkg
-    assert "Imports:" in ast.get_docstring(ast.parse((BENCH / "__init__.py").read_text()))
+    assert "Imports:" in ast.get_docstring(parse((BENCH / "__init__.py").read_text()))
 
 
 def test_no_bench_module_edits_sys_path_or_imports_tests():
@@ -59,7 +60,7 @@ def test_no_bench_module_edits_sys_path_or_imports_tests():
     for f in _sources():
         src = f.read_text()
         bad += [f"{f.relative_to(ROOT)}:{n} edits sys.path" for n in _path_edits(src)]
-        for node in ast.walk(ast.parse(src)):
+        for node in ast.walk(parse(src)):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                      [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
             bad += [f"{f.relative_to(ROOT)} imports {m}" for m in names if m == "tests" or m.startswith("tests.")]
@@ -70,7 +71,7 @@ def test_the_product_never_imports_bench():
     bad = []
     for pkg in ("loadgen", "analysis", "servers"):
         for f in sorted((ROOT / pkg).rglob("*.py")):
-            for node in ast.walk(ast.parse(f.read_text())):
+            for node in ast.walk(parse(f.read_text())):
                 names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                          [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
                          else [])

@@ -30,6 +30,7 @@ from loadgen.client.wire.conn import Conn
 from loadgen.client.wire.record_fill import fill_record
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.run.senders.clock import clock_estimate, offset_estimate
+from tests.support.source import parse
 from loadgen.client.gevent_wire.conn import GConn
 from loadgen.client.gevent_wire.client import fill
 from loadgen.record import Record
@@ -360,7 +361,7 @@ def test_no_geventhttpclient_in_the_locust_engine():
     """Neither geventhttpclient nor FastHttpUser, nor any private attribute of another package."""
     import ast
     for p in (ROOT / "loadgen" / "locust_engine").glob("*.py"):
-        for node in ast.walk(ast.parse(p.read_text())):
+        for node in ast.walk(parse(p.read_text())):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
                 assert not [n for n in names if "geventhttpclient" in n or n == "FastHttpUser"
