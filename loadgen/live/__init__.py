@@ -14,5 +14,5 @@
 Served from before the run until it ends (interrupt included); nothing is written to the run
 directory. docs/live-metrics.md; docs/grafana/loadgen.json queries these names.
 May import: prometheus_client, analysis.metrics, loadgen.run (runner, senders.counters),
-loadgen.scenario.
+loadgen.scenario, loadgen.child_env (the exporter process's environment).
 """

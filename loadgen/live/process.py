@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import select
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
+from loadgen.child_env import child_env
 from loadgen.live.feed import Mirror
 
 READY_S = 60.0           # a loaded host can take a while to import prometheus_client and numpy
 STOP_S = 5.0
-_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class LiveError(Exception):
@@ -65,9 +63,7 @@ class LiveExporter:
     def open(cls, port: int, host: str = "127.0.0.1") -> "LiveExporter":
         sock = bind(host, port)
         mirror = Mirror()
-        env = dict(os.environ)
-        env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
-                                     else "")
+        env = child_env()
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "loadgen.live.exporter", "--fd", str(sock.fileno()),
