@@ -1,7 +1,7 @@
 """Benchmark (and the harness of tests/loadgen/client/test_hostile.py): what loadgen survives.
 
-    for each case of servers/hostile/server.py × transport (wire | aiohttp: LOADGEN_HTTP; locust:
-    the Locust engine, `--engine locust --workers 1`):
+    for each case of servers/hostile/server.py × transport (wire | aiohttp: LOADGEN_HTTP; procs2:
+    `--procs 2` over the wire transport; locust: the Locust engine, `--engine locust --workers 1`):
         hostile server (its own process) ◄── `python -m loadgen run` (subprocess; probe off; chat,
             stream; N requests, concurrency C, api.timeout_s T; api key from $HOSTILE_KEY = a fresh
             random sk-test-…, api.headers X-Api-Key = a fresh random hdr-…)
@@ -13,7 +13,7 @@
     64 KiB pieces (stopped after --parse-budget seconds: then a lower bound)
 Prints a table and ends with one JSON line (--out FILE: also written there).
 
-    python -m bench.hostile [--cases a,b] [--transports wire,aiohttp,locust] [--requests 8]
+    python -m bench.hostile [--cases a,b] [--transports wire,aiohttp,procs2,locust] [--requests 8]
                           [--concurrency 4] [--timeout 2] [--out bench/results/hostile-DATE.json]
 """
 from __future__ import annotations
@@ -38,8 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 TRANSPORTS = ("wire", "aiohttp")        # the test suite's (tests/loadgen/client/test_hostile.py)
 # the bench's: the Locust engine too (`--engine locust --workers 1`: a gevent worker process with
-# the gevent driver of the same exchange; max RSS there is the CLI process's only)
-ENGINES = TRANSPORTS + ("locust",)
+# the gevent driver of the same exchange; max RSS there is the CLI process's only) and two sender
+# processes (`--procs 2`, the wire transport in each child; max RSS: the parent's only)
+ENGINES = TRANSPORTS + ("procs2", "locust")
+ENGINE_ARGS = {"locust": ["--engine", "locust", "--workers", "1"], "procs2": ["--procs", "2"]}
 # case ─► (the kinds every record may carry: "ok" or an error_kind; the exit code). Two kinds
 # where two bounds can both fire first (an endless stream: the event/line bound or the timeout)
 # or where both readings are fair (a body cut short by a close: the framing or the connection).
@@ -200,9 +202,9 @@ def start_run(case_dir: Path, url: str, transport: str, n: int, concurrency: int
     path.write_text(yaml.safe_dump(scenario(n, concurrency, timeout_s, header_secret)))
     env = dict(os.environ, HOSTILE_KEY=key, PYTHONUNBUFFERED="1",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    engine = ["--engine", "locust", "--workers", "1"] if transport == "locust" else []
-    if not engine:
-        env["LOADGEN_HTTP"] = transport
+    engine = ENGINE_ARGS.get(transport, [])
+    if transport != "locust":                # procs2: the wire transport in each child
+        env["LOADGEN_HTTP"] = "wire" if transport == "procs2" else transport
     argv = [sys.executable, "-m", "loadgen", "run", str(path), *engine, "--set", f"target.url={url}",
             "--set", f"output.dir={case_dir / 'out'}", "--set", "output.run_name=run",
             *[a for kv in extra_set for a in ("--set", kv)]]
