@@ -110,6 +110,8 @@ class Record(msgspec.Struct, gc=False):
     json_valid: _d(Optional[bool], "... and validates against the schema (json_object: is an "
                    "object)") = None
     structured_error: _d(Optional[str], "the first tool-call / JSON problem") = None
+    model: _d(Optional[str], "api.models (several models / LoRA adapters): the model this "
+              "request asked for; None with one model") = None
 
     def to_json(self) -> str:
         """One JSON line (no newline), the fields in order; non-ASCII text stays UTF-8. A text

@@ -271,3 +271,9 @@ class Summary(Model):
     evidence: Optional[dict[str, Any]] = None
     server_metrics: Optional[dict[str, Any]] = None
     roofline: Optional[Roofline] = None
+    models: Optional[dict[str, Any]] = Field(
+        None, description="api.models: per model its share of the measured requests and the "
+        "replicas' figures (analysis.metrics.models); None with one model")
+    spec_decode: Optional[dict[str, Any]] = Field(
+        None, description="speculative decoding: the server's draft/accept counters over the "
+        "window and the client's tokens per chunk (analysis.server.spec_decode)")

@@ -25,6 +25,7 @@ from analysis.metrics import slo as slo_mod
 from analysis.metrics import saturation as saturation_mod
 from analysis.metrics.embeddings import embeddings_block
 from analysis.metrics.images import images_block
+from analysis.metrics.models import models_block
 from analysis.metrics.probe_stream import probe_block
 from analysis.metrics.replicas import replicas_block
 from analysis.metrics.stages import stage_summaries
@@ -174,6 +175,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["reasoning"] = reasoning_block(records)
     out["embeddings"] = embeddings_block(records, meta)
     out["structured"] = structured_block(records)          # tools / response_format checks
+    out["models"] = models_block(records, slo if out["goodput"] is not None else None, server)
     out["energy"] = energy_block(records, meta, power_rows, win, out["steady_state"])
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",
                        "throughput": "measured", "energy": out["energy"].get("status")}
@@ -225,6 +227,8 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
     summary["probe_stream"] = probe_block(_read_jsonl(probes) if probes.is_file() else [], meta)
     from analysis.roofline.run_roofline import for_run as roofline_for_run  # frozen device.json
     summary["roofline"] = roofline_for_run(run_dir, records)
+    from analysis.server.spec_decode import spec_decode_summary   # counters + client bursts
+    summary["spec_decode"] = spec_decode_summary(run_dir, records)
     return summary
 
 

@@ -105,6 +105,7 @@ class ClientConfig:
     limits: Limits = DEFAULT_LIMITS             # api.limits: what one answer may cost the client
     follow_redirects: str = "never"             # "never" | "same-host" (loadgen.client.redirects)
     structured: dict = field(default_factory=dict)  # tools, tool_choice, response_format (chat)
+    mix: Any = None                             # api.models: a scenario.model_mix.ModelMix (or None)
 
     @classmethod
     def from_api(cls, api: Any, base_url: str, model: str, api_key: Optional[str],
@@ -117,7 +118,8 @@ class ClientConfig:
                    connect_timeout_s=api.connect_timeout_s, drop_fields=tuple(drop_fields),
                    limits=Limits.from_api(getattr(api, "limits", None)),
                    follow_redirects=getattr(api, "follow_redirects", "never"),
-                   structured=dict(getattr(api, "structured", None) or {}))
+                   structured=dict(getattr(api, "structured", None) or {}),
+                   mix=getattr(api, "mix", None))
 
 
 def build_base_body(cfg: ClientConfig) -> dict:
@@ -191,6 +193,10 @@ class Client:
     def body(self, spec: RequestSpec) -> bytes:
         return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images)
 
+    def body_for(self, spec: RequestSpec, rec: Record) -> bytes:
+        """The body of ``spec`` for ``rec`` (api.models: the model Shape.prepare put in rec.model)."""
+        return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images, rec.model)
+
     def headers(self, spec: RequestSpec) -> dict:
         return with_headers(self.shape.headers, spec.headers)
 
@@ -200,7 +206,7 @@ class Client:
             rec = self.new_record(spec)
         self.shape.prepare(rec, spec.prompt, spec.images)
         try:
-            data = self.body(spec)
+            data = self.body_for(spec, rec)
             headers = self.headers(spec)
         except (TypeError, ValueError) as e:
             _fail(rec, "client", f"cannot build the request body: {e}")

@@ -207,17 +207,25 @@ class Shape:
         self.continuous = isinstance(opts, dict) and bool(        # the body still asks for them
             opts.get("continuous_usage_stats"))
         self.headers = request_headers(api, api_key)
+        # api.models: one base body per model; request id ─► model (scenario.model_mix, pure)
+        self.mix = getattr(api, "mix", None)
+        self.bases = ({n: base_body(api, n, drop) for n in self.mix.names}
+                      if self.mix is not None else {})
 
     def prepare(self, rec: Record, prompt, images: Optional[tuple]) -> None:
-        """The record fields the request itself decides (embeddings: inputs; images)."""
+        """The record fields the request itself decides (embeddings: inputs; images; api.models:
+        the model of this request id)."""
+        if self.mix is not None:
+            rec.model = self.mix.pick(rec.id)
         if self.embeddings:                     # nothing generated: no output tokens asked for
             rec.inputs, rec.requested_output_tokens = input_count(prompt), None
         if images:
             rec.input_images = len(images)
 
     def body(self, prompt, max_tokens: Optional[int], messages: Optional[list] = None,
-             images: Optional[tuple] = None) -> bytes:
-        return request_body(self.base, self.chat, prompt, max_tokens, messages, self.endpoint,
+             images: Optional[tuple] = None, model: Optional[str] = None) -> bytes:
+        base = self.bases.get(model, self.base) if model is not None else self.base
+        return request_body(base, self.chat, prompt, max_tokens, messages, self.endpoint,
                             images)
 
     def tally(self, want_text: bool = False):

@@ -155,7 +155,8 @@ class RequestSource(SliceSender):
             if sched is not None and sched > now_ns() and sleep_until(sched, lambda: self.stopped):
                 return                   # interrupt() wrote it as cancelled
             try:
-                data = self.shape.body(prompt, rec.requested_output_tokens, messages, images)
+                data = self.shape.body(prompt, rec.requested_output_tokens, messages, images,
+                                       rec.model)
             except (TypeError, ValueError) as e:
                 request.fail(rec, "client", f"cannot build the request body: {e}")
             else:

@@ -41,11 +41,14 @@ async def describe_target(run, base_url: str) -> dict:
     warnings: list = slo_mod.stream_warnings(run.sc.slo.model_dump(), a.stream)
     if a.probe:
         model, found = probe_mod.check_models(
-            base_url, models, a.model, a.api_key_env, managed=run.server is not None,
-            where="target.urls" if run.sc.target.urls else None)
+            base_url, models, a.first_model, a.api_key_env, managed=run.server is not None,
+            where="target.urls" if run.sc.target.urls else None,
+            key="api.models" if a.models else "api.model")
         warnings += found
+        for m in (a.models or [])[1:]:          # api.models: every name listed (exit 2 if not)
+            probe_mod.check_models(base_url, models, m.name, a.api_key_env, key="api.models")
     else:
-        model = a.model or sut_mod.first_model_id(models.get("models"))
+        model = a.first_model or sut_mod.first_model_id(models.get("models"))
     if model is None:
         raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
                             f"({models.get('error') or 'status ' + str(models.get('status'))})")
@@ -55,7 +58,8 @@ async def describe_target(run, base_url: str) -> dict:
             other, run.key, a.headers, get_s,
             ready_mod.ready_timeout_s(a, False), "/health")
         if a.probe:
-            probe_mod.check_models(other, more, model, a.api_key_env, where="target.urls")
+            for name in [model] + [m.name for m in (a.models or [])[1:]]:
+                probe_mod.check_models(other, more, name, a.api_key_env, where="target.urls")
     own = await sut_mod.fetch_self_description(base_url, run.key, get_s)
     if a.probe:
         info = own.get("info") or (run.server.info if run.server is not None else None)

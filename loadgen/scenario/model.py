@@ -361,6 +361,7 @@ class Scenario(Strict):
                 raise ValueError(f"{key}: needs api.endpoint: chat (the {a.endpoint} endpoint "
                                  "takes no tools or response_format)")
         a._tools, a._tool_choice = w.tools, w.tool_choice
+        a._mix_seed = self.load.seed if self.load.seed is not None else w.seed + 1   # seed_for's rule
         # a tool call or JSON answer ends when complete: with ignore_eos vLLM 0.32 generates on
         # past the grammar's end to max_tokens, and every answer fails its check ("Extra data");
         # so ignore_eos defaults to false here (an explicit api.ignore_eos: true is kept)

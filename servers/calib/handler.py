@@ -21,7 +21,7 @@ from typing import Any, Optional
 from aiohttp import web
 
 from servers.calib import answers, faults
-from servers.calib.chunks import DONE, SSE_HEADERS, Builder, now_ns, prompt_tag_and_tokens
+from servers.calib.chunks import DONE, MODEL, SSE_HEADERS, Builder, now_ns, prompt_tag_and_tokens
 from servers.calib.lockstep import DecodeClock, Stream, sleep_until
 from servers.calib.images import images_of
 
@@ -34,8 +34,10 @@ DEFAULTS: dict[str, Any] = dict(ttft_ms=0.0, itl_ms=0.0, role_ms=0.0, tokens=Non
 class Calibration:
     """The server's state: defaults, the request log, the lockstep clocks, stale connections."""
 
-    def __init__(self, defaults: dict, log: bool, log_max: int = 200_000):
+    def __init__(self, defaults: dict, log: bool, log_max: int = 200_000,
+                 models: Optional[list] = None):
         self.defaults = defaults
+        self.models = list(models) if models else None   # --models: the ids served (else any name)
         self.log_on = log
         self.log: collections.deque = collections.deque(maxlen=log_max)
         self.seq = 0
@@ -74,6 +76,11 @@ class Calibration:
                 raise ValueError("body is not an object")
         except ValueError as e:
             return web.json_response({"error": {"message": f"bad body: {e}", "code": 400}}, status=400)
+        model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else MODEL
+        if self.models is not None and model not in self.models:     # vLLM's answer to a name it lacks
+            return web.json_response({"error": {"message": f"The model `{model}` does not exist.",
+                                                "type": "NotFoundError", "param": "model", "code": 404}},
+                                     status=404)
         c = dict(self.defaults)
         c.update(body.get("calib") or {})
         self.seq += 1
@@ -97,7 +104,7 @@ class Calibration:
             status = 500 if fault == "http500" else 429
             return web.json_response({"error": {"message": f"calibration {fault}", "code": status}},
                                      status=status, headers={"Retry-After": "1"} if status == 429 else None)
-        b = Builder(chat, k, pt, str(c["text"]))
+        b = Builder(chat, k, pt, str(c["text"]), model)          # the requested model, echoed
         ttft, itl = c["ttft_ms"] * 1e6, c["itl_ms"] * 1e6
         if not body.get("stream"):
             await sleep_until(arrival + int(ttft + (n_chunks - 1) * itl))
