@@ -336,6 +336,8 @@ def write_md(results: list[dict], cmd: str, path: Path) -> None:
           "`json_valid`; responses: output tokens = max_tokens. Raw results: docs/compatibility.json.", ""]
     whys = [(r["server"], silent_special_tokens(r["server"])) for r in results]
     L += ["Token-count mismatches explained, per server:", ""] + [f"- {n}: {w}" for n, w in whys if w] + [""]
+    from bench.compat.served import compat_section      # speculative decoding, LoRA (their own starts)
+    L += compat_section()
     path.write_text("\n".join(L))
 
 

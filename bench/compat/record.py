@@ -153,6 +153,10 @@ VARIANT_CASES: dict[str, dict[str, tuple]] = {
                                                              temperature=0), SSE),
         "spec-chat-stream-loadgen": ("POST", CH, {"messages": [{"role": "user", "content": SPEC_PROMPT}],
                                                   "max_tokens": SPEC_TOKENS, "temperature": 0, **LOADGEN}, SSE),
+        # usage in every chunk: the tokens each chunk carried (a verification step's accepted drafts + 1)
+        "spec-completions-stream-continuous-usage": ("POST", C, _comp(**{
+            **LOADGEN, "stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+            prompt=SPEC_PROMPT, max_tokens=SPEC_TOKENS, temperature=0), SSE),
         # logit_bias with speculation: vLLM 0.32 answers 200, then an SSE error event (code 400: "not yet
         # supported with speculative decoding")
         "spec-completions-stream-forced": ("POST", C, _comp(**LOADGEN, prompt=SPEC_PROMPT, max_tokens=SPEC_TOKENS,

@@ -11,6 +11,8 @@
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from analysis.metrics import slo as slo_mod
 from loadgen.client.http_client import ClientConfig
 from loadgen.run.rundir import write_json
@@ -66,8 +68,8 @@ async def describe_target(run, base_url: str) -> dict:
         context = fit_mod.check_context_fit(run.plan, run.sc.load, a.endpoint,
                                             models.get("models"), model, info)
         mt = a.extra_body.get("min_tokens")
-        res = await probe_mod.probe_request(
-            ClientConfig.from_api(a, base_url, model, run.key), a.drop_rejected_fields,
+        res = await probe_mod.probe_request(       # api.models: the probe asks for the first
+            replace(ClientConfig.from_api(a, base_url, model, run.key), mix=None), a.drop_rejected_fields,
             mt if isinstance(mt, int) and not isinstance(mt, bool) else 1, ready)
         res.warnings[:0] = warnings
         res.context = context
