@@ -99,7 +99,10 @@ def compat_section(results_dir: Path = REPO / "bench" / "results") -> list[str]:
     results = json.loads(files[-1].read_text())
     L = [HEAD, "", f"Measured on this project's 2-core CPU VM ({files[-1].stem[-8:]}; raw: "
          f"bench/results/{files[-1].name}); `loadgen run`, concurrency 2, {N} requests, 1 warm-up, "
-         "prompts 64 and 48 output tokens; each start with the flags below.", "",
+         "prompts 64 and 48 output tokens; each start with the flags below. spec: completions, "
+         "`temperature: 0` (api.extra_body: the random-weight model falls into a loop the n-gram lookup "
+         "drafts from, hence the high acceptance), `api.continuous_usage: true` (the tokens of each chunk); "
+         "lora: `api.models` a and b, weight 1 each, `round_robin`, `client.processes: 2`.", "",
          "| server | version | run | flags | result | what summary.json said |", "|---|---|---|---|---|---|"]
     for r in results:
         flags = " ".join((r.get("argv") or [])[14:]) or "—"
@@ -108,7 +111,7 @@ def compat_section(results_dir: Path = REPO / "bench" / "results") -> list[str]:
             said = (f"spec_decode: draft {sd.get('draft_tokens')}, accepted {sd.get('accepted_tokens')}, "
                     f"acceptance rate {_f(sd.get('acceptance_rate'))}, mean acceptance length "
                     f"{_f(sd.get('mean_acceptance_length'))}, per position "
-                    f"{[_f(p.get('acceptance_rate')) for p in sd.get('per_position') or []]}; client: "
+                    f"[{', '.join(_f(p.get('acceptance_rate')) for p in sd.get('per_position') or [])}]; client: "
                     f"{_f((c.get('tokens_per_chunk') or {}).get('mean'))} tokens per chunk, "
                     f"{_f(100 * (c.get('multi_token_chunk_share') or 0))} % chunks of several")
         elif "models" in r:

@@ -68,8 +68,9 @@ async def describe_target(run, base_url: str) -> dict:
         context = fit_mod.check_context_fit(run.plan, run.sc.load, a.endpoint,
                                             models.get("models"), model, info)
         mt = a.extra_body.get("min_tokens")
-        res = await probe_mod.probe_request(       # api.models: the probe asks for the first
-            replace(ClientConfig.from_api(a, base_url, model, run.key), mix=None), a.drop_rejected_fields,
+        cfg = replace(ClientConfig.from_api(a, base_url, model, run.key), mix=None)  # api.models: the first
+        res = await probe_mod.probe_request(
+            cfg, a.drop_rejected_fields,
             mt if isinstance(mt, int) and not isinstance(mt, bool) else 1, ready)
         res.warnings[:0] = warnings
         res.context = context
