@@ -17,42 +17,40 @@ None (with ``reason``) when no completed measured request streamed a token chunk
 """
 from __future__ import annotations
 
-from collections import Counter
-from analysis.contract import timing
+import numpy as np
+
 from analysis.metrics import figures as m
 
 HIST_CAP = 16
 
 
-def _short(values: list) -> dict:
+def _short(values: np.ndarray) -> dict:
     s = m.stats(values)
     return {"mean": s["mean"], "p50": s["p50"], "p99": s["p99"], "count": s["count"]}
 
 
 def bursts_block(records: list) -> dict:
-    """summary.json's spec_decode "client" block (see the module doc)."""
-    done = m.completed(m.measured(records))
-    sizes: list[int] = []
-    per_token: list[float] = []
-    per_chunk: list[float] = []
-    for r in done:
-        tc = timing.token_chunks(r)
-        sizes.extend(n for _, n in tc)
-        per_token.extend(timing.itl_ms(r))
-        per_chunk.extend(timing.chunk_gaps_ms(r))
-    if not sizes:
+    """summary.json's spec_decode "client" block (see the module doc): on the records' table
+    (analysis.contract.records), the ITLs being the summary's own arrays (figures.latency_series)."""
+    t, _, done, _ = m.selections(records)
+    keep = t.n > 0
+    keep &= done[t.record_of_chunk()]
+    sizes = t.n[keep].astype(np.int64)
+    if not sizes.size:
         return {"status": "unmeasured", "reason": "no completed measured request streamed a "
                 "token chunk (api.stream: false, or none completed)", "tokens_per_chunk": None,
                 "histogram": None, "multi_token_chunk_share": None, "tokens_in_bursts_share": None,
                 "itl_ms_per_token": None, "itl_ms_per_chunk": None}
-    s = m.stats(sizes)
-    hist = Counter(str(n) if n < HIST_CAP else f"{HIST_CAP}+" for n in sizes)
-    multi = [n for n in sizes if n > 1]
+    series = m.latency_series(records)
+    s = m.stats(sizes.astype(float))
+    vals, counts = np.unique(np.minimum(sizes, HIST_CAP), return_counts=True)
+    hist = {(f"{HIST_CAP}+" if v >= HIST_CAP else str(int(v))): int(c) for v, c in zip(vals, counts)}
+    multi = sizes[sizes > 1]
+    per_token, per_chunk = series["itl_ms"], series["chunk_gap_ms"]
     return {"status": "measured", "reason": None,
             "tokens_per_chunk": {k: s[k] for k in ("mean", "p50", "p90", "p99", "max", "count")},
-            "histogram": dict(sorted(hist.items(), key=lambda kv: int(kv[0].rstrip("+")))),
-            "multi_token_chunk_share": len(multi) / len(sizes),
-            "tokens_in_bursts_share": sum(multi) / sum(sizes),
-            "itl_ms_per_token": _short(per_token) if per_token else None,
-            "itl_ms_per_chunk": _short(per_chunk) if per_chunk else None}
-
+            "histogram": hist,
+            "multi_token_chunk_share": multi.size / sizes.size,
+            "tokens_in_bursts_share": int(multi.sum()) / int(sizes.sum()),
+            "itl_ms_per_token": _short(per_token) if per_token.size else None,
+            "itl_ms_per_chunk": _short(per_chunk) if per_chunk.size else None}
