@@ -110,6 +110,8 @@ class Record(msgspec.Struct, gc=False):
     json_valid: _d(Optional[bool], "... and validates against the schema (json_object: is an "
                    "object)") = None
     structured_error: _d(Optional[str], "the first tool-call / JSON problem") = None
+    correct: _d(Optional[bool], "workload.dataset: the answer matched its expected value "
+                "(None: not checkable: failed, cancelled, or cut while it could still match)") = None
 
     def to_json(self) -> str:
         """One JSON line (no newline), the fields in order; non-ASCII text stays UTF-8. A text
