@@ -25,7 +25,9 @@ def wilson(k: int, n: int, z: float = Z95) -> Optional[tuple[float, float]]:
     den = 1 + z * z / n
     mid = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
+    lo = 0.0 if k == 0 else max(0.0, mid - half)     # exact at the ends (no 1e-17 residue)
+    hi = 1.0 if k == n else min(1.0, mid + half)
+    return lo, hi
 
 
 def accuracy_block(records: list, meta: dict) -> Optional[dict]:
