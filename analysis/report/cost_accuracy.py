@@ -27,7 +27,7 @@ def accuracy_text(a: dict) -> str:
     if a.get("fraction") is None:
         return f"check ran; no fraction: {a.get('reason') or 'no checkable answer'}"
     lo, hi = a.get("ci95") or (None, None)
-    return (f"{a['fraction']:.3g} (95 % CI {fmt(lo, 3)}–{fmt(hi, 3)}), {a['correct']} of "
+    return (f"{a['fraction']:.3f} (95 % CI {fmt(lo, 3)}–{fmt(hi, 3)}), {a['correct']} of "
             f"{a['n']} checkable answers right")
 
 

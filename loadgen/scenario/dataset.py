@@ -175,3 +175,10 @@ def check_fits(dataset: Optional[Dataset], workload, api) -> None:
     if workload.prefix is not None or workload.shared_prefix_tokens:
         raise ValueError("workload.dataset: not with workload.prefix / shared_prefix_tokens "
                          "(the prompt is the dataset's question as written)")
+
+
+def check_endpoint(items: Optional[list], path: Optional[str], endpoint: str) -> None:
+    """Rows given as ``messages`` go to the chat (or responses) endpoint only: ScenarioError."""
+    if items and endpoint == "completions" and any(it.messages for it in items):
+        raise ScenarioError(f"workload.dataset.path: {path}: rows with 'messages' need "
+                            "api.endpoint chat or responses (completions sends a prompt)")

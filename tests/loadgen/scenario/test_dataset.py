@@ -103,3 +103,14 @@ def test_a_dataset_row_without_expected_exits_2_naming_file_and_line(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert f"{p}:2: expected: missing" in line
+
+
+def test_messages_rows_on_the_completions_endpoint_exit_2(tmp_path):
+    p = tmp_path / "chat.jsonl"
+    p.write_text(json.dumps({"messages": [{"role": "user", "content": "1+1?"}],
+                             "expected": {"exact": "2"}}) + "\n")
+    r = cli("run", ROOT / "scenarios/accuracy.yaml", "--set", f"workload.dataset={{path: {p}}}",
+            "--set", "api.endpoint=completions", "--set", f"output.dir={tmp_path}")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert "rows with 'messages' need api.endpoint chat or responses" in line
