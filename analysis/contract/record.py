@@ -112,6 +112,8 @@ class Record(msgspec.Struct, gc=False):
     structured_error: _d(Optional[str], "the first tool-call / JSON problem") = None
     model: _d(Optional[str], "api.models (several models / LoRA adapters): the model this "
               "request asked for; None with one model") = None
+    correct: _d(Optional[bool], "workload.dataset: the answer matched its expected value "
+                "(None: not checkable: failed, cancelled, or cut while it could still match)") = None
 
     def to_json(self) -> str:
         """One JSON line (no newline), the fields in order; non-ASCII text stays UTF-8. A text

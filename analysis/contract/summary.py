@@ -220,6 +220,27 @@ class Structured(Open):
     rule: Optional[str] = None
 
 
+class Accuracy(Open):
+    """analysis.metrics.accuracy: n checkable answers, how many right, Wilson 95 % interval."""
+    n: int = 0
+    correct: int = 0
+    fraction: Optional[float] = None
+    ci95: Optional[list[float]] = Field(None, description="[low, high], Wilson score, z 1.96")
+    reason: Optional[str] = None
+
+
+class CostBlock(Open):
+    """analysis.metrics.cost: dollars per million tokens; ``how`` says how each was computed
+    (or why it is null)."""
+    usd_per_million_output_tokens: Optional[float] = None
+    usd_per_million_input_tokens: Optional[float] = None
+    usd_per_million_tokens_at_slo: Optional[float] = None
+    energy_usd_per_million_output_tokens: Optional[float] = None
+    usd_per_million_total_tokens: Optional[float] = None
+    window_usd: Optional[float] = None
+    how: dict[str, str] = Field(default_factory=dict)
+
+
 class Summary(Model):
     """summary.json (docs/metrics.md defines each figure)."""
     schema_version: Optional[int] = schema_version_field()
@@ -277,3 +298,7 @@ class Summary(Model):
     spec_decode: Optional[dict[str, Any]] = Field(
         None, description="speculative decoding: the server's draft/accept counters over the "
         "window and the client's tokens per chunk (analysis.server.spec_decode)")
+    accuracy: Optional[Accuracy] = Field(None, description="workload.dataset: the answers "
+                                         "checked beside the speed (null: no check ran)")
+    cost: Optional[CostBlock] = Field(None, description="the scenario's cost block: $ per "
+                                      "million tokens, each with how it was computed")

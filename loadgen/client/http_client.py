@@ -78,13 +78,14 @@ class RequestSpec:
     want_text: bool = False                     # Record.output_text: the answer's text
     headers: Optional[dict] = None              # this request's own headers (e.g. session affinity)
     images: Optional[tuple] = None              # chat: image data URLs after the text (workload.images)
+    expected: Optional[tuple] = None            # workload.dataset: graded after the stream (client/accuracy.py)
 
     @classmethod
     def of(cls, p: Any, id: int, phase: str = "measured") -> "RequestSpec":
         """Request ``id`` of a workload PromptSpec (or a senders.plan.Spec): every engine's."""
         return cls(id=id, phase=phase, prompt=p.prompt, prompt_tokens=p.prompt_tokens,
                    max_tokens=p.max_tokens, messages=list(p.messages) if p.messages else None,
-                   images=p.images)
+                   images=p.images, expected=getattr(p, "expected", None))
 
 
 @dataclass
@@ -214,7 +215,7 @@ class Client:
         if not self._open:
             _fail(rec, "client", "Client used outside 'async with'")
             return rec
-        tally = self.shape.tally(spec.want_text)
+        tally = self.shape.tally(spec.want_text, spec.expected)
         try:
             await self._t.send(data, headers, rec, tally)
         except asyncio.CancelledError:

@@ -6,7 +6,8 @@
         ─► finish: first-chunk/first-token times, usage vs chunk counts, mismatch, sources
 
 No I/O, no asyncio, no aiohttp and no gevent here (only json, loadgen.record, loadgen.redact,
-loadgen.client.sse and loadgen.client.structured, the tool-call / JSON checks run in ``finish``;
+loadgen.client.sse and loadgen.client.structured, the tool-call / JSON checks run in ``finish``,
+as does loadgen.client.accuracy's grade of a workload.dataset answer;
 loadgen.client.responses, the Responses API's whole answer in ``apply_body``):
 ``loadgen.client.http_client`` (asyncio) and ``loadgen.locust_engine`` (gevent-patched processes) both import
 it, so the two engines build the same bodies and fill the same records by construction.
@@ -21,7 +22,7 @@ from typing import Any, Iterable, Optional
 
 from loadgen import redact
 from loadgen.record import Record, now_ns
-from loadgen.client import structured
+from loadgen.client import accuracy, structured
 from loadgen.client.responses import ResponsesTally, read_response
 from loadgen.client.sse import StreamTally, error_message, loads
 
@@ -228,10 +229,11 @@ class Shape:
         return request_body(base, self.chat, prompt, max_tokens, messages, self.endpoint,
                             images)
 
-    def tally(self, want_text: bool = False):
-        """What reads the answer: a StreamTally, or for api.endpoint responses a ResponsesTally."""
-        return (ResponsesTally(want_text, self.check) if self.responses
-                else StreamTally(self.continuous, want_text, self.check))
+    def tally(self, want_text: bool = False, expected: Optional[tuple] = None):
+        """What reads the answer: a StreamTally, or for api.endpoint responses a ResponsesTally;
+        ``expected`` (workload.dataset): the answer is graded at ``finish`` (client/accuracy.py)."""
+        return (ResponsesTally(want_text, self.check, expected) if self.responses
+                else StreamTally(self.continuous, want_text, self.check, expected))
 
 
 def fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:
@@ -358,4 +360,8 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
         rec.prompt_tokens, rec.prompt_tokens_source = workload_prompt_tokens, "workload"
     rec.finish_reason = tally.finish_reason
     rec.output_chars = tally.chars
+    expected = getattr(tally, "expected", None)
+    if expected is not None:                    # workload.dataset: after the stream, once
+        rec.correct = accuracy.grade(expected, "".join(tally.text or ()), rec.status,
+                                     rec.finish_reason)
     redact.redact_record(rec)

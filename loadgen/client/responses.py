@@ -71,9 +71,10 @@ class ResponsesTally:
 
     __slots__ = ("prompt_tokens", "completion_tokens", "finish_reason", "chars", "error", "seen",
                  "first_answer", "reasoning_tokens", "text", "want_text",
-                 "calls", "_slot", "check", "continuous")
+                 "calls", "_slot", "check", "continuous", "expected")
 
-    def __init__(self, want_text: bool = False, check: Optional[Any] = None) -> None:
+    def __init__(self, want_text: bool = False, check: Optional[Any] = None,
+                 expected: Optional[Any] = None) -> None:
         self.prompt_tokens: Optional[int] = None
         self.completion_tokens: Optional[int] = None
         self.finish_reason: Optional[str] = None
@@ -84,7 +85,8 @@ class ResponsesTally:
         self.reasoning_tokens: Optional[int] = None    # streamed reasoning deltas
         self.want_text = want_text
         self.check = check
-        keep = want_text or (check is not None and check.wants_text)
+        self.expected = expected                       # workload.dataset: graded at finish
+        keep = want_text or (check is not None and check.wants_text) or expected is not None
         self.text: Optional[list] = [] if keep else None
         self.calls: Optional[list] = None
         self._slot: dict = {}                          # output item id -> its entry in calls

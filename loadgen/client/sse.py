@@ -69,10 +69,10 @@ class StreamTally:
 
     __slots__ = ("continuous", "cum", "prompt_tokens", "completion_tokens", "finish_reason",
                  "chars", "error", "seen", "first_answer", "reasoning_tokens", "text", "want_text",
-                 "calls", "_slot", "check")
+                 "calls", "_slot", "check", "expected")
 
     def __init__(self, continuous: bool = False, want_text: bool = False,
-                 check: Optional[Any] = None) -> None:
+                 check: Optional[Any] = None, expected: Optional[Any] = None) -> None:
         # continuous: the request asked for continuous usage stats; it is dropped (1 token per
         # content chunk from then on) as soon as a content chunk arrives without usage
         self.continuous = continuous
@@ -87,7 +87,8 @@ class StreamTally:
         self.reasoning_tokens: Optional[int] = None   # tokens of reasoning-only chunks
         self.want_text = want_text                    # the record keeps the text (output_text)
         self.check = check                            # structured.Checker, applied at finish
-        keep = want_text or (check is not None and check.wants_text)
+        self.expected = expected                      # workload.dataset: graded at finish
+        keep = want_text or (check is not None and check.wants_text) or expected is not None
         self.text: Optional[list] = [] if keep else None   # answer text pieces
         self.calls: Optional[list] = None             # tool calls: [id, name, [argument pieces]]
         self._slot: dict = {}                         # a call's index -> its entry in calls

@@ -141,11 +141,12 @@ class RequestSource(SliceSender):
         spec, sched = got
         rec = self.record(spec, sched)
         self.last_issue_ns = sched
-        self.send(user, rec, spec.prompt, None, None, False, sched, spec.images)
+        self.send(user, rec, spec.prompt, None, None, False, sched, spec.images,
+                  getattr(spec, "expected", None))
 
     def send(self, user, rec: Record, prompt, messages: Optional[list], headers: Optional[dict],
              want_text: bool, sched: Optional[int] = None,
-             images: Optional[tuple] = None) -> None:
+             images: Optional[tuple] = None, expected: Optional[tuple] = None) -> None:
         """The one request path: sleep to ``sched`` (if later), body (request.Shape: a session
         turn's ``messages`` and ``headers``, ``want_text`` for its answer, ``images``), journal,
         send, record."""
@@ -168,7 +169,7 @@ class RequestSource(SliceSender):
                 a = self.sc.api
                 try:
                     user.send(url, request.with_headers(self.shape.headers, headers), data,
-                              a.stream, rec, self.shape.tally(want_text), a.timeout_s,
+                              a.stream, rec, self.shape.tally(want_text, expected), a.timeout_s,
                               self.limits)
                 finally:
                     if i is not None:

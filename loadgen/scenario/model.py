@@ -15,6 +15,8 @@ from pydantic import Field, field_validator, model_validator
 
 from loadgen.scenario import limits
 from loadgen.scenario.api import Api
+from loadgen.scenario.cost import Cost
+from loadgen.scenario.dataset import Dataset, check_fits
 from loadgen.scenario.strict import ScenarioError, Strict  # noqa: F401 (ScenarioError: re-exported)
 from loadgen.scenario.structured import Tool, ToolChoice, check_tools
 from loadgen.scenario.target import Target
@@ -114,6 +116,8 @@ class Workload(Strict):
     tools: Optional[list[Tool]] = None
     tool_choice: Optional[ToolChoice] = None      # auto | required | none | {type, function: {name}}
     seed: int = 0
+    # prompts with expected answers (loadgen.scenario.dataset): each record gets ``correct``
+    dataset: Optional[Dataset] = None
 
     @model_validator(mode="after")
     def _path(self) -> "Workload":
@@ -297,6 +301,7 @@ class Scenario(Strict):
     sweep: Optional[Sweep] = None
     output: Output = Field(default_factory=Output)
     client: Client = Field(default_factory=Client)
+    cost: Optional[Cost] = None      # prices for summary.json cost (loadgen.scenario.cost)
 
     @field_validator("name")
     @classmethod
@@ -349,6 +354,11 @@ class Scenario(Strict):
         if (self.load.mode == "trace") != (self.workload.source == "trace"):
             raise ValueError("load.mode trace and workload.source trace go together (the trace "
                              "file gives both the prompts and the send times)")
+        return self
+
+    @model_validator(mode="after")
+    def _dataset(self) -> "Scenario":       # workload.dataset: loadgen.scenario.dataset
+        check_fits(self.workload.dataset, self.workload, self.api)
         return self
 
     def _structured(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from aiohttp import web
 
-from servers.calib import answers, faults
+from servers.calib import answers, faults, solve
 from servers.calib.chunks import DONE, MODEL, SSE_HEADERS, Builder, now_ns, prompt_tag_and_tokens
 from servers.calib.lockstep import DecodeClock, Stream, sleep_until
 from servers.calib.images import images_of
@@ -92,7 +92,11 @@ class Calibration:
         why = answers.check(c, chat)           # answer: tool_call | json (answers.py)
         if why:
             return web.json_response({"error": {"message": why, "code": 400}}, status=400)
-        pieces = answers.events(c, body, n_chunks, self.seq) if c["answer"] and body.get("stream") else None
+        solving = c["answer"] in solve.SOLVE        # arithmetic, right or wrong (solve.py)
+        pieces = None
+        if c["answer"] and body.get("stream"):
+            pieces = (solve.events(c, body, chat, n_tok) if solving
+                      else answers.events(c, body, n_chunks, self.seq))
         if pieces is not None:
             n_chunks = len(pieces)
         opts = body.get("stream_options") or {}
@@ -110,7 +114,15 @@ class Calibration:
             await sleep_until(arrival + int(ttft + (n_chunks - 1) * itl))
             entry["chunks"].append([now_ns(), n_chunks * k])
             full = b.full(n_chunks, "length", usage_tokens if c["usage"] else None)
-            if c["answer"]:
+            if solving:
+                text, fr = solve.whole(c, body, chat, n_tok)
+                key = "message" if chat else "text"
+                full["choices"][0].update({key: {"role": "assistant", "content": text}
+                                           if chat else text, "finish_reason": fr})
+                if c["usage"]:
+                    full["usage"]["completion_tokens"] = len(text) * k
+                    full["usage"]["total_tokens"] = pt + len(text) * k
+            elif c["answer"]:
                 msg, fr = answers.message(c, body, self.seq)
                 full["choices"][0].update(message=msg, finish_reason=fr)
             return web.json_response(full)
