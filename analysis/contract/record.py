@@ -110,6 +110,9 @@ class Record(msgspec.Struct, gc=False):
     json_valid: _d(Optional[bool], "... and validates against the schema (json_object: is an "
                    "object)") = None
     structured_error: _d(Optional[str], "the first tool-call / JSON problem") = None
+    cached_tokens: _d(Optional[int], "prompt tokens the server served from its prefix cache "
+                      "(usage.prompt_tokens_details.cached_tokens, Responses: input_tokens_details); "
+                      "None: the server did not say") = None
 
     def to_json(self) -> str:
         """One JSON line (no newline), the fields in order; non-ASCII text stays UTF-8. A text

@@ -146,6 +146,7 @@ def build(source: Optional[str] = None, dtype: Optional[str] = None, slots: int 
         "prefill_buckets": engine.prefill_buckets, "attn_buckets": engine.attn_buckets,
         "batch_buckets": engine.batch_buckets, "prefill_chunk": engine.prefill_chunk,
         "interleave_chunk": engine.interleave_chunk,
+        "prefix_cache": None if engine.prefix is None else engine.prefix.describe(),
         "eos_ids": sorted(eos), "tokenizer": tok.describe(),
         "model": shape_dict(args, dtype, engine.max_model_len, engine.slots),
     }
