@@ -10,12 +10,16 @@ from tests.loadgen.test_replayed_servers import SERVERS, run
 from tests.support.replay_server import ReplayServer
 
 
+@pytest.mark.parametrize("transport", ["wire", "aiohttp"])
 @pytest.mark.parametrize("server", [s for s in ("llama.cpp", "vllm") if s in SERVERS])
-def test_cached_tokens_from_the_recorded_usage_chunk(server, tmp_path):
+def test_cached_tokens_from_the_recorded_usage_chunk(server, transport, tmp_path, monkeypatch):
+    if transport == "aiohttp":
+        monkeypatch.setenv("LOADGEN_HTTP", "aiohttp")
     with ReplayServer(server) as s:
         res = run(s.url, tmp_path, "completions", f"{server}-prefix")
     recs = [r for r in read_records(res.run_dir / "records.jsonl") if r["phase"] == "measured"]
     assert [r["status"] for r in recs] == ["ok"] * len(recs)
+    assert res.meta["client_transport"]["transport"] == transport, res.meta["client_transport"]
     pc = res.summary["prefix_cache"]
     if server == "llama.cpp":
         cached = {r["cached_tokens"] for r in recs}
