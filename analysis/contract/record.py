@@ -114,6 +114,9 @@ class Record(msgspec.Struct, gc=False):
               "request asked for; None with one model") = None
     correct: _d(Optional[bool], "workload.dataset: the answer matched its expected value "
                 "(None: not checkable: failed, cancelled, or cut while it could still match)") = None
+    cached_tokens: _d(Optional[int], "prompt tokens the server served from its prefix cache "
+                      "(usage.prompt_tokens_details.cached_tokens, Responses: input_tokens_details); "
+                      "None: the server did not say") = None
 
     def to_json(self) -> str:
         """One JSON line (no newline), the fields in order; non-ASCII text stays UTF-8. A text

@@ -241,6 +241,24 @@ class CostBlock(Open):
     how: dict[str, str] = Field(default_factory=dict)
 
 
+class PrefixCache(Open):
+    """analysis.metrics.prefix_cache: what the server's prefix cache did (None: it said nothing;
+    ``reasons`` says why for each None figure)."""
+    server_hit_rate: Optional[float] = Field(None, description="Δprefix_cache_hits / "
+                                             "Δprefix_cache_queries (tokens) over the window")
+    cached_prompt_fraction: Optional[float] = Field(None, description="Σ cached_tokens / Σ "
+                                                    "prompt_tokens of the answers that said")
+    ttft_ms_p50_hit: Optional[float] = None
+    ttft_ms_p50_miss: Optional[float] = None
+    prompt_tokens_mean_hit: Optional[float] = None
+    prompt_tokens_mean_miss: Optional[float] = None
+    requests_hit: int = 0
+    requests_miss: int = 0
+    requests_unreported: int = 0
+    reasons: dict[str, str] = Field(default_factory=dict)
+    rule: Optional[str] = None
+
+
 class Summary(Model):
     """summary.json (docs/metrics.md defines each figure)."""
     schema_version: Optional[int] = schema_version_field()
@@ -302,3 +320,5 @@ class Summary(Model):
                                          "checked beside the speed (null: no check ran)")
     cost: Optional[CostBlock] = Field(None, description="the scenario's cost block: $ per "
                                       "million tokens, each with how it was computed")
+    prefix_cache: Optional[PrefixCache] = Field(None, description="prefix-cache hits: server rate, "
+                                                "cached share, TTFT of hits vs misses")

@@ -32,6 +32,7 @@ from analysis.metrics.probe_stream import probe_block
 from analysis.metrics.replicas import replicas_block
 from analysis.metrics.stages import stage_summaries
 from analysis.metrics.structured import structured_block
+from analysis.metrics.prefix_cache import prefix_cache_block
 from analysis.metrics.steady import steady_window
 from analysis.metrics.turns import reasoning_block, sessions_block
 
@@ -178,6 +179,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["embeddings"] = embeddings_block(records, meta)
     out["structured"] = structured_block(records)          # tools / response_format checks
     out["models"] = models_block(records, slo if out["goodput"] is not None else None, server)
+    out["prefix_cache"] = prefix_cache_block(records)      # summarize_run adds the server's rate
     out["energy"] = energy_block(records, meta, power_rows, win, out["steady_state"])
     out["accuracy"] = accuracy_block(records, meta)     # workload.dataset: answers checked
     out["cost"] = run_cost(records, meta, slo, out, server)   # the scenario's cost block
@@ -227,6 +229,7 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
     from analysis.metrics.run_end import run_end      # no meta.json / records missing: INVALID
     summary["verdict"] = slo_mod.with_run_end(summary["verdict"], run_end(run_dir, records, meta))
     summary["server_metrics"] = server_metrics_summary(run_dir)
+    summary["prefix_cache"] = prefix_cache_block(records, summary["server_metrics"])
     probes = Path(run_dir) / "probe_stream.jsonl"        # load.probe's side stream
     summary["probe_stream"] = probe_block(_read_jsonl(probes) if probes.is_file() else [], meta)
     from analysis.roofline.run_roofline import for_run as roofline_for_run  # frozen device.json

@@ -268,6 +268,9 @@ def _cell(c: Optional[dict]) -> str:
     return f"{mark} ({c['detail']})"
 
 
+KEEP = "<!-- hand-written sections below: bench.compat.matrix keeps them -->"
+
+
 def write_md(results: list[dict], cmd: str, path: Path) -> None:
     L = ["# Compatibility matrix: loadgen against real servers", "",
          f"Measured on this project's 2-core CPU VM (no GPU), {time.strftime('%Y-%m-%d')}; evidence: measured.",
@@ -338,7 +341,10 @@ def write_md(results: list[dict], cmd: str, path: Path) -> None:
     L += ["Token-count mismatches explained, per server:", ""] + [f"- {n}: {w}" for n, w in whys if w] + [""]
     from bench.compat.served import compat_section      # speculative decoding, LoRA (their own starts)
     L += compat_section()
-    path.write_text("\n".join(L))
+    old = path.read_text() if path.exists() else ""
+    if KEEP in old:                    # hand-written sections below the marker survive a rerun
+        L += ["", old[old.index(KEEP):].rstrip("\n")]
+    path.write_text("\n".join(L) + "\n")
 
 
 def merge_runs(old: Optional[dict], new: dict) -> dict:

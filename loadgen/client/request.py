@@ -23,7 +23,7 @@ from typing import Any, Iterable, Optional
 from loadgen import redact
 from loadgen.record import Record, now_ns
 from loadgen.client import accuracy, structured
-from loadgen.client.responses import ResponsesTally, read_response
+from loadgen.client.responses import ResponsesTally, cached_of, read_response
 from loadgen.client.sse import StreamTally, error_message, loads
 
 SNIPPET = 300                 # characters of an error body kept in Record.error
@@ -279,6 +279,8 @@ def apply_body(rec: Record, tally: Any, raw: bytes, t: int) -> None:
     usage = obj.get("usage") or {}
     tally.prompt_tokens = usage.get("prompt_tokens")
     tally.completion_tokens = usage.get("completion_tokens")
+    if hasattr(tally, "cached_tokens"):
+        tally.cached_tokens = cached_of(usage, "prompt_tokens_details")
     keep = getattr(tally, "text", None)
     for ch in obj.get("choices") or []:
         text = ch.get("text")
@@ -356,6 +358,9 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
     prompt = _usage_checked(rec, "prompt_tokens", tally.prompt_tokens, None)
     if prompt is not None:
         rec.prompt_tokens, rec.prompt_tokens_source = prompt, "usage"
+    cached = getattr(tally, "cached_tokens", None)
+    if cached is not None:                      # at most the prompt the server counted
+        rec.cached_tokens = _usage_checked(rec, "prompt_tokens_details.cached_tokens", cached, prompt)
     elif workload_prompt_tokens is not None:
         rec.prompt_tokens, rec.prompt_tokens_source = workload_prompt_tokens, "workload"
     rec.finish_reason = tally.finish_reason

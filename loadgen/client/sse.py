@@ -69,7 +69,7 @@ class StreamTally:
 
     __slots__ = ("continuous", "cum", "prompt_tokens", "completion_tokens", "finish_reason",
                  "chars", "error", "seen", "first_answer", "reasoning_tokens", "text", "want_text",
-                 "calls", "_slot", "check", "expected")
+                 "calls", "_slot", "check", "expected", "cached_tokens")
 
     def __init__(self, continuous: bool = False, want_text: bool = False,
                  check: Optional[Any] = None, expected: Optional[Any] = None) -> None:
@@ -79,6 +79,7 @@ class StreamTally:
         self.cum = 0                                  # last cumulative completion_tokens seen
         self.prompt_tokens: Optional[int] = None      # from the last usage object
         self.completion_tokens: Optional[int] = None
+        self.cached_tokens: Any = None                # usage.prompt_tokens_details.cached_tokens
         self.finish_reason: Optional[str] = None
         self.chars = 0
         self.error: Optional[Any] = None              # the error object of an error chunk
@@ -153,6 +154,9 @@ class StreamTally:
             cum = usage.completion_tokens
             if cum is not None:
                 self.completion_tokens = cum
+            details = usage.prompt_tokens_details
+            if details is not None and details.cached_tokens is not None:
+                self.cached_tokens = details.cached_tokens
         n = 0
         kind = 0                                      # 1: answer in this chunk, 2: reasoning only
         if choices:
