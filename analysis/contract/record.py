@@ -110,6 +110,8 @@ class Record(msgspec.Struct, gc=False):
     json_valid: _d(Optional[bool], "... and validates against the schema (json_object: is an "
                    "object)") = None
     structured_error: _d(Optional[str], "the first tool-call / JSON problem") = None
+    input_audio_s: _d(Optional[float], "api.endpoint transcriptions: seconds of audio sent "
+                      "(workload.audio)") = None
 
     def to_json(self) -> str:
         """One JSON line (no newline), the fields in order; non-ASCII text stays UTF-8. A text

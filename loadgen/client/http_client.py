@@ -78,13 +78,14 @@ class RequestSpec:
     want_text: bool = False                     # Record.output_text: the answer's text
     headers: Optional[dict] = None              # this request's own headers (e.g. session affinity)
     images: Optional[tuple] = None              # chat: image data URLs after the text (workload.images)
+    audio: Any = None                           # transcriptions: the clip sent (workload.audio)
 
     @classmethod
     def of(cls, p: Any, id: int, phase: str = "measured") -> "RequestSpec":
         """Request ``id`` of a workload PromptSpec (or a senders.plan.Spec): every engine's."""
         return cls(id=id, phase=phase, prompt=p.prompt, prompt_tokens=p.prompt_tokens,
                    max_tokens=p.max_tokens, messages=list(p.messages) if p.messages else None,
-                   images=p.images)
+                   images=p.images, audio=getattr(p, "audio", None))
 
 
 @dataclass
@@ -189,7 +190,8 @@ class Client:
                       session_id=spec.session_id, turn=spec.turn)
 
     def body(self, spec: RequestSpec) -> bytes:
-        return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images)
+        return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images,
+                               spec.audio)
 
     def headers(self, spec: RequestSpec) -> dict:
         return with_headers(self.shape.headers, spec.headers)
@@ -198,7 +200,7 @@ class Client:
         """Send one request; fill and return ``rec`` (created if not given). See module doc."""
         if rec is None:
             rec = self.new_record(spec)
-        self.shape.prepare(rec, spec.prompt, spec.images)
+        self.shape.prepare(rec, spec.prompt, spec.images, spec.audio)
         try:
             data = self.body(spec)
             headers = self.headers(spec)

@@ -24,15 +24,17 @@ from loadgen.record import Record, now_ns
 from loadgen.client import structured
 from loadgen.client.responses import ResponsesTally, read_response
 from loadgen.client.sse import StreamTally, error_message, loads
+from loadgen.client import multipart
+from loadgen.client.transcriptions import TranscriptionTally, is_transcription, read_transcription
 
 SNIPPET = 300                 # characters of an error body kept in Record.error
 _second = itemgetter(1)
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
-ENDPOINTS = ("chat", "completions", "embeddings", "responses")
+ENDPOINTS = ("chat", "completions", "embeddings", "responses", "transcriptions")
 _PATHS = {"chat": "/v1/chat/completions", "embeddings": "/v1/embeddings",
-          "responses": "/v1/responses"}
+          "responses": "/v1/responses", "transcriptions": "/v1/audio/transcriptions"}
 
 
 def endpoint_path(endpoint: str) -> str:
@@ -65,7 +67,10 @@ def request_headers(api: Any, api_key: Optional[str]) -> dict:
 def base_body(api: Any, model: str, drop: Iterable[str] = ()) -> dict:
     """Everything but the prompt and max_tokens; extra_body is merged last (stream_options deep).
     ``drop``: fields the server rejected (``optional_fields`` names, see ``drop_fields``).
-    Embeddings: the model and extra_body only (e.g. encoding_format); nothing is generated."""
+    Embeddings: the model and extra_body only (e.g. encoding_format); nothing is generated.
+    Transcriptions: the multipart form's text fields (loadgen.client.multipart.form_fields)."""
+    if getattr(api, "endpoint", None) == "transcriptions":
+        return multipart.form_fields(api, model, drop)
     if getattr(api, "endpoint", None) == "embeddings":
         body = {"model": model, **api.extra_body}
         return drop_fields(body, drop) if drop else body
@@ -207,21 +212,36 @@ class Shape:
         self.continuous = isinstance(opts, dict) and bool(        # the body still asks for them
             opts.get("continuous_usage_stats"))
         self.headers = request_headers(api, api_key)
+        # transcriptions: a multipart body per clip, made once (multipart.ClipBodies)
+        self.clips = (multipart.ClipBodies(self.base) if api.endpoint == "transcriptions"
+                      else None)
+        if self.clips is not None:
+            self.continuous = bool(self.base.get("stream_continuous_usage_stats"))
+            self.headers = with_headers(self.headers, {"Content-Type": self.clips.content_type})
 
-    def prepare(self, rec: Record, prompt, images: Optional[tuple]) -> None:
-        """The record fields the request itself decides (embeddings: inputs; images)."""
+    def prepare(self, rec: Record, prompt, images: Optional[tuple], audio=None) -> None:
+        """The record fields the request itself decides (embeddings: inputs; images; audio:
+        its length, and no max_tokens: a transcription asks for none)."""
         if self.embeddings:                     # nothing generated: no output tokens asked for
             rec.inputs, rec.requested_output_tokens = input_count(prompt), None
         if images:
             rec.input_images = len(images)
+        if self.clips is not None:
+            rec.requested_output_tokens = None
+            rec.input_audio_s = audio.seconds if audio is not None else None
 
     def body(self, prompt, max_tokens: Optional[int], messages: Optional[list] = None,
-             images: Optional[tuple] = None) -> bytes:
+             images: Optional[tuple] = None, audio=None) -> bytes:
+        if self.clips is not None:              # the clip's body, made on its first request
+            return self.clips.body(audio)
         return request_body(self.base, self.chat, prompt, max_tokens, messages, self.endpoint,
                             images)
 
     def tally(self, want_text: bool = False):
-        """What reads the answer: a StreamTally, or for api.endpoint responses a ResponsesTally."""
+        """What reads the answer: a StreamTally, or for api.endpoint responses a ResponsesTally
+        (transcriptions: a TranscriptionTally)."""
+        if self.clips is not None:
+            return TranscriptionTally(self.continuous, want_text, self.check)
         return (ResponsesTally(want_text, self.check) if self.responses
                 else StreamTally(self.continuous, want_text, self.check))
 
@@ -237,7 +257,7 @@ def fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:
 
 def end_stream(rec: Record, tally: Any, done: bool, t: int) -> None:
     """After a stream's last event: ok if [DONE] or a finish_reason came, else incomplete."""
-    if done or tally.finish_reason is not None:
+    if done or tally.finish_reason is not None or getattr(tally, "ends_with_body", False):
         rec.status = "ok"
         if rec.end_at_ns is None:
             rec.end_at_ns = t
@@ -261,6 +281,10 @@ def apply_body(rec: Record, tally: Any, raw: bytes, t: int) -> None:
         return
     if "error" in obj or obj.get("object") == "error":
         return fail(rec, "server_error", error_message(obj.get("error", obj)), t)
+    if is_transcription(obj):                   # api.endpoint transcriptions: {"text", "usage"?}
+        read_transcription(tally, obj)
+        rec.status = "ok"
+        return
     data = obj.get("data")
     if rec.inputs is not None and "choices" not in obj and (
             not isinstance(data, list) or len(data) != rec.inputs):

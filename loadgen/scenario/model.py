@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from loadgen.scenario import limits
 from loadgen.scenario.api import Api
+from loadgen.scenario.audio import Audio, check as check_audio
 from loadgen.scenario.strict import ScenarioError, Strict  # noqa: F401 (ScenarioError: re-exported)
 from loadgen.scenario.structured import Tool, ToolChoice, check_tools
 from loadgen.scenario.target import Target
@@ -114,6 +115,7 @@ class Workload(Strict):
     tools: Optional[list[Tool]] = None
     tool_choice: Optional[ToolChoice] = None      # auto | required | none | {type, function: {name}}
     seed: int = 0
+    audio: Optional[Audio] = None         # api.endpoint transcriptions: synthetic clips (audio.py)
 
     @model_validator(mode="after")
     def _path(self) -> "Workload":
@@ -346,6 +348,7 @@ class Scenario(Strict):
                 raise ValueError("load.probe: a probe's TTFT/TPOT need api.stream: true")
         self._processes()
         self._structured()
+        check_audio(self)
         if (self.load.mode == "trace") != (self.workload.source == "trace"):
             raise ValueError("load.mode trace and workload.source trace go together (the trace "
                              "file gives both the prompts and the send times)")

@@ -9,6 +9,8 @@
                    built block by block from hash ids; the send times come with them
     ─► optional shared prefix in front of every prompt ─► PromptSpec stream (cycles files)
     ─► workload.images (chat): request k carries images k·count.. of a seeded pool (images.py)
+    ─► workload.audio (transcriptions): request k carries clip k mod pool of a seeded pool
+       (audio.py); its text prompt is not sent (prompt "", prompt_tokens None)
     ─► inputs_per_request N > 1 (embeddings): N consecutive prompts make one PromptSpec whose
        prompt is the list of the N texts, prompt_tokens their sum (max_tokens: the first's)
 
@@ -27,6 +29,7 @@ import numpy as np
 
 from loadgen.scenario.model import Dist, ScenarioError, Workload
 from loadgen.scenario.images import pool_for
+from loadgen.scenario import audio as audio_clips
 from loadgen.scenario.tokens import make_counter
 from loadgen.scenario.sessions import SessionPlan, read_sharegpt_sessions
 from loadgen.scenario.limits import MAX_FILE_ROWS, MAX_TOKENS
@@ -40,6 +43,7 @@ class PromptSpec:
     max_tokens: int
     messages: Optional[tuple] = None   # chat messages as given (trace jsonl); else prompt is the user turn
     images: Optional[tuple] = None     # workload.images: data URLs sent after the text (chat)
+    audio: Optional[audio_clips.Clip] = None   # workload.audio: the clip sent (transcriptions)
 
 
 # --- lengths --------------------------------------------------------------------------------
@@ -113,6 +117,7 @@ class WorkloadPlan:
             self.prefix = self.counter.build(np.random.default_rng([w.seed, 1]),
                                              w.shared_prefix_tokens)
         self.images = pool_for(w.images, w.seed)    # workload.images (made once, here)
+        self.audio = audio_clips.pool_for(w.audio, w.seed)   # workload.audio (made once, here)
         self.groups: list[str] = []
         self.group_p: Optional[np.ndarray] = None
         if w.prefix is not None:
@@ -136,7 +141,8 @@ class WorkloadPlan:
                           {"format": self.w.format, "rows": len(self.trace_rows),
                            **self.trace.describe()}),
                 "sessions": self.sessions.describe() if self.sessions is not None else None,
-                "images": self.images.describe() if self.images is not None else None}
+                "images": self.images.describe() if self.images is not None else None,
+                "audio": self.audio.describe() if self.audio is not None else None}
 
     def trace_offsets(self, load) -> "np.ndarray":
         """Send offsets of a trace run (``load``: time_scale, num_requests, duration_s)."""
@@ -186,6 +192,10 @@ class WorkloadPlan:
         if self.images is not None:       # request k's images: dealt in turn from the pool
             for k, ps in enumerate(self._specs()):
                 yield replace(ps, images=self.images.for_request(k))
+            return
+        if self.audio is not None:        # request k's clip: dealt in turn from the pool
+            for k, ps in enumerate(self._specs()):
+                yield replace(ps, prompt="", prompt_tokens=None, audio=self.audio.for_request(k))
             return
         n = self.w.inputs_per_request
         one = self._specs()
