@@ -25,6 +25,7 @@ from analysis.metrics import slo as slo_mod
 from analysis.metrics import saturation as saturation_mod
 from analysis.metrics.embeddings import embeddings_block
 from analysis.metrics.images import images_block
+from analysis.metrics.audio import audio_block
 from analysis.metrics.probe_stream import probe_block
 from analysis.metrics.replicas import replicas_block
 from analysis.metrics.stages import stage_summaries
@@ -174,6 +175,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["reasoning"] = reasoning_block(records)
     out["embeddings"] = embeddings_block(records, meta)
     out["structured"] = structured_block(records)          # tools / response_format checks
+    out["audio"] = audio_block(records, meta)                 # transcriptions: RTFx
     out["energy"] = energy_block(records, meta, power_rows, win, out["steady_state"])
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",
                        "throughput": "measured", "energy": out["energy"].get("status")}
