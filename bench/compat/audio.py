@@ -158,8 +158,9 @@ def record_case(port: int, model: str, version: str, name: str) -> dict:
                                     "seconds": clip.seconds}}
     return {"server": "transformers", "version": version, "case": name, "variant": "audio",
             "request": {"method": "POST", "path": PATH,
-                        "headers": {k: v for k, v in headers.items() if k != "Content-Type"}
-                        | {"Content-Type": "multipart/form-data; boundary=(random per run)"},
+                        # sent as multipart/form-data (a random boundary); stored as
+                        # its text fields, the file described (the replay reads either)
+                        "headers": {k: v for k, v in headers.items() if k != "Content-Type"},
                         "body": described},
             "response": record._response(ex), "connection": closing, "error": ex.error}
 
