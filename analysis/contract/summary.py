@@ -269,8 +269,8 @@ class Summary(Model):
                                              "parsed / valid shares beside the latencies")
     energy: Optional[Energy] = None
     evidence: Optional[dict[str, Any]] = None
+    server_metrics: Optional[dict[str, Any]] = None
+    roofline: Optional[Roofline] = None
     audio: Optional[dict[str, Any]] = Field(
         None, description="api.endpoint transcriptions: rtfx (audio s per wall s), "
         "rtfx_per_request, audio seconds sent")
-    server_metrics: Optional[dict[str, Any]] = None
-    roofline: Optional[Roofline] = None

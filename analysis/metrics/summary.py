@@ -175,10 +175,10 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["reasoning"] = reasoning_block(records)
     out["embeddings"] = embeddings_block(records, meta)
     out["structured"] = structured_block(records)          # tools / response_format checks
-    out["audio"] = audio_block(records, meta)                 # transcriptions: RTFx
     out["energy"] = energy_block(records, meta, power_rows, win, out["steady_state"])
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",
                        "throughput": "measured", "energy": out["energy"].get("status")}
+    out["audio"] = audio_block(records, meta)                 # transcriptions: RTFx
     return out
 
 

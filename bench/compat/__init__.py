@@ -7,9 +7,11 @@ compatibility matrix with the real ``loadgen run`` CLI (docs/real-servers.md, do
     python -m bench.compat.servers NAME start one server, print url/model/version (servers.py)
     python -m bench.compat.record       tests/fixtures/servers/<server>/<case>.json (record.py, wire.py)
     python -m bench.compat.matrix       docs/compatibility.md + .json (matrix.py, features.py)
+    python -m bench.compat.audio        transformers serve transcribing with a Whisper-shaped random model
+                                        made here: transcripts, or --measure loadgen runs (audio.py)
 
 Imports: the standard library, numpy, yaml, its own modules and two of loadgen's pure ones (the
-prompt words, the synthetic images); loadgen runs as a subprocess (``python -m loadgen run``).
+prompt words, the synthetic images, audio.py: the probe's clip and the multipart body); loadgen runs as a subprocess (``python -m loadgen run``).
 llama.cpp's ``gguf`` package is loaded from the unpacked sdist's own tree (models._import_gguf), never
 through sys.path.
 """

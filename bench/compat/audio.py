@@ -21,7 +21,11 @@
        request ``body`` is the form's text fields, ``file`` described, not stored) and the
        ``variants.audio`` entry of transformers/_server.json
 
-Run: ``python -m bench.compat.audio [--force]``
+    --measure: ``loadgen run scenarios/audio.yaml`` against it instead (stream c1, stream c4,
+    whole c4; 12 requests, 2 warm-up; runs under <cache>/matrix-runs/) ─► one markdown table row
+    per run (docs/compatibility.md "Audio transcriptions") and the load average around them
+
+Run: ``python -m bench.compat.audio [--force] [--measure]``
 """
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ import time
 from pathlib import Path
 
 from bench.compat import record, servers, wire
-from bench.compat.paths import cache_dir
+from bench.compat.paths import REPO, cache_dir
 from loadgen.client import multipart
 from loadgen.scenario.audio import probe_clip
 
@@ -165,12 +169,59 @@ def record_case(port: int, model: str, version: str, name: str) -> dict:
             "response": record._response(ex), "connection": closing, "error": ex.error}
 
 
+RUNS = (("whisper-stream-c1", True, 1), ("whisper-stream-c4", True, 4),
+        ("whisper-nostream-c4", False, 4))
+
+
+def _fmt(v) -> str:
+    return "—" if v is None else f"{v:.1f}"
+
+
+def measure(port: int, version: str) -> list[str]:
+    """The three runs through the loadgen CLI; one table row each."""
+    rows = []
+    for name, stream, conc in RUNS:
+        sets = [f"target.url=http://127.0.0.1:{port}", f"api.stream={str(stream).lower()}",
+                f"load.concurrency={conc}", "load.num_requests=12", "load.warmup_requests=2",
+                f"output.dir={cache_dir() / 'matrix-runs'}",
+                f"output.run_name={name}-{time.strftime('%Y%m%d-%H%M%S')}",
+                "api.ready_timeout_s=0"]
+        r = subprocess.run([sys.executable, "-m", "loadgen", "run", str(REPO / "scenarios"
+                            / "audio.yaml"), "--json", *[x for s in sets for x in ("--set", s)]],
+                           capture_output=True, text=True, timeout=900, cwd=REPO)
+        s = json.loads(r.stdout)["summary"] if r.returncode == 0 else None
+        if s is None:
+            rows.append(f"| transformers | {version} | {name} | FAIL (exit {r.returncode}) "
+                        f"| {r.stderr.strip()[-200:]} |")
+            continue
+        a = s["audio"]
+        rows.append(f"| transformers | {version} | {name} | "
+                    f"{'PASS' if not s['requests_failed'] else 'FAIL'} | {s['requests_failed']} "
+                    f"| dropped: {', '.join(s['dropped_fields']) or 'none'} "
+                    f"| {_fmt(s['ttft_ms']['p50'])} | {_fmt(s['e2el_ms']['p50'])} "
+                    f"| {_fmt(s['output_throughput'])} | {_fmt(a['rtfx'])} "
+                    f"| {_fmt((a['rtfx_per_request'] or {}).get('p50'))} |")
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--force", action="store_true", help="remake the model")
+    ap.add_argument("--measure", action="store_true", help="loadgen runs, not transcripts")
     a = ap.parse_args(argv)
     d = make_whisper(a.force)
     version = servers.install.check_transformers(cache_dir() / "transformers")
+    if a.measure:
+        p, port, args, startup = start(d)
+        try:
+            load = [os.getloadavg()[0]]
+            rows = measure(port, version)
+            load.append(os.getloadavg()[0])
+        finally:
+            stop(p)
+        print(f"start-up {startup} s; load average {load[0]:.1f} -> {load[1]:.1f}")
+        print("\n".join(rows))
+        return 0
     out = record.OUT / "transformers"
     p, port, args, startup = start(d)
     try:

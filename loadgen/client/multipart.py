@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any, Iterable
 
-from loadgen.scenario.audio import MIME
+MIME = {"wav": "audio/wav"}            # a clip's format ─► its part's Content-Type
 
 REQUIRED = ("model", "stream")
 
