@@ -117,6 +117,8 @@ class Record(msgspec.Struct, gc=False):
     cached_tokens: _d(Optional[int], "prompt tokens the server served from its prefix cache "
                       "(usage.prompt_tokens_details.cached_tokens, Responses: input_tokens_details); "
                       "None: the server did not say") = None
+    input_audio_s: _d(Optional[float], "api.endpoint transcriptions: seconds of audio sent "
+                      "(workload.audio)") = None
 
     def to_json(self) -> str:
         """One JSON line (no newline), the fields in order; non-ASCII text stays UTF-8. A text

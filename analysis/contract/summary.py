@@ -322,3 +322,6 @@ class Summary(Model):
                                       "million tokens, each with how it was computed")
     prefix_cache: Optional[PrefixCache] = Field(None, description="prefix-cache hits: server rate, "
                                                 "cached share, TTFT of hits vs misses")
+    audio: Optional[dict[str, Any]] = Field(
+        None, description="api.endpoint transcriptions: rtfx (audio s per wall s), "
+        "rtfx_per_request, audio seconds sent")

@@ -28,6 +28,7 @@ from analysis.metrics.cost import run_cost
 from analysis.metrics.embeddings import embeddings_block
 from analysis.metrics.images import images_block
 from analysis.metrics.models import models_block
+from analysis.metrics.audio import audio_block
 from analysis.metrics.probe_stream import probe_block
 from analysis.metrics.replicas import replicas_block
 from analysis.metrics.stages import stage_summaries
@@ -185,6 +186,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["cost"] = run_cost(records, meta, slo, out, server)   # the scenario's cost block
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",
                        "throughput": "measured", "energy": out["energy"].get("status")}
+    out["audio"] = audio_block(records, meta)                 # transcriptions: RTFx
     return out
 
 

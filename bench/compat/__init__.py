@@ -10,9 +10,11 @@ compatibility matrix with the real ``loadgen run`` CLI (docs/real-servers.md, do
     python -m bench.compat.lora         two random-weight LoRA adapters for small-hf (lora.py; no peft)
     python -m bench.compat.served       `loadgen run` on vLLM with n-gram speculation and with the LoRA
                                         adapters ─► bench/results/served-vllm-cpu-*, docs/compatibility.md
+    python -m bench.compat.audio        transformers serve transcribing with a Whisper-shaped random model
+                                        made here: transcripts, or --measure loadgen runs (audio.py)
 
 Imports: the standard library, numpy, yaml, its own modules and two of loadgen's pure ones (the
-prompt words, the synthetic images); loadgen runs as a subprocess (``python -m loadgen run``).
+prompt words, the synthetic images, audio.py: the probe's clip and the multipart body); loadgen runs as a subprocess (``python -m loadgen run``).
 llama.cpp's ``gguf`` package is loaded from the unpacked sdist's own tree (models._import_gguf), never
 through sys.path.
 """

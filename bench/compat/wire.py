@@ -91,7 +91,8 @@ class Conn:
 
     def exchange(self, method: str, path: str, body: Optional[dict] = None, headers: Optional[dict] = None,
                  max_s: float = 300.0) -> Exchange:
-        data = json.dumps(body, separators=(",", ":")).encode() if body is not None else b""
+        data = (body if isinstance(body, bytes) else       # bytes: sent as is (multipart)
+                json.dumps(body, separators=(",", ":")).encode() if body is not None else b"")
         h = {"Host": f"127.0.0.1:{self.port}", "User-Agent": "loadgen-compat-recorder", "Accept": "*/*",
              "Accept-Encoding": "identity"}
         if body is not None:

@@ -13,7 +13,9 @@
                        └► sse_parser.py (pure incremental SSE parser: bytes ─► events), sse.py
                                   (events ─► token tally, re-exports the parser's names,
                                   reasoning vs answer chunks; api.endpoint responses:
-                                  responses.py's ResponsesTally over the named events)
+                                  responses.py's ResponsesTally over the named events;
+                                  api.endpoint transcriptions: multipart.py, the upload's
+                                  bytes once per clip, transcriptions.py's TranscriptionTally)
                 ─► Record (loadgen.record) ─► back to run/dispatch.py
     structured.py / accuracy.py  tool calls, JSON answers / a workload.dataset answer, checked
                    once after the stream (Record fields; the text kept only when checked)

@@ -79,13 +79,15 @@ class RequestSpec:
     headers: Optional[dict] = None              # this request's own headers (e.g. session affinity)
     images: Optional[tuple] = None              # chat: image data URLs after the text (workload.images)
     expected: Optional[tuple] = None            # workload.dataset: graded after the stream (client/accuracy.py)
+    audio: Any = None                           # transcriptions: the clip sent (workload.audio)
 
     @classmethod
     def of(cls, p: Any, id: int, phase: str = "measured") -> "RequestSpec":
         """Request ``id`` of a workload PromptSpec (or a senders.plan.Spec): every engine's."""
         return cls(id=id, phase=phase, prompt=p.prompt, prompt_tokens=p.prompt_tokens,
                    max_tokens=p.max_tokens, messages=list(p.messages) if p.messages else None,
-                   images=p.images, expected=getattr(p, "expected", None))
+                   images=p.images, expected=getattr(p, "expected", None),
+                   audio=getattr(p, "audio", None))
 
 
 @dataclass
@@ -192,11 +194,13 @@ class Client:
                       session_id=spec.session_id, turn=spec.turn)
 
     def body(self, spec: RequestSpec) -> bytes:
-        return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images)
+        return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images,
+                               audio=spec.audio)
 
     def body_for(self, spec: RequestSpec, rec: Record) -> bytes:
         """The body of ``spec`` for ``rec`` (api.models: the model Shape.prepare put in rec.model)."""
-        return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images, rec.model)
+        return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images,
+                               audio=spec.audio, model=rec.model)
 
     def headers(self, spec: RequestSpec) -> dict:
         return with_headers(self.shape.headers, spec.headers)
@@ -205,7 +209,7 @@ class Client:
         """Send one request; fill and return ``rec`` (created if not given). See module doc."""
         if rec is None:
             rec = self.new_record(spec)
-        self.shape.prepare(rec, spec.prompt, spec.images)
+        self.shape.prepare(rec, spec.prompt, spec.images, spec.audio)
         try:
             data = self.body_for(spec, rec)
             headers = self.headers(spec)

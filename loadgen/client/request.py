@@ -25,15 +25,17 @@ from loadgen.record import Record, now_ns
 from loadgen.client import accuracy, structured
 from loadgen.client.responses import ResponsesTally, cached_of, read_response
 from loadgen.client.sse import StreamTally, error_message, loads
+from loadgen.client import multipart
+from loadgen.client.transcriptions import TranscriptionTally, is_transcription, read_transcription
 
 SNIPPET = 300                 # characters of an error body kept in Record.error
 _second = itemgetter(1)
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
-ENDPOINTS = ("chat", "completions", "embeddings", "responses")
+ENDPOINTS = ("chat", "completions", "embeddings", "responses", "transcriptions")
 _PATHS = {"chat": "/v1/chat/completions", "embeddings": "/v1/embeddings",
-          "responses": "/v1/responses"}
+          "responses": "/v1/responses", "transcriptions": "/v1/audio/transcriptions"}
 
 
 def endpoint_path(endpoint: str) -> str:
@@ -66,7 +68,10 @@ def request_headers(api: Any, api_key: Optional[str]) -> dict:
 def base_body(api: Any, model: str, drop: Iterable[str] = ()) -> dict:
     """Everything but the prompt and max_tokens; extra_body is merged last (stream_options deep).
     ``drop``: fields the server rejected (``optional_fields`` names, see ``drop_fields``).
-    Embeddings: the model and extra_body only (e.g. encoding_format); nothing is generated."""
+    Embeddings: the model and extra_body only (e.g. encoding_format); nothing is generated.
+    Transcriptions: the multipart form's text fields (loadgen.client.multipart.form_fields)."""
+    if getattr(api, "endpoint", None) == "transcriptions":
+        return multipart.form_fields(api, model, drop)
     if getattr(api, "endpoint", None) == "embeddings":
         body = {"model": model, **api.extra_body}
         return drop_fields(body, drop) if drop else body
@@ -212,26 +217,42 @@ class Shape:
         self.mix = getattr(api, "mix", None)
         self.bases = ({n: base_body(api, n, drop) for n in self.mix.names}
                       if self.mix is not None else {})
+        # transcriptions: a multipart body per clip, made once (multipart.ClipBodies)
+        self.clips = (multipart.ClipBodies(self.base) if api.endpoint == "transcriptions"
+                      else None)
+        if self.clips is not None:
+            self.continuous = bool(self.base.get("stream_continuous_usage_stats"))
+            self.headers = with_headers(self.headers, {"Content-Type": self.clips.content_type})
 
-    def prepare(self, rec: Record, prompt, images: Optional[tuple]) -> None:
+    def prepare(self, rec: Record, prompt, images: Optional[tuple], audio=None) -> None:
         """The record fields the request itself decides (embeddings: inputs; images; api.models:
-        the model of this request id)."""
+        the model of this request id; audio: its length, and no max_tokens: a transcription asks
+        for none)."""
         if self.mix is not None:
             rec.model = self.mix.pick(rec.id)
         if self.embeddings:                     # nothing generated: no output tokens asked for
             rec.inputs, rec.requested_output_tokens = input_count(prompt), None
         if images:
             rec.input_images = len(images)
+        if self.clips is not None:
+            rec.requested_output_tokens = None
+            rec.input_audio_s = audio.seconds if audio is not None else None
 
     def body(self, prompt, max_tokens: Optional[int], messages: Optional[list] = None,
-             images: Optional[tuple] = None, model: Optional[str] = None) -> bytes:
+             images: Optional[tuple] = None, audio=None,
+             model: Optional[str] = None) -> bytes:
+        if self.clips is not None:              # the clip's body, made on its first request
+            return self.clips.body(audio)
         base = self.bases.get(model, self.base) if model is not None else self.base
         return request_body(base, self.chat, prompt, max_tokens, messages, self.endpoint,
                             images)
 
     def tally(self, want_text: bool = False, expected: Optional[tuple] = None):
-        """What reads the answer: a StreamTally, or for api.endpoint responses a ResponsesTally;
-        ``expected`` (workload.dataset): the answer is graded at ``finish`` (client/accuracy.py)."""
+        """What reads the answer: a StreamTally, or for api.endpoint responses a ResponsesTally
+        (transcriptions: a TranscriptionTally); ``expected`` (workload.dataset): the answer is
+        graded at ``finish`` (client/accuracy.py)."""
+        if self.clips is not None:
+            return TranscriptionTally(self.continuous, want_text, self.check, expected)
         return (ResponsesTally(want_text, self.check, expected) if self.responses
                 else StreamTally(self.continuous, want_text, self.check, expected))
 
@@ -247,7 +268,7 @@ def fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:
 
 def end_stream(rec: Record, tally: Any, done: bool, t: int) -> None:
     """After a stream's last event: ok if [DONE] or a finish_reason came, else incomplete."""
-    if done or tally.finish_reason is not None:
+    if done or tally.finish_reason is not None or getattr(tally, "ends_with_body", False):
         rec.status = "ok"
         if rec.end_at_ns is None:
             rec.end_at_ns = t
@@ -271,6 +292,10 @@ def apply_body(rec: Record, tally: Any, raw: bytes, t: int) -> None:
         return
     if "error" in obj or obj.get("object") == "error":
         return fail(rec, "server_error", error_message(obj.get("error", obj)), t)
+    if is_transcription(obj):                   # api.endpoint transcriptions: {"text", "usage"?}
+        read_transcription(tally, obj)
+        rec.status = "ok"
+        return
     data = obj.get("data")
     if rec.inputs is not None and "choices" not in obj and (
             not isinstance(data, list) or len(data) != rec.inputs):
@@ -358,11 +383,11 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
     prompt = _usage_checked(rec, "prompt_tokens", tally.prompt_tokens, None)
     if prompt is not None:
         rec.prompt_tokens, rec.prompt_tokens_source = prompt, "usage"
+    elif workload_prompt_tokens is not None:
+        rec.prompt_tokens, rec.prompt_tokens_source = workload_prompt_tokens, "workload"
     cached = getattr(tally, "cached_tokens", None)
     if cached is not None:                      # at most the prompt the server counted
         rec.cached_tokens = _usage_checked(rec, "prompt_tokens_details.cached_tokens", cached, prompt)
-    elif workload_prompt_tokens is not None:
-        rec.prompt_tokens, rec.prompt_tokens_source = workload_prompt_tokens, "workload"
     rec.finish_reason = tally.finish_reason
     rec.output_chars = tally.chars
     expected = getattr(tally, "expected", None)

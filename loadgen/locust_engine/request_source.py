@@ -142,22 +142,23 @@ class RequestSource(SliceSender):
         rec = self.record(spec, sched)
         self.last_issue_ns = sched
         self.send(user, rec, spec.prompt, None, None, False, sched, spec.images,
-                  getattr(spec, "expected", None))
+                  getattr(spec, "expected", None), spec.audio)
 
     def send(self, user, rec: Record, prompt, messages: Optional[list], headers: Optional[dict],
              want_text: bool, sched: Optional[int] = None,
-             images: Optional[tuple] = None, expected: Optional[tuple] = None) -> None:
+             images: Optional[tuple] = None, expected: Optional[tuple] = None,
+             audio=None) -> None:
         """The one request path: sleep to ``sched`` (if later), body (request.Shape: a session
         turn's ``messages`` and ``headers``, ``want_text`` for its answer, ``images``), journal,
         send, record."""
         self.taken(rec)
-        self.shape.prepare(rec, prompt, images)     # the native client's record fields
+        self.shape.prepare(rec, prompt, images, audio)     # the native client's record fields
         try:
             if sched is not None and sched > now_ns() and sleep_until(sched, lambda: self.stopped):
                 return                   # interrupt() wrote it as cancelled
             try:
                 data = self.shape.body(prompt, rec.requested_output_tokens, messages, images,
-                                       rec.model)
+                                       audio=audio, model=rec.model)
             except (TypeError, ValueError) as e:
                 request.fail(rec, "client", f"cannot build the request body: {e}")
             else:

@@ -2,6 +2,7 @@
 
     scenarios/*.yaml ─► loader.py (defaults → YAML → --set; ScenarioError = one line) ─► model.py (strict pydantic)
                     ─► workload.py (prompts and output lengths: synthetic, JSONL, ShareGPT; seeded)
+                       + images.py / audio.py (workload.images / workload.audio: seeded pools)
                     ─► schedule.py (arrival offsets: poisson | constant | gamma; seeded, pure)
                     dataset.py (workload.dataset: prompts with expected answers), cost.py (prices)
                     ─► run/ (the runner hands specs + schedule to dispatch)

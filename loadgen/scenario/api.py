@@ -29,7 +29,9 @@ class Api(Strict):
     # false there), workload.inputs_per_request texts per request, no output tokens
     # responses: POST /v1/responses (OpenAI Responses API: input, max_output_tokens; named
     # events, response.output_text.delta per token; usage with response.completed)
-    endpoint: Literal["chat", "completions", "embeddings", "responses"] = "completions"
+    # transcriptions: POST /v1/audio/transcriptions, multipart upload of workload.audio's clips
+    endpoint: Literal["chat", "completions", "embeddings", "responses",
+                      "transcriptions"] = "completions"
     model: Optional[str] = None           # None: the first id that /v1/models lists
     stream: bool = True
     ignore_eos: bool = True               # ask for exactly max_tokens (server may ignore)

@@ -17,6 +17,7 @@ from loadgen.scenario import limits
 from loadgen.scenario.api import Api
 from loadgen.scenario.cost import Cost
 from loadgen.scenario.dataset import Dataset, check_fits
+from loadgen.scenario.audio import Audio, check as check_audio
 from loadgen.scenario.strict import ScenarioError, Strict  # noqa: F401 (ScenarioError: re-exported)
 from loadgen.scenario.structured import Tool, ToolChoice, check_tools
 from loadgen.scenario.target import Target
@@ -118,6 +119,7 @@ class Workload(Strict):
     seed: int = 0
     # prompts with expected answers (loadgen.scenario.dataset): each record gets ``correct``
     dataset: Optional[Dataset] = None
+    audio: Optional[Audio] = None         # api.endpoint transcriptions: synthetic clips (audio.py)
 
     @model_validator(mode="after")
     def _path(self) -> "Workload":
@@ -351,6 +353,7 @@ class Scenario(Strict):
                 raise ValueError("load.probe: a probe's TTFT/TPOT need api.stream: true")
         self._processes()
         self._structured()
+        check_audio(self)
         if (self.load.mode == "trace") != (self.workload.source == "trace"):
             raise ValueError("load.mode trace and workload.source trace go together (the trace "
                              "file gives both the prompts and the send times)")

@@ -11,6 +11,8 @@
                    built block by block from hash ids; the send times come with them
     ─► optional shared prefix in front of every prompt ─► PromptSpec stream (cycles files)
     ─► workload.images (chat): request k carries images k·count.. of a seeded pool (images.py)
+    ─► workload.audio (transcriptions): request k carries clip k mod pool of a seeded pool
+       (audio.py); its text prompt is not sent (prompt "", prompt_tokens None)
     ─► inputs_per_request N > 1 (embeddings): N consecutive prompts make one PromptSpec whose
        prompt is the list of the N texts, prompt_tokens their sum (max_tokens: the first's)
 
@@ -30,6 +32,7 @@ import numpy as np
 from loadgen.scenario.model import Dist, ScenarioError, Workload
 from loadgen.scenario.images import pool_for
 from loadgen.scenario.dataset import load_dataset
+from loadgen.scenario import audio as audio_clips
 from loadgen.scenario.tokens import make_counter
 from loadgen.scenario.sessions import SessionPlan, read_sharegpt_sessions
 from loadgen.scenario.limits import MAX_FILE_ROWS, MAX_TOKENS
@@ -44,6 +47,7 @@ class PromptSpec:
     messages: Optional[tuple] = None   # chat messages as given (trace jsonl); else prompt is the user turn
     images: Optional[tuple] = None     # workload.images: data URLs sent after the text (chat)
     expected: Optional[tuple] = None   # workload.dataset: dataset.Expected (the answer's check)
+    audio: Optional[audio_clips.Clip] = None   # workload.audio: the clip sent (transcriptions)
 
 
 # --- lengths --------------------------------------------------------------------------------
@@ -118,6 +122,7 @@ class WorkloadPlan:
                                              w.shared_prefix_tokens)
         self.images = pool_for(w.images, w.seed)    # workload.images (made once, here)
         self.dataset = load_dataset(w.dataset) if w.dataset is not None else None
+        self.audio = audio_clips.pool_for(w.audio, w.seed)   # workload.audio (made once, here)
         self.groups: list[str] = []
         self.group_p: Optional[np.ndarray] = None
         if w.prefix is not None:
@@ -143,7 +148,8 @@ class WorkloadPlan:
                 "sessions": self.sessions.describe() if self.sessions is not None else None,
                 "images": self.images.describe() if self.images is not None else None,
                 "dataset": (None if self.dataset is None else
-                            {"source": self.w.dataset.label(), "items": len(self.dataset)})}
+                            {"source": self.w.dataset.label(), "items": len(self.dataset)}),
+                "audio": self.audio.describe() if self.audio is not None else None}
 
     def trace_offsets(self, load) -> "np.ndarray":
         """Send offsets of a trace run (``load``: time_scale, num_requests, duration_s)."""
@@ -193,6 +199,10 @@ class WorkloadPlan:
         if self.images is not None:       # request k's images: dealt in turn from the pool
             for k, ps in enumerate(self._specs()):
                 yield replace(ps, images=self.images.for_request(k))
+            return
+        if self.audio is not None:        # request k's clip: dealt in turn from the pool
+            for k, ps in enumerate(self._specs()):
+                yield replace(ps, prompt="", prompt_tokens=None, audio=self.audio.for_request(k))
             return
         n = self.w.inputs_per_request
         one = self._specs()

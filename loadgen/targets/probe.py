@@ -222,6 +222,14 @@ def _fix_for(f: str) -> str:
     return FIX.get(f, f"remove '{f}' from api.extra_body")
 
 
+def _probe_audio(endpoint: str):
+    """api.endpoint transcriptions: the probe sends a 1 s clip (loadgen.scenario.audio)."""
+    if endpoint != "transcriptions":
+        return None
+    from loadgen.scenario.audio import probe_clip
+    return probe_clip()
+
+
 async def probe_request(cfg: ClientConfig, drop_rejected: bool, min_tokens: int = 1,
                         ready: "Optional[ReadyWait]" = None) -> ProbeResult:
     """One small request with the run's own body (``cfg``); see the module doc. With ``ready``
@@ -246,7 +254,8 @@ async def _probe(cfg: ClientConfig, drop_rejected: bool, min_tokens: int,
                             "timeout_s": min(cfg.timeout_s, PROBE_TIMEOUT_S)})
         async with Client(c, 1) as client:
             rec = await client.execute(RequestSpec(id=-1, phase="probe", prompt=PROBE_PROMPT,
-                                                   prompt_tokens=None, max_tokens=max_tokens))
+                                                   prompt_tokens=None, max_tokens=max_tokens,
+                                                   audio=_probe_audio(cfg.endpoint)))
             path = client.url
         res.attempts += 1
         res.http_status, res.error_kind, res.error = rec.http_status, rec.error_kind, rec.error

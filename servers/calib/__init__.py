@@ -10,6 +10,8 @@ tester (loadgen, or your own harness) against numbers you chose.
                    (absolute deadlines), usage, [DONE]; each write logged [write_ns, n_tokens]
                    (perf_counter_ns: the client's clock on this host) ─► GET /calib/log
         chunks.py  the SSE bytes (completions and chat), cached per shape
+        audio.py   POST /v1/audio/transcriptions: bounded multipart parse, the WAV's length, a
+                   transcript streamed as OpenAI, vLLM or transformers serve do (``calib.format``)
         answers.py a streamed tool call or a JSON answer (``calib.answer``), valid or not
         solve.py   ``calib.answer`` solve | solve_wrong: arithmetic answered right or wrong
         lockstep.py with --lockstep: one DecodeClock per itl_ms writes the next chunk of every

@@ -1,6 +1,7 @@
 """The aiohttp application: routes ─► Calibration (handler.py) and the inspection endpoints.
 
     POST /v1/completions, /v1/chat/completions   the answers (handler.py)
+    POST /v1/audio/transcriptions                a multipart upload, a timed transcript (audio.py)
     GET  /v1/models                              one model, ``calib-model`` (max_model_len 4096); with
                                                  --models a,b those ids (a request for another: 404)
     GET  /health                                 200 "ok"
@@ -15,6 +16,7 @@ from typing import Optional
 
 from aiohttp import web
 
+from servers.calib.audio import Transcriber
 from servers.calib.chunks import MODEL
 from servers.calib.handler import DEFAULTS, Calibration
 
@@ -57,6 +59,7 @@ def make_app(defaults: Optional[dict] = None, log: bool = True,
     app = web.Application(client_max_size=64 * 2**20)
     app.router.add_post("/v1/completions", cal.generate)
     app.router.add_post("/v1/chat/completions", cal.generate)
+    app.router.add_post("/v1/audio/transcriptions", Transcriber(cal).transcribe)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/health", health)
     app.router.add_get("/calib/log", get_log)

@@ -46,7 +46,8 @@ KNOWN = {"model", "prompt", "messages", "max_tokens", "stream", "stream_options"
          "seed", "n", "stop", "ignore_eos", "min_tokens", "max_completion_tokens", "logprobs", "user",
          "presence_penalty", "frequency_penalty", "logit_bias",
          "tools", "tool_choice", "response_format",                 # chat: tools, structured output
-         "input", "max_output_tokens", "encoding_format", "dimensions"}   # responses, embeddings
+         "input", "max_output_tokens", "encoding_format", "dimensions",   # responses, embeddings
+         "file", "language", "prompt"}                                   # audio transcriptions
 FRAMING = {"transfer-encoding", "content-length"}   # aiohttp writes these itself
 # vLLM starts whose cases answer what the default start also answers (GET /metrics, /v1/models, a
 # plain stream): replayed only when asked for (--variant), then before the default start's cases
@@ -100,6 +101,18 @@ def image_count(body: dict) -> int:
         if isinstance(content, list):
             n += sum(1 for p in content if isinstance(p, dict) and p.get("type") == "image_url")
     return n
+
+
+async def form_body(request: web.Request) -> dict:
+    """A multipart upload (audio transcriptions) as the recorded ``body``: the text fields,
+    "true"/"false" as booleans, the file described by its size."""
+    out: dict = {}
+    for k, v in (await request.post()).items():
+        if isinstance(v, str):
+            out[k] = {"true": True, "false": False}.get(v, v)
+        else:
+            out[k] = {"bytes": len(v.file.read())}
+    return out
 
 
 def chunk_bytes(c: dict) -> bytes:
@@ -178,7 +191,8 @@ class Replay:
 
     async def post(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = await request.json()
+            body = (await form_body(request) if request.content_type == "multipart/form-data"
+                    else await request.json())
         except ValueError:
             body = {}
         case = self.t.pick(request.path, body if isinstance(body, dict) else {})

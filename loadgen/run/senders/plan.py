@@ -51,6 +51,7 @@ class Spec:
                                      # in turn: every process builds the same seeded pool)
     messages: Optional[tuple] = None  # chat messages as given (trace rows)
     expected: Optional[tuple] = None  # workload.dataset: the answer's check (scenario/dataset.py)
+    audio: object = None             # workload.audio: request k's clip (the pool's, in turn)
 
 
 def digest(sc: Scenario) -> str:
@@ -127,7 +128,7 @@ class Plan:
         for rid, p in enumerate(itertools.islice(self.prompt_streams()[0], self.warmup)):
             if self._mine(rid):
                 out.append(Spec(rid, "warmup", p.prompt, p.prompt_tokens, p.max_tokens, None,
-                                p.images, p.messages, p.expected))
+                                p.images, p.messages, p.expected, p.audio))
         return out
 
     def measured_specs(self) -> Iterator[Spec]:
@@ -142,7 +143,7 @@ class Plan:
                 continue
             off = int(offs[i]) if offs is not None else None
             yield Spec(rid, "measured", p.prompt, p.prompt_tokens, p.max_tokens, off, p.images,
-                       p.messages, p.expected)
+                       p.messages, p.expected, p.audio)
 
     def started(self, warm_started: int, issued: int, t0: Optional[int]
                 ) -> Iterator[tuple[Spec, Optional[int]]]:

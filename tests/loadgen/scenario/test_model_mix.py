@@ -48,7 +48,7 @@ def test_scenario_seed_reaches_the_mix_and_the_body():
         rec = Record(id=rid, phase="measured")
         shape.prepare(rec, "hi", None)
         assert rec.model == sc.api.mix.pick(rid)
-        assert f'"model":"{rec.model}"'.encode() in shape.body("hi", 4, None, None, rec.model)
+        assert f'"model":"{rec.model}"'.encode() in shape.body("hi", 4, None, None, model=rec.model)
     one = Shape(scenario_from_dict(tree(model="x")).api, "x", None)
     rec = Record(id=0, phase="measured")
     one.prepare(rec, "hi", None)
