@@ -225,6 +225,8 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
     summary["probe_stream"] = probe_block(_read_jsonl(probes) if probes.is_file() else [], meta)
     from analysis.roofline.run_roofline import for_run as roofline_for_run  # frozen device.json
     summary["roofline"] = roofline_for_run(run_dir, records)
+    from analysis.metrics.capacity import capacity_fields   # per user, per accelerator, J/token
+    summary.update(capacity_fields(summary, records, _sut))
     return summary
 
 
