@@ -9,6 +9,8 @@
                        └─ saturation.py (client saturated only when it changed the measurement)
     two runs / two repeat series ─► noise.py (per headline figure: change, 95 % interval, verdict)
                                     └─ significance.py (bootstrap over requests/buckets, Welch's t)
+    records + sut.json ─► capacity.py (tokens/s per user, per accelerator, J/token) ─► summary
+    sweep points ─► frontier.py (the non-dominated points, frontier.json, y at a speed)
 
 May import: numpy, scipy, analysis.energy. Never analysis.report (reports read metrics, not the
 reverse).

@@ -6,6 +6,7 @@
                             server_metrics.py (server-side section), manifest.py (reproducibility)
             ─► render.py (blocks ─► markdown, self-contained HTML)
     sweep dir ─► sweep.py ─► plots_sweep.py        run dirs ─► compare.py (side by side, or refused)
+                         └─► plots_frontier.py    sweep dirs ─► compare_frontier.py (frontiers)
 
 May import: everything in analysis, matplotlib. Never loadgen.
 """

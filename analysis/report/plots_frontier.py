@@ -67,14 +67,15 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
                         fontsize=8, textcoords="offset points", xytext=(4, 4), color=c)
     bound = slo_interactivity_min(slo)
     if bound is not None:
-        lo = min(xs_all + [bound]) * 0.9
-        ax.axvspan(lo, bound, color="#c0392b", alpha=0.12,
+        ax.axvspan(0, bound, color="#c0392b", alpha=0.12,
                    label=f"below TPOT SLO {slo['tpot_ms']:g} ms (< {bound:.3g} tok/s per user)")
         ax.axvline(bound, color="#c0392b", lw=1)
     y_key = drawn[0][1].get("y", "output_throughput_per_accelerator")
     ax.set_xlabel("interactivity: tokens/s per user (p50 of 1000 / TPOT)")
     ax.set_ylabel(Y_LABELS.get(y_key, y_key))
     ax.set_title(f"{title} [measured]")
+    ax.set_xlim(left=0, right=max(xs_all + [bound or 0]) * 1.12)   # from 0: ratios read true
+    ax.set_ylim(0, max(p["y"] for _, _, pts in drawn for p in pts) * 1.15 or 1)
     ax.grid(alpha=0.3)
     ax.plot([], [], "o", markerfacecolor="white", markeredgecolor="grey", label="verdict INVALID")
     ax.legend(fontsize=8, loc="best")
