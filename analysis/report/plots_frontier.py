@@ -85,7 +85,7 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
     other = sorted(k for k in ("ttft_ms", "e2el_ms", "itl_ms") if (slo or {}).get(k) is not None)
     note = ("output tokens/s per accelerator against tokens/s per user (p50), each point "
             "labelled with its load; the line joins the non-dominated points"
-            + (f"; shaded: below the TPOT SLO's speed" if bound is not None else "")
+            + ("; shaded: below the TPOT SLO's speed" if bound is not None else "")
             + (f"; the SLO's {', '.join(other)} limits are not on these axes (see each "
                "point's verdict; hollow: INVALID)" if other else ""))
     return buf.getvalue(), note
