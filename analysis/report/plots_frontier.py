@@ -53,6 +53,9 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
             f" ({why})" if why else "")
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     xs_all = [p["x"] for _, _, pts in drawn for p in pts]
+    ax.set_xlim(0, max(xs_all + [slo_interactivity_min(slo) or 0]) * 1.12)  # from 0: ratios read
+    ax.set_ylim(0, max(p["y"] for _, _, pts in drawn for p in pts) * 1.15 or 1)      # true
+    placed: list = []                       # label anchors on screen: nearby ones stack upward
     for i, (name, fr, pts) in enumerate(drawn):
         c = COLORS[i % len(COLORS)]
         line = fr.get("line") or []
@@ -63,8 +66,12 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
             ok = p.get("valid") is not False
             ax.plot(p["x"], p["y"], "o", ms=7 if p.get("on_frontier") else 5,
                     markerfacecolor=c if ok else "white", markeredgecolor=c)
+            at = ax.transData.transform((p["x"], p["y"]))
+            up = sum(1 for q in placed if abs(q[0] - at[0]) < 30 and abs(q[1] - at[1]) < 12)
+            placed.append(at)
             ax.annotate(point_label(p.get("param"), p.get("value")), (p["x"], p["y"]),
-                        fontsize=8, textcoords="offset points", xytext=(4, 4), color=c)
+                        fontsize=8, textcoords="offset points", xytext=(4, 4 + 10 * up),
+                        color=c)
     bound = slo_interactivity_min(slo)
     if bound is not None:
         ax.axvspan(0, bound, color="#c0392b", alpha=0.12,
@@ -74,8 +81,6 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
     ax.set_xlabel("interactivity: tokens/s per user (p50 of 1000 / TPOT)")
     ax.set_ylabel(Y_LABELS.get(y_key, y_key))
     ax.set_title(f"{title} [measured]")
-    ax.set_xlim(left=0, right=max(xs_all + [bound or 0]) * 1.12)   # from 0: ratios read true
-    ax.set_ylim(0, max(p["y"] for _, _, pts in drawn for p in pts) * 1.15 or 1)
     ax.grid(alpha=0.3)
     ax.plot([], [], "o", markerfacecolor="white", markeredgecolor="grey", label="verdict INVALID")
     ax.legend(fontsize=8, loc="best")

@@ -204,7 +204,8 @@ class Sweep:
 
         def probe(rate: float) -> bool:
             row = self.point(rate, f"probe {len(probes) + 1}/{s.max_probes}")
-            probes.append({"rate": rate, "valid": bool(row["valid"]), "reused": row["reused"]})
+            probes.append({"rate": rate, "valid": bool(row["valid"]), "reused": row["reused"],
+                           "goodput": row.get("goodput")})
             self._save()
             return bool(row["valid"])
 
