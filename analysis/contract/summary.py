@@ -259,6 +259,24 @@ class PrefixCache(Open):
     rule: Optional[str] = None
 
 
+class Interactivity(Open):
+    """analysis.metrics.capacity.interactivity: tokens/s one user sees while decoding."""
+    p50: Optional[float] = None
+    p10: Optional[float] = Field(None, description="10th percentile of the per-request speeds "
+                                 "(slow tail)")
+    count: int = 0
+    rule: Optional[str] = None
+    reason: Optional[str] = None
+
+
+class Capacity(Open):
+    """analysis.metrics.capacity.capacity_fields: accelerators and each figure's rule/reason."""
+    accelerators: Optional[int] = None
+    accelerators_from: Optional[str] = None
+    rules: dict[str, str] = Field(default_factory=dict)
+    reasons: dict[str, str] = Field(default_factory=dict, description="why a figure is null")
+
+
 class Summary(Model):
     """summary.json (docs/metrics.md defines each figure)."""
     schema_version: Optional[int] = schema_version_field()
@@ -325,3 +343,13 @@ class Summary(Model):
     audio: Optional[dict[str, Any]] = Field(
         None, description="api.endpoint transcriptions: rtfx (audio s per wall s), "
         "rtfx_per_request, audio seconds sent")
+    interactivity_tok_s: Optional[Interactivity] = Field(
+        None, description="per-user decode speed, 1000 / TPOT_ms per request: p50, and p10 of "
+                          "the speeds (the slow tail)")
+    output_throughput_per_accelerator: Optional[float] = Field(
+        None, description="output tokens/s / target.accelerators (sut.json)")
+    joules_per_output_token: Optional[float] = Field(
+        None, description="measured energy per output token (energy.j_per_output_token when "
+                          "energy.status is measured)")
+    capacity: Optional[Capacity] = Field(
+        None, description="analysis.metrics.capacity: accelerators, rules, why a figure is null")

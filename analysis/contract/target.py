@@ -67,6 +67,9 @@ class Sut(Model):
     client_host: Optional[ClientHost] = None
     device: Optional[dict[str, Any]] = Field(
         None, description="the device spec the roofline used, frozen into the run")
+    accelerators: Optional[int] = Field(
+        None, description="target.accelerators: how many accelerators serve the target (the "
+                          "per-accelerator figures divide by it); absent: written before the key")
 
     @property
     def info(self) -> dict[str, Any]:

@@ -10,6 +10,8 @@
                        └─ accuracy.py (answers right, Wilson ci95), cost.py ($ per million tokens)
     two runs / two repeat series ─► noise.py (per headline figure: change, 95 % interval, verdict)
                                     └─ significance.py (bootstrap over requests/buckets, Welch's t)
+    records + sut.json ─► capacity.py (tokens/s per user, per accelerator, J/token) ─► summary
+    sweep points ─► frontier.py (the non-dominated points, frontier.json, y at a speed)
 
 May import: numpy, scipy, analysis.energy. Never analysis.report (reports read metrics, not the
 reverse).

@@ -7,6 +7,7 @@
                             cost_accuracy.py (accuracy and cost rows; the console's lines too)
             ─► render.py (blocks ─► markdown, self-contained HTML)
     sweep dir ─► sweep.py ─► plots_sweep.py        run dirs ─► compare.py (side by side, or refused)
+                         └─► plots_frontier.py    sweep dirs ─► compare_frontier.py (frontiers)
 
 May import: everything in analysis, matplotlib. Never loadgen.
 """

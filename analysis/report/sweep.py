@@ -4,6 +4,7 @@
     SWEEP_DIR/<run_dir>/ (summary.json, records.jsonl, meta.json, sut.json)   ─► load_sweep
         ─► table of points; plots_sweep (latency vs load with SLO lines, throughput vs latency,
            J/token, measured TPOT vs the decode-step roofline); search result
+        ─► the throughput–interactivity frontier (frontier.json; plots_frontier)
         ─► conditions (first point) + what differs between points; manifest
         ─► SWEEP_DIR/report.md, report.html (render.py)
 
@@ -127,15 +128,42 @@ def _roofline_table(points: list[dict]) -> list[Block]:
                        "measured TPOT p50 (ms)", "MBU", "binding"], rows), ("p", note)]
 
 
+def _frontier(d: Path, with_plots: bool) -> list[Block]:
+    """The frontier section: the plot (plots_frontier) and, per point, its two figures."""
+    from analysis.report import compare_frontier, plots_frontier
+    fr = compare_frontier.frontier_of(d)
+    out: list[Block] = [("h", "Throughput–interactivity frontier")]
+    rows = [[plots_frontier.point_label(p.get("param"), p.get("value")), fmt(p.get("x"), 1),
+             fmt(p.get("y"), 1), "yes" if p.get("on_frontier") else "no", p.get("run")]
+            for p in fr.get("points") or []]
+    out.append(("table", ["load", "tok/s per user (p50)", "out tok/s per accelerator",
+                          "on frontier", "run"], rows))
+    out += [("p", f"{e['run']}: {e['missing']} n/a: {e['reason']}") for e in fr.get("excluded") or []]
+    if with_plots:
+        import base64
+        png, note = plots_frontier.frontier_png([(d.name, fr)], fr.get("slo"))
+        out.append(("img", base64.b64encode(png).decode("ascii"), note) if png else ("p", note))
+    return out
+
+
 def _search(sw: dict) -> list[Block]:
     s = sw.get("search")
     if not s:
         return []
+    if s.get("kind") == "max_concurrency_under_slo":
+        state = "converged" if s.get("converged") else f"stopped: {s.get('stopped')}"
+        return [("h", "Max concurrency under the SLO (search)"),
+                ("p", f"max passing concurrency {fmt(s.get('max_passing_concurrency'))}, first "
+                      f"failing {fmt(s.get('min_failing_concurrency'))}, goodput there "
+                      f"{fmt(s.get('goodput_at_answer'), 3)} req/s, {len(s.get('probes') or [])} "
+                      f"probes, {state} ({sw.get('rule')})")]
     state = "converged" if s.get("converged") else f"stopped: {s.get('stopped')}"
     return [("h", "Max rate under the SLO (search)"),
             ("p", f"max passing rate {fmt(s.get('max_passing_rate'), 3)} req/s, first failing "
                   f"{fmt(s.get('min_failing_rate'), 3)} req/s, {len(s.get('probes') or [])} "
-                  f"probes, {state} (tolerance {s.get('tolerance')}; {sw.get('rule')})")]
+                  f"probes, {state} (tolerance {s.get('tolerance')}; {sw.get('rule')})"
+                  + (f"; goodput at the answer {fmt(s['goodput_at_answer'], 3)} req/s"
+                     if s.get("goodput_at_answer") is not None else ""))]
 
 
 def build_sweep_sections(sweep_dir: str | Path, with_plots: bool = True) -> list[Block]:
@@ -160,6 +188,7 @@ def build_sweep_sections(sweep_dir: str | Path, with_plots: bool = True) -> list
     out += [("warn", f"{p['value']:g} ({p['dir'].name}): {(p['meta'].get('cache_hygiene') or {})['warning']}")
             for p in pts if (p["meta"].get("cache_hygiene") or {}).get("warning")]  # prefix cache
     out += _search(sw)
+    out += _frontier(d, with_plots)
     out.append(("h", "Curves"))
     if with_plots:
         curve = roofline_curve(pts)

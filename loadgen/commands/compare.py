@@ -9,6 +9,9 @@
         ─► --fail-on-regression PCT: exit 1 when a figure's whole 95 % interval lies beyond
            PCT % worse than the first run's (each regression named on stderr, with the method
            of its interval); gating single runs prints a note: --repeat series are the way
+    SWEEP_DIR SWEEP_DIR ... (two or more, every one a sweep) ─► their throughput–interactivity
+        frontiers overlaid (analysis.report.compare_frontier); --at-interactivity X: which is
+        ahead at X tokens/s per user and by how much; --out FILE also writes FILE.json, FILE.png
 """
 from __future__ import annotations
 
@@ -40,6 +43,10 @@ def register(subparsers) -> None:
                         "lower throughput/goodput); figures without an interval (e.g. p99 of "
                         "fewer than 1,000 values) never fail it. Gate on --repeat N series: "
                         "single runs' intervals do not see run-to-run drift")
+    p.add_argument("--at-interactivity", metavar="X", type=float, default=None,
+                   help="sweep directories only: at X tokens/s per user, which frontier gives "
+                        "more output tokens/s per accelerator, and by how much (linear "
+                        "interpolation on each frontier; refused where one does not reach X)")
     p.set_defaults(func=main)
 
 
@@ -74,6 +81,17 @@ def main(args: argparse.Namespace) -> int:
     pct = args.fail_on_regression
     if pct is not None and not pct >= 0:
         raise ScenarioError(f"--fail-on-regression: {pct:g} is not a percentage ≥ 0")
+    from analysis.report.compare_frontier import is_sweep
+    sweeps = len(args.runs) >= 2 and all(is_sweep(Path(r)) for r in args.runs)
+    x = args.at_interactivity
+    if x is not None and not (sweeps and 0 < x < float("inf")):
+        raise ScenarioError(f"--at-interactivity: {x:g} must be a speed > 0 (tokens/s per user)"
+                            if sweeps else "--at-interactivity: give two or more sweep "
+                            "directories (each with sweep.json)")
+    if sweeps:
+        if pct is not None:
+            raise ScenarioError("--fail-on-regression: applies to runs, not to sweep frontiers")
+        return _frontiers(args)
     res = cmp.compare(expand(args.runs))
     if args.json:
         print(json.dumps({k: v for k, v in res.items() if k != "summaries"}, default=str))
@@ -95,4 +113,37 @@ def main(args: argparse.Namespace) -> int:
         for line in worse:
             print(f"loadgen: regression beyond {pct:g}% and significant: {line}", file=sys.stderr)
         return 1 if worse else 0
+    return 0
+
+
+def _frontiers(args: argparse.Namespace) -> int:
+    """Two or more sweeps: their frontiers overlaid, and who is ahead at --at-interactivity."""
+    from analysis.report import compare_frontier as cf
+    from analysis.report.render import render_html, render_md
+    res = cf.compare_frontiers([Path(r) for r in args.runs], args.at_interactivity)
+    if args.json:
+        print(json.dumps(res, default=str))
+    if not res["comparable"]:
+        raise ScenarioError("compare: refusing to compare: " + "; ".join(res["refusals"]))
+    png, note = cf.plot(res) if args.out else (None, "")
+    if args.out:
+        out = Path(args.out)
+        html = out.suffix.lower() in (".html", ".htm")
+        out.write_text(render_html(cf.blocks(res, png, note)) if html
+                       else render_md(cf.blocks(res, None, note)), encoding="utf-8")
+        out.with_suffix(".json").write_text(json.dumps(res, indent=2, default=str) + "\n",
+                                            encoding="utf-8")
+        written = [out, out.with_suffix(".json")]
+        if png is not None:
+            out.with_suffix(".png").write_bytes(png)
+            written.append(out.with_suffix(".png"))
+    if not args.json:
+        print(render_md(cf.blocks(res)), end="")
+        for w in written if args.out else []:
+            print(f"wrote {w}")
+        if not args.out:
+            print("(the overlaid plot: give --out FILE.html)")
+    at = res.get("at")
+    if at and at.get("refused"):            # the tables above stand; the answer is refused
+        raise ScenarioError(f"--at-interactivity: {at['refused']}")
     return 0

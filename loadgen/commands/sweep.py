@@ -23,9 +23,11 @@ from loadgen.scenario.model import ScenarioError
 def register(subparsers) -> None:
     from loadgen.live.flags import add_flags as add_live_flags
     p = subparsers.add_parser(
-        "sweep", help="run a scenario at several load points, or search the max rate under SLO",
+        "sweep", help="run a scenario at several load points, or search the max rate or "
+                      "concurrency under SLO",
         description="One full run per point of the scenario's sweep block (load.concurrency "
-                    "or load.rate values), or the max_rate_under_slo search; resumable.")
+                    "or load.rate values), or the max_rate_under_slo / max_concurrency_under_slo "
+                    "search; writes sweep.json and frontier.json; resumable.")
     add_scenario_args(p, scenario_help="scenario YAML file with a sweep: block",
                       set_help="override one scenario field (repeatable)",
                       json_help="print sweep.json as one JSON line")
@@ -60,6 +62,21 @@ def sweep_table(result: dict) -> Table:
     return t
 
 
+def frontier_line(sweep_dir) -> str:
+    """The frontier's points on one line (frontier.json), each as load: tok/s per user →
+    output tok/s per accelerator."""
+    from analysis.report.compare_frontier import frontier_of
+    from analysis.report.plots_frontier import point_label
+    from pathlib import Path
+    fr = frontier_of(Path(sweep_dir))
+    on = sorted((p for p in fr.get("points") or [] if p.get("on_frontier")), key=lambda p: p["x"])
+    if not on:
+        return "frontier: no point has both tok/s per user and tok/s per accelerator"
+    return ("frontier (tok/s per user → output tok/s per accelerator): " + "; ".join(
+        f"{point_label(p['param'], p['value'])} {p['x']:.1f} → {p['y']:.1f}" for p in on)
+        + f" ({Path(sweep_dir) / 'frontier.json'})")
+
+
 def main(args: argparse.Namespace) -> int:
     from loadgen.live.flags import open_live
     from loadgen.scenario.loader import load_scenario
@@ -89,10 +106,18 @@ def _main(sc, args: argparse.Namespace, exporter) -> int:
         for w in p.get("warnings") or []:
             c.print(f"warning: {p['run_dir']}: {w}", highlight=False, markup=False)
     s = result.get("search")
-    if s:
+    if s and s.get("kind") == "max_concurrency_under_slo":
+        c.print(f"max concurrency under SLO: {_f(s['max_passing_concurrency'])} (first failing: "
+                f"{_f(s['min_failing_concurrency'])}; goodput there "
+                f"{_f(s.get('goodput_at_answer'), 3)} req/s; {len(s['probes'])} probes"
+                + ("; converged" if s["converged"] else f"; {s['stopped']}") + ")")
+    elif s:
         c.print(f"max rate under SLO: {_f(s['max_passing_rate'], 3)} req/s (first failing: "
                 f"{_f(s['min_failing_rate'], 3)}; {len(s['probes'])} probes"
-                + ("; converged" if s["converged"] else f"; {s['stopped']}") + ")")
+                + ("; converged" if s["converged"] else f"; {s['stopped']}")
+                + (f"; goodput there {_f(s['goodput_at_answer'], 3)} req/s"
+                   if s.get("goodput_at_answer") is not None else "") + ")")
+    c.print(frontier_line(d), highlight=False, markup=False)
     c.print(f"sweep directory: {d}")
     return 0
 

@@ -10,7 +10,8 @@
                           ─► rundir.py ─► analysis/ (summary.json, report.html / report.md)
                           ─► sessions.py (multi-turn: turn k+1 after turn k's answer + think time)
                           ─► meta.py (meta.json), calibration.py (host rates for the roofline, once)
-    sweep.py: one run per load point, resumable; max rate under the SLO by bisection;
+    sweep.py: one run per load point, resumable; max rate under the SLO by bisection, max
+              concurrency by integer bisection (sweep_search.py); frontier.json + .png;
               cache_hygiene.py (prompts a point re-sends; /reset_prefix_cache)
     repeat.py: --repeat N (runs or sweeps) ─► repeat.json with 95 % confidence intervals
 

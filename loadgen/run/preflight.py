@@ -87,6 +87,6 @@ async def describe_target(run, base_url: str) -> dict:
             warn(w)
     sut = sut_mod.describe_sut(base_url, models,
                                run.server.describe() if run.server else None, model,
-                               a.endpoint, own)
+                               a.endpoint, own, accelerators=run.sc.target.accelerators)
     write_json(run.run_dir / "sut.json", sut)
     return sut

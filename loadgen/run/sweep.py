@@ -3,10 +3,14 @@
     Scenario + sweep block ─► points: sweep.values (load.concurrency | load.rate)
                            └► or search max_rate_under_slo: bracket (double up from rate_low,
                               halve down if it fails), then bisect until (hi - lo) / lo ≤ tolerance
+                           └► or search max_concurrency_under_slo: the same on whole numbers, until
+                              hi = lo + 1 (sweep_search.py); both record goodput_at_answer
     each point/probe ─► runner.run_scenario(scenario with param=value, output in the sweep dir;
                         a target.server is started once, in the sweep dir, and shared)
                      ─► <sweep dir>/<param>-<value>/ (a normal run directory)
     ─► <sweep dir>/sweep.json (points, their key figures, the search's bracket) ─► table
+    ─► <sweep dir>/frontier.json (analysis.metrics.frontier: throughput per accelerator vs
+       interactivity, the non-dominated points marked) + frontier.png (output.report full)
 
 A point whose summary.json exists is reused on rerun (same scenario: a fingerprint of the
 resolved scenario is kept in sweep.json and a mismatch is an error, never a silent mix). A point
@@ -24,11 +28,13 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from analysis.contract import ContractError, read_meta
+from analysis.metrics.frontier import capacity_row, frontier
 from analysis.metrics.summary import summary_of
 from loadgen.run.cache_hygiene import hygiene, reset_prefix_cache, sent_count
 from loadgen.run.calibration import refreeze_after_shared_server
 from loadgen.run.meta import write_meta
 from loadgen.run.rundir import summarize_dir
+from loadgen.run.sweep_search import concurrency_search
 from loadgen.scenario.model import Scenario, ScenarioError
 
 RunFn = Callable[[Scenario], dict]   # scenario ─► summary dict (runs it, or raises)
@@ -63,7 +69,8 @@ def point_figures(summary: dict) -> dict:
             "tpot_p50_ms": p("tpot_ms", "p50"), "tpot_p99_ms": p("tpot_ms", "p99"),
             "e2el_p99_ms": p("e2el_ms", "p99"),
             "valid": v.get("valid"), "reasons": v.get("reasons") or [],
-            "warnings": list(summary.get("warnings") or [])}   # cache hygiene's among them
+            "warnings": list(summary.get("warnings") or []),   # cache hygiene's among them
+            **capacity_row(summary)}                # interactivity, per accelerator, J/token
 
 
 class Sweep:
@@ -85,6 +92,7 @@ class Sweep:
         self.search: Optional[dict] = None
         self.fp = fingerprint(sc)
         self.max_sent = 0                   # the most requests an earlier point sent (hygiene)
+        self.slo: Optional[dict] = None     # the resolved SLO (a point's summary): frontier shading
 
     # -- bookkeeping ---------------------------------------------------------------------
     def _check_dir(self) -> None:
@@ -102,6 +110,8 @@ class Sweep:
                "mode": self.sc.load.mode, "points": self.points, "search": self.search,
                "rule": "a point passes when its verdict is VALID"}
         (self.dir / "sweep.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+        fr = {**frontier(self.points, self.spec.param), "slo": self.slo}
+        (self.dir / "frontier.json").write_text(json.dumps(fr, indent=2, default=str) + "\n")
         return out
 
     def point(self, value: float, of: str = "") -> dict:
@@ -129,6 +139,7 @@ class Sweep:
             summary = self.run_fn(Scenario.model_validate(tree))
             summary = self._hygiene(d, reset) or summary
         row = {"value": value, "run_dir": name, "reused": reused, **point_figures(summary)}
+        self.slo = self.slo or summary.get("slo")
         self.points = [p for p in self.points if p["value"] != value] + [row]
         self.points.sort(key=lambda p: p["value"])
         self._save()
@@ -167,6 +178,8 @@ class Sweep:
         try:
             if self.spec.search == "max_rate_under_slo":
                 self._search()
+            elif self.spec.search == "max_concurrency_under_slo":
+                self._search_concurrency()
             else:
                 for i, v in enumerate(self.spec.values, 1):
                     self.point(v, f"{i}/{len(self.spec.values)}")
@@ -176,7 +189,11 @@ class Sweep:
         if self.managed is not None:    # stopped: the points' roofline spec, calibrated once
             for d in refreeze_after_shared_server([self.dir / p["run_dir"] for p in self.points]):
                 summarize_dir(d, read_meta(d).as_dict(), self.sc.output.report)
-        return self._save()
+        out = self._save()
+        if self.sc.output.report == "full":
+            from analysis.report.plots_frontier import write_frontier_png
+            write_frontier_png(self.dir)
+        return out
 
     def _search(self) -> None:
         s = self.spec
@@ -187,7 +204,8 @@ class Sweep:
 
         def probe(rate: float) -> bool:
             row = self.point(rate, f"probe {len(probes) + 1}/{s.max_probes}")
-            probes.append({"rate": rate, "valid": bool(row["valid"]), "reused": row["reused"]})
+            probes.append({"rate": rate, "valid": bool(row["valid"]), "reused": row["reused"],
+                           "goodput": row.get("goodput")})
             self._save()
             return bool(row["valid"])
 
@@ -226,6 +244,32 @@ class Sweep:
             self.search["converged"] = True
         else:
             self.search["stopped"] = f"max_probes {s.max_probes} reached before the tolerance"
+        self.search["goodput_at_answer"] = self._goodput_at(lo)
+
+    def _goodput_at(self, value) -> Optional[float]:
+        """The goodput (req/s meeting the SLO) of the run at the search's answer."""
+        row = next((p for p in self.points if value is not None and p["value"] == value), None)
+        return row.get("goodput") if row else None
+
+    def _search_concurrency(self) -> None:
+        s = self.spec
+        probes: list[dict] = []
+        self.search = {"kind": s.search, "max_probes": s.max_probes, "probes": probes,
+                       "max_passing_concurrency": None, "min_failing_concurrency": None,
+                       "bracket": [], "converged": False, "stopped": None,
+                       "goodput_at_answer": None}
+
+        def probe(n: int) -> bool:
+            row = self.point(n, f"probe {len(probes) + 1}/{s.max_probes}")
+            probes.append({"concurrency": n, "valid": bool(row["valid"]),
+                           "reused": row["reused"], "goodput": row.get("goodput")})
+            self._save()
+            return bool(row["valid"])
+
+        res = concurrency_search(probe, s.concurrency_low, s.concurrency_high, s.max_probes)
+        for pr, br in zip(probes, res["bracket"]):
+            pr["bracket_after"] = br
+        self.search.update(res, goodput_at_answer=self._goodput_at(res["max_passing_concurrency"]))
 
 
 def _interrupted(run_dir: Path) -> bool:

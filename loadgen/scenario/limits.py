@@ -59,6 +59,8 @@ UPPER: dict[tuple[str, str], float] = {
     ("Power", "estimate_watts"): 1e7, ("Power", "estimate_tdp_w"): 1e7,
     ("Sweep", "rate_low"): MAX_RATE, ("Sweep", "rate_high"): MAX_RATE,
     ("Sweep", "tolerance"): 1.0, ("Sweep", "max_probes"): 1_000,
+    ("Sweep", "concurrency_low"): MAX_CONCURRENCY, ("Sweep", "concurrency_high"): MAX_CONCURRENCY,
+    ("Target", "accelerators"): MAX_CONCURRENCY,
     ("ServerSpec", "startup_timeout_s"): MAX_TIMEOUT_S,
     ("ServerSpec", "slots"): MAX_CONCURRENCY, ("ServerSpec", "max_model_len"): MAX_TOKENS * 16,
     ("ServerSpec", "max_queue"): MAX_CLOSED_REQUESTS,

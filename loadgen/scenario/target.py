@@ -108,7 +108,16 @@ class Target(Strict):
     scrape_metrics: bool = True
     metrics_path: str = "/metrics"
     metrics_interval_s: float = Field(1.0, gt=0)
-    accelerators: int = Field(1, ge=1)   # accelerators serving the target (issue 30; frontier branch owns it)
+    # how many accelerators (GPUs, chips) serve the target: the per-accelerator figures divide
+    # by it (analysis/metrics/capacity.py; written to sut.json); a whole number >= 1
+    accelerators: int = 1
+
+    @field_validator("accelerators", mode="before")
+    @classmethod
+    def _accelerators(cls, v):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"must be a whole number >= 1 (got {v!r})")
+        return v
 
     @field_validator("url")
     @classmethod

@@ -121,7 +121,8 @@ def server_version(own: dict, headers: Optional[dict]) -> dict:
 
 
 def describe_sut(base_url: str, models: dict, managed: Optional[dict], model: Optional[str],
-                 endpoint: str, self_described: Optional[dict] = None) -> dict:
+                 endpoint: str, self_described: Optional[dict] = None,
+                 accelerators: Optional[int] = None) -> dict:
     own = self_described or {}
     return Sut.dump({  # analysis.contract: every key named there, schema_version set
             "target_url": base_url, "endpoint": endpoint, "model": model,
@@ -132,4 +133,4 @@ def describe_sut(base_url: str, models: dict, managed: Optional[dict], model: Op
             "server_version": server_version(own, models.get("headers")),
             "server_props": ({k: own["props"].get(k) for k in PROPS_KEEP}
                              if isinstance(own.get("props"), dict) else None),
-            "client_host": client_host()})
+            "client_host": client_host(), "accelerators": accelerators})

@@ -82,7 +82,7 @@ def cli(*args):
     (["cost.usd_per_hour=-1"], "cost.usd_per_hour: Input should be greater than 0"),
     (["cost.usd_per_kwh=0"], "cost.usd_per_kwh: Input should be greater than 0"),
     (["cost={}"], "cost: give usd_per_hour (per accelerator) and/or usd_per_kwh"),
-    (["target.accelerators=0"], "target.accelerators: Input should be greater than or equal to 1"),
+    (["target.accelerators=0"], "target.accelerators: must be a whole number >= 1"),
     (["workload.dataset={builtin: arithmetic, path: x.jsonl}"], "workload.dataset: "
                                                                "give exactly one of 'path'"),
     (["api.endpoint=embeddings", "api.stream=false", "slo.ttft_ms=null", "slo.tpot_ms=null"],

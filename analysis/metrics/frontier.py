@@ -1,0 +1,128 @@
+"""The throughput–interactivity frontier of a sweep, and two frontiers compared at one speed.
+
+    sweep.json points (value, run_dir, interactivity_tok_s, output_throughput_per_accelerator,
+                       [usd_per_million_output_tokens])
+        ─► frontier(points, param) ─► frontier.json {x, y, points: [{run, param, value, x, y,
+                                       on_frontier}], line, excluded, rule}
+    frontiers ─► at_interactivity(line, X) ─► y on each, linear between its two neighbours;
+                 refused (None, why) where X lies outside the frontier's measured x range
+        ─► ahead(frontiers, X) ─► who is ahead and by how much
+
+x = interactivity p50 (tokens/s per user, higher is better); y = output tokens/s per accelerator
+(higher is better), or the cost in $ per million output tokens (lower is better) when asked.
+A point is ON the frontier when no other point is at least as good on both axes and strictly
+better on one (Pareto). Equal points are both on it (neither dominates). A point without x or y
+is never on it and is listed under ``excluded`` with the reason. Pure functions, no I/O.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+X = "interactivity_tok_s.p50"
+Y = "output_throughput_per_accelerator"
+Y_COST = "cost.usd_per_million_output_tokens"
+RULE = ("on_frontier: no other point has x ≥ and y ≥ (y ≤ for a cost) with one strictly better; "
+        "ties are both on it; a point without x or y is excluded")
+
+
+def capacity_row(summary: dict) -> dict:
+    """A sweep point's frontier figures from its summary (analysis.metrics.capacity), the
+    reasons of those that are null, and the cost per million output tokens when the summary has
+    one (read, never computed here)."""
+    usd = (summary.get("cost") or {}).get("usd_per_million_output_tokens")
+    old = "summary written before the capacity figures (loadgen report RUN_DIR recomputes it)"
+    return {"interactivity_tok_s": {k: (summary.get("interactivity_tok_s") or {}).get(k)
+                                    for k in ("p50", "p10")},
+            "output_throughput_per_accelerator": summary.get("output_throughput_per_accelerator"),
+            "joules_per_output_token": summary.get("joules_per_output_token"),
+            "capacity_reasons": (summary.get("capacity") or {}).get("reasons", {
+                "interactivity_tok_s": old, "output_throughput_per_accelerator": old}),
+            **({"cost": {"usd_per_million_output_tokens": usd}} if usd is not None else {})}
+
+
+def dominates(a: tuple[float, float], b: tuple[float, float], y_higher: bool = True) -> bool:
+    """Is ``a`` at least as good as ``b`` on both axes and strictly better on one?"""
+    ya, yb = (a[1], b[1]) if y_higher else (-a[1], -b[1])
+    return a[0] >= b[0] and ya >= yb and (a[0] > b[0] or ya > yb)
+
+
+def on_frontier(xy: list[tuple[Optional[float], Optional[float]]],
+                y_higher: bool = True) -> list[bool]:
+    """For each (x, y): is it non-dominated among the points with both values? None → False."""
+    ok = [x is not None and y is not None for x, y in xy]
+    full = [p for p, k in zip(xy, ok) if k]
+    return [k and not any(dominates(q, p, y_higher) for q in full) for p, k in zip(xy, ok)]
+
+
+def _get(row: dict, dotted: str) -> Optional[float]:
+    v = row
+    for k in dotted.split("."):
+        v = v.get(k) if isinstance(v, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def frontier(points: list[dict], param: str, y: str = Y) -> dict:
+    """frontier.json of a sweep's point rows (loadgen/run/sweep.py point rows: ``value``,
+    ``run_dir`` and the summary's figures under their summary names)."""
+    y_higher = y != Y_COST
+    xy = [(_get(p, X), _get(p, y)) for p in points]
+    flags = on_frontier(xy, y_higher)
+    rows, excluded = [], []
+    for p, (x, yv), f in zip(points, xy, flags):
+        rows.append({"run": p.get("run_dir"), "param": param, "value": p.get("value"),
+                     "x": x, "y": yv, "on_frontier": f, "valid": p.get("valid")})
+        if x is None or yv is None:
+            what = X if x is None else y
+            why = (p.get("capacity_reasons") or {}).get(what.split(".")[0])
+            excluded.append({"run": p.get("run_dir"), "missing": what,
+                             "reason": why or f"{what} is null in the point's summary"})
+    line = sorted((r["x"], r["y"]) for r in rows if r["on_frontier"])
+    return {"x": X, "y": y, "y_better": "higher" if y_higher else "lower",
+            "points": rows, "line": [list(t) for t in line], "excluded": excluded, "rule": RULE}
+
+
+def at_interactivity(line: list, x: float) -> tuple[Optional[float], Optional[str]]:
+    """(y at ``x`` linearly interpolated between the frontier's two neighbouring points, None),
+    or (None, why) when ``x`` lies outside the frontier's measured x range (never
+    extrapolated). ``line``: [[x, y], ...] (frontier()["line"])."""
+    pts = sorted((float(a), float(b)) for a, b in line)
+    if not pts:
+        return None, "the frontier has no point (no point had both figures)"
+    lo, hi = pts[0][0], pts[-1][0]
+    if x > hi:
+        return None, (f"does not reach {x:g} tok/s per user: its fastest frontier point gives "
+                      f"{hi:.4g}")
+    if x < lo:
+        return None, (f"starts above {x:g} tok/s per user (slowest frontier point {lo:.4g}): the "
+                      "sweep did not load the server enough to measure there; extend it")
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x0 <= x <= x1:
+            if x1 == x0:
+                return max(y0, y1), None
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0), None
+    return pts[0][1], None                       # a single point exactly at x
+
+
+def ahead(named: list[tuple[str, dict]], x: float) -> dict:
+    """Each frontier's y at ``x`` and which is ahead: {"at_interactivity", "y", "values":
+    [{name, y, reason}], "ahead", "by", "by_pct", "refused"}. Compared over those that reach x;
+    ``refused`` says why when fewer than two do."""
+    vals = []
+    y_key, higher = Y, True
+    for name, fr in named:
+        y_key, higher = fr.get("y", Y), fr.get("y_better", "higher") == "higher"
+        v, why = at_interactivity(fr.get("line") or [], x)
+        vals.append({"name": name, "y": v, "reason": why})
+    have = [v for v in vals if v["y"] is not None]
+    out = {"at_interactivity": x, "y": y_key, "values": vals, "ahead": None, "by": None,
+           "by_pct": None, "refused": None}
+    if len(have) < 2:
+        out["refused"] = ("fewer than two frontiers reach it: "
+                          + "; ".join(f"{v['name']} {v['reason']}" for v in vals if v["reason"]))
+        return out
+    ranked = sorted(have, key=lambda v: v["y"], reverse=higher)
+    best, nxt = ranked[0], ranked[1]
+    gap = abs(best["y"] - nxt["y"])
+    out.update(ahead=best["name"] if gap > 0 else None, by=gap,
+               by_pct=gap / abs(nxt["y"]) * 100 if nxt["y"] else None, runner_up=nxt["name"])
+    return out

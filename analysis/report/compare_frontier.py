@@ -1,0 +1,136 @@
+"""Sweeps compared by their throughput–interactivity frontiers (``loadgen compare SWEEP_A SWEEP_B``).
+
+    SWEEP_DIR ... ─► frontier.json (loadgen sweep writes it; else computed from sweep.json's
+                     points by analysis.metrics.frontier) ─► one frontier per sweep
+               ─► refused when the workloads differ (first point's, compare.conditions): the
+                  same speed then means other prompts and answers
+               ─► at_interactivity X (tokens/s per user): each frontier's y there, linearly
+                  interpolated between its two neighbouring frontier points; refused for a
+                  frontier whose measured range does not contain X (never extrapolated)
+               ─► blocks() (Markdown / HTML, the overlaid plot inline) ; result dict (--json)
+
+Every other condition that differs (server, model, load kind, SLO, ...) is listed, not refused:
+comparing two servers or two configurations is what this is for.
+"""
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Optional
+
+from analysis.contract.rundir import read_json, read_sweep
+from analysis.metrics import frontier as fr_mod
+from analysis.report import compare as cmp
+from analysis.report.plots_frontier import frontier_png, point_label
+from analysis.report.render import Block, fmt
+
+
+def is_sweep(d: Path) -> bool:
+    return (Path(d) / "sweep.json").is_file()
+
+
+def frontier_of(d: Path) -> dict:
+    """The sweep's frontier.json, else (a sweep written before it) computed from its points'
+    summaries (summary.json through the contract, else recomputed from the records)."""
+    fr = read_json(d / "frontier.json")
+    if fr and fr.get("points") is not None:
+        return fr
+    from analysis.metrics.summary import summary_of
+    sw = read_sweep(d) or {}
+    rows, slo = [], None
+    for p in sw.get("points") or []:
+        rd = d / str(p.get("run_dir"))
+        s = summary_of(rd) if (rd / "records.jsonl").is_file() else {}
+        slo = slo or s.get("slo")
+        rows.append({**p, "valid": (s.get("verdict") or {}).get("valid", p.get("valid")),
+                     **fr_mod.capacity_row(s)})
+    return {**fr_mod.frontier(rows, sw.get("param") or "?"), "slo": slo}
+
+
+def _first_point(d: Path) -> Optional[Path]:
+    pts = sorted((read_sweep(d) or {}).get("points") or [], key=lambda p: p.get("value", 0))
+    for p in pts:
+        rd = d / str(p.get("run_dir"))
+        if (rd / "records.jsonl").is_file():
+            return rd
+    return None
+
+
+def compare_frontiers(dirs: list[Path], at: Optional[float] = None) -> dict:
+    """{"sweeps", "dirs", "comparable", "refusals", "differences", "frontiers", "at"}."""
+    dirs = [Path(d) for d in dirs]
+    names = cmp.names(dirs)
+    frontiers = [frontier_of(d) for d in dirs]
+    firsts = [_first_point(d) for d in dirs]
+    refusals, differences = [], []
+    missing = [n for n, f in zip(names, firsts) if f is None]
+    if missing:
+        refusals.append(f"no point with records in {', '.join(missing)}: its workload cannot be "
+                        "checked")
+    else:
+        conds = [cmp.conditions(f) for f in firsts]
+        wl = [c["must"]["workload"] for c in conds]
+        if any(w is None for w in wl):
+            refusals.append("workload not recorded for " + ", ".join(
+                n for n, w in zip(names, wl) if w is None) + ": cannot check it")
+        else:
+            refusals += [f"workload differs: {x}" for x in cmp._diff([cmp.flatten(w) for w in wl])]
+        differences = [x for x in cmp._diff([{**c["other"], **cmp.flatten(
+            {"slo": c["must"]["slo"], "scenario type": c["must"]["scenario type"]})}
+            for c in conds]) if not x.startswith(("load.", "scenario sha256"))]
+    out = {"sweeps": names, "dirs": [str(d) for d in dirs], "comparable": not refusals,
+           "refusals": refusals, "differences": differences,
+           "frontiers": [{"name": n, **f} for n, f in zip(names, frontiers)], "at": None}
+    if at is not None and not refusals:
+        out["at"] = fr_mod.ahead(list(zip(names, frontiers)), at)
+    return out
+
+
+def ahead_line(at: dict) -> str:
+    """One console line: who is ahead at X and by how much, or why it cannot be said."""
+    x = at["at_interactivity"]
+    vals = "; ".join(f"{v['name']} {fmt(v['y'], 1)}" if v["y"] is not None
+                     else f"{v['name']} n/a ({v['reason']})" for v in at["values"])
+    if at.get("refused"):
+        return f"at {x:g} tok/s per user: refused: {at['refused']}"
+    if at.get("ahead") is None:
+        return f"at {x:g} tok/s per user: tied ({vals} output tok/s per accelerator)"
+    return (f"at {x:g} tok/s per user: {at['ahead']} is ahead by {at['by']:.1f} output tok/s "
+            f"per accelerator ({fmt(at['by_pct'], 1)}% over {at['runner_up']}); {vals}")
+
+
+def plot(res: dict) -> tuple[Optional[bytes], str]:
+    slo = next((f.get("slo") for f in res["frontiers"] if f.get("slo")), None)
+    return frontier_png([(f["name"], f) for f in res["frontiers"]], slo,
+                        title="frontiers: " + " vs ".join(res["sweeps"]))
+
+
+def blocks(res: dict, png: Optional[bytes] = None, note: str = "") -> list[Block]:
+    out: list[Block] = [("title", "loadgen compare (frontiers) — " + " vs ".join(res["sweeps"]))]
+    if not res["comparable"]:
+        return out + [("p", "INVALID comparison: conditions that must match differ.")] + [
+            ("warn", r) for r in res["refusals"]]
+    out.append(("p", "x: interactivity, tokens/s per user (p50 of 1000 / TPOT); y: output "
+                     "tokens/s per accelerator; on the frontier: no other point of the same "
+                     "sweep is at least as good on both (measured)."))
+    if res.get("at"):
+        out += [("h", f"At {res['at']['at_interactivity']:g} tokens/s per user"),
+                ("p", ahead_line(res["at"]))]
+    for f in res["frontiers"]:
+        rows = [[point_label(p.get("param"), p.get("value")), fmt(p.get("x"), 1),
+                 fmt(p.get("y"), 1), "yes" if p.get("on_frontier") else "no",
+                 {True: "VALID", False: "INVALID"}.get(p.get("valid"), "n/a"), p.get("run")]
+                for p in f.get("points") or []]
+        out += [("h", f"Frontier of {f['name']}"),
+                ("table", ["load", "tok/s per user (p50)", "out tok/s per accelerator",
+                           "on frontier", "verdict", "run"], rows)]
+        out += [("warn", f"{e['run']}: {e['missing']} is null: {e['reason']}")
+                for e in f.get("excluded") or []]
+    if png is not None:
+        out.append(("img", base64.b64encode(png).decode("ascii"), note))
+    elif note:
+        out.append(("p", note))
+    out.append(("h", "Conditions that differ"))
+    out += [("table", ["condition: values in sweep order"], [[d] for d in res["differences"]])] \
+        if res["differences"] else [("p", "No recorded condition differs.")]
+    return out
