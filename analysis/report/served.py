@@ -75,9 +75,11 @@ def spec_blocks(s: dict) -> list[Block]:
 
 def prefix_asked(meta: Optional[dict]) -> bool:
     """Whether the run's workload asked for shared prompt prefixes (meta.json workload: prefix
-    groups or shared_prefix_tokens): then the prefix cache's figures are shown even when null."""
+    groups, shared_prefix_tokens, or a trace whose prompts share hash_id blocks): then the prefix
+    cache's figures are shown even when null."""
     w = (meta or {}).get("workload") or {}
-    return bool(w.get("prefix") or w.get("shared_prefix_tokens"))
+    blocks = ((w.get("trace") or {}).get("distinct_blocks") or 0) > 0
+    return bool(w.get("prefix") or w.get("shared_prefix_tokens") or blocks)
 
 
 def run_meta(run_dir) -> dict:

@@ -72,6 +72,8 @@ def test_prefix_cache_missing_figures_say_why_never_zero():
     assert f"| cached share of the prompt tokens | n/a: {NO_USAGE} |" in md
     assert "| server hit rate (prompt tokens hit / queried) | n/a: no server metrics" in md
     assert f"| TTFT p50 of hits (cached_tokens > 0) | n/a: {NO_USAGE} |" in md
+    trace = {"workload": {"trace": {"format": "mooncake", "block_tokens": 64, "distinct_blocks": 9}}}
+    assert prefix_blocks(s, trace) and prefix_line(s, {"workload": {"trace": {"rows": 3}}}) is None
     line = prefix_line(s, ASKED)
     assert line.startswith("prefix cache: server hit rate n/a: no server metrics")
     assert "0.0 %" not in line and line.endswith(f"cached share, TTFT hit vs miss n/a: {NO_USAGE} "
