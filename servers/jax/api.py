@@ -348,9 +348,9 @@ def create_app(orchestrator: Any, tokenizer: Any, describe: dict, *, model_name:
     names = tuple(dict.fromkeys(model_name.split(",")))          # "a,b": several names, same weights
     model_name = names[0]
     app[STATE] = ServerState(orchestrator=orchestrator, tokenizer=tokenizer, describe=describe,
-                             model_names=names, model_name=model_name, max_model_len=int(max_model_len), api_key=api_key or None,
+                             model_name=model_name, max_model_len=int(max_model_len), api_key=api_key or None,
                              settings=dict(settings or {}), ready=ready,
-                             metrics=ServerMetrics(model_name, orchestrator.stats))
+                             metrics=ServerMetrics(model_name, orchestrator.stats), model_names=names)
     app.router.add_post("/v1/completions", _completions)
     app.router.add_post("/v1/chat/completions", _chat)
     app.router.add_post("/v1/embeddings", _embeddings)
