@@ -77,5 +77,10 @@ def test_every_scenario_runs_end_to_end(path, tmp_path, calib_pair):
             assert summary["accuracy"]["ran"] and summary["accuracy"]["n"] > 0
         if sc.cost is not None:
             assert summary["cost"]["usd_per_million_output_tokens"] is not None
+        if sc.api.models:                        # every name served and counted
+            assert set(summary["models"]) == {m.name for m in sc.api.models}
+        if sc.target.server is not None and sc.target.server.args.get("prefix_cache") == "on":
+            pc = summary["prefix_cache"]         # every answer said its cached_tokens
+            assert pc["requests_hit"] + pc["requests_miss"] == summary["requests_completed"], pc
     else:
         assert list(tmp_path.rglob("summary.json")), r.stderr[-3000:]

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from analysis.report.cost_accuracy import accuracy_line, cost_line
+from analysis.report.served import prefix_line, run_meta, spec_line
 
 
 PIPE_WIDTH = 240     # columns when stdout is not a terminal (rich would assume 80 and cut cells)
@@ -154,6 +155,9 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
     if line:
         c.print(line, highlight=False)
     for line in (accuracy_line(summary), cost_line(summary)):   # workload.dataset, cost
+        if line:
+            c.print(line, highlight=False, markup=False)
+    for line in (prefix_line(summary, run_meta(run_dir)), spec_line(summary)):   # issue 31
         if line:
             c.print(line, highlight=False, markup=False)
     energy = summary.get("energy") or {}

@@ -7,7 +7,7 @@
          response.completed | response.incomplete | response.failed; no [DONE]) or one "response" object
     POST /v1/embeddings ─► embeddings.build_embed_plan ─► embeddings.Embedding ─► orchestrator (one input
          per engine iteration: a prefill-only forward, mean-pooled, L2-normalised) ─► one JSON response
-    GET  /v1/models   served model id + max_model_len        GET /health  200 once ready, else 503
+    GET  /v1/models   served model id(s) + max_model_len     GET /health  200 once ready, else 503
     POST /reset_prefix_cache  forget the prefix cache's blocks (vLLM's dev-mode route); 404 when it is off
     GET  /info        engine describe() + server settings    GET /metrics vLLM-named Prometheus text
                       (server: max_model_len and the tokenizer, which loadgen's context check reads)
@@ -57,6 +57,7 @@ class ServerState:
     ready: bool = False
     created: int = field(default_factory=lambda: int(time.time()))
     active: set[Generation] = field(default_factory=set)
+    model_names: tuple[str, ...] = ()   # every served name (--served-model-name a,b); the first is model_name
 
 
 STATE = web.AppKey("jax_server_state", ServerState)
@@ -64,6 +65,13 @@ STATE = web.AppKey("jax_server_state", ServerState)
 
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _served(st: ServerState, body: Any) -> str:
+    """The served name a request asked for (one of --served-model-name a,b: same weights), else the
+    first: protocol.py answers an unknown one 404 model_not_found, as vLLM."""
+    want = body.get("model") if isinstance(body, dict) else None
+    return want if isinstance(want, str) and want in st.model_names else st.model_name
 
 
 def error_response(err: ApiError) -> web.Response:
@@ -174,7 +182,7 @@ async def _generate(request: web.Request, kind: str) -> web.StreamResponse:
     arrival_ns = time.perf_counter_ns()
     st: ServerState = request.app[STATE]
     body = await _body(request)
-    plan = build_plan(kind, body, st.tokenizer, st.model_name, st.max_model_len)  # type: ignore[arg-type]
+    plan = build_plan(kind, body, st.tokenizer, _served(st, body), st.max_model_len)  # type: ignore[arg-type]
     rid = f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex}"
     gen = _start(st, plan, rid, arrival_ns)
     try:
@@ -239,7 +247,7 @@ async def _responses(request: web.Request) -> web.StreamResponse:
     arrival_ns = time.perf_counter_ns()
     st: ServerState = request.app[STATE]
     body = await _body(request)
-    plan, meta = responses_api.build_responses_plan(body, st.tokenizer, st.model_name, st.max_model_len)
+    plan, meta = responses_api.build_responses_plan(body, st.tokenizer, _served(st, body), st.max_model_len)
     rid = f"resp_{uuid.uuid4().hex}"
     gen = _start(st, plan, rid, arrival_ns)
     obj = responses_api.ResponseObject(rid, plan, meta)
@@ -267,7 +275,7 @@ async def _embeddings(request: web.Request) -> web.Response:
     except (ValueError, RecursionError) as e:
         raise ApiError(400, f"request body is not valid JSON: {e}") from None
     dim = int((st.describe.get("model") or {}).get("dim") or 0)
-    plan = build_embed_plan(body, st.tokenizer, st.model_name, st.max_model_len, dim)
+    plan = build_embed_plan(body, st.tokenizer, _served(st, body), st.max_model_len, dim)
     emb = Embedding(st.orchestrator, plan, f"embd-{uuid.uuid4().hex}")
     _submit(emb, "input")
     try:
@@ -286,9 +294,10 @@ async def _embeddings(request: web.Request) -> web.Response:
 # ---- info handlers ---------------------------------------------------------------------------------------------
 async def _models(request: web.Request) -> web.Response:
     st: ServerState = request.app[STATE]
-    card = {"id": st.model_name, "object": "model", "created": st.created, "owned_by": "loadgen",
-            "root": st.model_name, "parent": None, "max_model_len": st.max_model_len}
-    return web.json_response({"object": "list", "data": [card]}, dumps=_dumps)
+    cards = [{"id": name, "object": "model", "created": st.created, "owned_by": "loadgen",
+              "root": st.model_name, "parent": None, "max_model_len": st.max_model_len}
+             for name in st.model_names or (st.model_name,)]
+    return web.json_response({"object": "list", "data": cards}, dumps=_dumps)
 
 
 async def _health(request: web.Request) -> web.Response:
@@ -336,10 +345,12 @@ def create_app(orchestrator: Any, tokenizer: Any, describe: dict, *, model_name:
                api_key: str | None = None, settings: dict | None = None, ready: bool = False) -> web.Application:
     """Build the aiohttp app around a started orchestrator; call set_ready(app) once warm-up is done."""
     app = web.Application(middlewares=[_errors_and_auth], client_max_size=64 * 1024 * 1024)
+    names = tuple(dict.fromkeys(model_name.split(",")))          # "a,b": several names, same weights
+    model_name = names[0]
     app[STATE] = ServerState(orchestrator=orchestrator, tokenizer=tokenizer, describe=describe,
                              model_name=model_name, max_model_len=int(max_model_len), api_key=api_key or None,
                              settings=dict(settings or {}), ready=ready,
-                             metrics=ServerMetrics(model_name, orchestrator.stats))
+                             metrics=ServerMetrics(model_name, orchestrator.stats), model_names=names)
     app.router.add_post("/v1/completions", _completions)
     app.router.add_post("/v1/chat/completions", _chat)
     app.router.add_post("/v1/embeddings", _embeddings)

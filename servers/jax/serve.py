@@ -40,7 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="synthetic model preset with seeded random weights (default: tiny unless --model)")
     p.add_argument("--model", metavar="DIR", default=None,
                    help="local model directory (config.json, *.safetensors, tokenizer.json)")
-    p.add_argument("--served-model-name", default=None, help="model id in the API (default: preset/dir name)")
+    p.add_argument("--served-model-name", default=None,
+                   help="model id in the API (default: preset/dir name); a,b: several ids, same weights")
     p.add_argument("--dtype", choices=DTYPES, default=None,
                    help="weight and KV-cache dtype (default: fp32 on CPU, bf16 on GPU/TPU)")
     p.add_argument("--slots", type=int, default=8, help="concurrent sequences in the decode batch (default 8)")
@@ -101,6 +102,9 @@ def check_args(args: argparse.Namespace) -> str | None:
         return f"--max-model-len: must be >= 2, got {args.max_model_len}"
     if not 0 <= args.port <= 65535:
         return f"--port: must be in [0, 65535], got {args.port}"
+    if args.served_model_name is not None and not all(n.strip() == n and n
+                                                      for n in args.served_model_name.split(",")):
+        return f"--served-model-name: empty or padded name in {args.served_model_name!r} (a,b)"
     if args.api_key is not None and not args.api_key.strip():
         return "--api-key: must not be empty"
     return None

@@ -25,6 +25,8 @@ BAD_FLAGS = [
     (["--prefix-block", "0"], "--prefix-block"),
     (["--prefix-cache-blocks", "0"], "--prefix-cache-blocks"),
     (["--prefix-cache", "on", "--interleave-chunk", "0"], "--prefix-cache"),
+    (["--served-model-name", "a,,b"], "--served-model-name"),
+    (["--served-model-name", "a, b"], "--served-model-name"),
 ]
 
 
