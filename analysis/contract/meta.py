@@ -153,6 +153,9 @@ class RunMeta(Model):
         None, description="load.probe: the side stream asked for and sent (probe_stream.jsonl)")
     device_spec: Optional[str] = Field(None, description="a device-spec file for the roofline")
     accuracy: Optional[Any] = Field(None, description="an accuracy check, when one ran")
+    running_after: Optional[dict[str, Any]] = Field(
+        None, description="load.cancel: the server's running-requests gauge after the run "
+                          "(loadgen.run.running_after: metric, value, waited_s, leaked, reason)")
 
     def model_name(self, sut=None) -> Optional[str]:
         """The model the run measured, from one place in a fixed order: meta.json's ``model``

@@ -23,6 +23,7 @@ from analysis.contract.rundir import read_json, read_rows
 from analysis.metrics import figures as m
 from analysis.metrics import slo as slo_mod
 from analysis.metrics import saturation as saturation_mod
+from analysis.metrics import hangups
 from analysis.metrics.embeddings import embeddings_block
 from analysis.metrics.images import images_block
 from analysis.metrics.probe_stream import probe_block
@@ -175,6 +176,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["embeddings"] = embeddings_block(records, meta)
     out["structured"] = structured_block(records)          # tools / response_format checks
     out["energy"] = energy_block(records, meta, power_rows, win, out["steady_state"])
+    hangups.fill(out, records, meta)        # load.cancel / api.retry (metrics/hangups.py)
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",
                        "throughput": "measured", "energy": out["energy"].get("status")}
     return out
