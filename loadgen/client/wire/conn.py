@@ -105,6 +105,8 @@ class Conn:
                 if r == SPILL:
                     return self._spill()
                 return self._over()
+            if ex.step is not None and ex.step.done:     # inline step (load.cancel): [DONE]
+                self._done_seen(resp)
             if len(data) < BUFSIZE:
                 return
 

@@ -155,3 +155,15 @@ def test_bad_keys_one_line_exit_2(tmp_path, bad, word):
     assert p.returncode == 2, p.stderr
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and word in lines[0] and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_stream_that_ends_before_the_hang_up_point_is_ok(calib, tmp_path, monkeypatch, engine):
+    """after_tokens beyond the answer: the inline-parsed stream (the asyncio wire driver's
+    hang-up path) ends at [DONE] as any other, ok, every token counted."""
+    load = {"mode": "concurrency", "concurrency": 2, "num_requests": 4,
+            "cancel": {"fraction": 1.0, "after_tokens": 1000}}
+    sc, res, recs, summary = run(tree(calib.url, tmp_path, load, {"ttft_ms": 1, "itl_ms": 1}),
+                                 engine, monkeypatch)
+    assert all(r["status"] == "ok" and r["output_tokens"] == 40 for r in recs.values()), recs
+    assert summary["requests_aborted"] == 0
