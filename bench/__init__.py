@@ -20,7 +20,8 @@ What is here:
     make_traces           writes scenarios/traces/ (seeded)
     locust_streaming.py   a locustfile (`locust -f bench/locust_streaming.py`), never imported
     compat/               real servers (vLLM, llama.cpp, transformers): install, models, record fixtures,
-                          the compatibility matrix (python -m bench.compat.matrix)
+                          the compatibility matrix (python -m bench.compat.matrix), speculative decoding
+                          and LoRA adapters on vLLM CPU through `loadgen run` (python -m bench.compat.served)
     wire/                 the packet-capture reader and comparison behind timing_truth
     results/              what the benches printed, dated (the figures docs/benchmarks.md quotes)
 

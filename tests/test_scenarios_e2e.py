@@ -73,5 +73,9 @@ def test_every_scenario_runs_end_to_end(path, tmp_path, calib_pair):
     if cmd == "run":
         summary = json.loads(r.stdout)["summary"]
         assert summary["requests_completed"] > 0, r.stderr[-3000:]
+        if sc.workload.dataset is not None:      # the accuracy check ran beside the speed
+            assert summary["accuracy"]["ran"] and summary["accuracy"]["n"] > 0
+        if sc.cost is not None:
+            assert summary["cost"]["usd_per_million_output_tokens"] is not None
     else:
         assert list(tmp_path.rglob("summary.json")), r.stderr[-3000:]

@@ -153,6 +153,9 @@ class RunMeta(Model):
         None, description="load.probe: the side stream asked for and sent (probe_stream.jsonl)")
     device_spec: Optional[str] = Field(None, description="a device-spec file for the roofline")
     accuracy: Optional[Any] = Field(None, description="an accuracy check, when one ran")
+    cost: Optional[dict[str, Any]] = Field(
+        None, description="the scenario's cost block: usd_per_hour (per accelerator), usd_per_kwh, "
+                          "accelerators (analysis.metrics.cost prices the run with them)")
     running_after: Optional[dict[str, Any]] = Field(
         None, description="load.cancel: the server's running-requests gauge after the run "
                           "(loadgen.run.running_after: metric, value, waited_s, leaked, reason)")

@@ -112,6 +112,13 @@ class Record(msgspec.Struct, gc=False):
     json_valid: _d(Optional[bool], "... and validates against the schema (json_object: is an "
                    "object)") = None
     structured_error: _d(Optional[str], "the first tool-call / JSON problem") = None
+    model: _d(Optional[str], "api.models (several models / LoRA adapters): the model this "
+              "request asked for; None with one model") = None
+    correct: _d(Optional[bool], "workload.dataset: the answer matched its expected value "
+                "(None: not checkable: failed, cancelled, or cut while it could still match)") = None
+    cached_tokens: _d(Optional[int], "prompt tokens the server served from its prefix cache "
+                      "(usage.prompt_tokens_details.cached_tokens, Responses: input_tokens_details); "
+                      "None: the server did not say") = None
     # rate limits (loadgen.client.retry): the server's Retry-After of a 429/503 answer, in
     # seconds; api.retry: attempts sent (1: no retry; null: never sent) and, when api.retry is
     # on, each attempt as [http_status or null, sent_at_ns, end_at_ns or null, error_kind or null]

@@ -220,6 +220,45 @@ class Structured(Open):
     rule: Optional[str] = None
 
 
+class Accuracy(Open):
+    """analysis.metrics.accuracy: n checkable answers, how many right, Wilson 95 % interval."""
+    n: int = 0
+    correct: int = 0
+    fraction: Optional[float] = None
+    ci95: Optional[list[float]] = Field(None, description="[low, high], Wilson score, z 1.96")
+    reason: Optional[str] = None
+
+
+class CostBlock(Open):
+    """analysis.metrics.cost: dollars per million tokens; ``how`` says how each was computed
+    (or why it is null)."""
+    usd_per_million_output_tokens: Optional[float] = None
+    usd_per_million_input_tokens: Optional[float] = None
+    usd_per_million_tokens_at_slo: Optional[float] = None
+    energy_usd_per_million_output_tokens: Optional[float] = None
+    usd_per_million_total_tokens: Optional[float] = None
+    window_usd: Optional[float] = None
+    how: dict[str, str] = Field(default_factory=dict)
+
+
+class PrefixCache(Open):
+    """analysis.metrics.prefix_cache: what the server's prefix cache did (None: it said nothing;
+    ``reasons`` says why for each None figure)."""
+    server_hit_rate: Optional[float] = Field(None, description="Δprefix_cache_hits / "
+                                             "Δprefix_cache_queries (tokens) over the window")
+    cached_prompt_fraction: Optional[float] = Field(None, description="Σ cached_tokens / Σ "
+                                                    "prompt_tokens of the answers that said")
+    ttft_ms_p50_hit: Optional[float] = None
+    ttft_ms_p50_miss: Optional[float] = None
+    prompt_tokens_mean_hit: Optional[float] = None
+    prompt_tokens_mean_miss: Optional[float] = None
+    requests_hit: int = 0
+    requests_miss: int = 0
+    requests_unreported: int = 0
+    reasons: dict[str, str] = Field(default_factory=dict)
+    rule: Optional[str] = None
+
+
 class Summary(Model):
     """summary.json (docs/metrics.md defines each figure)."""
     schema_version: Optional[int] = schema_version_field()
@@ -271,6 +310,18 @@ class Summary(Model):
     evidence: Optional[dict[str, Any]] = None
     server_metrics: Optional[dict[str, Any]] = None
     roofline: Optional[Roofline] = None
+    models: Optional[dict[str, Any]] = Field(
+        None, description="api.models: per model its share of the measured requests and the "
+        "replicas' figures (analysis.metrics.models); None with one model")
+    spec_decode: Optional[dict[str, Any]] = Field(
+        None, description="speculative decoding: the server's draft/accept counters over the "
+        "window and the client's tokens per chunk (analysis.server.spec_decode)")
+    accuracy: Optional[Accuracy] = Field(None, description="workload.dataset: the answers "
+                                         "checked beside the speed (null: no check ran)")
+    cost: Optional[CostBlock] = Field(None, description="the scenario's cost block: $ per "
+                                      "million tokens, each with how it was computed")
+    prefix_cache: Optional[PrefixCache] = Field(None, description="prefix-cache hits: server rate, "
+                                                "cached share, TTFT of hits vs misses")
     requests_aborted: int = Field(0, description="load.cancel: measured requests the client "
                                   "hung up on (status aborted; not failures)")
     cancel: Optional[dict[str, Any]] = Field(

@@ -7,6 +7,7 @@
                     ─► series.py (per-second series for plots; power via analysis.energy)
                     ─► summary.py (summary.json: the stable contract of key names)
                        └─ saturation.py (client saturated only when it changed the measurement)
+                       └─ accuracy.py (answers right, Wilson ci95), cost.py ($ per million tokens)
     two runs / two repeat series ─► noise.py (per headline figure: change, 95 % interval, verdict)
                                     └─ significance.py (bootstrap over requests/buckets, Welch's t)
 

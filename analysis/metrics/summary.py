@@ -24,12 +24,16 @@ from analysis.metrics import figures as m
 from analysis.metrics import slo as slo_mod
 from analysis.metrics import saturation as saturation_mod
 from analysis.metrics import hangups
+from analysis.metrics.accuracy import accuracy_block
+from analysis.metrics.cost import run_cost
 from analysis.metrics.embeddings import embeddings_block
 from analysis.metrics.images import images_block
+from analysis.metrics.models import models_block
 from analysis.metrics.probe_stream import probe_block
 from analysis.metrics.replicas import replicas_block
 from analysis.metrics.stages import stage_summaries
 from analysis.metrics.structured import structured_block
+from analysis.metrics.prefix_cache import prefix_cache_block
 from analysis.metrics.steady import steady_window
 from analysis.metrics.turns import reasoning_block, sessions_block
 
@@ -175,8 +179,12 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["reasoning"] = reasoning_block(records)
     out["embeddings"] = embeddings_block(records, meta)
     out["structured"] = structured_block(records)          # tools / response_format checks
+    out["models"] = models_block(records, slo if out["goodput"] is not None else None, server)
+    out["prefix_cache"] = prefix_cache_block(records)      # summarize_run adds the server's rate
     out["energy"] = energy_block(records, meta, power_rows, win, out["steady_state"])
     hangups.fill(out, records, meta)        # load.cancel / api.retry (metrics/hangups.py)
+    out["accuracy"] = accuracy_block(records, meta)     # workload.dataset: answers checked
+    out["cost"] = run_cost(records, meta, slo, out, server)   # the scenario's cost block
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",
                        "throughput": "measured", "energy": out["energy"].get("status")}
     return out
@@ -223,10 +231,13 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
     from analysis.metrics.run_end import run_end      # no meta.json / records missing: INVALID
     summary["verdict"] = slo_mod.with_run_end(summary["verdict"], run_end(run_dir, records, meta))
     summary["server_metrics"] = server_metrics_summary(run_dir)
+    summary["prefix_cache"] = prefix_cache_block(records, summary["server_metrics"])
     probes = Path(run_dir) / "probe_stream.jsonl"        # load.probe's side stream
     summary["probe_stream"] = probe_block(_read_jsonl(probes) if probes.is_file() else [], meta)
     from analysis.roofline.run_roofline import for_run as roofline_for_run  # frozen device.json
     summary["roofline"] = roofline_for_run(run_dir, records)
+    from analysis.server.spec_decode import spec_decode_summary   # counters + client bursts
+    summary["spec_decode"] = spec_decode_summary(run_dir, records)
     return summary
 
 

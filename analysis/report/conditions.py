@@ -136,6 +136,10 @@ def conditions_table(summary: dict, meta: dict, sut: dict, records: list[dict]) 
     info, host = server_info(sut), sut.get("client_host") or {}
     flags = launch_description(sut)[1].get("flags") or {}
     accuracy = meta.get("accuracy")
+    if accuracy and summary.get("accuracy"):        # the check ran: its figure, not the dict
+        from analysis.report.cost_accuracy import accuracy_text
+        accuracy = (f"{accuracy_text(summary['accuracy'])} ({accuracy.get('dataset')})"
+                    if isinstance(accuracy, dict) else accuracy)
     prec, prec_evidence = precision(info, sut)
     device, dev, dev_evidence = _device(info, sut)
     memory, memory_evidence = _memory(info, flags, host)

@@ -28,6 +28,7 @@ from analysis.metrics.figures import open_loop
 from analysis.metrics import summary as summary_mod
 from analysis.report.render import Block, fmt, missing, render_html, render_md
 from analysis.report.workloads import workload_blocks
+from analysis.report.cost_accuracy import accuracy_blocks, cost_blocks
 
 __all__ = ["build_sections", "write_report", "write_any", "render_md", "render_html", "fmt"]
 
@@ -216,6 +217,7 @@ def build_sections(run_dir: str | Path, with_plots: bool = True,
                                  f"({s['requests_warmup']} warm-up excluded)")]
     blocks += _headline(s) + _verdict(s) + _client(s) + _latencies(s)
     blocks += workload_blocks(s) + _plots(records, s, run_dir, with_plots)
+    blocks += accuracy_blocks(s) + cost_blocks(s)        # workload.dataset, cost (issue 30)
     blocks += _failures(s) + _tokens(s) + _energy(s) + _server_metrics(run_dir)
     blocks += conditions.roofline_blocks(s.get("roofline"))   # frozen spec (run_roofline)
     rows = [[c["item"], c["value"], c["evidence"]]

@@ -12,6 +12,7 @@ Nothing when the run had none of them.
 from __future__ import annotations
 
 from analysis.report.render import Block, fmt, pair
+from analysis.report.served import served_blocks
 from analysis.report.structured import structured_blocks
 
 
@@ -118,4 +119,4 @@ def image_blocks(s: dict) -> list[Block]:
 
 def workload_blocks(s: dict) -> list[Block]:
     return (stage_blocks(s) + session_blocks(s) + reasoning_blocks(s) + replica_blocks(s)
-            + probe_blocks(s) + image_blocks(s) + structured_blocks(s))
+            + probe_blocks(s) + image_blocks(s) + structured_blocks(s) + served_blocks(s))

@@ -7,6 +7,9 @@ compatibility matrix with the real ``loadgen run`` CLI (docs/real-servers.md, do
     python -m bench.compat.servers NAME start one server, print url/model/version (servers.py)
     python -m bench.compat.record       tests/fixtures/servers/<server>/<case>.json (record.py, wire.py)
     python -m bench.compat.matrix       docs/compatibility.md + .json (matrix.py, features.py)
+    python -m bench.compat.lora         two random-weight LoRA adapters for small-hf (lora.py; no peft)
+    python -m bench.compat.served       `loadgen run` on vLLM with n-gram speculation and with the LoRA
+                                        adapters ─► bench/results/served-vllm-cpu-*, docs/compatibility.md
 
 Imports: the standard library, numpy, yaml, its own modules and two of loadgen's pure ones (the
 prompt words, the synthetic images); loadgen runs as a subprocess (``python -m loadgen run``).

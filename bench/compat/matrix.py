@@ -268,6 +268,9 @@ def _cell(c: Optional[dict]) -> str:
     return f"{mark} ({c['detail']})"
 
 
+KEEP = "<!-- hand-written sections below: bench.compat.matrix keeps them -->"
+
+
 def write_md(results: list[dict], cmd: str, path: Path) -> None:
     L = ["# Compatibility matrix: loadgen against real servers", "",
          f"Measured on this project's 2-core CPU VM (no GPU), {time.strftime('%Y-%m-%d')}; evidence: measured.",
@@ -336,26 +339,12 @@ def write_md(results: list[dict], cmd: str, path: Path) -> None:
           "`json_valid`; responses: output tokens = max_tokens. Raw results: docs/compatibility.json.", ""]
     whys = [(r["server"], silent_special_tokens(r["server"])) for r in results]
     L += ["Token-count mismatches explained, per server:", ""] + [f"- {n}: {w}" for n, w in whys if w] + [""]
-    L += HANGUP_ROWS
-    path.write_text("\n".join(L))
-
-
-HANGUP_ROWS = [   # issue 31 (docs/hangups.md): what load.cancel's running-gauge check reads per server
-    "## Clients that hang up (`load.cancel`): the running-requests gauge per server", "",
-    "After a run with `load.cancel`, loadgen reads the server's /metrics until its running-requests "
-    "gauge is 0 (10 s at most; meta.json `running_after`, a summary warning when it stays above 0).", "",
-    "| server | gauge read | checked |", "|---|---|---|",
-    "| vllm 0.32.0 | `vllm:num_requests_running` (per engine, summed) | recorded /metrics "
-    "(tests/fixtures/servers/vllm/metrics.json) replayed: 0, not leaked "
-    "(tests/loadgen/run/test_running_after.py); no live load.cancel run against vLLM here |",
-    "| llama.cpp 0.5.0-dev | `llamacpp:requests_processing` | recorded /metrics replayed: the gauge is read |",
-    "| transformers serve 5.25.0 | none (no /metrics) | `leaked: null` with the reason |",
-    "| built-in JAX server | `vllm:num_requests_running` | live: `loadgen run` with load.cancel, the gauge and "
-    "KV-cache usage back to 0, later requests run to the end (tests/loadgen/run/test_hangups_jax.py) |",
-    "| SGLang / TGI | `sglang:num_running_reqs` / `tgi_batch_current_size` | by name only (not run here) |",
-    "", "HTTP 429 (`rate_limited`, `Retry-After`, `api.retry`): none of these servers rate-limits; "
-    "checked against the calibration server's `rate_limit_first` on every engine "
-    "(tests/loadgen/run/test_hangups_run.py, tests/loadgen/locust_engine/test_locust_hangups.py).", ""]
+    from bench.compat.served import compat_section      # speculative decoding, LoRA (their own starts)
+    L += compat_section()
+    old = path.read_text() if path.exists() else ""
+    if KEEP in old:                    # hand-written sections below the marker survive a rerun
+        L += ["", old[old.index(KEEP):].rstrip("\n")]
+    path.write_text("\n".join(L) + "\n")
 
 
 def merge_runs(old: Optional[dict], new: dict) -> dict:

@@ -116,6 +116,9 @@ def _chat_images(n: int, **kw) -> dict:
 
 
 R, E = "/v1/responses", "/v1/embeddings"
+SPEC_PROMPT = " ".join([PROMPT] * 4)
+SPEC_TOKENS = 64
+SPEC_FORCED = 300   # a plain word piece of bench/compat/models.py's tokenizer (not special)
 NAMED = {"type": "function", "function": {"name": "get_weather"}}
 # variant (bench/compat/servers.py VLLM_VARIANTS) ─► cases recorded against that start
 VARIANT_CASES: dict[str, dict[str, tuple]] = {
@@ -142,6 +145,31 @@ VARIANT_CASES: dict[str, dict[str, tuple]] = {
     "vision": {
         "chat-stream-images-loadgen": ("POST", CH, _chat_images(1, **LOADGEN), SSE),
         "chat-images": ("POST", CH, _chat_images(1, stream=False), {}),
+    },
+    # n-gram speculation: a repetitive prompt and greedy decoding (a random-weight model falls into
+    # a loop, which the prompt lookup then drafts from), then the counters
+    "spec": {
+        "spec-completions-stream-loadgen": ("POST", C, _comp(**LOADGEN, prompt=SPEC_PROMPT, max_tokens=SPEC_TOKENS,
+                                                             temperature=0), SSE),
+        "spec-chat-stream-loadgen": ("POST", CH, {"messages": [{"role": "user", "content": SPEC_PROMPT}],
+                                                  "max_tokens": SPEC_TOKENS, "temperature": 0, **LOADGEN}, SSE),
+        # usage in every chunk: the tokens each chunk carried (a verification step's accepted drafts + 1)
+        "spec-completions-stream-continuous-usage": ("POST", C, _comp(**{
+            **LOADGEN, "stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+            prompt=SPEC_PROMPT, max_tokens=SPEC_TOKENS, temperature=0), SSE),
+        # logit_bias with speculation: vLLM 0.32 answers 200, then an SSE error event (code 400: "not yet
+        # supported with speculative decoding")
+        "spec-completions-stream-forced": ("POST", C, _comp(**LOADGEN, prompt=SPEC_PROMPT, max_tokens=SPEC_TOKENS,
+                                                            temperature=0, logit_bias={str(SPEC_FORCED): 100.0}),
+                                           SSE),
+        "spec-metrics": ("GET", "/metrics", None, {}),
+    },
+    # two LoRA adapters served beside the base model: the listing, one stream each, a name not served
+    "lora": {
+        "lora-models": ("GET", "/v1/models", None, {}),
+        "lora-a-completions-stream-loadgen": ("POST", C, _comp(**LOADGEN, model="a"), SSE),
+        "lora-b-completions-stream-loadgen": ("POST", C, _comp(**LOADGEN, model="b"), SSE),
+        "lora-unknown-model": ("POST", C, _comp(**LOADGEN, model="c"), SSE),
     },
 }
 
@@ -316,7 +344,8 @@ Cases: {cases}.
 
 vLLM only, each on the start that serves it (`_server.json` `variants`: generate = the default start,
 tools = with `--enable-auto-tool-choice --tool-call-parser hermes` and xgrammar without whitespace, embed = `--runner pooling --convert embed`, vision = the BLIP-2-shaped
-`small-vl`): {more}.
+`small-vl`, spec = n-gram speculative decoding (`--speculative-config`), lora = `--enable-lora --lora-modules a=… b=…`
+with two random-weight adapters made by bench/compat/lora.py): {more}.
 
 Regenerate (installs and model making are cached in `$LOADGEN_COMPAT_CACHE`, default
 `~/.cache/loadgen-compat/`):

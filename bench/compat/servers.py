@@ -15,6 +15,9 @@
                               --structured-outputs-config '{"backend": "xgrammar", "disable_any_whitespace": true}'
                     embed     --runner pooling --convert embed        (warm-up: /v1/embeddings)
                     vision    <small-vl dir> --limit-mm-per-prompt '{"image": 1}'
+                    spec      --speculative-config '{"method": "ngram", "num_speculative_tokens": 3, ...}'
+                    lora      --enable-lora --max-lora-rank 8 --max-loras 2 --lora-modules a=<dir> b=<dir>
+                              (bench/compat/lora.py: random-weight adapters made here)
     llama.cpp     llama-server -m <f32 gguf> -c 1024·np -np 8 --metrics -t 2         /health   yes (--metrics)
     transformers  transformers serve <hf dir> --device cpu --dtype float32          /health   no
 
@@ -48,6 +51,11 @@ VLLM_VARIANTS: dict[str, list] = {
               "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}'],
     "embed": ["--runner", "pooling", "--convert", "embed"],
     "vision": ["--limit-mm-per-prompt", '{"image": 1}'],     # BLIP-2 takes one image a prompt
+    # n-gram speculation (prompt lookup): vllm:spec_decode_* counters on /metrics
+    "spec": ["--speculative-config",
+             '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 2}'],
+    # two random-weight adapters (bench/compat/lora.py), served as models "a" and "b"
+    "lora": ["--enable-lora", "--max-lora-rank", "8", "--max-loras", "2", "--lora-modules"],
 }
 HAS_METRICS = {"vllm": True, "llama.cpp": True, "transformers": False}
 
@@ -85,6 +93,9 @@ def vllm_args(variant: str) -> tuple[str, list]:
     if variant not in VLLM_VARIANTS:
         raise ValueError(f"unknown vllm variant {variant!r}; one of {', '.join(VLLM_VARIANTS)}")
     d = models.make_vision() if variant == "vision" else models.make_hf()
+    if variant == "lora":
+        from bench.compat import lora
+        return str(d), VLLM_VARIANTS[variant] + [f"{n}={p}" for n, p in lora.make_all().items()]
     return str(d), VLLM_VARIANTS[variant]
 
 

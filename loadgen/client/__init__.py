@@ -17,6 +17,8 @@
                                   reasoning vs answer chunks; api.endpoint responses:
                                   responses.py's ResponsesTally over the named events)
                 ─► Record (loadgen.record) ─► back to run/dispatch.py
+    structured.py / accuracy.py  tool calls, JSON answers / a workload.dataset answer, checked
+                   once after the stream (Record fields; the text kept only when checked)
     eventloop.py   asyncio (default) or uvloop
     load_monitor.py  is the client itself the bottleneck? (process CPU, event-loop lag, GC held off)
 

@@ -8,7 +8,7 @@ A payload that does not fit (not an object, a field of another type, invalid UTF
 ``None`` from ``decode``; the tally then parses it generically (``sse.loads``) and refuses it with
 ``ValueError`` if it is not an OpenAI chunk at all (``protocol``: a server fault, never the client's).
 Shapes: completions ``choices[].text``; chat ``choices[].delta.{content, reasoning_content,
-reasoning, tool_calls[].{index, id, function.{name, arguments}}}``; ``finish_reason``; ``usage.{prompt_tokens, completion_tokens}``; an error
+reasoning, tool_calls[].{index, id, function.{name, arguments}}}``; ``finish_reason``; ``usage.{prompt_tokens, completion_tokens, prompt_tokens_details.cached_tokens}``; an error
 as ``{"error": …}`` or vLLM's ``{"object": "error", …}``.
 """
 from __future__ import annotations
@@ -47,9 +47,16 @@ class Choice(msgspec.Struct):
     finish_reason: Optional[str] = None
 
 
+class PromptTokensDetails(msgspec.Struct):
+    cached_tokens: Any = None          # checked at finish (request._usage_checked), not here
+
+
 class Usage(msgspec.Struct):
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
+    # only the usage chunk carries it (vLLM --enable-prompt-tokens-details, OpenAI): a content
+    # chunk has no usage, so this costs nothing per token; null (vLLM without the flag) is None
+    prompt_tokens_details: Optional[PromptTokensDetails] = None
 
 
 class Chunk(msgspec.Struct):

@@ -79,13 +79,14 @@ class RequestSpec:
     want_text: bool = False                     # Record.output_text: the answer's text
     headers: Optional[dict] = None              # this request's own headers (e.g. session affinity)
     images: Optional[tuple] = None              # chat: image data URLs after the text (workload.images)
+    expected: Optional[tuple] = None            # workload.dataset: graded after the stream (client/accuracy.py)
 
     @classmethod
     def of(cls, p: Any, id: int, phase: str = "measured") -> "RequestSpec":
         """Request ``id`` of a workload PromptSpec (or a senders.plan.Spec): every engine's."""
         return cls(id=id, phase=phase, prompt=p.prompt, prompt_tokens=p.prompt_tokens,
                    max_tokens=p.max_tokens, messages=list(p.messages) if p.messages else None,
-                   images=p.images)
+                   images=p.images, expected=getattr(p, "expected", None))
 
 
 @dataclass
@@ -108,6 +109,7 @@ class ClientConfig:
     structured: dict = field(default_factory=dict)  # tools, tool_choice, response_format (chat)
     retry: Any = None                           # api.retry: client.retry.RetryPolicy, or None
     cancel: Any = None                          # load.cancel: client.hangup.HangupRule, or None
+    mix: Any = None                             # api.models: a scenario.model_mix.ModelMix (or None)
 
     @classmethod
     def from_api(cls, api: Any, base_url: str, model: str, api_key: Optional[str],
@@ -121,7 +123,8 @@ class ClientConfig:
                    limits=Limits.from_api(getattr(api, "limits", None)),
                    follow_redirects=getattr(api, "follow_redirects", "never"),
                    structured=dict(getattr(api, "structured", None) or {}),
-                   retry=RetryPolicy.of_api(api))
+                   retry=RetryPolicy.of_api(api),
+                   mix=getattr(api, "mix", None))
 
 
 def build_base_body(cfg: ClientConfig) -> dict:
@@ -195,6 +198,10 @@ class Client:
     def body(self, spec: RequestSpec) -> bytes:
         return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images)
 
+    def body_for(self, spec: RequestSpec, rec: Record) -> bytes:
+        """The body of ``spec`` for ``rec`` (api.models: the model Shape.prepare put in rec.model)."""
+        return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images, rec.model)
+
     def headers(self, spec: RequestSpec) -> dict:
         return with_headers(self.shape.headers, spec.headers)
 
@@ -204,7 +211,7 @@ class Client:
             rec = self.new_record(spec)
         self.shape.prepare(rec, spec.prompt, spec.images)
         try:
-            data = self.body(spec)
+            data = self.body_for(spec, rec)
             headers = self.headers(spec)
         except (TypeError, ValueError) as e:
             _fail(rec, "client", f"cannot build the request body: {e}")
@@ -212,7 +219,7 @@ class Client:
         if not self._open:
             _fail(rec, "client", "Client used outside 'async with'")
             return rec
-        tally = self.shape.tally(spec.want_text)
+        tally = self.shape.tally(spec.want_text, spec.expected)
         cfg = self.cfg
         hangup = cfg.cancel.of(spec.id, spec.phase) if cfg.cancel is not None else None
         att = Attempts(cfg.retry, rec) if cfg.retry is not None else None
@@ -226,7 +233,7 @@ class Client:
                     break
                 await asyncio.sleep(wait)            # cancelled like a request in flight
                 att.reset(rec)
-                tally = self.shape.tally(spec.want_text)
+                tally = self.shape.tally(spec.want_text, spec.expected)
         except asyncio.CancelledError:
             if att is not None:
                 att.close(rec)

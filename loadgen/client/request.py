@@ -6,7 +6,8 @@
         ─► finish: first-chunk/first-token times, usage vs chunk counts, mismatch, sources
 
 No I/O, no asyncio, no aiohttp and no gevent here (only json, loadgen.record, loadgen.redact,
-loadgen.client.sse and loadgen.client.structured, the tool-call / JSON checks run in ``finish``;
+loadgen.client.sse and loadgen.client.structured, the tool-call / JSON checks run in ``finish``,
+as does loadgen.client.accuracy's grade of a workload.dataset answer;
 loadgen.client.responses, the Responses API's whole answer in ``apply_body``):
 ``loadgen.client.http_client`` (asyncio) and ``loadgen.locust_engine`` (gevent-patched processes) both import
 it, so the two engines build the same bodies and fill the same records by construction.
@@ -21,8 +22,8 @@ from typing import Any, Iterable, Optional
 
 from loadgen import redact
 from loadgen.record import Record, now_ns
-from loadgen.client import structured
-from loadgen.client.responses import ResponsesTally, read_response
+from loadgen.client import accuracy, structured
+from loadgen.client.responses import ResponsesTally, cached_of, read_response
 from loadgen.client.sse import StreamTally, error_message, loads
 
 SNIPPET = 300                 # characters of an error body kept in Record.error
@@ -207,23 +208,32 @@ class Shape:
         self.continuous = isinstance(opts, dict) and bool(        # the body still asks for them
             opts.get("continuous_usage_stats"))
         self.headers = request_headers(api, api_key)
+        # api.models: one base body per model; request id ─► model (scenario.model_mix, pure)
+        self.mix = getattr(api, "mix", None)
+        self.bases = ({n: base_body(api, n, drop) for n in self.mix.names}
+                      if self.mix is not None else {})
 
     def prepare(self, rec: Record, prompt, images: Optional[tuple]) -> None:
-        """The record fields the request itself decides (embeddings: inputs; images)."""
+        """The record fields the request itself decides (embeddings: inputs; images; api.models:
+        the model of this request id)."""
+        if self.mix is not None:
+            rec.model = self.mix.pick(rec.id)
         if self.embeddings:                     # nothing generated: no output tokens asked for
             rec.inputs, rec.requested_output_tokens = input_count(prompt), None
         if images:
             rec.input_images = len(images)
 
     def body(self, prompt, max_tokens: Optional[int], messages: Optional[list] = None,
-             images: Optional[tuple] = None) -> bytes:
-        return request_body(self.base, self.chat, prompt, max_tokens, messages, self.endpoint,
+             images: Optional[tuple] = None, model: Optional[str] = None) -> bytes:
+        base = self.bases.get(model, self.base) if model is not None else self.base
+        return request_body(base, self.chat, prompt, max_tokens, messages, self.endpoint,
                             images)
 
-    def tally(self, want_text: bool = False):
-        """What reads the answer: a StreamTally, or for api.endpoint responses a ResponsesTally."""
-        return (ResponsesTally(want_text, self.check) if self.responses
-                else StreamTally(self.continuous, want_text, self.check))
+    def tally(self, want_text: bool = False, expected: Optional[tuple] = None):
+        """What reads the answer: a StreamTally, or for api.endpoint responses a ResponsesTally;
+        ``expected`` (workload.dataset): the answer is graded at ``finish`` (client/accuracy.py)."""
+        return (ResponsesTally(want_text, self.check, expected) if self.responses
+                else StreamTally(self.continuous, want_text, self.check, expected))
 
 
 def fail(rec: Record, kind: str, msg: str, t: Optional[int] = None) -> None:
@@ -269,6 +279,8 @@ def apply_body(rec: Record, tally: Any, raw: bytes, t: int) -> None:
     usage = obj.get("usage") or {}
     tally.prompt_tokens = usage.get("prompt_tokens")
     tally.completion_tokens = usage.get("completion_tokens")
+    if hasattr(tally, "cached_tokens"):
+        tally.cached_tokens = cached_of(usage, "prompt_tokens_details")
     keep = getattr(tally, "text", None)
     for ch in obj.get("choices") or []:
         text = ch.get("text")
@@ -346,8 +358,15 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
     prompt = _usage_checked(rec, "prompt_tokens", tally.prompt_tokens, None)
     if prompt is not None:
         rec.prompt_tokens, rec.prompt_tokens_source = prompt, "usage"
+    cached = getattr(tally, "cached_tokens", None)
+    if cached is not None:                      # at most the prompt the server counted
+        rec.cached_tokens = _usage_checked(rec, "prompt_tokens_details.cached_tokens", cached, prompt)
     elif workload_prompt_tokens is not None:
         rec.prompt_tokens, rec.prompt_tokens_source = workload_prompt_tokens, "workload"
     rec.finish_reason = tally.finish_reason
     rec.output_chars = tally.chars
+    expected = getattr(tally, "expected", None)
+    if expected is not None:                    # workload.dataset: after the stream, once
+        rec.correct = accuracy.grade(expected, "".join(tally.text or ()), rec.status,
+                                     rec.finish_reason)
     redact.redact_record(rec)

@@ -69,12 +69,14 @@ def finish_reason_of(response: dict) -> Optional[str]:
 class ResponsesTally:
     """Counts the output of one Responses API stream (see the module doc)."""
 
-    __slots__ = ("prompt_tokens", "completion_tokens", "finish_reason", "chars", "error", "seen",
+    __slots__ = ("cached_tokens", "prompt_tokens", "completion_tokens", "finish_reason", "chars", "error", "seen",
                  "first_answer", "reasoning_tokens", "text", "want_text",
-                 "calls", "_slot", "check", "continuous")
+                 "calls", "_slot", "check", "continuous", "expected")
 
-    def __init__(self, want_text: bool = False, check: Optional[Any] = None) -> None:
+    def __init__(self, want_text: bool = False, check: Optional[Any] = None,
+                 expected: Optional[Any] = None) -> None:
         self.prompt_tokens: Optional[int] = None
+        self.cached_tokens: Any = None          # usage.input_tokens_details.cached_tokens
         self.completion_tokens: Optional[int] = None
         self.finish_reason: Optional[str] = None
         self.chars = 0
@@ -84,7 +86,8 @@ class ResponsesTally:
         self.reasoning_tokens: Optional[int] = None    # streamed reasoning deltas
         self.want_text = want_text
         self.check = check
-        keep = want_text or (check is not None and check.wants_text)
+        self.expected = expected                       # workload.dataset: graded at finish
+        keep = want_text or (check is not None and check.wants_text) or expected is not None
         self.text: Optional[list] = [] if keep else None
         self.calls: Optional[list] = None
         self._slot: dict = {}                          # output item id -> its entry in calls
@@ -174,8 +177,16 @@ class ResponsesTally:
             return
         if isinstance(usage.get("input_tokens"), int):
             self.prompt_tokens = usage["input_tokens"]
+        self.cached_tokens = cached_of(usage, "input_tokens_details")
         if isinstance(usage.get("output_tokens"), int):
             self.completion_tokens = usage["output_tokens"]   # reasoning included, as in chat
+
+
+def cached_of(usage: Any, key: str) -> Any:
+    """usage[key].cached_tokens (``prompt_tokens_details`` in chat/completions answers,
+    ``input_tokens_details`` in Responses ones), None when absent; checked at finish."""
+    details = usage.get(key) if isinstance(usage, dict) else None
+    return details.get("cached_tokens") if isinstance(details, dict) else None
 
 
 def read_response(tally: Any, obj: dict) -> Optional[str]:
@@ -186,6 +197,7 @@ def read_response(tally: Any, obj: dict) -> Optional[str]:
         return str(err.get("message") or err) if isinstance(err, dict) else str(err)
     usage = obj.get("usage") or {}
     tally.prompt_tokens = usage.get("input_tokens")
+    tally.cached_tokens = cached_of(usage, "input_tokens_details")
     tally.completion_tokens = usage.get("output_tokens")
     keep = getattr(tally, "text", None)
     calls = []

@@ -69,16 +69,17 @@ class StreamTally:
 
     __slots__ = ("continuous", "cum", "prompt_tokens", "completion_tokens", "finish_reason",
                  "chars", "error", "seen", "first_answer", "reasoning_tokens", "text", "want_text",
-                 "calls", "_slot", "check")
+                 "calls", "_slot", "check", "expected", "cached_tokens")
 
     def __init__(self, continuous: bool = False, want_text: bool = False,
-                 check: Optional[Any] = None) -> None:
+                 check: Optional[Any] = None, expected: Optional[Any] = None) -> None:
         # continuous: the request asked for continuous usage stats; it is dropped (1 token per
         # content chunk from then on) as soon as a content chunk arrives without usage
         self.continuous = continuous
         self.cum = 0                                  # last cumulative completion_tokens seen
         self.prompt_tokens: Optional[int] = None      # from the last usage object
         self.completion_tokens: Optional[int] = None
+        self.cached_tokens: Any = None                # usage.prompt_tokens_details.cached_tokens
         self.finish_reason: Optional[str] = None
         self.chars = 0
         self.error: Optional[Any] = None              # the error object of an error chunk
@@ -87,7 +88,8 @@ class StreamTally:
         self.reasoning_tokens: Optional[int] = None   # tokens of reasoning-only chunks
         self.want_text = want_text                    # the record keeps the text (output_text)
         self.check = check                            # structured.Checker, applied at finish
-        keep = want_text or (check is not None and check.wants_text)
+        self.expected = expected                      # workload.dataset: graded at finish
+        keep = want_text or (check is not None and check.wants_text) or expected is not None
         self.text: Optional[list] = [] if keep else None   # answer text pieces
         self.calls: Optional[list] = None             # tool calls: [id, name, [argument pieces]]
         self._slot: dict = {}                         # a call's index -> its entry in calls
@@ -152,6 +154,9 @@ class StreamTally:
             cum = usage.completion_tokens
             if cum is not None:
                 self.completion_tokens = cum
+            details = usage.prompt_tokens_details
+            if details is not None and details.cached_tokens is not None:
+                self.cached_tokens = details.cached_tokens
         n = 0
         kind = 0                                      # 1: answer in this chunk, 2: reasoning only
         if choices:

@@ -39,8 +39,8 @@ def _scenario():
 
 
 def _model(base_url: str, sc) -> str:
-    if sc.api.model:
-        return sc.api.model
+    if sc.api.first_model:
+        return sc.api.first_model
     with urllib.request.urlopen(base_url.rstrip("/") + "/v1/models", timeout=30) as r:
         return json.loads(r.read())["data"][0]["id"]
 

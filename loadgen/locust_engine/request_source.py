@@ -145,11 +145,12 @@ class RequestSource(SliceSender):
         spec, sched = got
         rec = self.record(spec, sched)
         self.last_issue_ns = sched
-        self.send(user, rec, spec.prompt, None, None, False, sched, spec.images)
+        self.send(user, rec, spec.prompt, None, None, False, sched, spec.images,
+                  getattr(spec, "expected", None))
 
     def send(self, user, rec: Record, prompt, messages: Optional[list], headers: Optional[dict],
              want_text: bool, sched: Optional[int] = None,
-             images: Optional[tuple] = None) -> None:
+             images: Optional[tuple] = None, expected: Optional[tuple] = None) -> None:
         """The one request path: sleep to ``sched`` (if later), body (request.Shape: a session
         turn's ``messages`` and ``headers``, ``want_text`` for its answer, ``images``), journal,
         send, record."""
@@ -159,7 +160,8 @@ class RequestSource(SliceSender):
             if sched is not None and sched > now_ns() and sleep_until(sched, lambda: self.stopped):
                 return                   # interrupt() wrote it as cancelled
             try:
-                data = self.shape.body(prompt, rec.requested_output_tokens, messages, images)
+                data = self.shape.body(prompt, rec.requested_output_tokens, messages, images,
+                                       rec.model)
             except (TypeError, ValueError) as e:
                 request.fail(rec, "client", f"cannot build the request body: {e}")
             else:
@@ -174,8 +176,9 @@ class RequestSource(SliceSender):
                 hdrs = request.with_headers(self.shape.headers, headers)
                 try:
                     while True:
-                        user.send(url, hdrs, data, a.stream, rec, self.shape.tally(want_text),
-                                  a.timeout_s, self.limits, hangup)
+                        user.send(url, hdrs, data, a.stream, rec,
+                                  self.shape.tally(want_text, expected), a.timeout_s,
+                                  self.limits, hangup)
                         wait = att.after(rec, now_ns()) if att is not None else None
                         if wait is None:
                             break

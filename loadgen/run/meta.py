@@ -19,6 +19,8 @@ from analysis.contract import ContractError, RunMeta
 from loadgen.client import eventloop
 from loadgen.run.outcome import Outcome, Prepared
 from loadgen.run.storage import atomic_write_text
+from loadgen.scenario.cost import cost_meta
+from loadgen.scenario.dataset import describe_check
 
 
 def run_meta(prep: Prepared, out: Outcome) -> dict:
@@ -68,6 +70,10 @@ def run_meta(prep: Prepared, out: Outcome) -> dict:
         meta["probe_stream"] = out.probe_stream
     if out.client_processes is not None:   # client.processes > 1 (loadgen.run.procs)
         meta["client_processes"] = out.client_processes
+    if sc.workload.dataset is not None:    # the accuracy check ran (scenario/dataset.py)
+        meta["accuracy"] = describe_check(sc.workload.dataset)
+    if sc.cost is not None:                # prices for summary.json cost (scenario/cost.py)
+        meta["cost"] = cost_meta(sc)
     return meta
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal, Optional
 
 from loadgen.run.rundir import api_key, run_dir_for
+from loadgen.scenario.dataset import check_endpoint
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
 from loadgen.scenario.workload import WorkloadPlan, build_workload
@@ -43,6 +44,8 @@ def prepare(sc: Scenario) -> Prepared:
     """The workload plan, the seeded schedule (a trace's times from the plan), the API key and
     the run directory (checked, not made) of ``sc``."""
     plan = build_workload(sc.workload)
+    if plan.dataset is not None:        # workload.dataset: messages rows need a chat endpoint
+        check_endpoint(plan.dataset, sc.workload.dataset.path, sc.api.endpoint)
     schedule = build_schedule(sc.load, seed_for(sc),
                               plan.trace_offsets(sc.load) if sc.load.mode == "trace" else None)
     key = api_key(sc)

@@ -11,6 +11,8 @@
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from analysis.metrics import slo as slo_mod
 from loadgen.client.http_client import ClientConfig
 from loadgen.run.rundir import write_json
@@ -41,11 +43,14 @@ async def describe_target(run, base_url: str) -> dict:
     warnings: list = slo_mod.stream_warnings(run.sc.slo.model_dump(), a.stream)
     if a.probe:
         model, found = probe_mod.check_models(
-            base_url, models, a.model, a.api_key_env, managed=run.server is not None,
-            where="target.urls" if run.sc.target.urls else None)
+            base_url, models, a.first_model, a.api_key_env, managed=run.server is not None,
+            where="target.urls" if run.sc.target.urls else None,
+            key="api.models" if a.models else "api.model")
         warnings += found
+        for m in (a.models or [])[1:]:          # api.models: every name listed (exit 2 if not)
+            probe_mod.check_models(base_url, models, m.name, a.api_key_env, key="api.models")
     else:
-        model = a.model or sut_mod.first_model_id(models.get("models"))
+        model = a.first_model or sut_mod.first_model_id(models.get("models"))
     if model is None:
         raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
                             f"({models.get('error') or 'status ' + str(models.get('status'))})")
@@ -55,15 +60,17 @@ async def describe_target(run, base_url: str) -> dict:
             other, run.key, a.headers, get_s,
             ready_mod.ready_timeout_s(a, False), "/health")
         if a.probe:
-            probe_mod.check_models(other, more, model, a.api_key_env, where="target.urls")
+            for name in [model] + [m.name for m in (a.models or [])[1:]]:
+                probe_mod.check_models(other, more, name, a.api_key_env, where="target.urls")
     own = await sut_mod.fetch_self_description(base_url, run.key, get_s)
     if a.probe:
         info = own.get("info") or (run.server.info if run.server is not None else None)
         context = fit_mod.check_context_fit(run.plan, run.sc.load, a.endpoint,
                                             models.get("models"), model, info)
         mt = a.extra_body.get("min_tokens")
+        cfg = replace(ClientConfig.from_api(a, base_url, model, run.key), mix=None)  # api.models: the first
         res = await probe_mod.probe_request(
-            ClientConfig.from_api(a, base_url, model, run.key), a.drop_rejected_fields,
+            cfg, a.drop_rejected_fields,
             mt if isinstance(mt, int) and not isinstance(mt, bool) else 1, ready)
         res.warnings[:0] = warnings
         res.context = context

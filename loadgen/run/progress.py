@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from analysis.report.cost_accuracy import accuracy_line, cost_line
 from loadgen.run import running_after
 
 
@@ -160,6 +161,9 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
     line = probe_line(summary)
     if line:
         c.print(line, highlight=False)
+    for line in (accuracy_line(summary), cost_line(summary)):   # workload.dataset, cost
+        if line:
+            c.print(line, highlight=False, markup=False)
     energy = summary.get("energy") or {}
     if energy:
         c.print(f"energy: {energy.get('status')}" + (f" ({energy.get('reason')})"

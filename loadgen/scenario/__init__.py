@@ -3,6 +3,7 @@
     scenarios/*.yaml ─► loader.py (defaults → YAML → --set; ScenarioError = one line) ─► model.py (strict pydantic)
                     ─► workload.py (prompts and output lengths: synthetic, JSONL, ShareGPT; seeded)
                     ─► schedule.py (arrival offsets: poisson | constant | gamma; seeded, pure)
+                    dataset.py (workload.dataset: prompts with expected answers), cost.py (prices)
                     ─► run/ (the runner hands specs + schedule to dispatch)
 
 May import: the standard library, pydantic, numpy, tokenizers, and loadgen.record. Never the

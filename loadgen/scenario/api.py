@@ -9,6 +9,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field, PrivateAttr, model_validator
 
 from loadgen.scenario.hangups import Retry
+from loadgen.scenario.model_mix import Assignment, ModelMix, ModelWeight, check_models
 from loadgen.scenario.strict import Strict
 from loadgen.scenario.structured import ResponseFormat, body_fields
 
@@ -63,11 +64,35 @@ class Api(Strict):
     # workload.tools / tool_choice, put here by Scenario: the request body is built from the api
     _tools: Optional[list] = PrivateAttr(None)
     _tool_choice: Any = PrivateAttr(None)
+    # several models / LoRA adapters (loadgen.scenario.model_mix): request id ─► model, seeded
+    # (the scenario's schedule seed, put here by Scenario); api.model and api.models exclude each other
+    models: Optional[list[ModelWeight]] = None
+    model_assignment: Assignment = "random"
+    _mix_seed: int = PrivateAttr(0)
 
     @property
     def structured(self) -> dict:
         """The body's tools, tool_choice and response_format (plain JSON; only those given)."""
         return body_fields(self._tools, self._tool_choice, self.response_format)
+
+    @property
+    def mix(self) -> Optional[ModelMix]:
+        """api.models as a ModelMix (None: one model, api.model or the server's first)."""
+        return ModelMix.of(self.models, self.model_assignment, self._mix_seed)
+
+    @property
+    def first_model(self) -> Optional[str]:
+        """api.model, else api.models' first name (the probe's and sut.json's model), else None."""
+        return self.model or (self.models[0].name if self.models else None)
+
+    @model_validator(mode="after")
+    def _one_model_key(self) -> "Api":
+        if self.models is not None:
+            if self.model is not None:
+                raise ValueError("models: give api.model (one model) or api.models (several), "
+                                 "not both")
+            check_models(self.models)
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -16,6 +16,8 @@ from pydantic import Field, field_validator, model_validator
 from loadgen.scenario import limits
 from loadgen.scenario.api import Api
 from loadgen.scenario.hangups import Cancel
+from loadgen.scenario.cost import Cost
+from loadgen.scenario.dataset import Dataset, check_fits
 from loadgen.scenario.strict import ScenarioError, Strict  # noqa: F401 (ScenarioError: re-exported)
 from loadgen.scenario.structured import Tool, ToolChoice, check_tools
 from loadgen.scenario.target import Target
@@ -115,6 +117,8 @@ class Workload(Strict):
     tools: Optional[list[Tool]] = None
     tool_choice: Optional[ToolChoice] = None      # auto | required | none | {type, function: {name}}
     seed: int = 0
+    # prompts with expected answers (loadgen.scenario.dataset): each record gets ``correct``
+    dataset: Optional[Dataset] = None
 
     @model_validator(mode="after")
     def _path(self) -> "Workload":
@@ -299,6 +303,7 @@ class Scenario(Strict):
     sweep: Optional[Sweep] = None
     output: Output = Field(default_factory=Output)
     client: Client = Field(default_factory=Client)
+    cost: Optional[Cost] = None      # prices for summary.json cost (loadgen.scenario.cost)
 
     @field_validator("name")
     @classmethod
@@ -353,6 +358,11 @@ class Scenario(Strict):
                              "file gives both the prompts and the send times)")
         return self
 
+    @model_validator(mode="after")
+    def _dataset(self) -> "Scenario":       # workload.dataset: loadgen.scenario.dataset
+        check_fits(self.workload.dataset, self.workload, self.api)
+        return self
+
     def _structured(self) -> None:
         """Tools and response_format are chat fields; the api carries them into the body."""
         w, a = self.workload, self.api
@@ -363,6 +373,7 @@ class Scenario(Strict):
                 raise ValueError(f"{key}: needs api.endpoint: chat (the {a.endpoint} endpoint "
                                  "takes no tools or response_format)")
         a._tools, a._tool_choice = w.tools, w.tool_choice
+        a._mix_seed = self.load.seed if self.load.seed is not None else w.seed + 1   # seed_for's rule
         # a tool call or JSON answer ends when complete: with ignore_eos vLLM 0.32 generates on
         # past the grammar's end to max_tokens, and every answer fails its check ("Extra data");
         # so ignore_eos defaults to false here (an explicit api.ignore_eos: true is kept)

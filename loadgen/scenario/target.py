@@ -108,6 +108,7 @@ class Target(Strict):
     scrape_metrics: bool = True
     metrics_path: str = "/metrics"
     metrics_interval_s: float = Field(1.0, gt=0)
+    accelerators: int = Field(1, ge=1)   # accelerators serving the target (issue 30; frontier branch owns it)
 
     @field_validator("url")
     @classmethod

@@ -3,6 +3,8 @@
     scenario.Workload ─► counter (words | bytes | tokenizer.json) ─► source:
         synthetic  lengths drawn from Dist (fixed / uniform / normal / lognormal, clipped)
         jsonl      {"prompt": str, "max_tokens": int?} per line, in file order
+        dataset    workload.dataset (dataset.py): rows with an expected answer, or the seeded
+                   builtin arithmetic set; PromptSpec.expected carries the check
         sharegpt   [{"conversations": [{"from": "human"|"gpt", "value": str}, ...]}, ...]:
                    first human turn = prompt; the gpt reply after it sets max_tokens
         trace      timestamped rows (loadgen.scenario.trace), in time order, not cycled; prompts
@@ -27,6 +29,7 @@ import numpy as np
 
 from loadgen.scenario.model import Dist, ScenarioError, Workload
 from loadgen.scenario.images import pool_for
+from loadgen.scenario.dataset import load_dataset
 from loadgen.scenario.tokens import make_counter
 from loadgen.scenario.sessions import SessionPlan, read_sharegpt_sessions
 from loadgen.scenario.limits import MAX_FILE_ROWS, MAX_TOKENS
@@ -40,6 +43,7 @@ class PromptSpec:
     max_tokens: int
     messages: Optional[tuple] = None   # chat messages as given (trace jsonl); else prompt is the user turn
     images: Optional[tuple] = None     # workload.images: data URLs sent after the text (chat)
+    expected: Optional[tuple] = None   # workload.dataset: dataset.Expected (the answer's check)
 
 
 # --- lengths --------------------------------------------------------------------------------
@@ -113,6 +117,7 @@ class WorkloadPlan:
             self.prefix = self.counter.build(np.random.default_rng([w.seed, 1]),
                                              w.shared_prefix_tokens)
         self.images = pool_for(w.images, w.seed)    # workload.images (made once, here)
+        self.dataset = load_dataset(w.dataset) if w.dataset is not None else None
         self.groups: list[str] = []
         self.group_p: Optional[np.ndarray] = None
         if w.prefix is not None:
@@ -136,7 +141,9 @@ class WorkloadPlan:
                           {"format": self.w.format, "rows": len(self.trace_rows),
                            **self.trace.describe()}),
                 "sessions": self.sessions.describe() if self.sessions is not None else None,
-                "images": self.images.describe() if self.images is not None else None}
+                "images": self.images.describe() if self.images is not None else None,
+                "dataset": (None if self.dataset is None else
+                            {"source": self.w.dataset.label(), "items": len(self.dataset)})}
 
     def trace_offsets(self, load) -> "np.ndarray":
         """Send offsets of a trace run (``load``: time_scale, num_requests, duration_s)."""
@@ -207,6 +214,9 @@ class WorkloadPlan:
         if self.sessions is not None:   # a session run is driven by loadgen.run.sessions
             yield from self.warmup_specs()
             return
+        if self.dataset is not None:    # workload.dataset: each prompt with its expected answer
+            yield from self._dataset_specs(rng)
+            return
         if self.rows is None:
             while True:  # draw lengths in blocks so the stream is the same however it is consumed
                 plen = sample_lengths(self.w.prompt_tokens, rng, 64)
@@ -219,6 +229,14 @@ class WorkloadPlan:
                 mt = int(sample_lengths(self.w.output_tokens, rng, 1)[0])
             prompt = self._join(prompt)
             yield PromptSpec(prompt, self.counter.count(prompt), int(mt))
+
+    def _dataset_specs(self, rng: np.random.Generator) -> Iterator[PromptSpec]:
+        for it in itertools.cycle(self.dataset):
+            mt = it.max_tokens
+            if mt is None or not self.w.output_tokens_from_file:
+                mt = int(sample_lengths(self.w.output_tokens, rng, 1)[0])
+            yield PromptSpec(it.prompt, self.counter.count(it.prompt), int(mt), it.messages,
+                             None, it.expected)
 
     def take(self, n: int) -> list[PromptSpec]:
         return list(itertools.islice(iter(self), n))

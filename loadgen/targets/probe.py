@@ -145,7 +145,8 @@ def model_ids(models: Any) -> Optional[list[str]]:
 
 
 def check_models(base_url: str, got: dict, want: Optional[str], api_key_env: Optional[str],
-                 managed: bool = False, where: Optional[str] = None) -> tuple[str, list[str]]:
+                 managed: bool = False, where: Optional[str] = None,
+                 key: str = "api.model") -> tuple[str, list[str]]:
     """The model to ask for, and warnings; ProbeError when the target cannot serve the run.
     ``where``: the field named in an error (default target.server or target.url)."""
     url = base_url.rstrip("/") + "/v1/models"
@@ -176,7 +177,7 @@ def check_models(base_url: str, got: dict, want: Optional[str], api_key_env: Opt
         return ids[0], warnings
     if want not in ids:
         shown = ", ".join(repr(i) for i in ids[:5]) + (", ..." if len(ids) > 5 else "")
-        raise ProbeError(f"api.model: '{want}' is not served by {base_url} ({url} lists "
+        raise ProbeError(f"{key}: '{want}' is not served by {base_url} ({url} lists "
                          f"{shown or 'no model'})")
     return want, warnings
 

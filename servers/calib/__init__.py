@@ -11,6 +11,7 @@ tester (loadgen, or your own harness) against numbers you chose.
                    (perf_counter_ns: the client's clock on this host) ─► GET /calib/log
         chunks.py  the SSE bytes (completions and chat), cached per shape
         answers.py a streamed tool call or a JSON answer (``calib.answer``), valid or not
+        solve.py   ``calib.answer`` solve | solve_wrong: arithmetic answered right or wrong
         lockstep.py with --lockstep: one DecodeClock per itl_ms writes the next chunk of every
                    running stream per tick (continuous batching) ─► GET /calib/clock
         faults.py  http500 | http429 | drop | malformed | bad_json | stall | error_event |
@@ -38,6 +39,9 @@ A request overrides the flags with ``{"calib": {...}}`` in its body. Keys:
   answer                     "tool_call": chat streams a tool call (OpenAI delta form: id and name,
                              then the arguments in pieces); "json": the content is a JSON text
                              (answers.py); never on the lockstep clock
+                             "solve" / "solve_wrong": the last "A + B" or "A * B" in the prompt
+                             answered exactly / off by one, a character per token, cut to
+                             max_tokens with finish_reason "length" (solve.py: accuracy tests)
   json, tool_name            the text carried (the arguments, or the content; default "{}"), valid
                              or not as you need; the function name (default: the body's named
                              tool_choice, else its first tool)

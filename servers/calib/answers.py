@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from servers.calib.chunks import MODEL, event
 
-ANSWERS = ("tool_call", "json")
+ANSWERS = ("tool_call", "json", "solve", "solve_wrong")    # solve*: servers/calib/solve.py
 
 
 def tool_name(c: dict, body: dict) -> str:
@@ -78,6 +78,6 @@ def check(c: dict, chat: bool) -> Optional[str]:
         return None
     if a not in ANSWERS:
         return f"calib answer: expected one of {', '.join(ANSWERS)}, got {a!r}"
-    if not chat:
+    if not chat and a in ("tool_call", "json"):
         return "calib answer: tool calls and JSON answers are chat answers (/v1/chat/completions)"
     return None

@@ -1,7 +1,8 @@
 """The aiohttp application: routes ─► Calibration (handler.py) and the inspection endpoints.
 
     POST /v1/completions, /v1/chat/completions   the answers (handler.py)
-    GET  /v1/models                              one model, ``calib-model`` (max_model_len 4096)
+    GET  /v1/models                              one model, ``calib-model`` (max_model_len 4096); with
+                                                 --models a,b those ids (a request for another: 404)
     GET  /health                                 200 "ok"
     GET  /calib/log[?clear=1]                    per request: arrival_ns, each write [ns, tokens], ...
     GET  /calib/clock[?clear=1]                  lockstep ticks [k, planned_ns, start_ns, end_ns, streams]
@@ -20,15 +21,18 @@ from servers.calib.handler import DEFAULTS, Calibration
 CALIBRATION = web.AppKey("calibration", Calibration)   # app[CALIBRATION]: the server's state
 
 
-def make_app(defaults: Optional[dict] = None, log: bool = True) -> web.Application:
-    """The calibration server's app; ``defaults`` override DEFAULTS (a request's ``calib`` wins)."""
-    cal = Calibration({**DEFAULTS, **(defaults or {})}, log)
+def make_app(defaults: Optional[dict] = None, log: bool = True,
+             models: Optional[list] = None) -> web.Application:
+    """The calibration server's app; ``defaults`` override DEFAULTS (a request's ``calib`` wins);
+    ``models``: the ids /v1/models lists and requests may name (None: calib-model, any name taken)."""
+    cal = Calibration({**DEFAULTS, **(defaults or {})}, log, models=models)
+    ids = list(models) if models else [MODEL]
     resets: list[int] = []             # POST /reset_prefix_cache (vLLM dev mode): counted
 
     async def models(request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [
-            {"id": MODEL, "object": "model", "created": 1700000000, "owned_by": "calibration",
-             "max_model_len": 4096}]}, headers={"Server": "calibration-server/1"})
+            {"id": i, "object": "model", "created": 1700000000, "owned_by": "calibration",
+             "max_model_len": 4096} for i in ids]}, headers={"Server": "calibration-server/1"})
 
     async def health(request: web.Request) -> web.Response:
         return web.Response(text="ok")

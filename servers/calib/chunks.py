@@ -1,6 +1,6 @@
 """The bytes of an answer: OpenAI-compatible SSE events (completions and chat), built once per shape.
 
-    Builder(chat, tokens_per_chunk, prompt_tokens, text)
+    Builder(chat, tokens_per_chunk, prompt_tokens, text, model)   (model: echoed in every chunk)
         .role()      chat: the role-only first chunk
         .content()   one content (or ``reasoning_content``) chunk; identical ones come from a cache
         .usage()     the usage-only chunk (``stream_options.include_usage``)
@@ -29,16 +29,16 @@ class Builder:
 
     _cache: dict = {}
 
-    def __init__(self, chat: bool, k: int, prompt_tokens: int, text: str = " tok"):
-        self.chat, self.k, self.pt = chat, k, prompt_tokens
+    def __init__(self, chat: bool, k: int, prompt_tokens: int, text: str = " tok", model: str = MODEL):
+        self.chat, self.k, self.pt, self.model = chat, k, prompt_tokens, model
         self.text = text * k
 
     def _base(self) -> dict:
         if self.chat:
             return {"id": "chatcmpl-calib", "object": "chat.completion.chunk", "created": 1700000000,
-                    "model": MODEL, "choices": []}
+                    "model": self.model, "choices": []}
         return {"id": "cmpl-calib", "object": "text_completion", "created": 1700000000,
-                "model": MODEL, "choices": []}
+                "model": self.model, "choices": []}
 
     def _usage(self, completion: int) -> dict:
         return {"prompt_tokens": self.pt, "completion_tokens": completion,
@@ -46,7 +46,7 @@ class Builder:
 
     def content(self, finish: Optional[str], reasoning: bool = False, cum: Optional[int] = None) -> bytes:
         """A content chunk; ``cum``: the running usage (``continuous_usage_stats``), never cached."""
-        key = (self.chat, self.text, finish, reasoning)
+        key = (self.chat, self.text, finish, reasoning, self.model)
         if cum is None and key in self._cache:
             return self._cache[key]
         o = self._base()

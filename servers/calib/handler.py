@@ -21,8 +21,8 @@ from typing import Any, Optional
 
 from aiohttp import web
 
-from servers.calib import answers, faults
-from servers.calib.chunks import DONE, SSE_HEADERS, Builder, now_ns, prompt_tag_and_tokens
+from servers.calib import answers, faults, solve
+from servers.calib.chunks import DONE, MODEL, SSE_HEADERS, Builder, now_ns, prompt_tag_and_tokens
 from servers.calib.lockstep import DecodeClock, Stream, sleep_until
 from servers.calib.images import images_of
 
@@ -37,8 +37,10 @@ ATTEMPTS_MAX = 100_000      # request bodies whose attempts are counted (rate_li
 class Calibration:
     """The server's state: defaults, the request log, the lockstep clocks, stale connections."""
 
-    def __init__(self, defaults: dict, log: bool, log_max: int = 200_000):
+    def __init__(self, defaults: dict, log: bool, log_max: int = 200_000,
+                 models: Optional[list] = None):
         self.defaults = defaults
+        self.models = list(models) if models else None   # --models: the ids served (else any name)
         self.log_on = log
         self.log: collections.deque = collections.deque(maxlen=log_max)
         self.seq = 0
@@ -96,6 +98,11 @@ class Calibration:
                 raise ValueError("body is not an object")
         except ValueError as e:
             return web.json_response({"error": {"message": f"bad body: {e}", "code": 400}}, status=400)
+        model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else MODEL
+        if self.models is not None and model not in self.models:     # vLLM's answer to a name it lacks
+            return web.json_response({"error": {"message": f"The model `{model}` does not exist.",
+                                                "type": "NotFoundError", "param": "model", "code": 404}},
+                                     status=404)
         c = dict(self.defaults)
         c.update(body.get("calib") or {})
         self.seq += 1
@@ -111,7 +118,11 @@ class Calibration:
         why = answers.check(c, chat)           # answer: tool_call | json (answers.py)
         if why:
             return web.json_response({"error": {"message": why, "code": 400}}, status=400)
-        pieces = answers.events(c, body, n_chunks, self.seq) if c["answer"] and body.get("stream") else None
+        solving = c["answer"] in solve.SOLVE        # arithmetic, right or wrong (solve.py)
+        pieces = None
+        if c["answer"] and body.get("stream"):
+            pieces = (solve.events(c, body, chat, n_tok) if solving
+                      else answers.events(c, body, n_chunks, self.seq))
         if pieces is not None:
             n_chunks = len(pieces)
         opts = body.get("stream_options") or {}
@@ -123,13 +134,21 @@ class Calibration:
             status = 500 if fault == "http500" else 429
             return web.json_response({"error": {"message": f"calibration {fault}", "code": status}},
                                      status=status, headers={"Retry-After": "1"} if status == 429 else None)
-        b = Builder(chat, k, pt, str(c["text"]))
+        b = Builder(chat, k, pt, str(c["text"]), model)          # the requested model, echoed
         ttft, itl = c["ttft_ms"] * 1e6, c["itl_ms"] * 1e6
         if not body.get("stream"):
             await sleep_until(arrival + int(ttft + (n_chunks - 1) * itl))
             entry["chunks"].append([now_ns(), n_chunks * k])
             full = b.full(n_chunks, "length", usage_tokens if c["usage"] else None)
-            if c["answer"]:
+            if solving:
+                text, fr = solve.whole(c, body, chat, n_tok)
+                key = "message" if chat else "text"
+                full["choices"][0].update({key: {"role": "assistant", "content": text}
+                                           if chat else text, "finish_reason": fr})
+                if c["usage"]:
+                    full["usage"]["completion_tokens"] = len(text) * k
+                    full["usage"]["total_tokens"] = pt + len(text) * k
+            elif c["answer"]:
                 msg, fr = answers.message(c, body, self.seq)
                 full["choices"][0].update(message=msg, finish_reason=fr)
             return web.json_response(full)

@@ -22,7 +22,8 @@ class CalibrationServer(PortServer):
     label = "calibration server"
 
     def __init__(self, ttft_ms: float = 0.0, itl_ms: float = 0.0, log: bool = True,
-                 cpu: Optional[int] = None, startup_timeout_s: float = 20.0, lockstep: bool = False):
+                 cpu: Optional[int] = None, startup_timeout_s: float = 20.0, lockstep: bool = False,
+                 models: Optional[list] = None):
         argv = [sys.executable, "-m", "servers.calib", "--port", "0",
                 "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
         if lockstep:
@@ -31,6 +32,8 @@ class CalibrationServer(PortServer):
             argv.append("--no-log")
         if cpu is not None:
             argv += ["--cpu", str(cpu)]
+        if models:
+            argv += ["--models", ",".join(models)]
         super().__init__(argv, startup_timeout_s)
 
     def _get(self, path: str, clear: bool) -> list:

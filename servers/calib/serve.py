@@ -42,6 +42,9 @@ def build_parser(prog: str = "servers.calib") -> argparse.ArgumentParser:
     ap.add_argument("--port", type=int, default=8000, help="TCP port, 0 = any free port (default 8000)")
     ap.add_argument("--no-log", action="store_true", help="keep no per-request log (capacity runs)")
     ap.add_argument("--cpu", type=int, default=None, help="pin the server to this CPU")
+    ap.add_argument("--models", default=None,
+                    help="comma-separated model ids /v1/models lists (default calib-model); a request "
+                         "naming another gets vLLM's 404; each answer echoes the requested model")
     return ap
 
 
@@ -54,13 +57,16 @@ def check_args(args: argparse.Namespace) -> Optional[str]:
         return f"--tokens-per-chunk: must be >= 1, got {args.tokens_per_chunk}"
     if not 0 <= args.port <= 65535:
         return f"--port: must be 0..65535, got {args.port}"
+    if args.models is not None and not all(m.strip() for m in args.models.split(",")):
+        return f"--models: an empty model id in {args.models!r}"
     return None
 
 
 async def _serve(args: argparse.Namespace) -> None:
     defaults = {"ttft_ms": args.ttft_ms, "itl_ms": args.itl_ms, "tokens_per_chunk": args.tokens_per_chunk,
                 "lockstep": args.lockstep}
-    runner = web.AppRunner(make_app(defaults, log=not args.no_log), access_log=None,
+    models = [m.strip() for m in args.models.split(",")] if args.models else None
+    runner = web.AppRunner(make_app(defaults, log=not args.no_log, models=models), access_log=None,
                            handle_signals=True)
     await runner.setup()
     site = web.TCPSite(runner, args.host, args.port, backlog=4096)
@@ -68,7 +74,7 @@ async def _serve(args: argparse.Namespace) -> None:
     port = site._server.sockets[0].getsockname()[1]
     print(f"PORT {port}", flush=True)
     mode = ", lockstep" if args.lockstep else ""
-    print(f"servers.calib: ready on http://{args.host}:{port} (model calib-model, TTFT "
+    print(f"servers.calib: ready on http://{args.host}:{port} (model {args.models or 'calib-model'}, TTFT "
           f"{args.ttft_ms:g} ms, ITL {args.itl_ms:g} ms{mode}; log: GET /calib/log)",
           file=sys.stderr, flush=True)
     try:

@@ -21,6 +21,12 @@ POST /v1/embeddings: api.py ─► embeddings.py (input forms → token ids, Emb
 forward, mean of the final hidden states, L2-normalised) ─► on_done(vectors) ─► float list | base64
 JSON.
 
+--prefix-cache on: engine.start_prefill(ids, home=slot) ─► prefix_cache.PrefixCache.match (block hash
+chain, LRU) ─► prefix_store.PrefixStore copies the cached K/V blocks into the slot ─► the rest of the
+prompt as fused pieces from there; engine.insert stores the prompt's new full blocks. Answers carry
+usage.prompt_tokens_details.cached_tokens (GenRequest.cached_tokens); /metrics the
+vllm:prefix_cache_{queries,hits} counters (tokens); POST /reset_prefix_cache forgets every block.
+
 POST /v1/responses: api.py ─► responses.py (input/instructions → chat messages ─► protocol.build_plan)
 ─► the same Generation as chat ─► named events (response.created … output_text.delta per token …
 response.completed | incomplete | failed) or one ``object: "response"`` body.
@@ -146,6 +152,7 @@ def build(source: Optional[str] = None, dtype: Optional[str] = None, slots: int 
         "prefill_buckets": engine.prefill_buckets, "attn_buckets": engine.attn_buckets,
         "batch_buckets": engine.batch_buckets, "prefill_chunk": engine.prefill_chunk,
         "interleave_chunk": engine.interleave_chunk,
+        "prefix_cache": None if engine.prefix is None else engine.prefix.describe(),
         "eos_ids": sorted(eos), "tokenizer": tok.describe(),
         "model": shape_dict(args, dtype, engine.max_model_len, engine.slots),
     }

@@ -8,6 +8,7 @@
     POST /v1/embeddings ─► embeddings.build_embed_plan ─► embeddings.Embedding ─► orchestrator (one input
          per engine iteration: a prefill-only forward, mean-pooled, L2-normalised) ─► one JSON response
     GET  /v1/models   served model id + max_model_len        GET /health  200 once ready, else 503
+    POST /reset_prefix_cache  forget the prefix cache's blocks (vLLM's dev-mode route); 404 when it is off
     GET  /info        engine describe() + server settings    GET /metrics vLLM-named Prometheus text
                       (server: max_model_len and the tokenizer, which loadgen's context check reads)
 
@@ -104,8 +105,13 @@ async def _errors_and_auth(request: web.Request, handler):
 
 
 # ---- response bodies -------------------------------------------------------------------------------------------
-def _usage(prompt: int, completion: int) -> dict:
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+def _usage(prompt: int, completion: int, cached: int | None = None) -> dict:
+    """OpenAI usage; ``prompt_tokens_details.cached_tokens`` only with the prefix cache on (as
+    vLLM sends it only with --enable-prompt-tokens-details): the prompt tokens whose K/V it reused."""
+    out = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    if cached is not None:
+        out["prompt_tokens_details"] = {"cached_tokens": cached}
+    return out
 
 
 def _chunk(plan: Plan, rid: str, created: int, text: str, finish: str | None, role: bool = False) -> dict:
@@ -184,7 +190,7 @@ async def _collect(plan: Plan, gen: Generation, rid: str) -> web.Response:
     created = int(time.time())
     texts = [p.text async for p in gen.pieces()]
     body = _full(plan, rid, created, "".join(texts), gen.finish_reason,
-                 _usage(gen.prompt_tokens, gen.completion_tokens))
+                 _usage(gen.prompt_tokens, gen.completion_tokens, gen.cached_tokens))
     return web.json_response(body, dumps=_dumps)
 
 
@@ -199,7 +205,7 @@ async def _stream(request: web.Request, plan: Plan, gen: Generation, rid: str) -
 
     def with_usage(obj: dict) -> dict:
         if plan.continuous_usage:
-            obj["usage"] = _usage(gen.prompt_tokens, gen.completion_tokens)
+            obj["usage"] = _usage(gen.prompt_tokens, gen.completion_tokens, gen.cached_tokens)
         return obj
 
     try:
@@ -212,7 +218,7 @@ async def _stream(request: web.Request, plan: Plan, gen: Generation, rid: str) -
         if plan.include_usage:
             obj = "chat.completion.chunk" if plan.kind == "chat" else "text_completion"
             await send({"id": rid, "object": obj, "created": created, "model": plan.model, "choices": [],
-                        "usage": _usage(gen.prompt_tokens, gen.completion_tokens)})
+                        "usage": _usage(gen.prompt_tokens, gen.completion_tokens, gen.cached_tokens)})
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
     except ConnectionError:  # the client went away; _generate's finally cancels the request
@@ -308,6 +314,17 @@ async def _info(request: web.Request) -> web.Response:
     return web.json_response(body, dumps=lambda o: json.dumps(o, default=str))
 
 
+async def _reset_prefix_cache(request: web.Request) -> web.Response:
+    """POST /reset_prefix_cache (vLLM's dev-mode route, what loadgen's sweep.reset_prefix_cache
+    calls): forget every cached block; 404 when the prefix cache is off."""
+    st: ServerState = request.app[STATE]
+    reset = getattr(st.orchestrator, "reset_prefix_cache", None)
+    n = await asyncio.get_running_loop().run_in_executor(None, reset) if reset is not None else None
+    if n is None:
+        raise ApiError(404, "the prefix cache is off (servers.jax --prefix-cache on)", code="not_found")
+    return web.json_response({"status": "ok", "blocks_forgotten": n})
+
+
 async def _metrics(request: web.Request) -> web.Response:
     body, ctype = request.app[STATE].metrics.render()
     resp = web.Response(body=body)
@@ -331,4 +348,5 @@ def create_app(orchestrator: Any, tokenizer: Any, describe: dict, *, model_name:
     app.router.add_get("/health", _health)
     app.router.add_get("/info", _info)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_post("/reset_prefix_cache", _reset_prefix_cache)
     return app

@@ -61,6 +61,7 @@ import numpy as np
 from . import model as M
 from .buckets import attn_buckets, buckets
 from .embed_forward import EmbedForward
+from .prefix_store import PrefixStore
 from .presets import ModelArgs
 from .sampling import request_key, sample
 
@@ -79,6 +80,8 @@ class PrefillJob:
     kv: Any = None
     slot: Optional[int] = None    # set: fused job, its chunks ride in decode steps (generate_with)
     done: int = 0                 # fused: prompt positions [0, done) are in the slot's cache
+    hashes: Optional[list] = None  # prefix cache on: the prompt's block hashes (prefix_cache.py)
+    cached: int = 0               # prompt tokens whose K/V came from the prefix cache
 
 
 @dataclass
@@ -90,13 +93,17 @@ class Prefix:
     temperature: float
     top_p: float
     key: np.ndarray               # [2] uint32
+    hashes: Optional[list] = None  # prefix cache on: blocks to store once the prompt is in a slot
+    cached: int = 0               # prompt tokens served from the prefix cache
 
 
 class Engine(EmbedForward):
     def __init__(self, args: ModelArgs, params: M.Params, *, dtype: str = "fp32", slots: int = 8,
                  max_model_len: int = 1024, eos_ids: Optional[set[int]] = None,
                  min_prefill_bucket: int = 16, min_attn_bucket: int = 64,
-                 prefill_chunk: int = 256, interleave_chunk: int = 16) -> None:
+                 prefill_chunk: int = 256, interleave_chunk: int = 16,
+                 prefix_cache: bool = False, prefix_block: int = 16,
+                 prefix_cache_blocks: Optional[int] = None) -> None:
         if max_model_len < 2:
             raise ValueError("max_model_len must be >= 2")
         self.args, self.params, self.dtype = args, params, dtype
@@ -141,6 +148,14 @@ class Engine(EmbedForward):
         # final hidden rows; a chunked input sums each chunk's rows (_pool) after _chunk
         self._embed = jax.jit(self._embed_fn)
         self._pool = jax.jit(self._pool_fn)
+        # automatic prefix caching (servers/jax/prefix_store.py): off unless asked
+        self.prefix: Optional[PrefixStore] = None
+        if prefix_cache:
+            if not self.interleave_chunk:
+                raise ValueError("the prefix cache needs interleave_chunk > 0 (a hit's remaining "
+                                 "prompt is prefilled in fused pieces from the cached offset)")
+            self.prefix = PrefixStore(args, dtype, self.slots, self.max_model_len, prefix_block,
+                                      prefix_cache_blocks)
 
     # ---- jitted bodies -----------------------------------------------------------------------
     def _prefill_fn(self, params, tokens, length):
@@ -183,11 +198,15 @@ class Engine(EmbedForward):
         raise ValueError(f"prompt of {n} tokens exceeds max_model_len {self.max_model_len}")
 
     def start_prefill(self, prompt_ids: list[int], params: Any = None,
-                      slot: Optional[int] = None) -> PrefillJob:
+                      slot: Optional[int] = None, home: Optional[int] = None) -> PrefillJob:
         """params: anything with temperature / top_p / seed (orchestrator.SamplingParams).
         slot: other streams are decoding and the prompt goes to this slot; a prompt longer than
         ``interleave_chunk`` then becomes a fused job: pieces of that many tokens, each riding in
-        a decode step (``generate_with``) and writing the slot's cache rows directly."""
+        a decode step (``generate_with``) and writing the slot's cache rows directly.
+        home: the slot the prompt will go to (the prefix cache's): with the prefix cache on and
+        a hit, the cached blocks are copied into home's rows [0, cached) and the rest of the
+        prompt becomes a fused job from there (its pieces are the compiled fused-step shapes, so a
+        hit adds no program: one per (batch, attention) bucket as before)."""
         n = len(prompt_ids)
         if n == 0 or n >= self.max_model_len:
             raise ValueError(f"prompt length {n} must be in [1, {self.max_model_len - 1}]")
@@ -199,15 +218,21 @@ class Engine(EmbedForward):
         top_p = 1.0 if top_p is None else float(top_p)
         seed = getattr(params, "seed", None)
         c, key = self.interleave_chunk, request_key(0 if seed is None else seed)
-        if slot is not None and c and n > c:                       # fused: positions up to max_len
+        hashes, cached = None, 0
+        if self.prefix is not None and home is not None:
+            hashes, cached = self.prefix.lookup(prompt_ids, home, self)
+            if cached:                                             # a hit: fused from `cached`
+                slot = home
+        if slot is not None and c and (n > c or cached):           # fused: positions up to max_len
             toks = np.zeros(self.max_model_len, np.int32)
             toks[:n] = prompt_ids
             self.active[slot] = False
             self.pos[slot] = self.max_model_len - 1    # the step's garbage row writes land here,
-            return PrefillJob(toks, n, temp, top_p, key, [], c, slot=int(slot))  # not on the prompt
+            return PrefillJob(toks, n, temp, top_p, key, [], c, slot=int(slot),   # not on the prompt
+                              done=cached, hashes=hashes, cached=cached)
         c = self.prefill_chunk
         offsets = M.chunk_offsets(n, c, b) if c and n > c else []
-        return PrefillJob(toks, n, temp, top_p, key, offsets, c)
+        return PrefillJob(toks, n, temp, top_p, key, offsets, c, hashes=hashes)
 
     def prefill_step(self, job: PrefillJob) -> Optional[Prefix]:
         """Run the next chunk of job (or the whole prompt); the Prefix once the prompt is done."""
@@ -227,7 +252,8 @@ class Engine(EmbedForward):
         """The finished prompt: its first token sampled from the last position's logits [1, V]."""
         tok = self._sample(logits, np.full(1, job.temperature, np.float32),
                            np.full(1, job.top_p, np.float32), job.key[None], np.zeros(1, np.int32))
-        return Prefix(kv, job.length, int(tok[0]), job.temperature, job.top_p, job.key)
+        return Prefix(kv, job.length, int(tok[0]), job.temperature, job.top_p, job.key,
+                      job.hashes, job.cached)
 
     def prefill(self, prompt_ids: list[int], params: Any = None) -> Prefix:
         """The whole prompt at once (chunk after chunk when it is longer than prefill_chunk)."""
@@ -252,6 +278,9 @@ class Engine(EmbedForward):
         self.keys[slot] = prefix.key
         self.step[slot] = 1
         self.active[slot] = True
+        if self.prefix is not None and prefix.hashes:             # the prompt's full blocks, kept
+            self.prefix.store(prefix.hashes, slot, self)
+            prefix.hashes = None
 
     def attn_bucket(self) -> int:
         need = int(self.pos[self.active].max()) + 1 if self.active.any() else 1
@@ -355,6 +384,8 @@ class Engine(EmbedForward):
                                                           np.int32(0)))[1]
         for h in hidden.values():                                  # one compile per piece size
             self._last_logits(self.params, h, np.int32(0))
+        if self.prefix is not None:                                # its copy programs, 2 in all
+            self.prefix.warmup(self)
         self.pos, self.active, self.tokens, self.step = saved
         jax.block_until_ready(self.cache)
         self.compile_s = time.perf_counter() - t0

@@ -86,6 +86,14 @@ class Generation:
         self._sent = 0  # chars of _text already handed out
         self._req: GenRequest | None = None
 
+    @property
+    def cached_tokens(self) -> int | None:
+        """Prompt tokens the prefix cache served (set at admission, before the first token); None
+        when the engine has no prefix cache (the answer then says nothing about it)."""
+        if self._req is None or getattr(getattr(self.orch, "engine", None), "prefix", None) is None:
+            return None
+        return self._req.cached_tokens
+
     # ---- engine thread -------------------------------------------------------------------------------------
     def _on_token(self, token_id: int | None, reason: str | None) -> None:
         t = time.perf_counter_ns()

@@ -17,6 +17,9 @@ Names and meaning (vLLM v1 names; documented in vLLM's docs/design/metrics.md):
     vllm:request_prefill_time_seconds                       engine pick-up → first token (when known)
     vllm:request_decode_time_seconds                        first token → last token
     vllm:request_success_total{finished_reason}             finished requests by reason (stop/length/abort)
+    vllm:prefix_cache_queries_total / vllm:prefix_cache_hits_total   counters in prompt TOKENS: looked up /
+                                                            served from the prefix cache (only with
+                                                            --prefix-cache on; vLLM v1's names)
 A /v1/embeddings request counts its input tokens in vllm:prompt_tokens_total, its latency in
 vllm:e2e_request_latency_seconds and one vllm:request_success_total{finished_reason="stop"}; it has
 no first token, so no TTFT/ITL/prefill/decode observation.
@@ -87,6 +90,14 @@ class ServerMetrics:
                                 ["model_name", "finished_reason"], registry=r)
         for reason in ("stop", "length", "abort"):
             self._success.labels(finished_reason=reason, **self._labels)  # expose zeros from the start
+        # prefix cache (engine thread's totals, copied at scrape): absent when the cache is off
+        self._prefix: dict[str, Counter] = {}
+        self._prefix_seen = {"queries": 0, "hits": 0}
+        if "prefix_cache_queries_total" in stats():
+            for key, doc in (("queries", "Prefix-cache queries, in prompt tokens."),
+                             ("hits", "Prefix-cache hits, in prompt tokens.")):
+                self._prefix[key] = Counter(f"vllm:prefix_cache_{key}", doc, ln,
+                                            registry=r).labels(**self._labels)
 
     def _hist(self, name: str, doc: str, buckets: tuple[float, ...]):
         return Histogram(name, doc, ["model_name"], buckets=buckets,
@@ -131,4 +142,9 @@ class ServerMetrics:
         self.running.set(st.get("running", 0))
         self.waiting.set(st.get("waiting", 0))
         self.kv_usage.set(float(st.get("kv_cache_usage", 0.0)))
+        for key, c in self._prefix.items():     # a counter follows the engine's monotonic total
+            total = int(st.get(f"prefix_cache_{key}_total", 0))
+            if total > self._prefix_seen[key]:
+                c.inc(total - self._prefix_seen[key])
+                self._prefix_seen[key] = total
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

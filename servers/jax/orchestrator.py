@@ -72,6 +72,7 @@ class Orchestrator:
         self._waiting: collections.deque[GenRequest] = collections.deque()
         self._embeds: collections.deque[EmbedRequest] = collections.deque()
         self._cancels: set[str] = set()
+        self._resets: list = []                          # reset_prefix_cache waiters
         self._running: dict[int, _Running] = {}          # slot -> request (prefilling or decoding)
         self._prefilling: list[_Running] = []            # FIFO of those still prefilling
         self._free: list[int] = list(range(engine.slots))          # min-heap: lowest slot first
@@ -160,7 +161,33 @@ class Orchestrator:
         out = {"running": running, "waiting": waiting, "slots": self.slots,
                "kv_cache_usage": used / float(self.slots * self.max_model_len)}
         out.update(self._counters)
+        pc = getattr(self.engine, "prefix", None)
+        if pc is not None:                     # tokens, as vLLM's prefix_cache_* counters
+            out["prefix_cache_queries_total"] = pc.index.queries
+            out["prefix_cache_hits_total"] = pc.index.hits
         return out
+
+    def reset_prefix_cache(self, timeout: float = 10.0) -> Optional[int]:
+        """Forget every cached block, on the engine thread between two steps (POST
+        /reset_prefix_cache); the number forgotten, None when the prefix cache is off."""
+        if getattr(self.engine, "prefix", None) is None:
+            return None
+        done = threading.Event()
+        out: list[int] = []
+        with self._cv:
+            self._resets.append((done, out))
+            self._cv.notify_all()
+        if self._thread is None:               # not started (tests): nothing runs concurrently
+            self._do_resets()
+        done.wait(timeout)
+        return out[0] if out else None
+
+    def _do_resets(self) -> None:
+        with self._cv:
+            resets, self._resets = self._resets, []
+        for done, out in resets:
+            out.append(self.engine.prefix.reset())
+            done.set()
 
     # ---- engine thread -----------------------------------------------------------------------
     def _deliver(self, run: _Running, tok: Optional[int], reason: Optional[str]) -> bool:
@@ -203,7 +230,7 @@ class Orchestrator:
         """Block until there is work; return (requests to admit, request ids to cancel)."""
         with self._cv:
             while not self._stop and not self._waiting and not self._running and not self._cancels \
-                    and not self._embeds:
+                    and not self._embeds and not self._resets:
                 self._cv.wait()
             cancels, self._cancels = self._cancels, set()
             dropped: list[GenRequest] = []
@@ -232,6 +259,8 @@ class Orchestrator:
                 admit, cancels = self._take_work()
                 if self._stop:
                     break
+                if self._resets:
+                    self._do_resets()
                 for slot, run in list(self._running.items()):
                     if run.req.request_id in cancels:
                         self._finish(run, None, "abort")
@@ -272,7 +301,8 @@ class Orchestrator:
         slot = heapq.heappop(self._free)       # lowest free slot keeps the decode batch small
         req.admitted_ns = time.perf_counter_ns()
         run = _Running(req, slot, job=self.engine.start_prefill(
-            req.prompt_ids, req.params, slot=slot if self._decoding else None))
+            req.prompt_ids, req.params, slot=slot if self._decoding else None, home=slot))
+        req.cached_tokens = run.job.cached     # prefix-cache hit (engine.start_prefill), else 0
         self._running[slot] = run
         self._prefilling.append(run)
 
@@ -332,6 +362,8 @@ class Orchestrator:
         tok = int(prefix.first_token)
         done = self._check(run, tok)
         if done is not None:
+            if prefix.hashes:                  # prefix cache: its blocks are kept all the same
+                self.engine.insert(prefix, run.slot)
             self._finish(run, *done)
             return
         if not self._deliver(run, tok, None):

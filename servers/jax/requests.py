@@ -41,6 +41,7 @@ class GenRequest:
     on_token: OnToken
     submitted_ns: int = field(default_factory=time.perf_counter_ns)
     admitted_ns: Optional[int] = None   # left the waiting queue for a slot (queue time ends here)
+    cached_tokens: int = 0              # prompt tokens served from the prefix cache (set at admission)
 
 
 OnEmbedded = Callable[[Optional[list], Optional[str]], None]

@@ -12,7 +12,8 @@
               or response.failed (aborted at shutdown); no ``data: [DONE]`` (OpenAI sends none)
          ─► not streamed: one ``object: "response"`` body (output[0].content[0].text, usage)
 
-Usage is the Responses shape: input_tokens, output_tokens (+ _details: cached_tokens,
+Usage is the Responses shape: input_tokens, output_tokens (+ _details: cached_tokens (the prefix
+cache's, 0 when it is off),
 reasoning_tokens 0: this server streams no reasoning), total_tokens. ``store`` and other OpenAI
 fields the server does not act on are accepted and ignored (as unknown chat fields are); input
 items other than messages and content parts other than text are a 400 naming the item.
@@ -121,8 +122,8 @@ def build_responses_plan(body: Any, tokenizer: Any, model_name: str, max_model_l
     return plan, meta
 
 
-def usage(prompt: int, completion: int) -> dict:
-    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
+def usage(prompt: int, completion: int, cached: int | None = None) -> dict:
+    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": cached or 0},
             "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": prompt + completion}
 
@@ -160,11 +161,12 @@ class ResponseObject:
                 "tool_choice": "none", "tools": [], "text": {"format": {"type": "text"}},
                 "truncation": "disabled", "store": False, "metadata": {}, "usage": use}
 
-    def final(self, text: str, finish: str | None, prompt: int, completion: int) -> tuple[str, dict]:
+    def final(self, text: str, finish: str | None, prompt: int, completion: int,
+              cached: int | None = None) -> tuple[str, dict]:
         """(terminal event type, the finished response object)."""
         status, incomplete, error = status_of(finish)
         out = [self.message(text, True)] if status != "failed" else []
-        body = self.body(status, out, usage(prompt, completion), incomplete, error)
+        body = self.body(status, out, usage(prompt, completion, cached), incomplete, error)
         return f"response.{status}", body
 
 
@@ -176,7 +178,8 @@ def sse(seq: int, kind: str, fields: dict) -> bytes:
 
 async def collect(gen: Any, obj: ResponseObject) -> dict:
     texts = [p.text async for p in gen.pieces()]
-    _, body = obj.final("".join(texts), gen.finish_reason, gen.prompt_tokens, gen.completion_tokens)
+    _, body = obj.final("".join(texts), gen.finish_reason, gen.prompt_tokens, gen.completion_tokens,
+                        gen.cached_tokens)
     return body
 
 
@@ -203,7 +206,8 @@ async def stream(resp: Any, gen: Any, obj: ResponseObject) -> None:
                 texts.append(piece.text)
                 await send("response.output_text.delta", {**part, "delta": piece.text, "logprobs": []})
         text = "".join(texts)
-        kind, final = obj.final(text, gen.finish_reason, gen.prompt_tokens, gen.completion_tokens)
+        kind, final = obj.final(text, gen.finish_reason, gen.prompt_tokens, gen.completion_tokens,
+                                gen.cached_tokens)
         if kind != "response.failed":
             done_part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
             await send("response.output_text.done", {**part, "text": text, "logprobs": []})

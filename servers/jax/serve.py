@@ -50,6 +50,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="while streams decode, a new prompt is prefilled N tokens per decode step, "
                         "inside the step (lower: smoother ITL, later first token; 0: whole "
                         "prefills between steps; default 16)")
+    p.add_argument("--prefix-cache", choices=("on", "off"), default="off",
+                   help="automatic prefix caching (vLLM's): reuse the K/V of a prompt's cached "
+                        "leading blocks; off by default, so the engine's prefill work never depends "
+                        "on what was sent before (docs/jax-server.md)")
+    p.add_argument("--prefix-block", type=int, default=16, metavar="N",
+                   help="tokens per prefix-cache block (default 16, vLLM's block size)")
+    p.add_argument("--prefix-cache-blocks", type=int, default=None, metavar="N",
+                   help="blocks the prefix cache keeps, LRU (default: slots * max_model_len / "
+                        "block, the KV cache's size again)")
     p.add_argument("--max-queue", type=int, default=256,
                    help="requests allowed to wait for a slot; more get 503 (default 256)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -80,6 +89,12 @@ def check_args(args: argparse.Namespace) -> str | None:
         return f"--slots: must be >= 1, got {args.slots}"
     if args.interleave_chunk < 0:
         return f"--interleave-chunk: must be >= 0, got {args.interleave_chunk}"
+    if args.prefix_block < 1:
+        return f"--prefix-block: must be >= 1, got {args.prefix_block}"
+    if args.prefix_cache_blocks is not None and args.prefix_cache_blocks < 1:
+        return f"--prefix-cache-blocks: must be >= 1, got {args.prefix_cache_blocks}"
+    if args.prefix_cache == "on" and args.interleave_chunk == 0:
+        return "--prefix-cache on needs --interleave-chunk > 0 (a hit's rest is prefilled in those pieces)"
     if args.max_queue < 1:
         return f"--max-queue: must be >= 1, got {args.max_queue}"
     if args.max_model_len is not None and args.max_model_len < 2:
@@ -125,7 +140,8 @@ def _run(args: argparse.Namespace, prog: str) -> int:
     preset = args.preset if args.preset is not None or args.model is not None else "tiny"
     t0 = time.perf_counter()
     try:
-        kw = {"interleave_chunk": args.interleave_chunk}
+        kw = {"interleave_chunk": args.interleave_chunk, "prefix_cache": args.prefix_cache == "on",
+              "prefix_block": args.prefix_block, "prefix_cache_blocks": args.prefix_cache_blocks}
         if args.max_model_len is not None:
             kw["max_model_len"] = args.max_model_len
         engine, tokenizer, describe = build(preset=preset, model_dir=args.model, dtype=args.dtype,
@@ -163,7 +179,7 @@ async def _serve(args: argparse.Namespace, engine, tokenizer, describe: dict, na
     orch = Orchestrator(engine, max_queue=args.max_queue)
     dtype = describe.get("dtype", args.dtype)
     settings = {"host": args.host, "port": args.port, "slots": args.slots, "max_queue": args.max_queue,
-                "dtype": dtype, "seed": args.seed, "pid": os.getpid()}
+                "dtype": dtype, "seed": args.seed, "pid": os.getpid(), "prefix_cache": args.prefix_cache}
     app = create_app(orch, tokenizer, describe, model_name=name, max_model_len=int(engine.max_model_len),
                      api_key=args.api_key, settings=settings)
     runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=5.0)

@@ -48,6 +48,9 @@ KNOWN = {"model", "prompt", "messages", "max_tokens", "stream", "stream_options"
          "tools", "tool_choice", "response_format",                 # chat: tools, structured output
          "input", "max_output_tokens", "encoding_format", "dimensions"}   # responses, embeddings
 FRAMING = {"transfer-encoding", "content-length"}   # aiohttp writes these itself
+# vLLM starts whose cases answer what the default start also answers (GET /metrics, /v1/models, a
+# plain stream): replayed only when asked for (--variant), then before the default start's cases
+OWN_START = ("spec", "lora")
 
 
 def servers() -> list[str]:
@@ -104,14 +107,17 @@ def chunk_bytes(c: dict) -> bytes:
 
 
 class Transcripts:
-    def __init__(self, server: str, root: Path = FIXTURES):
+    def __init__(self, server: str, root: Path = FIXTURES, variant: Optional[str] = None):
         d = root / server
         if not (d / "_server.json").exists():
             raise FileNotFoundError(f"no transcripts for {server!r} in {root} (have: {servers()})")
         self.meta = json.loads((d / "_server.json").read_text())
         self.cases = {p.stem: json.loads(p.read_text()) for p in sorted(d.glob("*.json"))
                       if not p.stem.startswith("_")}
-        self.get = {c["request"]["path"]: c for c in self.cases.values() if c["request"]["method"] == "GET"}
+        self.cases = {k: c for k, c in self.cases.items()           # OWN_START: only when asked
+                      if c.get("variant") not in OWN_START or c.get("variant") == variant}
+        own = sorted(self.cases.values(), key=lambda c: c.get("variant") == variant and variant is not None)
+        self.get = {c["request"]["path"]: c for c in own if c["request"]["method"] == "GET"}
         self.post = [(c["request"]["path"], features(c["request"]["body"]), c) for c in self.cases.values()
                      if c["request"]["method"] == "POST" and "exchanges" not in c]
 
@@ -123,6 +129,10 @@ class Transcripts:
 
     def pick(self, path: str, body: dict) -> Optional[dict]:
         feats = features(body)
+        named = [c for p, f, c in self.post if p == path and c.get("variant") in OWN_START
+                 and c["request"]["body"].get("model") == body.get("model")]
+        if named:                          # a model / adapter recorded by name (the lora start)
+            return min(named, key=lambda c: (features(c["request"]["body"]) != feats, c["case"]))
         exact = [c for p, f, c in self.post if p == path and f == feats]
         if exact:
             return exact[0]
@@ -187,8 +197,9 @@ class Replay:
         return web.json_response(out)
 
 
-def make_app(server: str, delay_scale: float = 0.0, root: Path = FIXTURES) -> web.Application:
-    rp = Replay(Transcripts(server, root), delay_scale)
+def make_app(server: str, delay_scale: float = 0.0, root: Path = FIXTURES,
+             variant: Optional[str] = None) -> web.Application:
+    rp = Replay(Transcripts(server, root, variant), delay_scale)
     app = web.Application()
     app.router.add_get("/replay/log", rp.get_log)
     app.router.add_post("/{tail:.*}", rp.post)
@@ -198,7 +209,8 @@ def make_app(server: str, delay_scale: float = 0.0, root: Path = FIXTURES) -> we
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    await serve_app(make_app(args.server, args.delay_scale), args.port, handle_signals=True)
+    await serve_app(make_app(args.server, args.delay_scale, variant=args.variant), args.port,
+                    handle_signals=True)
 
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="replay a recorded real server's answers (127.0.0.1 only)")
@@ -206,6 +218,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--delay-scale", type=float, default=0.0,
                     help="0: answer at once; 1: each chunk at its recorded offset; 0.1: ten times faster")
+    ap.add_argument("--variant", default=None, help=f"also the cases of this start ({', '.join(OWN_START)})")
     args = ap.parse_args(argv)
     try:
         asyncio.run(_serve(args))
@@ -219,10 +232,12 @@ class ReplayServer(PortServer):
 
     label = "replay server"
 
-    def __init__(self, server: str, delay_scale: float = 0.0, startup_timeout_s: float = 20.0):
+    def __init__(self, server: str, delay_scale: float = 0.0, startup_timeout_s: float = 20.0,
+                 variant: Optional[str] = None):
         self.server = server
         super().__init__([sys.executable, "-m", "tests.support.replay_server", "--server", server,
-                          "--port", "0", "--delay-scale", str(delay_scale)], startup_timeout_s)
+                          "--port", "0", "--delay-scale", str(delay_scale)]
+                         + (["--variant", variant] if variant else []), startup_timeout_s)
 
     @property
     def meta(self) -> dict:

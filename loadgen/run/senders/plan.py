@@ -50,6 +50,7 @@ class Spec:
     images: Optional[tuple] = None   # workload.images: request k's data URLs (the pool's, dealt
                                      # in turn: every process builds the same seeded pool)
     messages: Optional[tuple] = None  # chat messages as given (trace rows)
+    expected: Optional[tuple] = None  # workload.dataset: the answer's check (scenario/dataset.py)
 
 
 def digest(sc: Scenario) -> str:
@@ -126,7 +127,7 @@ class Plan:
         for rid, p in enumerate(itertools.islice(self.prompt_streams()[0], self.warmup)):
             if self._mine(rid):
                 out.append(Spec(rid, "warmup", p.prompt, p.prompt_tokens, p.max_tokens, None,
-                                p.images, p.messages))
+                                p.images, p.messages, p.expected))
         return out
 
     def measured_specs(self) -> Iterator[Spec]:
@@ -141,7 +142,7 @@ class Plan:
                 continue
             off = int(offs[i]) if offs is not None else None
             yield Spec(rid, "measured", p.prompt, p.prompt_tokens, p.max_tokens, off, p.images,
-                       p.messages)
+                       p.messages, p.expected)
 
     def started(self, warm_started: int, issued: int, t0: Optional[int]
                 ) -> Iterator[tuple[Spec, Optional[int]]]:

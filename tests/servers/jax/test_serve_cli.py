@@ -21,6 +21,10 @@ BAD_FLAGS = [
     (["--model", "/definitely/not/here"], "--model"),
     (["--api-key", " "], "--api-key"),
     (["--bogus"], "--bogus"),
+    (["--prefix-cache", "yes"], "--prefix-cache"),
+    (["--prefix-block", "0"], "--prefix-block"),
+    (["--prefix-cache-blocks", "0"], "--prefix-cache-blocks"),
+    (["--prefix-cache", "on", "--interleave-chunk", "0"], "--prefix-cache"),
 ]
 
 

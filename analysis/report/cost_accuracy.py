@@ -1,0 +1,76 @@
+"""Cost and accuracy beside speed: the run report's rows and the console's lines.
+
+    summary["accuracy"] (analysis.metrics.accuracy) ─► accuracy_blocks / accuracy_line
+    summary["cost"]     (analysis.metrics.cost)     ─► cost_blocks / cost_line
+Each figure with how it was computed; a null one says why. Nothing when the run had neither a
+workload.dataset nor a cost block (the accuracy condition row then says no check ran).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from analysis.report.render import Block, fmt
+
+COST_ROWS = (("usd_per_million_output_tokens", "$ / million output tokens (all-in)"),
+             ("usd_per_million_input_tokens", "$ / million input tokens"),
+             ("usd_per_million_total_tokens", "$ / million tokens (input + output alike)"),
+             ("usd_per_million_tokens_at_slo", "$ / million output tokens at the SLO (goodput)"),
+             ("energy_usd_per_million_output_tokens", "energy $ / million output tokens"))
+
+
+def _money(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"${x:,.4g}"
+
+
+def accuracy_text(a: dict) -> str:
+    """One phrase: "0.97 (95 % CI 0.93–0.99), 97 of 100 checkable" or why there is none."""
+    if a.get("fraction") is None:
+        return f"check ran; no fraction: {a.get('reason') or 'no checkable answer'}"
+    lo, hi = a.get("ci95") or (None, None)
+    return (f"{a['fraction']:.3f} (95 % CI {fmt(lo, 3)}–{fmt(hi, 3)}), {a['correct']} of "
+            f"{a['n']} checkable answers right")
+
+
+def accuracy_blocks(s: dict) -> list[Block]:
+    a = s.get("accuracy")
+    if not a:
+        return []
+    un = a.get("unchecked") or {}
+    rows = [["accuracy", accuracy_text(a), "measured (checked after each stream)"],
+            ["checkable / requests", f"{a.get('n')} / {a.get('requests')}", "measured"],
+            ["not checkable", ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in un.items() if v)
+             or "none", "measured"],
+            ["dataset", str(a.get("dataset") or "n/a"), "recorded"]]
+    return [("h", "Accuracy beside speed"),
+            ("table", ["figure", "value", "evidence"], rows),
+            ("p", f"Rule: {a.get('rule') or 'n/a'}. Interval: {a.get('ci_rule') or 'n/a'}. "
+                  "The check runs once per request after its stream ended (off the stamping "
+                  "path); the timing figures above are the same with or without it.")]
+
+
+def cost_blocks(s: dict) -> list[Block]:
+    c = s.get("cost")
+    if not c:
+        return []
+    how = c.get("how") or {}
+    rows = [[label, _money(c.get(key)), how.get(key, "")] for key, label in COST_ROWS]
+    rows.append(["cost of the measured window", _money(c.get("window_usd")),
+                 "window × usd_per_hour × accelerators"])
+    return [("h", "Cost"), ("table", ["figure", "value", "how"], rows)]
+
+
+def accuracy_line(s: dict) -> Optional[str]:
+    a = s.get("accuracy")
+    return None if not a else f"accuracy: {accuracy_text(a)}"
+
+
+def cost_line(s: dict) -> Optional[str]:
+    c = s.get("cost")
+    if not c:
+        return None
+    def per_m(key: str, what: str) -> str:
+        v = c.get(key)
+        return "n/a" if v is None else f"{_money(v)}/M {what}"
+    return (f"cost: {per_m('usd_per_million_output_tokens', 'output tok')} (all-in)   at SLO "
+            f"{per_m('usd_per_million_tokens_at_slo', 'output tok')}   energy "
+            f"{per_m('energy_usd_per_million_output_tokens', 'output tok')}")
