@@ -358,11 +358,11 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
     prompt = _usage_checked(rec, "prompt_tokens", tally.prompt_tokens, None)
     if prompt is not None:
         rec.prompt_tokens, rec.prompt_tokens_source = prompt, "usage"
+    elif workload_prompt_tokens is not None:
+        rec.prompt_tokens, rec.prompt_tokens_source = workload_prompt_tokens, "workload"
     cached = getattr(tally, "cached_tokens", None)
     if cached is not None:                      # at most the prompt the server counted
         rec.cached_tokens = _usage_checked(rec, "prompt_tokens_details.cached_tokens", cached, prompt)
-    elif workload_prompt_tokens is not None:
-        rec.prompt_tokens, rec.prompt_tokens_source = workload_prompt_tokens, "workload"
     rec.finish_reason = tally.finish_reason
     rec.output_chars = tally.chars
     expected = getattr(tally, "expected", None)
