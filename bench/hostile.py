@@ -54,8 +54,8 @@ EXPECT: dict[str, tuple[tuple[str, ...], int]] = {
     "huge_json": (("too_large",), 3),
     "endless_comments": (("timeout", "too_large"), 3),
     "endless_tokens": (("timeout", "too_large"), 3),
-    "echo_secret_429": (("http",), 3),
-    "echo_secret_cut": (("http",), 3),
+    "echo_secret_429": (("rate_limited",), 3),     # 429: rate_limited (issue 31)
+    "echo_secret_cut": (("rate_limited",), 3),
     "echo_secret_stream": (("server_error",), 3),
     "echo_secret_sut": (("ok",), 0),
     "echo_headers_400": (("http",), 3),

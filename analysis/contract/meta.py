@@ -156,6 +156,9 @@ class RunMeta(Model):
     cost: Optional[dict[str, Any]] = Field(
         None, description="the scenario's cost block: usd_per_hour (per accelerator), usd_per_kwh, "
                           "accelerators (analysis.metrics.cost prices the run with them)")
+    running_after: Optional[dict[str, Any]] = Field(
+        None, description="load.cancel: the server's running-requests gauge after the run "
+                          "(loadgen.run.running_after: metric, value, waited_s, leaked, reason)")
 
     def model_name(self, sut=None) -> Optional[str]:
         """The model the run measured, from one place in a fixed order: meta.json's ``model``

@@ -34,10 +34,12 @@ ERROR_KINDS = (
     "incomplete",      # stream ended without [DONE] / finish_reason
     "cancelled",       # the run was interrupted before the request ended
     "client",          # a fault of loadgen itself (never the server's)
+    "rate_limited",    # HTTP 429 (retry_after_s: the server's Retry-After, when it sent one)
+    "aborted",         # load.cancel: the client hung up on purpose (status "aborted")
 )
 OLD_KINDS = ("malformed",)   # written by older versions (now "protocol"); still read
 PHASES = ("warmup", "measured", "probe_alone", "probe")
-STATUSES = ("ok", "error", "cancelled", "pending")
+STATUSES = ("ok", "error", "cancelled", "pending", "aborted")
 
 _ENCODE = msgspec.json.Encoder().encode
 
@@ -61,7 +63,7 @@ class Record(msgspec.Struct, gc=False):
     first_token_at_ns: _d(NS, "first chunk with n_tokens > 0") = None
     end_at_ns: _d(NS, "last byte read, or the failure") = None
     chunks: _d(list[tuple[int, int]], "every data event as [arrival_ns, n_tokens]") = []
-    status: Literal["ok", "error", "cancelled", "pending"] = "pending"
+    status: Literal["ok", "error", "cancelled", "pending", "aborted"] = "pending"
     http_status: Optional[int] = None
     error_kind: _d(Optional[str], "one of: " + ", ".join(ERROR_KINDS + OLD_KINDS)
                    + " (a string: newer kinds still read)") = None
@@ -119,6 +121,14 @@ class Record(msgspec.Struct, gc=False):
                       "None: the server did not say") = None
     input_audio_s: _d(Optional[float], "api.endpoint transcriptions: seconds of audio sent "
                       "(workload.audio)") = None
+    # rate limits (loadgen.client.retry): the server's Retry-After of a 429/503 answer, in
+    # seconds; api.retry: attempts sent (1: no retry; null: never sent) and, when api.retry is
+    # on, each attempt as [http_status or null, sent_at_ns, end_at_ns or null, error_kind or null]
+    retry_after_s: _d(Optional[float], "Retry-After of a 429/503 answer, seconds") = None
+    attempts: _d(Optional[int], "api.retry: attempts sent (null: never sent)") = None
+    attempt_log: _d(Optional[list[tuple[Optional[int], int, Optional[int], Optional[str]]]],
+                    "api.retry: [http_status, sent_at_ns, end_at_ns, error_kind] per "
+                    "attempt") = None
 
     def to_json(self) -> str:
         """One JSON line (no newline), the fields in order; non-ASCII text stays UTF-8. A text

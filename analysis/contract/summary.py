@@ -353,3 +353,10 @@ class Summary(Model):
                           "energy.status is measured)")
     capacity: Optional[Capacity] = Field(
         None, description="analysis.metrics.capacity: accelerators, rules, why a figure is null")
+    requests_aborted: int = Field(0, description="load.cancel: measured requests the client "
+                                  "hung up on (status aborted; not failures)")
+    cancel: Optional[dict[str, Any]] = Field(
+        None, description="load.cancel: aborted requests, their TTFT, the server's running "
+                          "gauge after the run (analysis.metrics.hangups)")
+    retries: Optional[dict[str, Any]] = Field(
+        None, description="api.retry: {requests, attempts, wait_s} (apart from requests_retried)")

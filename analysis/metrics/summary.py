@@ -23,6 +23,7 @@ from analysis.contract.rundir import read_json, read_rows
 from analysis.metrics import figures as m
 from analysis.metrics import slo as slo_mod
 from analysis.metrics import saturation as saturation_mod
+from analysis.metrics import hangups
 from analysis.metrics.accuracy import accuracy_block
 from analysis.metrics.cost import run_cost
 from analysis.metrics.embeddings import embeddings_block
@@ -182,6 +183,7 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["models"] = models_block(records, slo if out["goodput"] is not None else None, server)
     out["prefix_cache"] = prefix_cache_block(records)      # summarize_run adds the server's rate
     out["energy"] = energy_block(records, meta, power_rows, win, out["steady_state"])
+    hangups.fill(out, records, meta)        # load.cancel / api.retry (metrics/hangups.py)
     out["accuracy"] = accuracy_block(records, meta)     # workload.dataset: answers checked
     out["cost"] = run_cost(records, meta, slo, out, server)   # the scenario's cost block
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",

@@ -10,6 +10,8 @@
                           perf_counter_ns per read as the loop gets it; settled by the same
                           rules (wire/settle.py, stream_step.py)
                      both: a stale reused keep-alive connection is sent once more on a fresh one
+                     hangup.py (load.cancel: which request hangs up and when; ``aborted``) and
+                     retry.py (api.retry, Retry-After): pure rules, every driver only waits
                        └► sse_parser.py (pure incremental SSE parser: bytes ─► events), sse.py
                                   (events ─► token tally, re-exports the parser's names,
                                   reasoning vs answer chunks; api.endpoint responses:

@@ -30,6 +30,7 @@ from typing import Optional
 import aiohttp
 from yarl import URL
 
+from loadgen.client.hangup import abort
 from loadgen.client.redirects import MAX_HOPS, REDIRECTS, redirect_target
 from loadgen.client.request import SNIPPET
 from loadgen.client.request import fail as _fail
@@ -163,10 +164,27 @@ class AiohttpTransport:
         rec.sent_at_ns = now_ns()
         return await self._fresh.post(url, data=data, headers=headers, allow_redirects=False)
 
-    async def send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally) -> None:
+    async def send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally,
+                   hangup=None) -> None:
         """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError and
         what no rule here names (the Client makes that a ``client`` error). Redirects are
-        never followed by aiohttp: ``redirects.redirect_target`` decides (see there)."""
+        never followed by aiohttp: ``redirects.redirect_target`` decides (see there).
+        ``hangup`` (load.cancel): after_tokens counted by the stream step (settled: the
+        response closed); after_ms: ``asyncio.timeout`` from the send, then ``aborted``."""
+        after = getattr(hangup, "after_ms", None)
+        if after is None:
+            return await self._send(data, headers, rec, tally, hangup)
+        try:
+            async with asyncio.timeout(after / 1e3) as cm:
+                await self._send(data, headers, rec, tally, hangup)
+        except TimeoutError:
+            if not cm.expired():
+                raise
+            if rec.status == "pending":
+                abort(rec, hangup.message(), now_ns())
+
+    async def _send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally,
+                    hangup) -> None:
         url = self._url
         try:
             for _hop in range(MAX_HOPS + 1):
@@ -178,7 +196,7 @@ class AiohttpTransport:
                     if nxt is not None:
                         url = URL(nxt)
                         continue
-                    await self._answer(resp, rec, tally)
+                    await self._answer(resp, rec, tally, hangup)
                     return
         except asyncio.TimeoutError:
             if rec.status == "pending":
@@ -190,7 +208,8 @@ class AiohttpTransport:
             if rec.status == "pending":
                 _fail(rec, *connect_failure(e))
 
-    async def _answer(self, resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally) -> None:
+    async def _answer(self, resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally,
+                      hangup=None) -> None:
         """The wire exchange's settlement rules (``wire.settle``: status, redirect, whole body)
         over what aiohttp read; a stream goes to the one stream step as it comes."""
         status = resp.status
@@ -201,7 +220,7 @@ class AiohttpTransport:
         if settle.status_failure(wr, rec):
             return
         if self.stream and wr.sse_body():
-            return await read_stream(resp, rec, tally, self.limits)
+            return await read_stream(resp, rec, tally, self.limits, hangup)
         cap = self.limits.max_body_bytes
         if resp.content_length is not None and resp.content_length > cap:   # at once, as wire
             resp.close()
@@ -236,10 +255,10 @@ def protocol_failure(e: BaseException) -> tuple:
 
 
 async def read_stream(resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally,
-                      limits: Limits = DEFAULT_LIMITS) -> None:
+                      limits: Limits = DEFAULT_LIMITS, hangup=None) -> None:
     """Every read stamped as the loop gets it and fed to the one stream step at once (aiohttp
     has already decoded any Content-Encoding)."""
-    step = StreamStep(rec, tally, limits)
+    step = StreamStep(rec, tally, limits, None, hangup)
     readany = resp.content.readany
     clock = now_ns
     feed = step.feed

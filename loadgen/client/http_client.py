@@ -45,6 +45,7 @@ from typing import Any, Optional, Union
 from loadgen.client.aiohttp_transport import AiohttpTransport
 from loadgen.client.load_monitor import gc_hold, gc_release
 from loadgen.client.request import ENDPOINTS, Shape, base_body, endpoint_path, finish, with_headers
+from loadgen.client.retry import Attempts, RetryPolicy
 from loadgen.client.request import fail as _fail
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
 from loadgen.client.wire.transport import WireTransport
@@ -108,6 +109,8 @@ class ClientConfig:
     limits: Limits = DEFAULT_LIMITS             # api.limits: what one answer may cost the client
     follow_redirects: str = "never"             # "never" | "same-host" (loadgen.client.redirects)
     structured: dict = field(default_factory=dict)  # tools, tool_choice, response_format (chat)
+    retry: Any = None                           # api.retry: client.retry.RetryPolicy, or None
+    cancel: Any = None                          # load.cancel: client.hangup.HangupRule, or None
     mix: Any = None                             # api.models: a scenario.model_mix.ModelMix (or None)
 
     @classmethod
@@ -122,6 +125,7 @@ class ClientConfig:
                    limits=Limits.from_api(getattr(api, "limits", None)),
                    follow_redirects=getattr(api, "follow_redirects", "never"),
                    structured=dict(getattr(api, "structured", None) or {}),
+                   retry=RetryPolicy.of_api(api),
                    mix=getattr(api, "mix", None))
 
 
@@ -220,9 +224,23 @@ class Client:
             _fail(rec, "client", "Client used outside 'async with'")
             return rec
         tally = self.shape.tally(spec.want_text, spec.expected)
+        cfg = self.cfg
+        hangup = cfg.cancel.of(spec.id, spec.phase) if cfg.cancel is not None else None
+        att = Attempts(cfg.retry, rec) if cfg.retry is not None else None
         try:
-            await self._t.send(data, headers, rec, tally)
+            while True:
+                await self._t.send(data, headers, rec, tally, hangup)
+                if att is None:
+                    break
+                wait = att.after(rec, now_ns())      # api.retry (client/retry.py)
+                if wait is None:
+                    break
+                await asyncio.sleep(wait)            # cancelled like a request in flight
+                att.reset(rec)
+                tally = self.shape.tally(spec.want_text, spec.expected)
         except asyncio.CancelledError:
+            if att is not None:
+                att.close(rec)
             if rec.status != "ok":              # complete before the interrupt: stays ok
                 rec.status, rec.error_kind, rec.error = "cancelled", "cancelled", CANCELLED
             if rec.end_at_ns is None:
@@ -232,5 +250,9 @@ class Client:
         except Exception as e:  # a failed request is a record, whatever raised: loadgen's own fault
             if rec.status == "pending":
                 _fail(rec, "client", f"{type(e).__name__}: {e}")
+        if att is not None:
+            att.close(rec)
+        elif rec.sent_at_ns is not None:
+            rec.attempts = 1
         finish(rec, tally, spec.prompt_tokens)
         return rec

@@ -7,7 +7,8 @@
                when it does not fit) ─► rec.chunks.append([t, n])
             ─► [DONE]: rec ok, end_at_ns; nothing after it is counted (``done``); error event / error object: ``server_error``;
                not SSE / bad JSON: ``protocol``; an event over ``max_event_bytes`` or more events
-               than ``max_events``: ``too_large``
+               than ``max_events``: ``too_large``; ``hangup.after_tokens`` output tokens in:
+               ``aborted`` (load.cancel, loadgen.client.hangup: the driver closes the socket)
         end(t)           the body ended (message complete): the pending event, then ok | incomplete
         settled          True once the record is decided by the stream (failed): stop feeding
 
@@ -23,6 +24,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from loadgen.client.hangup import abort
 from loadgen.client.request import end_stream, fail
 from loadgen.client.sse import (DONE, MAX_EVENT_BYTES, NamedEvent, SSEParser, StreamTally, TooLarge,
                                 error_message)
@@ -79,11 +81,15 @@ class StreamStep:
 
     __slots__ = ("rec", "tally", "parser", "settled", "done", "coalesced", "_last_t", "_tok_in_read",
                  "_max_events", "_zip", "_raw_deflate", "_chunk_cap", "_pfeed", "_add", "_append",
-                 "_chunks")
+                 "_chunks", "hangup", "_hang_at", "_got")
 
     def __init__(self, rec: Record, tally: StreamTally, limits: Limits = DEFAULT_LIMITS,
-                 encoding: Optional[str] = None):
+                 encoding: Optional[str] = None, hangup: Any = None):
         self.rec, self.tally = rec, tally
+        self.hangup = hangup                     # load.cancel (client.hangup.Hangup) or None
+        at = getattr(hangup, "after_tokens", None)
+        self._hang_at = at if at is not None else 1 << 62
+        self._got = 0                            # output tokens of the token chunks so far
         self.parser = SSEParser(limits.max_event_bytes)
         self.settled = False
         self.done = False
@@ -138,7 +144,7 @@ class StreamStep:
         (``_other``: [DONE], a named event, a refused line) may settle or end it; more chunks
         than ``max_events``: ``too_large``. Returns the index after the last read it took."""
         add, append, chunks, other = self._add, self._append, self._chunks, self._other
-        most = self._max_events
+        most, hang_at, got = self._max_events, self._hang_at, self._got
         last_t, tin = self._last_t, self._tok_in_read    # coalescing: token chunks per read
         j = i
         ev: Any = None
@@ -161,6 +167,11 @@ class StreamStep:
                         if n > 0:
                             append([t, n])
                             tin += 1
+                            got += n
+                            if got >= hang_at:           # load.cancel: hang up here
+                                self.settled = True
+                                abort(self.rec, self.hangup.message(got), t)
+                                return j + 1
                             continue
                         append([t, 0])
                         if n < 0:                        # an error object inside the 200 stream
@@ -177,7 +188,7 @@ class StreamStep:
             self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {what!r}", t)
             return j + 1
         finally:
-            self._last_t, self._tok_in_read = last_t, tin
+            self._last_t, self._tok_in_read, self._got = last_t, tin, got
 
     def end(self, t: int) -> None:
         """The body is complete: dispatch what is pending, then ok or ``incomplete``."""

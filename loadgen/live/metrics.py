@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from analysis.metrics import figures as m
 
-STATUSES = ("ok", "error", "cancelled")      # children made at start: rate() sees them from 0
+STATUSES = ("ok", "error", "cancelled", "aborted")      # children made at start: rate() sees them from 0
 
 # Seconds. TTFT: a 5 ms cached prefill to a minute-long queue; ITL / TPOT: 1 ms (a small model
 # on a GPU) to 2.5 s (an overloaded CPU server); schedule lag: 0.1 ms (a client on time) to 10 s

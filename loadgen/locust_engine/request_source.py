@@ -16,6 +16,8 @@ from gevent.event import Event
 
 from loadgen.client import request
 from loadgen.client.balance import Picker
+from loadgen.client.hangup import HangupRule
+from loadgen.client.retry import Attempts, RetryPolicy
 from loadgen.client.gc_hold import hold_gc, release_gc
 from loadgen.client.stream_step import Limits
 from loadgen.client.gevent_wire.conn import process_stamps
@@ -56,6 +58,8 @@ class RequestSource(SliceSender):
         u.host, u.connection_timeout, u.network_timeout, u.follow_redirects = (
             self.base_url, a.connect_timeout_s, a.timeout_s, a.follow_redirects)
         self.limits = Limits.from_api(a.limits)
+        self.hangups = HangupRule.of_scenario(sc)     # load.cancel: by id, as every engine
+        self.retry = RetryPolicy.of_api(a)            # api.retry (client/retry.py), or None
         # the shift onto the master's clock (worker.py's ping-pong, else senders.clock's rule)
         self.clock = setup.get("clock_estimate") or estimate_from(setup["clock"])
         self.shift = int(self.clock["shift_ns"])
@@ -168,13 +172,26 @@ class RequestSource(SliceSender):
                     url = rec.target_url + request.endpoint_path(self.shape.endpoint)
                 self.ledger.journal(rec)
                 a = self.sc.api
+                hangup = self.hangups.of(rec.id, rec.phase) if self.hangups else None
+                att = Attempts(self.retry, rec) if self.retry is not None else None
+                hdrs = request.with_headers(self.shape.headers, headers)
                 try:
-                    user.send(url, request.with_headers(self.shape.headers, headers), data,
-                              a.stream, rec, self.shape.tally(want_text, expected), a.timeout_s,
-                              self.limits)
+                    while True:
+                        user.send(url, hdrs, data, a.stream, rec,
+                                  self.shape.tally(want_text, expected), a.timeout_s,
+                                  self.limits, hangup)
+                        wait = att.after(rec, now_ns()) if att is not None else None
+                        if wait is None:
+                            break
+                        gevent.sleep(wait)       # api.retry; a stop (GreenletExit) cancels it
+                        att.reset(rec)
                 finally:
                     if i is not None:
                         self.replicas.done(i)
+                    if att is not None:
+                        att.close(rec)
+                    elif rec.sent_at_ns is not None:
+                        rec.attempts = 1
         except gevent.GreenletExit:
             self.cancel(rec, "the run was interrupted before the request ended")
             raise

@@ -61,10 +61,11 @@ class LLMUser(User):
         return w
 
     def send(self, url: str, headers: dict, data: bytes, stream: bool, rec: Record,
-             tally: StreamTally, timeout_s: float, limits: Limits = DEFAULT_LIMITS) -> None:
+             tally: StreamTally, timeout_s: float, limits: Limits = DEFAULT_LIMITS,
+             hangup=None) -> None:
         """``tally``: request.Shape.tally's (the native client's: a StreamTally, or for
         api.endpoint responses a ResponsesTally; a session turn's keeps the answer's text)."""
-        execute(self._wire(url, timeout_s, limits), headers, data, stream, rec, tally)
+        execute(self._wire(url, timeout_s, limits), headers, data, stream, rec, tally, hangup)
         e2e = ((rec.end_at_ns or now_ns()) - (rec.sent_at_ns or now_ns())) / 1e6
         exc = None if rec.status == "ok" else RuntimeError(f"{rec.error_kind}: {rec.error}")
         event = functools.partial(

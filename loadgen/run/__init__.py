@@ -10,6 +10,7 @@
                           ─► rundir.py ─► analysis/ (summary.json, report.html / report.md)
                           ─► sessions.py (multi-turn: turn k+1 after turn k's answer + think time)
                           ─► meta.py (meta.json), calibration.py (host rates for the roofline, once)
+                          ─► running_after.py (load.cancel: the server's running gauge back to 0?)
     sweep.py: one run per load point, resumable; max rate under the SLO by bisection, max
               concurrency by integer bisection (sweep_search.py); frontier.json + .png;
               cache_hygiene.py (prompts a point re-sends; /reset_prefix_cache)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from loadgen.run import running_after
 from loadgen.run.calibration import freeze_device
 from loadgen.run.meta import write_meta
 from loadgen.run.rundir import claim, defer_summary, release, resolved_yaml, summarize_dir
@@ -60,6 +61,7 @@ def around(run, load: Callable[[str], None]) -> RunResult:
                 base_url = run.server.base_url
             stack.enter_context(affinity(run))
             load(base_url.rstrip("/"))
+            running_after.after_load(run, base_url.rstrip("/"))   # load.cancel: slots freed?
     except BaseException as e:
         first = e
         raise

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from analysis.report.cost_accuracy import accuracy_line, cost_line
 from analysis.report.served import prefix_line, run_meta, spec_line
+from loadgen.run import running_after
 
 
 PIPE_WIDTH = 240     # columns when stdout is not a terminal (rich would assume 80 and cut cells)
@@ -43,6 +44,7 @@ class RunProgress:
         self.total = total
         self.label = label
         self.sent = self.completed = self.failed = self.cancelled = 0
+        self.aborted = 0                    # load.cancel: hung up on purpose (not failed)
         self.tokens = 0
         self._t0 = time.monotonic()
         self._bar: Optional[Progress] = None
@@ -58,12 +60,13 @@ class RunProgress:
 
     @property
     def in_flight(self) -> int:
-        return self.sent - self.completed - self.failed - self.cancelled
+        return self.sent - self.completed - self.failed - self.cancelled - self.aborted
 
     def start(self, label: Optional[str] = None, total: Optional[int] = None) -> None:
         self.label = label or self.label
         self.total = total if total is not None else self.total
         self.sent = self.completed = self.failed = self.cancelled = self.tokens = 0
+        self.aborted = 0
         self._sent_ids = set()
         self._t0 = time.monotonic()
         if not self.enabled:
@@ -87,6 +90,8 @@ class RunProgress:
             self.completed += 1
         elif rec.status == "cancelled":
             self.cancelled += 1
+        elif rec.status == "aborted":
+            self.aborted += 1
         else:
             self.failed += 1
         if rec.id in self._sent_ids:
@@ -104,7 +109,10 @@ class RunProgress:
                  f"{self.tokens / el:,.0f} tok/s")
         if self.cancelled:
             stats += f"  cancelled {self.cancelled}"
-        self._bar.update(self._task, completed=self.completed + self.failed + self.cancelled,
+        if self.aborted:
+            stats += f"  aborted {self.aborted}"
+        self._bar.update(self._task, completed=self.completed + self.failed + self.cancelled
+                         + self.aborted,
                          stats=stats)
 
     def stop(self) -> None:
@@ -164,6 +172,9 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
     if energy:
         c.print(f"energy: {energy.get('status')}" + (f" ({energy.get('reason')})"
                                                       if energy.get("reason") else ""))
+    line = running_after.console_line(summary)     # load.cancel / api.retry
+    if line:
+        c.print(line, highlight=False)
     retried = summary.get("requests_retried")
     if retried:
         c.print(f"retried: {retried} request(s) sent again on a fresh connection after a stale "

@@ -33,6 +33,7 @@ from analysis.roofline import host_load
 from loadgen.client import eventloop
 from loadgen.targets import sut as sut_mod
 from loadgen.client.balance import open_client
+from loadgen.client.hangup import HangupRule
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from loadgen.client.load_monitor import ClientLoad
 from loadgen.run.dispatch import Dispatcher, Ledger, closed_stages, spec_factory
@@ -165,6 +166,7 @@ class Run:
                 self.senders = Senders(self, procs)
                 return await self.senders.measure(sut)
             cfg = ClientConfig.from_api(a, base_url, model, self.key, self.drop_fields)
+            cfg.cancel = HangupRule.of_scenario(self.sc)     # load.cancel (client/hangup.py)
             tg = self.sc.target
             async with open_client(cfg, tg.replica_urls, tg.balance,
                                    cap or min(max(1, n or 1), bound)) as client, \
@@ -307,6 +309,7 @@ class Run:
         out = self.outcome()
         meta = run_meta(self.prepared, self.senders.outcome(out) if self.senders else out)
         meta["host_load"] = getattr(self, "host_load", None)   # busy host vs saturated client
+        meta["running_after"] = getattr(self, "running_after", None)   # load.cancel's check
         return meta
 
 def run_scenario(sc: Scenario, progress: Optional[RunProgress] = None,

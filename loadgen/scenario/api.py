@@ -8,6 +8,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from loadgen.scenario.hangups import Retry
 from loadgen.scenario.model_mix import Assignment, ModelMix, ModelWeight, check_models
 from loadgen.scenario.strict import Strict
 from loadgen.scenario.structured import ResponseFormat, body_fields
@@ -60,6 +61,8 @@ class Api(Strict):
     # chat only: {"type": "json_object"} | {"type": "json_schema", "json_schema": {name, schema,
     # strict}}; each answer is checked against it after the stream (loadgen.scenario.structured)
     response_format: Optional[ResponseFormat] = None
+    # rate limits: resend a 429/503 answer (loadgen.scenario.hangups.Retry); None: never
+    retry: Optional[Retry] = None
     # workload.tools / tool_choice, put here by Scenario: the request body is built from the api
     _tools: Optional[list] = PrivateAttr(None)
     _tool_choice: Any = PrivateAttr(None)

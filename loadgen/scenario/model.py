@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from loadgen.scenario import limits
 from loadgen.scenario.api import Api
+from loadgen.scenario.hangups import Cancel
 from loadgen.scenario.cost import Cost
 from loadgen.scenario.dataset import Dataset, check_fits
 from loadgen.scenario.audio import Audio, check as check_audio
@@ -167,6 +168,7 @@ class Load(Strict):
     drain_timeout_s: float = Field(600.0, gt=0)  # after the last send, wait this long at most
     seed: Optional[int] = None  # arrival-schedule seed; None: workload.seed + 1
     probe: Optional[Probe] = None  # a light side stream measured beside the main load
+    cancel: Optional[Cancel] = None  # clients that hang up (loadgen.scenario.hangups)
 
     @model_validator(mode="after")
     def _mode(self) -> "Load":

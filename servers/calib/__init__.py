@@ -30,6 +30,9 @@ A request overrides the flags with ``{"calib": {...}}`` in its body. Keys:
   role_first                 chat: send a role-only chunk first (default true)
   reasoning_tokens           chat: the first N chunks carry ``reasoning_content``
   fault, fault_at, stall_s   see faults.py (fault_at: content chunks before the fault, default 2)
+  rate_limit_first, retry_after   the first k attempts of a request (the same body bytes: a hash,
+                             bounded table) answered 429 with ``Retry-After: <retry_after>``
+                             (default "1"); the log entry says ``status: 429``
   close_after                streams answer ``Keep-Alive: timeout=5, max=100`` and then: true: close
                              the socket after the stream (llama.cpp's llama-server); "next": keep it
                              open but drop the next request on it unanswered (a stale keep-alive)

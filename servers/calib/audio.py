@@ -151,7 +151,7 @@ class Transcriber:
             return _error(f"calib.format: one of {', '.join(FORMATS)}")
         info = wav_info(file)
         self.cal.seq += 1
-        entry = {"seq": self.cal.seq, "path": request.path, "arrival_ns": arrival,
+        entry = {"seq": self.cal.seq, "path": request.path, "prompt": None, "arrival_ns": arrival,
                  "audio": info, "fields": fields, "chunks": [], "fault": c.get("fault")}
         if self.cal.log_on:
             self.cal.log.append(entry)

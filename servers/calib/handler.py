@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
 import json
 from typing import Any, Optional
 
@@ -28,7 +29,9 @@ from servers.calib.images import images_of
 DEFAULTS: dict[str, Any] = dict(ttft_ms=0.0, itl_ms=0.0, role_ms=0.0, tokens=None, tokens_per_chunk=1,
                                 usage=True, usage_tokens=None, role_first=True, reasoning_tokens=0, text=" tok",
                                 fault=None, fault_at=2, stall_s=30.0, lockstep=False,
-                                close_after=False, answer=None, json="{}", tool_name=None)
+                                close_after=False, answer=None, json="{}", tool_name=None,
+                                rate_limit_first=0, retry_after="1")
+ATTEMPTS_MAX = 100_000      # request bodies whose attempts are counted (rate_limit_first)
 
 
 class Calibration:
@@ -44,6 +47,24 @@ class Calibration:
         self._bodies: dict = {}
         self.clocks: dict[int, DecodeClock] = {}     # itl_ns -> the lockstep decode loop
         self.stale: set = set()                      # close_after "next": transports to drop at their next request
+        self.attempts: collections.OrderedDict = collections.OrderedDict()   # body hash -> tries
+
+    def _rate_limited(self, raw: bytes, c: dict) -> Optional[web.Response]:
+        """``rate_limit_first: k``: the first k attempts of a request (the same body bytes)
+        are answered 429 with ``Retry-After: <retry_after>``; the k+1-th is served."""
+        k = int(c["rate_limit_first"] or 0)
+        if k <= 0:
+            return None
+        key = hashlib.sha1(raw).digest()
+        n = self.attempts.pop(key, 0) + 1
+        self.attempts[key] = n
+        while len(self.attempts) > ATTEMPTS_MAX:
+            self.attempts.popitem(last=False)
+        if n > k:
+            return None
+        return web.json_response({"error": {"message": f"calibration rate limit (attempt {n} of "
+                                            f"{k} refused)", "code": 429}}, status=429,
+                                 headers={"Retry-After": str(c["retry_after"])})
 
     def _entry(self, request: web.Request, body: dict, chat: bool, c: dict, arrival: int,
                tag: str) -> dict:
@@ -71,7 +92,8 @@ class Calibration:
             return web.Response()
         chat = request.path.endswith("/chat/completions")
         try:
-            body = json.loads(await request.read())
+            raw = await request.read()
+            body = json.loads(raw)
             if not isinstance(body, dict):
                 raise ValueError("body is not an object")
         except ValueError as e:
@@ -86,6 +108,10 @@ class Calibration:
         self.seq += 1
         tag, pt = prompt_tag_and_tokens(body, chat)
         entry = self._entry(request, body, chat, c, arrival, tag)
+        limited = self._rate_limited(raw, c)
+        if limited is not None:
+            entry["status"] = 429
+            return limited
         k = int(c["tokens_per_chunk"])
         n_tok = c["tokens"] if c["tokens"] is not None else int(body.get("max_tokens") or 16)
         n_chunks = max(1, -(-int(n_tok) // k))

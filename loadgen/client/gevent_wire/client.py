@@ -134,13 +134,14 @@ class GWire:
         self.conn = conn
 
     def post(self, headers: dict, data: bytes, rec: Record, tally: StreamTally,
-             stream: bool) -> None:
+             stream: bool, hangup=None) -> None:
         url = self.url
-        resp = WireResponse(max_header_bytes=self.limits.max_header_bytes)
+        resp = WireResponse(max_header_bytes=self.limits.max_header_bytes, hangup=hangup)
         try:
             for hop in range(MAX_HOPS + 1):
                 if hop:
-                    resp = WireResponse(max_header_bytes=self.limits.max_header_bytes)
+                    resp = WireResponse(max_header_bytes=self.limits.max_header_bytes,
+                                        hangup=hangup)
                 self._request(url, headers, data, rec, tally, stream, resp)
                 nxt = redirect_target(url, resp.status, resp.headers.get("location"),
                                       self.follow_redirects)
@@ -207,11 +208,12 @@ class GWire:
 
 
 def execute(wire: GWire, headers: dict, data: bytes, stream: bool, rec: Record,
-            tally: StreamTally) -> None:
+            tally: StreamTally, hangup=None) -> None:
     """POST ``data`` through ``wire``; fill ``rec``. Never raises for a failed request
-    (GreenletExit passes, the record filled as ``cancelled`` first)."""
+    (GreenletExit passes, the record filled as ``cancelled`` first). ``hangup``: load.cancel's
+    (loadgen.client.hangup) for this request, or None."""
     try:
-        wire.post(headers, data, rec, tally, stream)
+        wire.post(headers, data, rec, tally, stream, hangup)
     except gevent.GreenletExit:
         raise
     except Exception as e:           # a failed request is a record, whatever raised: our fault

@@ -57,7 +57,7 @@ class GConn:
         resp.new_connection = not self.reused
         resp.stream, resp.max_body_bytes = stream, limits.max_body_bytes
         self.ex = Exchange(resp, self.reused, lambda r: StreamStep(
-            rec, tally, limits, r.headers.get("content-encoding")))
+            rec, tally, limits, r.headers.get("content-encoding"), resp.hangup))
         self.active, self.grace = True, False
         if self.reader is not None:
             self.reader.pump()         # reads first: what is ready now is read before this send
@@ -73,9 +73,13 @@ class GConn:
             return
         self.done.clear()
         reader.watch(self)
+        hang = getattr(resp.hangup, "after_ms", None)      # load.cancel: from this send
         try:
-            self.done.wait()
-            if self.active:            # woken by [DONE]: the message end, briefly awaited
+            self.done.wait(None if hang is None else
+                           max(hang / 1e3 - (now_ns() - resp.sent_at_ns) / 1e9, 0.0))
+            if self.active and hang is not None and not self.grace:   # the hang-up is due
+                self.failed(resp, "aborted", resp.hangup.message(), now_ns())
+            elif self.active:          # woken by [DONE]: the message end, briefly awaited
                 self.done.clear()
                 self.done.wait(DONE_GRACE_S)
                 if self.active:

@@ -64,7 +64,7 @@ class Conn:
     # ---------------------------------------------------------------- exchange
     def begin(self, resp: WireResponse) -> None:
         self.resp, self.active, self.paused = resp, True, False
-        self.ex = Exchange(resp, self.reused)
+        self.ex = Exchange(resp, self.reused, resp.inline_step)   # load.cancel after_tokens
         resp.abort, resp.finish = partial(self._abort, resp), partial(self._done_seen, resp)
         self.headers_fut = self.loop.create_future()
         self.done_fut = self.loop.create_future()
@@ -105,6 +105,8 @@ class Conn:
                 if r == SPILL:
                     return self._spill()
                 return self._over()
+            if ex.step is not None and ex.step.done:     # inline step (load.cancel): [DONE]
+                self._done_seen(resp)
             if len(data) < BUFSIZE:
                 return
 

@@ -56,6 +56,10 @@ class WireResponse:
     spilling: bool = False
     abort: Optional[Callable] = field(default=None, repr=False)      # conn: stop with (kind, msg)
     finish: Optional[Callable] = field(default=None, repr=False)     # conn: [DONE] seen, end soon
+    # load.cancel (client.hangup.Hangup): after_tokens parses the stream inline (``inline_step``
+    # makes its StreamStep once the headers are in); after_ms: the driver's timer aborts it
+    hangup: Optional[object] = None
+    inline_step: Optional[Callable] = field(default=None, repr=False)
 
     @property
     def stamp_source(self) -> str:

@@ -245,6 +245,7 @@ class WirePool:
         conn.begin(resp)
         resp.new_connection = not conn.reused
         timer = self._loop.call_at(deadline, conn.timed_out, self.timeout_s)
+        hang_timer = None
         try:
             if conn.closed:                          # the peer closed it before the request went out
                 conn.ex.fail("connection", "ServerDisconnected: the server closed the connection "
@@ -264,6 +265,11 @@ class WirePool:
                 except OSError as e:
                     conn.failed("connection", f"{type(e).__name__}: {e}", now_ns())
                     return
+            hang = getattr(resp.hangup, "after_ms", None)
+            if hang is not None:                     # load.cancel after_ms: from this send
+                left = hang / 1e3 - (now_ns() - resp.sent_at_ns) / 1e9
+                hang_timer = self._loop.call_later(max(left, 0.0), conn._abort, resp, "aborted",
+                                                   resp.hangup.message())
             await conn.headers_fut
             if resp.error_kind is None and resp.status is not None and on_headers is not None:
                 on_headers(resp)
@@ -275,4 +281,6 @@ class WirePool:
             raise
         finally:
             timer.cancel()
+            if hang_timer is not None:
+                hang_timer.cancel()
             self._release(conn, resp)

@@ -2,11 +2,13 @@
 
     WireResponse (status, headers, stamped body pieces, the end or the failure)
         begin            sent_at_ns, retries (a stale keep-alive connection's second attempt)
-        status_failure   3xx: ``redirect`` (its Location); other non-2xx: ``http`` (a body snippet)
+        status_failure   3xx: ``redirect`` (its Location); 429: ``rate_limited``; other non-2xx:
+                         ``http`` (a body snippet); a 429/503's Retry-After ─► retry_after_s
         stream_end       the stream step's end (ok | incomplete) and its coalesced reads
         whole_body       a non-streamed body: gzip/deflate, ``too_large``, request.apply_body
         ending           the exchange's own failure (timeout | connection | protocol |
-                         too_large | cancelled), unless the body already settled the record
+                         too_large | cancelled | aborted: load.cancel's timer), unless the body
+                         already settled the record
 
 The settling half of the one HTTP/1.1 exchange (exchange.py reads, this decides). Used by
 ``fill.fill_steps`` (the asyncio wire transport, off the stamping path), by
@@ -20,7 +22,9 @@ import zlib
 from typing import Optional
 
 from loadgen.client.redirects import REDIRECTS, redirect_message
+from loadgen.client.hangup import abort
 from loadgen.client.request import SNIPPET, apply_body, fail
+from loadgen.client.retry import retry_after
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import Limits, StreamStep, body_too_large, decoder
 from loadgen.client.wire.http1 import WireResponse
@@ -47,7 +51,10 @@ def status_failure(resp: WireResponse, rec: Record) -> bool:
         return True
     if status >= 300 or status < 200:
         snippet = resp.body()[:SNIPPET].decode("utf-8", "replace")
-        fail(rec, "http", f"HTTP {status}: {' '.join(snippet.split())}", t_end)
+        if status in (429, 503):
+            rec.retry_after_s = retry_after(resp.headers.get("retry-after"))
+        fail(rec, "rate_limited" if status == 429 else "http",
+             f"HTTP {status}: {' '.join(snippet.split())}", t_end)
         return True
     return False
 
@@ -84,6 +91,9 @@ def ending(resp: WireResponse, rec: Record) -> None:
             rec.status, rec.error_kind, rec.error = "cancelled", "cancelled", CANCELLED
         if rec.end_at_ns is None:
             rec.end_at_ns = resp.end_at_ns if resp.end_at_ns is not None else now_ns()
+    elif kind == "aborted":                           # load.cancel's timer: what came stays
+        if rec.status == "pending":
+            abort(rec, resp.error or kind, resp.end_at_ns)
     elif kind is not None and (rec.status == "pending" or (
             kind in ("too_large", "protocol") and rec.status == "ok" and not resp.complete)):
         # after [DONE] the message must still end well: a trailer flood, bad framing fail it

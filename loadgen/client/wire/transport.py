@@ -15,7 +15,7 @@ from typing import Optional
 
 from loadgen.client.redirects import MAX_HOPS, redirect_target
 from loadgen.client.sse import StreamTally
-from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
+from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
 from loadgen.client.wire.record_fill import catch_up_steps, drive, fill_steps
 from loadgen.client.wire.http1 import WireResponse
 from loadgen.client.wire.pool import WirePool
@@ -56,10 +56,15 @@ class WireTransport:
         if self.first_response_headers is None:
             self.first_response_headers = dict(resp.raw_headers)   # names as sent, like aiohttp's
 
-    def _response(self, rec: Record, tally: StreamTally) -> WireResponse:
+    def _response(self, rec: Record, tally: StreamTally, hangup=None) -> WireResponse:
         resp = WireResponse(max_header_bytes=self.limits.max_header_bytes,
                             max_body_bytes=self.limits.max_body_bytes, stream=self.stream)
         filler, limits = self.pool.filler, self.limits
+        if hangup is not None:                   # load.cancel (loadgen.client.hangup)
+            resp.hangup = hangup
+            if hangup.after_tokens is not None:  # the stream parsed inline: tokens counted
+                resp.inline_step = lambda r: StreamStep(
+                    rec, tally, limits, r.headers.get("content-encoding"), hangup)
 
         def spill(r: WireResponse, then) -> None:
             filler.submit(catch_up_steps(r, rec, tally, limits, filler.every), then)
@@ -67,13 +72,14 @@ class WireTransport:
         resp.on_spill = spill
         return resp
 
-    async def send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally) -> None:
+    async def send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally,
+                   hangup=None) -> None:
         """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError.
         A redirect is a failed request (``redirect``) unless ``follow_redirects`` is
         ``same-host`` and it points to the same scheme, host and port (then up to 3 hops)."""
         url = self.url
         for _hop in range(MAX_HOPS + 1):
-            resp = self._response(rec, tally)
+            resp = self._response(rec, tally, hangup)
             try:
                 await self.pool.request("POST", url, headers, data, resp=resp,
                                         on_headers=self._on_headers)

@@ -95,6 +95,7 @@ class Sender:
     async def main(self) -> None:
         from loadgen.client.balance import open_client
         from loadgen.client.http_client import ClientConfig, RequestSpec
+        from loadgen.client.hangup import HangupRule
         from loadgen.record import RecordWriter, now_ns
         from loadgen.run.dispatch import Dispatcher, Ledger
         from loadgen.run.rundir import api_key
@@ -122,6 +123,7 @@ class Sender:
                                    len(range(k, plan.count, n)), step=n)
         cap = split(ld.in_flight_cap, k, n)
         cfg = ClientConfig.from_api(sc.api, job.base_url, job.model, key, job.drop_fields)
+        cfg.cancel = HangupRule.of_scenario(sc)      # load.cancel: the same ids in every process
         size = cap or max(1, len(self.planned or ()) or split(ld.num_requests, k, n) or 1)
         try:
             async with open_client(cfg, sc.target.replica_urls, sc.target.balance, size,

@@ -101,7 +101,7 @@ async def test_chat_role_only_first_chunk_is_not_the_first_token(calib_server):
 
 
 @pytest.mark.parametrize("fault,kind,http", [
-    ("http500", "http", 500), ("http429", "http", 429), ("drop", "connection", 200),
+    ("http500", "http", 500), ("http429", "rate_limited", 429), ("drop", "connection", 200),
     ("malformed", "protocol", 200), ("bad_json", "protocol", 200),
     ("error_event", "server_error", 200), ("no_done", "incomplete", 200),
     ("stall", "timeout", 200)])

@@ -1,0 +1,80 @@
+"""Clients that hang up on purpose (``load.cancel``): which request, when, and its record. Pure.
+
+    HangupRule.of(scenario) ─► rule.of(request id, phase) ─► Hangup(after_tokens | after_ms) | None
+        the choice is a hash of (seed, id): the same in every engine and sender process, as
+        the plan's partition is, whoever sends the request (the one-process runner, a --procs
+        child, a Locust worker); only measured requests (a session turn is one), never the
+        warm-up or load.probe's side stream
+    Hangup.after_tokens   the stream step (stream_step.StreamStep) counts output tokens as it
+                          parses; at ``after_tokens`` it settles the record ``aborted`` and the
+                          driver closes the socket (the asyncio wire driver parses such a
+                          request's stream inline, as the gevent driver always does)
+    Hangup.after_ms       the driver arms a timer at the send; when it fires before the answer
+                          ended the exchange fails with kind ``aborted`` (settle.ending: the
+                          record keeps what was received, status ``aborted``)
+
+``status: "aborted"`` is not the interrupt's ``cancelled`` and not a failure (the verdict does
+not count it: the run asked for it); ``error_kind`` is ``aborted`` and ``error`` says when.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from loadgen.record import Record
+
+_M64 = (1 << 64) - 1
+
+
+def _mix(x: int) -> int:
+    """splitmix64's finaliser: a well-spread 64-bit hash of ``x``."""
+    x = (x + 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+@dataclass(frozen=True)
+class Hangup:
+    """When the client closes one request's stream (exactly one of the two is set)."""
+
+    after_tokens: Optional[int] = None
+    after_ms: Optional[float] = None
+
+    def message(self, tokens: Optional[int] = None) -> str:
+        if self.after_tokens is not None:
+            return (f"load.cancel: the client closed the stream after {tokens or self.after_tokens}"
+                    f" output tokens (after_tokens {self.after_tokens})")
+        return f"load.cancel: the client closed the stream {self.after_ms:g} ms after the send"
+
+
+def abort(rec: Record, msg: str, t: Optional[int]) -> None:
+    """The record of a request the client hung up on: ``aborted``, ended at ``t`` (what came
+    before stays: chunks, first token)."""
+    rec.status, rec.error_kind, rec.error = "aborted", "aborted", msg
+    if rec.end_at_ns is None:
+        rec.end_at_ns = t
+
+
+@dataclass(frozen=True)
+class HangupRule:
+    """``load.cancel`` of one run: ``of(id, phase)`` says whether and when (module doc)."""
+
+    fraction: float
+    seed: int
+    hangup: Hangup
+
+    @classmethod
+    def of_scenario(cls, sc: Any) -> Optional["HangupRule"]:
+        c = getattr(sc.load, "cancel", None)
+        if c is None or c.fraction <= 0:
+            return None
+        seed = c.seed if c.seed is not None else (
+            sc.load.seed if sc.load.seed is not None else sc.workload.seed + 1)
+        return cls(c.fraction, int(seed), Hangup(c.after_tokens, c.after_ms))
+
+    def of(self, rid: int, phase: str) -> Optional[Hangup]:
+        if phase != "measured":
+            return None
+        u = _mix(_mix(self.seed & _M64) ^ (rid & _M64)) / 2.0**64
+        return self.hangup if u < self.fraction else None

@@ -1,0 +1,131 @@
+"""Rate limits: HTTP 429 and ``api.retry``. Pure: every engine's driver only waits and sends.
+
+    settle.status_failure: 429 ─► error_kind ``rate_limited``; 429/503 with Retry-After ─►
+        rec.retry_after_s (``retry_after``: delta-seconds or an HTTP-date, bounded parse)
+    Attempts(policy, rec)       one request's attempts (api.retry on):
+        after(rec) ─► seconds to wait before the next attempt, or None (this one stands)
+        reset(rec)  ─► the record as it was before the first attempt, for the next one
+        close(rec)  ─► attempts, attempt_log ([http_status, sent_at_ns, end_at_ns, error_kind]
+                       each), sent_at_ns = the FIRST attempt's send
+    asyncio (http_client.Client.execute): await asyncio.sleep(wait); gevent (the Locust
+    request source): gevent.sleep(wait). A stop during the wait (Ctrl-C, drain timeout) cancels
+    it like any request in flight: the record is ``cancelled`` with the attempts so far.
+
+Latencies of a retried request count from the FIRST attempt's send (``sent_at_ns``): the
+waits are the user's. The stale keep-alive resend (``retries``, ``first_sent_at_ns``) is apart:
+inside one attempt, never reached the server, not an api.retry attempt.
+A wait never runs past ``api.timeout_s`` from the first send (then the last answer stands).
+"""
+from __future__ import annotations
+
+import email.utils
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import msgspec
+
+from loadgen.record import Record
+
+MAX_RETRY_AFTER_S = 86_400.0          # a Retry-After beyond a day is read as a day
+
+
+def retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
+    """Seconds of a Retry-After value (RFC 9110 §10.2.3: delta-seconds or an HTTP-date),
+    within [0, MAX_RETRY_AFTER_S]; None when absent or unreadable. Bounded: at most 64
+    characters are looked at."""
+    if not value:
+        return None
+    v = value.strip()[:64]
+    if v.isdigit():
+        return min(float(int(v[:12])), MAX_RETRY_AFTER_S)
+    try:
+        when = email.utils.parsedate_to_datetime(v)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    now = time.time() if now is None else now
+    return min(max(when.timestamp() - now, 0.0), MAX_RETRY_AFTER_S)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``api.retry`` of one run (loadgen.scenario.hangups.Retry)."""
+
+    on: frozenset
+    max_attempts: int
+    honor_retry_after: bool = True
+    backoff_s: float = 1.0
+    max_wait_s: float = 60.0
+    timeout_s: float = 600.0           # api.timeout_s: no wait past first send + this
+
+    @classmethod
+    def of_api(cls, api: Any) -> Optional["RetryPolicy"]:
+        r = getattr(api, "retry", None)
+        if r is None:
+            return None
+        return cls(frozenset(r.on), r.max_attempts, r.honor_retry_after, r.backoff_s,
+                   r.max_wait_s, float(getattr(api, "timeout_s", 600.0)))
+
+    def wait_s(self, attempt: int, retry_after_s: Optional[float]) -> float:
+        """The wait after attempt ``attempt`` (1-based)."""
+        if self.honor_retry_after and retry_after_s is not None:
+            return min(retry_after_s, self.max_wait_s)
+        return min(self.backoff_s * 2 ** (attempt - 1), self.max_wait_s)
+
+
+class Attempts:
+    """One request's attempts under a RetryPolicy (module doc)."""
+
+    __slots__ = ("policy", "blank", "log", "first_sent", "waited_s", "last_after")
+
+    def __init__(self, policy: RetryPolicy, rec: Record):
+        self.policy = policy
+        self.blank = msgspec.structs.replace(rec, chunks=[])   # the record before any attempt
+        self.log: list = []
+        self.first_sent: Optional[int] = None
+        self.waited_s = 0.0
+        self.last_after: Optional[float] = None
+
+    def after(self, rec: Record, now_ns: int) -> Optional[float]:
+        """The attempt in ``rec`` is over: log it; the wait before the next, or None."""
+        if rec.sent_at_ns is not None and self.first_sent is None:
+            self.first_sent = rec.first_sent_at_ns or rec.sent_at_ns
+        self.log.append((rec.http_status, rec.sent_at_ns or now_ns, rec.end_at_ns,
+                         rec.error_kind))
+        if rec.retry_after_s is not None:
+            self.last_after = rec.retry_after_s
+        p = self.policy
+        if (rec.status != "error" or rec.http_status not in p.on
+                or len(self.log) >= p.max_attempts):
+            return None
+        wait = p.wait_s(len(self.log), rec.retry_after_s)
+        start = self.first_sent if self.first_sent is not None else now_ns
+        if (now_ns - start) / 1e9 + wait > p.timeout_s:
+            return None                    # past api.timeout_s from the first send
+        self.waited_s += wait
+        return wait
+
+    def reset(self, rec: Record) -> None:
+        """``rec`` back to its state before the first attempt (a new chunks list)."""
+        b = self.blank
+        for f in Record.__struct_fields__:
+            setattr(rec, f, getattr(b, f))
+        rec.chunks = []
+
+    def close(self, rec: Record) -> None:
+        """The request is over (answered, failed for good, or cancelled during a wait)."""
+        if rec.sent_at_ns is None and not self.log:
+            return
+        if rec.sent_at_ns is not None and (not self.log or self.log[-1][1] != rec.sent_at_ns):
+            self.log.append((rec.http_status, rec.sent_at_ns, rec.end_at_ns,   # cut short
+                             rec.error_kind))
+            if self.first_sent is None:
+                self.first_sent = rec.first_sent_at_ns or rec.sent_at_ns
+        if self.first_sent is not None:
+            rec.sent_at_ns = self.first_sent
+        rec.attempts = max(len(self.log), 1)
+        rec.attempt_log = [list(a) for a in self.log] or None
+        if rec.retry_after_s is None:
+            rec.retry_after_s = self.last_after
