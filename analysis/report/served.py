@@ -17,24 +17,19 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from analysis.report.render import Block, fmt, missing, pair
+from analysis.report.render import Block, fmt, missing
 
 
 def model_blocks(s: dict) -> list[Block]:
     ms = s.get("models")
     if not ms:
         return []
-    sched = s.get("headline_ttft") == "ttft_from_scheduled_ms"
-    rows = [[name, str(u["requests"]), fmt(100 * u["share"]) + " %" if u.get("share") is not None
-             else "n/a", str(u["failed"]), pair(u, "ttft_ms"), pair(u, "tpot_ms"),
-             fmt(u.get("itl_ms_p99")), fmt(u.get("request_throughput")),
-             fmt(u.get("output_throughput")), fmt(u.get("goodput"))] for name, u in ms.items()]
-    return [("h", "Models (api.models)"),
-            ("p", "Each model's (or LoRA adapter's) measured requests, as api.model_assignment "
-                  "dealt them; rates over the run's window (so they add up to the run's)."),
-            ("table", ["model", "requests", "share", "failed",
-                       f"TTFT{' sched.' if sched else ''} p50 / p99 ms", "TPOT p50 / p99 ms",
-                       "ITL p99 ms", "req/s", "output tok/s", "goodput req/s"], rows)]
+    from analysis.report.workloads import group_blocks
+    return group_blocks("Models (api.models)",
+                        "Each model's (or LoRA adapter's) measured requests, as "
+                        "api.model_assignment dealt them; rates over the run's window (so they "
+                        "add up to the run's).", "model", list(ms.items()),
+                        s.get("headline_ttft") == "ttft_from_scheduled_ms")
 
 
 def spec_blocks(s: dict) -> list[Block]:

@@ -62,21 +62,28 @@ def reasoning_blocks(s: dict) -> list[Block]:
             ("p", r["rule"])]
 
 
+def group_blocks(title: str, text: str, key: str, groups: list[tuple[str, dict]],
+                 sched: bool) -> list[Block]:
+    """One table of per-group figures (analysis.metrics.replicas' shape): replicas, models."""
+    rows = [[name, str(u["requests"]), fmt(100 * u["share"]) + " %" if u.get("share") is not None
+             else "n/a", str(u["failed"]), pair(u, "ttft_ms"), pair(u, "tpot_ms"),
+             fmt(u.get("itl_ms_p99")), fmt(u.get("request_throughput")),
+             fmt(u.get("output_throughput")), fmt(u.get("goodput"))] for name, u in groups]
+    return [("h", title), ("p", text),
+            ("table", [key, "requests", "share", "failed",
+                       f"TTFT{' sched.' if sched else ''} p50 / p99 ms", "TPOT p50 / p99 ms",
+                       "ITL p99 ms", "req/s", "output tok/s", "goodput req/s"], rows)]
+
+
 def replica_blocks(s: dict) -> list[Block]:
     rp = s.get("replicas")
     if not rp or not rp.get("urls"):
         return []
-    sched = rp.get("ttft") == "ttft_from_scheduled_ms"
-    rows = [[u["url"], str(u["requests"]), fmt(100 * u["share"]) + " %" if u.get("share") is not None
-             else "n/a", str(u["failed"]), pair(u, "ttft_ms"), pair(u, "tpot_ms"),
-             fmt(u.get("itl_ms_p99")), fmt(u.get("request_throughput")),
-             fmt(u.get("output_throughput")), fmt(u.get("goodput"))] for u in rp["urls"]]
-    return [("h", "Replicas (target.urls)"),
-            ("p", "Each replica's requests, balanced by the client; rates over the run's window "
-                  "(so they add up to the run's)."),
-            ("table", ["URL", "requests", "share", "failed",
-                       f"TTFT{' sched.' if sched else ''} p50 / p99 ms", "TPOT p50 / p99 ms",
-                       "ITL p99 ms", "req/s", "output tok/s", "goodput req/s"], rows)]
+    return group_blocks("Replicas (target.urls)",
+                        "Each replica's requests, balanced by the client; rates over the run's "
+                        "window (so they add up to the run's).", "URL",
+                        [(u["url"], u) for u in rp["urls"]],
+                        rp.get("ttft") == "ttft_from_scheduled_ms")
 
 
 def probe_blocks(s: dict) -> list[Block]:
