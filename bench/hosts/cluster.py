@@ -5,7 +5,7 @@ network, CLOCK_MONOTONIC and hostname), each worker in its own directory (no sha
 its records reach the master through Locust's messages, as from another machine).
 
     c = Cluster(hosts, tmp)            c.start_server(ttft_ms=, itl_ms=) ─► c.url
-    c.scenario(load={...}) ─► path     c.start(path) ─► master + K workers
+    c.scenario(load={...}) or c.write(tree) ─► path     c.start(path) ─► master + K workers
     c.wait(timeout_s) ─► master's exit code; c.run_dir, c.meta(), c.records(), c.server_log()
     c.locust_worker(i) ─► {"index", "pid", "host"} of harness worker i (its Locust index)
 """
@@ -71,9 +71,6 @@ class Cluster:
     def scenario(self, load: dict, name: str = "hosts", output_tokens: int = 8,
                  **extra) -> Path:
         assert self.port is not None, "start_server first"
-        host = self.url.split("//")[1].split(":")[0]
-        if not self.h.owns(host):
-            raise RuntimeError(f"{host} is not an address of the simulated hosts")
         tree = {"name": name, "target": {"url": self.url}, "api": {"model": "calib-model"},
                 "workload": {"prompt_tokens": {"dist": "fixed", "value": 12},
                              "output_tokens": {"dist": "fixed", "value": output_tokens},
@@ -81,9 +78,16 @@ class Cluster:
                 "load": load, "output": {"dir": str(self.dir / "runs"), "run_name": name,
                                          "report": "none"}}
         tree.update(extra)
-        p = self.dir / f"{name}.yaml"
+        return self.write(tree)
+
+    def write(self, tree: dict) -> Path:
+        """Scenario ``tree`` to a file (its target must be on the simulated hosts)."""
+        host = tree["target"]["url"].split("//")[1].split(":")[0]
+        if not self.h.owns(host):
+            raise RuntimeError(f"{host} is not an address of the simulated hosts")
+        p = self.dir / f"{tree['name']}.yaml"
         p.write_text(yaml.safe_dump(tree))
-        self.run_dir = self.dir / "runs" / name
+        self.run_dir = Path(tree["output"]["dir"]) / tree["output"]["run_name"]
         return p
 
     def start(self, scenario: Path) -> None:

@@ -27,7 +27,6 @@ def _prompts(path) -> dict:
     return {i: p.prompt[:120] for i, p in zip(range(n), iter(plan.workload))}
 
 
-@pytest.mark.slow
 def test_two_hosts_records_land_on_the_masters_timeline(locust_ok, tmp_path):
     with Hosts(2, OFFSETS, delay_ms=2, jitter_ms=0.5) as h:
         c = Cluster(h, tmp_path)
