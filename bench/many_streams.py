@@ -11,6 +11,8 @@
     sampled every 2 s: established TCP connections in the client's namespace (``ss -s``), the
         client's and servers' resident memory, the host's MemAvailable (a guard stops the run
         below --min-free-gib: a measured stop, said so)
+    tcpdump on the client's eth0, a sample: the first server port's connections whose client
+        port is 0 mod --sample (a BPF filter) ─► bench.wire ─► TTFT error, client − wire
     ─► streams held at the peak, bytes per stream (client RSS at the peak / held, and the
        marginal (RSS peak − RSS at the first connection) / held), records by status, where it
        stopped (the peak short of N: the first errors, the guard, or the time bound)
@@ -36,6 +38,9 @@ from typing import Optional
 from bench.hosts import netns
 from bench.hosts.cluster import ROOT, child_env
 from bench.hosts.netns import MASTER_IP, Hosts
+from bench.wire import compare, http, pcap
+from bench.wire.capture import Capture
+from bench.wire.scenario import write_prompts
 
 SAMPLE_S = 2.0
 
@@ -92,6 +97,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--min-free-gib", type=float, default=2.0,
                     help="stop the run when the host's MemAvailable falls below this")
     ap.add_argument("--timeout-s", type=float, default=900.0)
+    ap.add_argument("--sample", type=int, default=64,
+                    help="capture 1 in this many of the first server port's connections")
     a = ap.parse_args(argv)
     why = netns.unavailable()
     if why:
@@ -126,11 +133,18 @@ def main(argv: Optional[list[str]] = None) -> int:
             "name": "many-streams", "target": {"urls": urls, "scrape_metrics": False},
             "api": {"endpoint": "completions", "model": "calib-model", "stream": True,
                     "probe": False, "timeout_s": a.timeout_s, "connect_timeout_s": 300},
-            "workload": {"prompt_tokens": {"dist": "fixed", "value": 8},
-                         "output_tokens": {"dist": "fixed", "value": a.tokens}, "seed": 0},
+            "workload": {"source": "jsonl", "path": str(write_prompts(out / "p.jsonl", n)),
+                         "output_tokens": {"dist": "fixed", "value": a.tokens}},
             "load": {"mode": "concurrency", "concurrency": n, "num_requests": n},
             "output": {"dir": str(out / "runs"), "report": "none"}}))
         mem0 = _tcp_mem_pages()
+        p0 = int(urls[0].rsplit(":", 1)[1])
+        m = a.sample - 1
+        cap = Capture(p0, out / "sample.pcap", iface="eth0")
+        cap.argv = ["ip", "netns", "exec", cl, *cap.argv[:-1],
+                    f"tcp port {p0} and ((dst port {p0} and tcp[0:2] & {m} == 0) or "
+                    f"(src port {p0} and tcp[2:2] & {m} == 0))"]
+        cap.start()
         t0 = time.monotonic()
         client = h.run(cl, [sys.executable, "-m", "loadgen", "run", str(sc), "--procs",
                             str(a.procs), "--json"],
@@ -158,17 +172,22 @@ def main(argv: Optional[list[str]] = None) -> int:
                 os.kill(p, 15)
             client.wait(30)
         wall = time.monotonic() - t0
+        cap_stats = cap.stop()
         counts: collections.Counter = collections.Counter()
         errors: collections.Counter = collections.Counter()
-        for d in (out / "runs").glob("*"):
-            f = d / "records.jsonl"
-            if f.exists():
-                for line in open(f):
-                    r = json.loads(line)
-                    counts[f"{r['phase']}/{r['status']}"] += 1
-                    if r["status"] != "ok":
-                        errors[f"{r.get('error_kind')}: {(r.get('error') or '')[:80]}"] += 1
+        recs = []                           # the first server port's: the sample's side
+        for f in (out / "runs").glob("*/records.jsonl"):
+            for line in open(f):
+                r = json.loads(line)
+                counts[f"{r['phase']}/{r['status']}"] += 1
+                if r["status"] != "ok":
+                    errors[f"{r.get('error_kind')}: {(r.get('error') or '')[:80]}"] += 1
+                if (r.get("target_url") or urls[0]).rstrip("/") == urls[0]:
+                    recs.append(r)
         err_tail = (out / "client.err").read_text()[-1500:]
+        exs = http.exchanges(pcap.tcp_connections(out / "sample.pcap", p0))
+        sample = compare.errors(compare.match(exs, recs)["pairs"])
+        del recs
     peak = max(samples, key=lambda s: s["estab"]) if samples else None
     first = next((s for s in samples if s["estab"] > 0), None)
     held = peak["estab"] if peak else 0
@@ -187,11 +206,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"{held:,} of {n:,} streams held at once (peak at {peak['t_s'] if peak else 'n/a'} s), "
           f"--procs {a.procs}, {a.servers} server ports, {a.tokens} tokens every {a.itl_s:g} s")
     if held:
-        print(f"  client RSS {peak['client_rss_kib'] / 2**20:.2f} GiB = {per_stream:,.0f} B per "
-              f"stream (marginal {marginal or 0:,.0f} B); servers {server_per:,.0f} B per stream; "
-              f"kernel TCP memory {kernel or 0:,.0f} B per stream (both ends)")
+        def b(v):
+            return "n/a" if v is None else f"{v:,.0f} B"
+        print(f"  client RSS {peak['client_rss_kib'] / 2**20:.2f} GiB = {b(per_stream)} per "
+              f"stream (marginal {b(marginal)}); servers {b(server_per)} per stream; "
+              f"kernel TCP buffers {b(kernel)} per stream (both ends, /proc/net/sockstat)")
     print(f"  stopped: {stopped_by or 'no: every stream held'}; exit {client.returncode}, "
           f"{wall:.0f} s; load average {load0[0]:.2f} at start")
+    e = sample["ttft_err_ms"]
+    print(f"  TTFT error vs capture on a sample of {e['n']} streams: mean "
+          f"{e['mean'] if e['mean'] is None else round(e['mean'], 3)} ms, p99 "
+          f"{e['p99'] if e['p99'] is None else round(e['p99'], 3)} ms (client − wire)")
     for k, v in sorted(counts.items()):
         print(f"  {k:24s} {v:>8,}")
     for k, v in errors.most_common(8):
@@ -206,6 +231,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                       "kernel_tcp_bytes_per_stream": kernel, "stopped_by": stopped_by,
                       "rc": client.returncode, "wall_s": round(wall, 1), "counts": counts,
                       "errors": dict(errors), "loadavg_at_start": load0,
+                      "sample_ttft_err_ms": sample["ttft_err_ms"],
+                      "sample_itl_gap_abs_err_ms_p99": sample["itl_gap_abs_err_ms_p99"],
+                      "sample_capture": cap_stats,
                       "loadavg_at_end": os.getloadavg(), "cpus": os.cpu_count(),
                       "peak": peak, "samples": samples[-400:]}, default=float))
     return 0 if held >= n else 1
