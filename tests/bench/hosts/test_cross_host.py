@@ -122,5 +122,8 @@ def test_a_cut_network_and_a_killed_worker_across_hosts(locust_ok, tmp_path):
     summary = json.loads((c.run_dir / "summary.json").read_text())
     v = summary["verdict"]
     assert not v["valid"] and any("cancelled" in x for x in v["reasons"]), v["reasons"]
+    lost = sorted(str(w["index"]) for w in (cut, killed))
+    assert any(f"worker {lost[0]} dead" in x and f"worker {lost[1]} dead" in x
+               for x in v["reasons"]), v["reasons"]
     assert summary["requests_cancelled"] == meta["locust"]["merge"]["cancelled_for_dead_workers"]
     assert ended_s < 240
