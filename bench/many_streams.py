@@ -92,7 +92,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--streams", type=int, default=100_000)
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--servers", type=int, default=4)
-    ap.add_argument("--tokens", type=int, default=4)
+    ap.add_argument("--tokens", type=int, default=6)
     ap.add_argument("--itl-s", type=float, default=60.0, help="seconds between two tokens")
     ap.add_argument("--min-free-gib", type=float, default=2.0,
                     help="stop the run when the host's MemAvailable falls below this")
@@ -200,8 +200,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         if mem0 is not None and peak["tcp_mem_pages"] is not None:
             kernel = (peak["tcp_mem_pages"] - mem0) * 4096 / held
     if stopped_by is None and held < n:
-        stopped_by = (f"held {held:,} of {n:,}: " + (errors.most_common(1)[0][0] if errors
-                      else f"client exit {client.returncode}; {err_tail[-300:]!r}"))
+        if not errors and counts.get("measured/ok") == n:
+            stopped_by = (f"held {held:,} of {n:,} at once, every request ok: the first streams "
+                          "ended before the last connected (the ramp outlasted a stream's "
+                          f"{(a.tokens - 1) * a.itl_s:g} s: raise --tokens or --itl-s)")
+        else:
+            stopped_by = (f"held {held:,} of {n:,}: " + (errors.most_common(1)[0][0] if errors
+                          else f"client exit {client.returncode}; {err_tail[-300:]!r}"))
     server_per = peak["server_rss_kib"] * 1024 / held if held else None
     print(f"{held:,} of {n:,} streams held at once (peak at {peak['t_s'] if peak else 'n/a'} s), "
           f"--procs {a.procs}, {a.servers} server ports, {a.tokens} tokens every {a.itl_s:g} s")
