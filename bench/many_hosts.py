@@ -93,6 +93,7 @@ def one_k(k: int, args, tmp: Path) -> dict:
         "clock_true_error_ms_max": max(true_err) if true_err else None,
         "matched": len(pairs), "ttft_err_ms": err["ttft_err_ms"],
         "itl_gap_abs_err_ms_p99": err["itl_gap_abs_err_ms_p99"],
+        "itl_err_ms_mean": err["itl_err_ms_mean"],
         "events_per_s": round(events / dur, 1) if dur else None,
         "requests_per_s": summary.get("request_throughput"),
         "verdict_valid": (summary.get("verdict") or {}).get("valid"),
@@ -106,7 +107,8 @@ def _f(v: Optional[float], fmt: str = "{:.3f}") -> str:
 
 def table(rows: list[dict]) -> str:
     head = (f"{'K':>2} {'clock':>10} {'unc ms':>8} {'true err ms':>11} {'matched':>7} "
-            f"{'TTFT err ms mean':>16} {'p99':>7} {'ITL |gap| p99':>13} {'events/s':>9} "
+            f"{'TTFT err ms mean':>16} {'p99':>7} {'ITL err mean':>12} {'ITL |gap| p99':>13} "
+            f"{'events/s':>9} "
             f"{'load':>5}")
     out = [head]
     for r in rows:
@@ -114,6 +116,7 @@ def table(rows: list[dict]) -> str:
         out.append(f"{r['k']:>2} {','.join(r['methods']):>10} "
                    f"{_f(r['clock_uncertainty_ms_max']):>8} {_f(r['clock_true_error_ms_max']):>11} "
                    f"{r['matched']:>7} {_f(e['mean']):>16} {_f(e['p99']):>7} "
+                   f"{_f(r['itl_err_ms_mean']):>12} "
                    f"{_f(r['itl_gap_abs_err_ms_p99']):>13} {_f(r['events_per_s'], '{:.0f}'):>9} "
                    f"{r['loadavg_before'][0]:>5.2f}")
     return "\n".join(out)
