@@ -41,3 +41,40 @@ def test_an_unanswered_worker_on_another_clock_is_said_unplaced():
     assert (none["method"], none["placed"], none["uncertainty_ns"]) == ("unplaced", False, None)
     info = clock_info({"0": estimate_from(clock_pair(), _pings(0)), "1": e, "2": none})
     assert info["unplaced"] == ["1", "2"] and info["max_uncertainty_ns"] is None
+
+
+ALIVE = r"""
+from gevent import monkey; monkey.patch_all()
+import json, os, socket
+from types import SimpleNamespace
+from loadgen.locust_engine.coordinator import Coordinator
+from loadgen.run.senders.clock import boot_id, ns_id
+c = Coordinator.__new__(Coordinator)          # alive() reads only these
+c.local = False
+running = SimpleNamespace(state="running")
+c.env = SimpleNamespace(runner=SimpleNamespace(worker_indexes={"a": 0}, clients={"a": running}))
+here = {"pid": 2 ** 22 + 7, "host": socket.gethostname(), "boot_id": boot_id(),
+        "pid_ns": ns_id("pid")}                # a pid no process here has
+out = {}
+for name, ready in (("this_host_exited", here),
+                    ("other_machine_same_name", dict(here, boot_id="another-boot")),
+                    ("other_pid_namespace", dict(here, pid_ns="pid:[1]"))):
+    c.got = {"loadgen_ready": {0: ready}}
+    out[name] = c.alive(0)
+print(json.dumps(out))
+"""
+
+
+def test_a_workers_pid_is_looked_up_only_where_it_means_a_process():
+    """A worker with the master's hostname on another machine (or in another pid namespace)
+    is judged by Locust's heartbeats, not by a pid lookup here (that pid is another's)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[3]
+    p = subprocess.run([sys.executable, "-c", ALIVE], capture_output=True, text=True, cwd=root,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"this_host_exited": False, "other_machine_same_name": True,
+                                    "other_pid_namespace": True}
