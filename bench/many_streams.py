@@ -46,9 +46,26 @@ SAMPLE_S = 2.0
 
 
 def _nofile(n: int):
+    """RLIMIT_NOFILE n, the hard limit too where this process may raise it (CAP_SYS_RESOURCE),
+    else the soft one up to the hard limit."""
     def pre() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))     # root: the hard limit too
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (n, max(n, hard)))
+        except (ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, hard), hard))
     return pre
+
+
+def _hard_limit() -> tuple[int, bool]:
+    """(the descriptor limit one process can have, whether that is above today's hard limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard + 1))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        return 1 << 20, True
+    except (ValueError, OSError):
+        return hard, False
 
 
 def _rss_kib(pids: list[int]) -> int:
@@ -90,8 +107,10 @@ def _tcp_mem_pages() -> Optional[int]:
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--streams", type=int, default=100_000)
-    ap.add_argument("--procs", type=int, default=2)
-    ap.add_argument("--servers", type=int, default=4)
+    ap.add_argument("--procs", type=int, default=None,
+                    help="client sender processes (default: enough for the descriptor limit)")
+    ap.add_argument("--servers", type=int, default=None,
+                    help="server processes / ports (default: as many as the client's)")
     ap.add_argument("--tokens", type=int, default=6)
     ap.add_argument("--itl-s", type=float, default=60.0, help="seconds between two tokens")
     ap.add_argument("--min-free-gib", type=float, default=2.0,
@@ -105,6 +124,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"bench.many_streams: {why}", file=sys.stderr)
         return 2
     n, load0 = a.streams, os.getloadavg()
+    fd_max, raisable = _hard_limit()
+    fit = max(1, fd_max - 1024)                 # streams one process can hold
+    a.procs = a.procs or max(2, -(-n // fit))
+    a.servers = a.servers or max(2, -(-n // fit))
+    limit_note = (f"RLIMIT_NOFILE: {fd_max:,} per process, "
+                  + ("raisable (CAP_SYS_RESOURCE)" if raisable else
+                     "the hard limit, not raisable here (no CAP_SYS_RESOURCE)")
+                  + f": {a.procs} client and {a.servers} server processes")
+    print(f"# {limit_note}", file=sys.stderr, flush=True)
     per_server = -(-n // a.servers) + 1024
     per_proc = -(-n // a.procs) + 1024
     samples: list[dict] = []
@@ -188,17 +216,24 @@ def main(argv: Optional[list[str]] = None) -> int:
         exs = http.exchanges(pcap.tcp_connections(out / "sample.pcap", p0))
         sample = compare.errors(compare.match(exs, recs)["pairs"])
         del recs
-    peak = max(samples, key=lambda s: s["estab"]) if samples else None
-    first = next((s for s in samples if s["estab"] > 0), None)
-    held = peak["estab"] if peak else 0
+    held = max((s["estab"] for s in samples), default=0)
+    at_held = [s for s in samples if held and s["estab"] == held]
+    # memory while every stream is held: its largest sample (buffers grow as tokens flow);
+    # marginal: over the last sample before the first connection (the plan loaded, no socket)
+    peak = max(at_held, key=lambda s: s["client_rss_kib"]) if at_held else None
+    base = None
+    for s in samples:
+        if s["estab"]:
+            break
+        base = s
     per_stream = marginal = kernel = None
     if held:
         per_stream = peak["client_rss_kib"] * 1024 / held
-        if first is not None and held > first["estab"]:
-            marginal = ((peak["client_rss_kib"] - first["client_rss_kib"]) * 1024
-                        / (held - first["estab"]))
-        if mem0 is not None and peak["tcp_mem_pages"] is not None:
-            kernel = (peak["tcp_mem_pages"] - mem0) * 4096 / held
+        if base is not None:
+            marginal = (peak["client_rss_kib"] - base["client_rss_kib"]) * 1024 / held
+        pages = [s["tcp_mem_pages"] for s in at_held if s["tcp_mem_pages"] is not None]
+        if mem0 is not None and pages:
+            kernel = (max(pages) - mem0) * 4096 / held
     if stopped_by is None and held < n:
         if not errors and counts.get("measured/ok") == n:
             stopped_by = (f"held {held:,} of {n:,} at once, every request ok: the first streams "
@@ -207,8 +242,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             stopped_by = (f"held {held:,} of {n:,}: " + (errors.most_common(1)[0][0] if errors
                           else f"client exit {client.returncode}; {err_tail[-300:]!r}"))
-    server_per = peak["server_rss_kib"] * 1024 / held if held else None
-    print(f"{held:,} of {n:,} streams held at once (peak at {peak['t_s'] if peak else 'n/a'} s), "
+    server_per = (max(s["server_rss_kib"] for s in at_held) * 1024 / held) if held else None
+    first = next((s["t_s"] for s in at_held), None)
+    print(f"{held:,} of {n:,} streams held at once (all held from {first} s, for "
+          f"{len(at_held) * SAMPLE_S:.0f} s), "
           f"--procs {a.procs}, {a.servers} server ports, {a.tokens} tokens every {a.itl_s:g} s")
     if held:
         def b(v):
@@ -218,6 +255,7 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"kernel TCP buffers {b(kernel)} per stream (both ends, /proc/net/sockstat)")
     print(f"  stopped: {stopped_by or 'no: every stream held'}; exit {client.returncode}, "
           f"{wall:.0f} s; load average {load0[0]:.2f} at start")
+    print(f"  {limit_note}")
     e = sample["ttft_err_ms"]
     print(f"  TTFT error vs capture on a sample of {e['n']} streams: mean "
           f"{e['mean'] if e['mean'] is None else round(e['mean'], 3)} ms, p99 "
@@ -229,6 +267,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(json.dumps({"bench": "many_streams", "evidence": "measured",
                       "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                       "streams_asked": n, "streams_held_peak": held, "procs": a.procs,
+                      "fd_limit": limit_note,
                       "servers": a.servers, "tokens": a.tokens, "itl_s": a.itl_s,
                       "client_bytes_per_stream": per_stream,
                       "client_marginal_bytes_per_stream": marginal,
