@@ -16,6 +16,9 @@ What is here:
                           the built-in JAX server: decode roofline, per-op profile, FFI matmul kernel,
                           batch-1 over HTTP (--tree DIR: an old checkout's server, same sitting), and
                           against llama.cpp
+    many_hosts            the Locust engine across K simulated hosts (bench/hosts/: network + time + UTS
+                          namespaces): clock offset vs truth, TTFT vs a capture on each worker's veth
+    many_streams          slow streams held at once from one client namespace (toward 100,000)
     nvml_power_check      the NVML energy path on a GPU host; gpu_check.sh runs the GPU checks in one go
     make_traces           writes scenarios/traces/ (seeded)
     locust_streaming.py   a locustfile (`locust -f bench/locust_streaming.py`), never imported

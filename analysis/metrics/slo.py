@@ -220,6 +220,13 @@ def verdict(records: list[dict], meta: dict) -> dict:
            f"{nf} measured request(s) failed (rule: any failure makes the run INVALID)")
     _check(checks, reasons, "no_cancelled", nc == 0, nc, 0,
            f"{nc} measured request(s) were cancelled before they ended")
+    lost = {k: v for k, v in ((meta.get("locust") or {}).get("worker_status") or {}).items()
+            if v in ("dead", "never_ready")}            # a Locust worker lost (issue 32)
+    if lost:
+        _check(checks, reasons, "workers_lost", False, sorted(lost), [],
+               "Locust worker(s) lost mid-run: " + ", ".join(
+                   f"worker {k} {v.replace('_', ' ')}" for k, v in sorted(lost.items()))
+               + " (their unfinished requests are cancelled, naming the worker)")
 
     dur = m.duration_s(m.window(records))
     min_dur = float(meta.get("min_duration_s") or 0.0)

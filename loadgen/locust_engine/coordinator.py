@@ -18,7 +18,7 @@ import gevent
 from gevent.event import Event
 
 from loadgen.locust_engine.clock import answer_pings
-from loadgen.run.senders.clock import clock_pair
+from loadgen.run.senders.clock import boot_id, clock_pair, ns_id
 from loadgen.locust_engine.request_source import RequestSource
 from loadgen.run.senders.plan import Plan, digest, users_for
 from loadgen.record import now_ns
@@ -31,6 +31,13 @@ HEARTBEAT_LIVENESS_S = 30         # silent this long (1-s heartbeats): Locust ma
 STOP_WAIT_NS = 15_000_000_000    # after an interrupt, wait this long for workers' last records
 MSG_TYPES = ("loadgen_ready", "loadgen_error", "loadgen_warm_done", "loadgen_done",
              "loadgen_records")
+
+
+def same_processes(ready: dict) -> bool:
+    """A worker's pid means a process here: same hostname, kernel boot and pid namespace (two
+    machines may share a hostname; a container has its own pids)."""
+    return (ready.get("host") == socket.gethostname() and ready.get("boot_id") == boot_id()
+            and ready.get("pid_ns") == ns_id("pid"))
 
 
 class Interrupted(Exception):
@@ -119,7 +126,7 @@ class Coordinator:
         if self.local:
             return True
         ready = self.got["loadgen_ready"].get(index) or {}
-        if ready.get("pid") and ready.get("host") == socket.gethostname():
+        if ready.get("pid") and same_processes(ready):
             if not pid_alive(int(ready["pid"])):   # a worker on this host that exited
                 return False
         from locust.runners import STATE_MISSING

@@ -72,7 +72,7 @@ class WorkerHandler:
         gevent.spawn(self._plan, msg.data)
 
     def _plan(self, data: dict) -> None:
-        from loadgen.run.senders.clock import boot_id, estimate_from
+        from loadgen.run.senders.clock import boot_id, estimate_from, ns_id, same_network
         from loadgen.locust_engine.request_source import RequestSource
         from loadgen.run.senders.plan import digest
         index, n = self.env.runner.worker_index, data["n_workers"]
@@ -81,7 +81,7 @@ class WorkerHandler:
                 raise ValueError("this worker's scenario (workload/load) differs from the "
                                  "master's: give both the same file and --set overrides")
             host = urlparse(data["base_url"]).hostname
-            if host in LOOPBACK and data["clock"].get("boot_id") != boot_id():
+            if host in LOOPBACK and not same_network(data["clock"]):   # another loopback
                 raise ValueError(f"the target {data['base_url']} is a loopback address on the "
                                  "master's machine: give target.url an address workers reach")
             d = Path(self.args.records_dir or self.args.run_dir or "loadgen-locust-worker")
@@ -91,7 +91,8 @@ class WorkerHandler:
             self.node = RequestSource(self.sc, index, n, dict(data, clock_estimate=est), d,
                                    self.send, self.args.forward, self.key,
                                    lambda: self.env.runner.user_count)
-            me = {"index": index, "pid": os.getpid(), "host": socket.gethostname()}
+            me = {"index": index, "pid": os.getpid(), "host": socket.gethostname(),
+                  "boot_id": boot_id(), "pid_ns": ns_id("pid")}    # whose pid: coordinator
             (d / f"worker-{index}.json").write_text(json.dumps(me))   # run.py: whose pid
             self.send("loadgen_ready", me)
         except Exception as e:

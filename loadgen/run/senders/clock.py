@@ -4,16 +4,20 @@ Latencies (TTFT, ITL, E2E) are differences of one sender's own stamps: never shi
 shift only places a sender's records on the run's timeline (t0, time series, power and
 /metrics alignment):
 
-    same host (same kernel boot id)  perf_counter_ns is CLOCK_MONOTONIC for every process:
-                                     shift 0, uncertainty 0 (every --procs child; a Locust
-                                     worker on the master's host)
+    same host (same kernel boot id   perf_counter_ns is one CLOCK_MONOTONIC for both processes:
+    AND same time namespace, and     shift 0, uncertainty 0 (every --procs child; a Locust
+    the ping-pong, where it ran,     worker on the master's host). Checked, never assumed: a
+    agrees: |offset| <= rtt/2)       time namespace keeps the boot id and moves CLOCK_MONOTONIC
+                                     (``checked`` lists what was compared)
     other host, ping-pong answered   (local send, remote stamp, local receive) samples ─►
                                      the tightest round trip: shift = remote − its midpoint,
                                      uncertainty = half that round trip
     other host, no answer            the two wall clocks' difference (as good as NTP):
-                                     uncertainty unknown (None)
+                                     uncertainty unknown (None), ``placed`` False with why
+    nothing to place it by           method "unplaced", shift 0, ``placed`` False with why
 
-    clock_estimate(...) ─► {"method", "shift_ns", "uncertainty_ns", "ping_pong"}
+    clock_estimate(...) ─► {"method", "shift_ns", "uncertainty_ns", "ping_pong", "offset_ns"
+                           (= shift_ns), "placed", "checked", "why"}
     estimate_from(master_pair, samples)   the same against a master's clock_pair()
         meta.json ``locust.clock.workers[i]`` and ``client_processes[k].clock``
     rebase(rec, shift)  a record's times moved onto the run's clock
@@ -22,6 +26,7 @@ Pure: the Locust engine exchanges the pings (locust_engine/clock.py), nothing he
 """
 from __future__ import annotations
 
+import os
 import socket
 import time
 from pathlib import Path
@@ -53,14 +58,30 @@ def boot_id() -> Optional[str]:
         return None
 
 
+def ns_id(kind: str) -> Optional[str]:
+    """This process's ``kind`` namespace ("time", "net"), e.g. "time:[4026531834]"; None where
+    the kernel has none (a namespace id is unique on one booted kernel)."""
+    try:
+        return os.readlink(f"/proc/self/ns/{kind}")
+    except OSError:
+        return None
+
+
 def clock_pair() -> dict:
     return {"boot_id": boot_id(), "mono_ns": now_ns(), "wall_ns": time.time_ns(),
-            "host": socket.gethostname()}
+            "host": socket.gethostname(), "time_ns": ns_id("time"), "net_ns": ns_id("net")}
 
 
 def same_host(master: dict) -> bool:
-    """The master's clock pair came from this kernel (one CLOCK_MONOTONIC)."""
-    return bool(master.get("boot_id")) and master["boot_id"] == boot_id()
+    """The master's clock pair came from this kernel and its time namespace (one
+    CLOCK_MONOTONIC): the boot id alone is not enough (a time namespace keeps it)."""
+    return (bool(master.get("boot_id")) and master["boot_id"] == boot_id()
+            and master.get("time_ns") == ns_id("time"))
+
+
+def same_network(master: dict) -> bool:
+    """The master's clock pair came from this kernel's network namespace (one loopback)."""
+    return same_host(master) and master.get("net_ns") == ns_id("net")
 
 
 def clock_shift(master: dict) -> int:
@@ -84,22 +105,44 @@ def offset_estimate(samples: Iterable[tuple[int, int, int]]) -> Optional[dict]:
 
 
 def clock_estimate(same_host: bool, samples: Iterable[tuple[int, int, int]] = (),
-                   wall_shift_ns: Optional[int] = None) -> dict:
+                   wall_shift_ns: Optional[int] = None, checked: tuple = ()) -> dict:
     """The shift a sender applies to land on the run's clock, how it was found and its
     uncertainty (ns; None where unknown): see the module's table."""
     est = offset_estimate(samples)
+    why = None
     if same_host:
         method, shift, unc = "same_host", 0, 0
     elif est is not None:
         method, shift, unc = "ping_pong", est["offset_ns"], est["uncertainty_ns"]
+    elif wall_shift_ns is not None:
+        method, shift, unc = "wall_clock", wall_shift_ns, None
+        why = ("no ping-pong answered: shifted by the two wall clocks' difference, as good as "
+               "their NTP sync (uncertainty unknown)")
     else:
-        method, shift, unc = "wall_clock", wall_shift_ns or 0, None
-    return {"method": method, "shift_ns": shift, "uncertainty_ns": unc, "ping_pong": est}
+        method, shift, unc = "unplaced", 0, None
+        why = "no ping-pong answered and no wall clock pair: not placed on the run's clock"
+    return {"method": method, "shift_ns": shift, "uncertainty_ns": unc, "ping_pong": est,
+            "offset_ns": shift, "placed": why is None, "checked": list(checked), "why": why}
+
+
+CONSISTENT_NS = 1_000        # a same-clock ping-pong's |offset| may exceed rtt/2 by rounding
 
 
 def estimate_from(master: dict, samples: Iterable[tuple[int, int, int]] = ()) -> dict:
-    """``clock_estimate`` against the master's clock pair (``clock_pair``) and ping samples."""
-    return clock_estimate(same_host(master), samples, clock_shift(master))
+    """``clock_estimate`` against the master's clock pair (``clock_pair``) and ping samples.
+    "same_host" only when checked: same boot id, same time namespace, and the ping-pong (where
+    it was answered) measured an offset within its own bound of 0."""
+    samples = list(samples)
+    same, checked = same_host(master), []
+    if same:
+        checked = ["boot_id", "time_namespace"]
+        est = offset_estimate(samples)
+        if est is not None:
+            if abs(est["offset_ns"]) > est["uncertainty_ns"] + CONSISTENT_NS:
+                same, checked = False, []         # one kernel, yet another clock: measured
+            else:
+                checked.append("ping_pong")
+    return clock_estimate(same, samples, clock_shift(master), tuple(checked))
 
 
 def clock_info(per: dict) -> dict:
@@ -108,7 +151,8 @@ def clock_info(per: dict) -> dict:
     unc = [v.get("uncertainty_ns") for v in per.values()]
     return {"applies_to": "cross-host timeline only (latencies are each worker's own clock)",
             "workers": per,
-            "max_uncertainty_ns": (None if not unc or None in unc else max(unc))}
+            "max_uncertainty_ns": (None if not unc or None in unc else max(unc)),
+            "unplaced": sorted(k for k, v in per.items() if v.get("placed") is False)}
 
 
 def rebase(rec: Record, shift: int) -> Record:
