@@ -26,6 +26,8 @@ import sys
 import time
 from typing import Optional, Sequence
 
+from servers.port_server import alive
+
 PREFIX = "loadgen-"
 NET = "10.77.0"
 MASTER_IP = f"{NET}.1"
@@ -78,16 +80,6 @@ def netem_missing() -> Optional[str]:
     return why
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def ours() -> list[str]:
     """The namespaces named by this module that exist now (any owner)."""
     out = _ip("netns", "list", check=False).stdout
@@ -102,7 +94,7 @@ def _kill_in(ns: str) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p, sig)
         deadline = time.monotonic() + 5
-        while pids and time.monotonic() < deadline and any(_pid_alive(p) for p in pids):
+        while pids and time.monotonic() < deadline and any(alive(p) for p in pids):
             time.sleep(0.05)
 
 
@@ -119,7 +111,7 @@ def sweep_stale() -> list[str]:
             owner = int(ns[len(PREFIX):].split("-")[0])
         except ValueError:
             continue
-        if not _pid_alive(owner):
+        if not alive(owner):
             _delete(ns)
             gone.append(ns)
     return gone
