@@ -138,15 +138,23 @@ def summarize_server_metrics(rows: list[dict], window: Optional[tuple[int, int]]
             "figures": figs, "ttft_decomposition": decomposition(client_ms, n_client, figs)}
 
 
-def server_metrics_summary(run_dir: str | Path) -> dict:
-    """summary.json's "server_metrics" for a run directory (its files read through
-    analysis.contract: meta.json as RunMeta, records.jsonl as Records, server_metrics.jsonl)."""
+def scrape_inputs(run_dir: str | Path) -> tuple[list, Optional[tuple[int, int]], Optional[dict]]:
+    """A run directory's scrapes (server_metrics.jsonl), its measured window (meta.json t0/end)
+    and the scraper's own account (meta.json server_metrics): what every server figure needs."""
     d = Path(run_dir)
     try:
         meta = read_meta(d)
     except ContractError:
         meta = None
     window = (meta.t0_ns, meta.end_ns) if meta is not None and meta.t0_ns else None
-    records = read_records(d / "records.jsonl") if (d / "records.jsonl").is_file() else []
     scraper = meta.server_metrics.as_dict() if meta is not None and meta.server_metrics else None
-    return summarize_server_metrics(read_server_metrics(d), window, records, scraper)
+    return read_server_metrics(d), window, scraper
+
+
+def server_metrics_summary(run_dir: str | Path) -> dict:
+    """summary.json's "server_metrics" for a run directory (its files read through
+    analysis.contract: meta.json as RunMeta, records.jsonl as Records, server_metrics.jsonl)."""
+    d = Path(run_dir)
+    rows, window, scraper = scrape_inputs(d)
+    records = read_records(d / "records.jsonl") if (d / "records.jsonl").is_file() else []
+    return summarize_server_metrics(rows, window, records, scraper)

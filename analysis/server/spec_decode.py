@@ -96,18 +96,11 @@ def server_figures(rows: list[dict], window: Optional[tuple], scraper: Optional[
 def spec_decode_summary(run_dir: str | Path, records: Optional[list] = None) -> dict:
     """summary.json's "spec_decode" for a run directory: the server's counters over the measured
     window (meta.json t0/end, as server_metrics) and the client's bursts from the records."""
-    from analysis.contract import ContractError
     from analysis.contract.records import read_records
-    from analysis.contract.rundir import read_meta, read_server_metrics
     from analysis.metrics.bursts import bursts_block
+    from analysis.server.metrics import scrape_inputs
     d = Path(run_dir)
-    try:
-        meta = read_meta(d)
-    except ContractError:
-        meta = None
-    window = (meta.t0_ns, meta.end_ns) if meta is not None and meta.t0_ns else None
-    scraper = meta.server_metrics.as_dict() if meta is not None and meta.server_metrics else None
-    out = server_figures(read_server_metrics(d), window, scraper)
+    out = server_figures(*scrape_inputs(d))
     if records is None:
         records = read_records(d / "records.jsonl") if (d / "records.jsonl").is_file() else []
     out["client"] = bursts_block(records)
