@@ -76,6 +76,10 @@ def decoder(encoding: Optional[str]):
     raise ValueError(f"unsupported Content-Encoding {encoding!r}")
 
 
+class _HangUp(Exception):
+    """Raised by StreamStep._counting_append once load.cancel's after_tokens are in."""
+
+
 class StreamStep:
     """One streamed response into ``rec`` (see module doc). ``feed`` returns ``settled``."""
 
@@ -88,8 +92,8 @@ class StreamStep:
         self.rec, self.tally = rec, tally
         self.hangup = hangup                     # load.cancel (client.hangup.Hangup) or None
         at = getattr(hangup, "after_tokens", None)
-        self._hang_at = at if at is not None else 1 << 62
-        self._got = 0                            # output tokens of the token chunks so far
+        self._hang_at = at
+        self._got = 0                            # output tokens of the chunks so far (hangup)
         self.parser = SSEParser(limits.max_event_bytes)
         self.settled = False
         self.done = False
@@ -101,7 +105,9 @@ class StreamStep:
         self._raw_deflate = (encoding or "").strip().lower() == "deflate"
         self._pfeed, self._add = self.parser.feed, tally.add_bytes       # bound once: the hot path
         self._chunks = rec.chunks
-        self._append = rec.chunks.append
+        # load.cancel after_tokens: only such a request counts its tokens as it goes (a
+        # counting append that raises _HangUp); every other request keeps the plain append
+        self._append = rec.chunks.append if at is None else self._counting_append
         try:
             self._zip = decoder(encoding)
         except ValueError as e:
@@ -144,7 +150,7 @@ class StreamStep:
         (``_other``: [DONE], a named event, a refused line) may settle or end it; more chunks
         than ``max_events``: ``too_large``. Returns the index after the last read it took."""
         add, append, chunks, other = self._add, self._append, self._chunks, self._other
-        most, hang_at, got = self._max_events, self._hang_at, self._got
+        most = self._max_events
         last_t, tin = self._last_t, self._tok_in_read    # coalescing: token chunks per read
         j = i
         ev: Any = None
@@ -167,11 +173,6 @@ class StreamStep:
                         if n > 0:
                             append([t, n])
                             tin += 1
-                            got += n
-                            if got >= hang_at:           # load.cancel: hang up here
-                                self.settled = True
-                                abort(self.rec, self.hangup.message(got), t)
-                                return j + 1
                             continue
                         append([t, 0])
                         if n < 0:                        # an error object inside the 200 stream
@@ -183,12 +184,24 @@ class StreamStep:
                     self._too_many(t)
                     return j + 1
             return stop
+        except _HangUp:                                  # load.cancel: after_tokens are in
+            tin += 1                                     # the chunk was appended: it counts
+            self.settled = True
+            abort(self.rec, self.hangup.message(self._got), t)
+            return j + 1
         except ValueError as e:                          # sse.loads / a chunk that is not an object
             what = ev[:120] if isinstance(ev, bytes) else ev
             self._fail("protocol", f"bad JSON in stream ({str(e)[:120]}): {what!r}", t)
             return j + 1
         finally:
-            self._last_t, self._tok_in_read, self._got = last_t, tin, got
+            self._last_t, self._tok_in_read = last_t, tin
+
+    def _counting_append(self, chunk: list) -> None:
+        """``rec.chunks.append`` for a request that hangs up after N tokens (load.cancel)."""
+        self._chunks.append(chunk)
+        self._got += chunk[1]
+        if self._got >= self._hang_at:
+            raise _HangUp
 
     def end(self, t: int) -> None:
         """The body is complete: dispatch what is pending, then ok or ``incomplete``."""
