@@ -98,3 +98,8 @@ def load(text: str) -> Any:
 def dump(data: Any, **kwargs) -> str:
     """YAML text that reads back as ``data`` under YAML 1.2 and 1.1 (ambiguous strings quoted)."""
     return yaml.dump(data, Dumper=Dumper, **kwargs)
+
+
+def load_all(text: str) -> list:
+    """Every document of a multi-document text (``---`` between them), YAML 1.2 core schema."""
+    return list(yaml.load_all(text, Loader=Loader))  # noqa: S506 — a SafeLoader subclass

@@ -1,0 +1,115 @@
+"""Checks of documented text: a YAML block loads as a scenario (or a fragment of one), a shell
+command is what this repository's tools accept. Each check returns the problems it found ([]: fine).
+
+    YAML document ─► has target AND load? ─ yes ─► a file ─► load_scenario ─┐
+                                          └ no ──► BASE + its top-level keys ─► scenario_from_dict
+        ─► build_workload (the files it names are read and checked) ─► api.api_key_env's variable is set
+    argv ─► loadgen: loadgen's own argparse parser; run/sweep: the scenario file exists and loads
+                     with the --set overrides (as above)
+            python/python3 -m MOD: the module is found;  pip install -e . / '.[x]' / 'loadgen[x]':
+            the extra exists;  pytest PATH: the path exists;  anything else: not checkable here
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import os
+import re
+from pathlib import Path
+from typing import Optional
+
+from tests.docs.blocks import ROOT
+
+# what a fragment (a few keys) is merged onto: its own top-level keys replace these
+BASE = {"name": "docs-fragment", "target": {"url": "http://127.0.0.1:8000"},
+        "load": {"mode": "concurrency", "concurrency": 1, "num_requests": 2}}
+
+
+def is_complete(doc: dict) -> bool:
+    return "target" in doc and "load" in doc
+
+
+def check_scenario(doc: dict, tmp: Path, overrides=()) -> list[str]:
+    """A complete scenario is written to a file and loaded with load_scenario; a fragment is
+    merged onto BASE. Then its workload is built (files read) and its API key looked up."""
+    from loadgen.scenario.loader import load_scenario, scenario_from_dict
+    from loadgen.scenario.strict import ScenarioError
+    from loadgen.scenario.workload import build_workload
+    from analysis.contract import yaml12
+    try:
+        if is_complete(doc):
+            f = tmp / "scenario.yaml"
+            f.write_text(yaml12.dump(doc, sort_keys=False))
+            sc = load_scenario(f, list(overrides))
+        else:
+            sc = scenario_from_dict({**BASE, **doc}, list(overrides))
+        build_workload(sc.workload)
+    except ScenarioError as e:
+        return [str(e)]
+    name = sc.api.api_key_env        # what `loadgen run` refuses (loadgen.run.rundir.api_key)
+    if name and not os.environ.get(name):
+        return [f"api.api_key_env: environment variable {name} is not set"]
+    return []
+
+
+def check_scenario_file(path: str, overrides, tmp: Path) -> list[str]:
+    from analysis.contract import yaml12
+    p = ROOT / path
+    if not p.is_file():
+        return [f"{path}: no such scenario file"]
+    return check_scenario(yaml12.load(p.read_text(encoding="utf-8")), tmp, overrides)
+
+
+def _loadgen(argv: list[str], tmp: Path) -> list[str]:
+    from loadgen.cli import build_parser
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            args = build_parser().parse_args(argv[1:])
+    except SystemExit as e:
+        return [] if e.code == 0 else [f"loadgen's parser refuses it: {err.getvalue().strip()}"]
+    if args.command in ("run", "sweep"):
+        problems = check_scenario_file(args.scenario, args.overrides, tmp)
+        if args.command == "run" and not problems:
+            from loadgen.run.engines import check_flags
+            bad = check_flags(args.engine, args.workers, args.master, args.worker, args.master_host)
+            problems = [bad] if bad else []
+        return problems
+    return []
+
+
+def _extras() -> set[str]:
+    import tomllib                  # Python 3.11+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return set(meta.get("optional-dependencies", {}))
+
+
+def _pip(argv: list[str]) -> Optional[list[str]]:
+    if len(argv) < 2 or argv[1] != "install":
+        return None
+    own = [a for a in argv[2:] if re.fullmatch(r"(\.|loadgen)(\[[\w,-]+\])?", a)]
+    if not own:
+        return None
+    out = []
+    for a in own:
+        m = re.search(r"\[([\w,-]+)\]", a)
+        out += [f"pip install {a}: no extra '{x}' in pyproject.toml"
+                for x in (m.group(1).split(",") if m else []) if x not in _extras()]
+    return out
+
+
+def check_command(argv: list[str], tmp: Path) -> Optional[list[str]]:
+    """The problems of one documented command, or None when nothing here can check it."""
+    exe = os.path.basename(argv[0])
+    if argv[0] == "loadgen":
+        return _loadgen(argv, tmp)
+    if argv[0] in ("python", "python3") and len(argv) > 2 and argv[1] == "-m":
+        mod = argv[2]
+        return [] if importlib.util.find_spec(mod) is not None else [f"no module {mod}"]
+    if exe in ("pip", "pip3") and argv[0] == exe:
+        return _pip(argv)
+    if argv[0] == "pytest":
+        paths = [a.split("::")[0] for a in argv[1:] if not a.startswith("-")]
+        return [f"pytest {p}: no such path" for p in paths if not (ROOT / p).exists()]
+    return None
