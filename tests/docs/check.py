@@ -1,9 +1,10 @@
 """Checks of documented text: a YAML block loads as a scenario (or a fragment of one), a shell
 command is what this repository's tools accept. Each check returns the problems it found ([]: fine).
 
-    YAML document ─► has target AND load? ─ yes ─► a file ─► load_scenario ─┐
-                                          └ no ──► BASE + its top-level keys ─► scenario_from_dict
-        ─► build_workload (the files it names are read and checked) ─► api.api_key_env's variable is set
+    YAML document (text) ─► has target AND load? ─ yes ─► as written ─────────────────┐
+                                                 └ no ──► BASE's other keys + the text ─┴► a file
+        ─► load_scenario ─► build_workload (the files it names are read and checked)
+        ─► api.api_key_env's variable is set
     argv ─► loadgen: loadgen's own argparse parser; run/sweep: the scenario file exists and loads
                      with the --set overrides (as above)
             python/python3 -m MOD: the module is found;  pip install -e . / '.[x]' / 'loadgen[x]':
@@ -30,20 +31,40 @@ def is_complete(doc: dict) -> bool:
     return "target" in doc and "load" in doc
 
 
-def check_scenario(doc: dict, tmp: Path, overrides=()) -> list[str]:
-    """A complete scenario is written to a file and loaded with load_scenario; a fragment is
-    merged onto BASE. Then its workload is built (files read) and its API key looked up."""
-    from loadgen.scenario.loader import load_scenario, scenario_from_dict
+def documents(text: str) -> list[str]:
+    """The YAML documents of a block's text (split at ``---`` lines), dedented."""
+    import textwrap
+    docs, cur = [], []
+    for ln in textwrap.dedent(text).splitlines():
+        if ln.strip() == "---":
+            docs.append("\n".join(cur))
+            cur = []
+        else:
+            cur.append(ln)
+    docs.append("\n".join(cur))
+    return [d + "\n" for d in docs if any(ln.split("#")[0].strip() for ln in d.splitlines())]
+
+
+def as_scenario_text(doc: str) -> str:
+    """A complete scenario as written; a fragment with BASE's top-level keys it lacks put first
+    (as YAML text, so the fragment's own text is read by the scenario loader unchanged)."""
+    from analysis.contract import yaml12
+    tree = yaml12.load(doc)
+    if not isinstance(tree, dict):
+        raise ValueError("not a mapping")
+    if is_complete(tree):
+        return doc
+    return yaml12.dump({k: v for k, v in BASE.items() if k not in tree}, sort_keys=False) + doc
+
+
+def check_scenario(path: Path, overrides=()) -> list[str]:
+    """The scenario file loads with load_scenario (and ``--set`` overrides); its workload is
+    built (the files it names are read and checked) and its API key variable is set."""
+    from loadgen.scenario.loader import load_scenario
     from loadgen.scenario.strict import ScenarioError
     from loadgen.scenario.workload import build_workload
-    from analysis.contract import yaml12
     try:
-        if is_complete(doc):
-            f = tmp / "scenario.yaml"
-            f.write_text(yaml12.dump(doc, sort_keys=False))
-            sc = load_scenario(f, list(overrides))
-        else:
-            sc = scenario_from_dict({**BASE, **doc}, list(overrides))
+        sc = load_scenario(path, list(overrides))
         build_workload(sc.workload)
     except ScenarioError as e:
         return [str(e)]
@@ -53,12 +74,18 @@ def check_scenario(doc: dict, tmp: Path, overrides=()) -> list[str]:
     return []
 
 
+def check_scenario_text(doc: str, tmp: Path) -> list[str]:
+    """One documented YAML document (a complete scenario or a fragment), through a file."""
+    f = tmp / "scenario.yaml"
+    f.write_text(as_scenario_text(doc), encoding="utf-8")
+    return [p.replace(str(f), "(the block)") for p in check_scenario(f)]
+
+
 def check_scenario_file(path: str, overrides, tmp: Path) -> list[str]:
-    from analysis.contract import yaml12
     p = ROOT / path
     if not p.is_file():
         return [f"{path}: no such scenario file"]
-    return check_scenario(yaml12.load(p.read_text(encoding="utf-8")), tmp, overrides)
+    return check_scenario(Path(path), overrides)
 
 
 def _loadgen(argv: list[str], tmp: Path) -> list[str]:
