@@ -49,8 +49,8 @@ def _planned_from_scenario(run_dir: Path) -> Optional[int]:
     if not p.is_file():
         return None
     try:
-        import yaml
-        load = (yaml.safe_load(p.read_text(encoding="utf-8")) or {}).get("load") or {}
+        from analysis.contract import yaml12
+        load = (yaml12.load(p.read_text(encoding="utf-8")) or {}).get("load") or {}
     except Exception:       # unreadable: the count stays unknown, the verdict still INVALID
         return None
     n = load.get("num_requests")

@@ -33,10 +33,10 @@ def load_scenario_tree(run_dir: str | Path) -> dict:
     p = Path(run_dir) / "scenario.yaml"
     if not p.is_file():
         return {}
-    import yaml
+    from analysis.contract import yaml12
     try:
-        tree = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError:
+        tree = yaml12.load(p.read_text(encoding="utf-8"))
+    except yaml12.YAMLError:
         return {}
     return tree if isinstance(tree, dict) else {}
 

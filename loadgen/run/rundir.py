@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-import yaml
-
+from analysis.contract import yaml12
 from loadgen import redact
 from loadgen.run.storage import StorageError, atomic_write_text, check_output_dir
 from loadgen.scenario.model import Scenario, ScenarioError
@@ -91,7 +90,8 @@ def resolved_yaml(sc: Scenario) -> str:
         for k in d or {}:
             if redact.secret_name(k):             # THE rule (loadgen.redact)
                 d[k] = "<redacted>"
-    return redact.redact(yaml.safe_dump(tree, sort_keys=False))   # and every registered value
+    return redact.redact(yaml12.dump(tree, sort_keys=False))   # and every registered value
+    # (yaml12.dump: a string YAML 1.1 or 1.2 would read as something else is quoted)
 
 
 def api_key(sc: Scenario) -> Optional[str]:

@@ -1,6 +1,8 @@
 """Scenario loading: defaults → the YAML file → each ``--set key.path=value``, one strict model.
 
-    load_scenario(path, overrides) ─► yaml.safe_load ─► scenario_from_dict ─► Scenario
+    load_scenario(path, overrides) ─► yaml12.load ─► scenario_from_dict ─► Scenario
+    (YAML 1.2 core, analysis.contract.yaml12: on/off/yes/no are strings, only true/false are
+    booleans; a --set value is read the same way)
     scenario_from_dict(tree, overrides) ─► _set_path per override ─► check_tree_size
                                         ─► Scenario.model_validate
     check_tree_size: an alias bomb (anchors that expand to millions of values) or a cycle is
@@ -12,9 +14,9 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
+from analysis.contract import yaml12
 from loadgen.scenario.limits import MAX_SCENARIO_DEPTH, MAX_SCENARIO_VALUES
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.strict import ScenarioError, unknown_key
@@ -66,8 +68,8 @@ def _set_path(tree: dict, dotted: str, raw: str) -> None:
             raise ScenarioError(f"--set {dotted}: '{k}' is not a mapping")
         node = nxt
     try:
-        node[keys[-1]] = yaml.safe_load(raw) if raw != "" else None
-    except (yaml.YAMLError, RecursionError):
+        node[keys[-1]] = yaml12.load(raw) if raw != "" else None
+    except (yaml12.YAMLError, RecursionError):
         node[keys[-1]] = raw
 
 
@@ -109,12 +111,12 @@ def load_scenario(path: str | Path, overrides: list[str] = ()) -> Scenario:
     if not p.is_file():
         raise ScenarioError(f"{p}: no such scenario file")
     try:
-        tree = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        tree = yaml12.load(p.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError as e:
         raise ScenarioError(f"{p}: not valid UTF-8 (byte {e.start})") from None
     except RecursionError:
         raise ScenarioError(f"{p}: nests too deep to read") from None
-    except yaml.YAMLError as e:
+    except yaml12.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
         raise ScenarioError(f"{p}:{where} not valid YAML ({getattr(e, 'problem', e)})") from None

@@ -2,7 +2,9 @@
 
 Every number in a scenario is finite (no .inf / .nan), a number (true/false is not 1/0) and at
 most its bound in ``loadgen.scenario.limits.UPPER`` (docs/limits.md): checked on every field of
-every model, so a model that adds a field gets the first two for free.
+every model, so a model that adds a field gets the first two for free. A boolean field given the
+string on/off/yes/no/y/n (any case: what YAML 1.1 and pydantic's lax mode take as a boolean; the
+scenario is read as YAML 1.2, analysis.contract.yaml12) is refused: write true or false.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
+from analysis.contract.yaml12 import YAML11_BOOL_WORDS
 from loadgen.scenario import limits
 
 
@@ -25,12 +28,24 @@ class Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _number_not_bool(cls, v, info: ValidationInfo):
+        if isinstance(v, str) and v.lower() in YAML11_BOOL_WORDS and _is_bool(cls, info.field_name):
+            raise ValueError(f"'{v}' is a YAML 1.1 boolean; write true or false")
         return limits.no_bool(cls, info.field_name, v)
 
     @field_validator("*", mode="after")
     @classmethod
     def _within_limits(cls, v, info: ValidationInfo):
         return limits.at_most(cls, info.field_name, v)
+
+
+def _is_bool(model_cls, name: str) -> bool:
+    """The field is ``bool`` or ``Optional[bool]``."""
+    field = model_cls.model_fields.get(name)
+    if field is None:
+        return False
+    ann = field.annotation
+    return ann is bool or (bool in typing.get_args(ann)
+                           and all(a in (bool, type(None)) for a in typing.get_args(ann)))
 
 
 def _model_in(annotation) -> Optional[type[BaseModel]]:
