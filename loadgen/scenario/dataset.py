@@ -115,8 +115,7 @@ def read_dataset_file(path: str) -> list[Item]:
     if not p.is_file():
         raise ScenarioError(f"workload.dataset.path: {path}: no such file")
     out: list[Item] = []
-    for where, row in jsonl_objects(p):
-        where = where.replace("workload.path:", "workload.dataset.path:", 1)
+    for where, row in jsonl_objects(p, "workload.dataset.path"):
         if not isinstance(row, dict):
             raise ScenarioError(f"{where}: not a JSON object")
         if ("prompt" in row) == ("messages" in row):

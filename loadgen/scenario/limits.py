@@ -27,7 +27,6 @@ MAX_TOKENS = 1_048_576                # any prompt or output length, in tokens
 MAX_PROMPT_CHARS = 16 * MAX_TOKENS    # a prompt given as text (trace / jsonl row)
 MAX_FILE_ROWS = MAX_PLANNED_REQUESTS  # rows of a trace file
 MAX_LINE_BYTES = 128 << 20            # one line of a JSONL file (a prompt's JSON), refused unread
-MAX_JSON_FILE_BYTES = 1 << 30         # a whole-JSON file (a ShareGPT array), refused unread
 MAX_GRADED_CHARS = 65_536             # workload.dataset: a longer answer is not graded (null)
 MAX_SEED = 2 ** 63 - 1
 MAX_SCENARIO_VALUES = 100_000         # values in the YAML tree after aliases are expanded
