@@ -82,3 +82,4 @@ def test_tree_cpu_s_reads_a_real_process_and_none_for_no_process():
     assert host_load.tree_cpu_s(os.getpid()) > 0
     assert host_load.tree_cpu_s(None) is None
     assert host_load.tree_cpu_s(2 ** 22 + 12345) is None      # above pid_max: no such process
+
