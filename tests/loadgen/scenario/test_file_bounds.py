@@ -120,3 +120,12 @@ def test_the_cli_refuses_a_lone_surrogate_with_one_line_and_exit_2(tmp_path):
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert f"{p}:1: prompt: not valid Unicode" in r.stderr
     assert not (tmp_path / "r").exists()            # refused before a run directory exists
+
+
+def test_a_tokenizer_file_over_the_bound_is_refused_unread(tmp_path, monkeypatch):
+    from loadgen.scenario import tokens
+    monkeypatch.setattr(tokens, "MAX_TOKENIZER_BYTES", 1 << 20)
+    p = tmp_path / "tokenizer.json"
+    p.write_bytes(b" " * (2 << 20))
+    msg = _err(tokens.TokenizerCounter, str(p))
+    assert msg.startswith(f"workload.tokenizer: {p}: 2,097,152 bytes, more than 1,048,576")
