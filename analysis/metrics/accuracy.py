@@ -4,7 +4,10 @@
     (the check that ran: dataset, rule) ─► accuracy_block ─► {n, correct, fraction, ci95, ...}
 
 n counts the measured records whose answer was checkable (correct true or false); the rest are
-counted by why not (failed or cancelled; cut by max_tokens while it could still match).
+counted by why not (failed or cancelled; cut by max_tokens while it could still match;
+over_budget, listed when seen: output_chars, reasoning included, over MAX_GRADED_CHARS
+(loadgen.scenario.limits' bound, mirrored here: analysis reads no loadgen), not graded; other:
+e.g. a regex grade past its time bound, loadgen.client.accuracy.GRADE_BUDGET_S).
 fraction = correct / n; ci95 = the Wilson score interval (z = 1.96), which stays inside [0, 1]
 and is defined at 0 and n (a normal interval is not). n = 0: fraction and ci95 null with the
 reason. No check ran (no workload.dataset): the block is null.
@@ -15,6 +18,7 @@ import math
 from typing import Optional
 
 Z95 = 1.959963984540054
+MAX_GRADED_CHARS = 65_536   # a longer answer is not graded (loadgen.client.accuracy): unchecked
 
 
 def wilson(k: int, n: int, z: float = Z95) -> Optional[tuple[float, float]]:
@@ -43,8 +47,9 @@ def accuracy_block(records: list, meta: dict) -> Optional[dict]:
     for r, g in zip(recs, graded):
         if g is None:
             why = ("failed_or_cancelled" if r.get("status") != "ok" else
-                   "cut_by_max_tokens" if r.get("finish_reason") == "length" else "other")
-            unchecked[why] += 1
+                   "cut_by_max_tokens" if r.get("finish_reason") == "length" else
+                   "over_budget" if (r.get("output_chars") or 0) > MAX_GRADED_CHARS else "other")
+            unchecked[why] = unchecked.get(why, 0) + 1     # over_budget: listed when seen
     ci = wilson(k, n)
     out = {"ran": True, "n": n, "correct": k, "fraction": k / n if n else None,
            "ci95": list(ci) if ci else None, "requests": len(recs), "unchecked": unchecked,

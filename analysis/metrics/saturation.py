@@ -19,9 +19,13 @@ The rules (each reason names its figure and limit):
   there a late loop is a late stamp. With kernel receive stamps a late loop moves no stamp
   (late sends are the schedule-lag rule's), so it is reported as a figure, never a reason.
 
-The host is not the client. meta ``host_load`` (the runner's reading of the whole host over the
+The in-flight cap is neither (analysis.metrics.late_sends): when at least half the late sends
+were due while the cap's worth of requests was already in flight, they waited for a free slot by
+the scenario's own rule; the schedule-lag rule is then not a saturation reason and its warning
+names the cap (``in_flight_cap``: late, held, cap). The host is not the client. meta ``host_load`` (the runner's reading of the whole host over the
 measured phase: loadavg, CPUs' worth of *other* processes' work, steal; busy by the rules of
-analysis.roofline.host_load) tells a busy host from a saturated client. When the schedule-lag
+analysis.roofline.host_load; the managed server under test, target.server, counted apart as
+``server_cpus``, never as another process) tells a busy host from a saturated client. When the schedule-lag
 rule fires while the host was busy and the client's own CPU stayed under ``CPU_FRACTION``, the
 late sends are the host's doing: that rule is not a saturation reason then (``saturated`` stays
 false) but ``host`` {"busy": true, "reasons", "explains": ["schedule_lag_ms_p99"], figures} and a
@@ -44,6 +48,7 @@ import numpy as np
 
 from analysis.contract import timing
 from analysis.metrics import figures as m
+from analysis.metrics import late_sends
 from analysis.metrics import slo as slo_mod
 
 CPU_FRACTION = slo_mod.CPU_SATURATION      # share of one core over the run
@@ -140,8 +145,13 @@ def host(meta: dict) -> Optional[dict]:
 
 def _host_evidence(h: dict) -> str:
     parts = []
+    server = h.get("server_cpus")
+    if server is not None:          # the managed server is the system under test: apart
+        parts.append(f"the managed server used {server:.1f} CPUs")
     if h.get("other_cpus") is not None and h.get("ncpu"):
-        parts.append(f"other processes used {h['other_cpus']:.1f} of {h['ncpu']} CPUs")
+        parts.append(f"other processes {h['other_cpus']:.1f} of {h['ncpu']} CPUs"
+                     if server is not None else
+                     f"other processes used {h['other_cpus']:.1f} of {h['ncpu']} CPUs")
     if h.get("steal_fraction") is not None:
         parts.append(f"steal {h['steal_fraction']:.0%}")
     if h.get("loadavg_1m") is not None:
@@ -149,24 +159,30 @@ def _host_evidence(h: dict) -> str:
     return ", ".join(parts) or "no figures"
 
 
-def lag_cause(meta: dict) -> str:
-    """Why sends were late, in words, from what the run recorded: the client's own CPU against
-    ``CPU_FRACTION``, the host's load (meta ``host_load``), else what is not known."""
+def lag_cause(meta: dict, records=None, limit_ms: Optional[float] = None) -> str:
+    """Why sends were late, in words, from what the run recorded: the in-flight cap when the
+    records show it held the late sends (analysis.metrics.late_sends; ``records`` given), the
+    client's own CPU against ``CPU_FRACTION``, the host's load (meta ``host_load``: other
+    processes, the managed server counted apart), else what is not known."""
+    if records is not None:
+        c = late_sends.held_by_cap(records, meta, SCHEDULE_LAG_MS if limit_ms is None
+                                   else limit_ms)
+        if c is not None and c["explains"]:
+            return late_sends.cap_text(c)
     cpu, h = slo_mod.client_cpu(meta), host(meta)
     if cpu is not None and cpu >= CPU_FRACTION:
         return f"the client was saturated (its CPU {cpu:.0%} of a core)"
     mine = f"the client used {cpu:.1%} of a core" if cpu is not None else \
         "the client's CPU was not recorded"
     if h is not None and h["busy"]:
-        return (f"the host was busy with other work ({_host_evidence(h)}; a server under test "
-                f"on this host counts too) while {mine}: the "
+        return (f"the host was busy with other work ({_host_evidence(h)}) while {mine}: the "
                 "host, not loadgen's own load, delayed the sends; rerun on a quieter host (or "
                 "give the server its own CPUs: target.server.cpus)")
     if h is not None:
         lag = (meta.get("client_load") or {}).get("loop_lag_ms_p99")
         loop = f", event-loop lag p99 {lag:.1f} ms" if lag is not None else ""
-        return (f"{mine} and the host was not busy ({_host_evidence(h)}{loop}): the in-flight "
-                "cap or the client's event loop held sends back")
+        return (f"{mine} and the host was not busy ({_host_evidence(h)}{loop}): the client's "
+                "event loop held sends back")
     return f"{mine}; the host's load was not recorded"
 
 
@@ -182,6 +198,12 @@ def _host_warning(h: dict, moved: list[dict], meta: dict) -> str:
         text += (f"; schedule lag p99 {r['value']:.1f} ms > {r['limit']:g} ms: "
                  + lag_cause(meta))
     return text
+
+
+def _cap_warning(c: dict, moved: list[dict]) -> str:
+    r = moved[0]
+    return (f"schedule lag p99 {r['value']:.1f} ms > {r['limit']:g} ms: "
+            + late_sends.cap_text(c))
 
 
 def per_process(records: list[dict], meta: dict, lim: dict) -> Optional[list[dict]]:
@@ -217,16 +239,24 @@ def saturation(records: list[dict], meta: dict, slo: Optional[dict]) -> dict:
     fig, lim = figures(records, meta), limits(slo)
     procs = per_process(records, meta, lim)
     reasons = judge(fig, lim) if procs is None else [r for p in procs for r in p["reasons"]]
-    h, moved = host(meta), []
-    if h is not None and h["busy"] and not any(r["rule"] == "cpu_fraction" for r in reasons):
-        moved = [r for r in reasons if r["rule"] == "schedule_lag_ms_p99"]   # the host's doing
+    h, moved, by_cap = host(meta), [], []
+    cap = late_sends.held_by_cap(records, meta, lim["schedule_lag_ms_p99"])
+    lagged = [r for r in reasons if r["rule"] == "schedule_lag_ms_p99"]
+    if cap is not None and cap["explains"] and lagged:   # the cap held them: a known cause
+        by_cap, reasons = lagged, [r for r in reasons if r["rule"] != "schedule_lag_ms_p99"]
+    elif h is not None and h["busy"] and not any(r["rule"] == "cpu_fraction" for r in reasons):
+        moved = lagged                                   # the host's doing
         reasons = [r for r in reasons if r["rule"] != "schedule_lag_ms_p99"]
     warnings = [warning(r) + (f" ({lag_cause(meta)})" if r["rule"] == "schedule_lag_ms_p99"
                               and procs is None else "") for r in reasons]
+    if by_cap:
+        warnings.insert(0, _cap_warning(cap, by_cap))
     if h is not None and h["busy"]:
         warnings.insert(0, _host_warning(h, moved, meta))
     out = {"saturated": bool(reasons), "reasons": reasons, "warnings": warnings,
-           "figures": fig, "limits": lim, "host": _host_block(h, moved)}
+           "figures": fig, "limits": lim, "host": _host_block(h, moved),
+           "in_flight_cap": ({**cap, "explains_rules": [r["rule"] for r in by_cap]}
+                             if cap is not None else None)}
     if procs is not None:
         out["processes"] = procs
     return out

@@ -271,7 +271,8 @@ def verdict(records: list[dict], meta: dict) -> dict:
         from analysis.metrics.saturation import lag_cause   # (it imports this module)
         _check(checks, reasons, "p99_schedule_lag_ms", lag is not None and lag <= lim, lag, lim,
                f"p99 schedule lag {_fmt(lag)} ms > {lim} ms: requests were sent later than "
-               f"scheduled, so the offered load was not the scheduled one; {lag_cause(meta)}")
+               f"scheduled, so the offered load was not the scheduled one; "
+               f"{lag_cause(meta, records, lim)}")
         cpu = client_cpu(meta)
         if cpu is None:
             notes.append("client CPU not recorded: saturation not checked")

@@ -6,7 +6,9 @@
 
 ``other_cpus``: CPUs' worth of work done by *other* processes during the calibration = the host's
 busy jiffies (user + system + irq, steal excluded) over the interval, as CPUs, minus this
-process's own CPU time over the same interval. ``steal_fraction``: the hypervisor's steal share of
+process's own CPU time over the same interval, minus ``server_cpus`` when the snapshots carry
+the managed server's CPU time (a run's target.server: its process tree, the system under test,
+never counted as another process: "the managed server used 1.1 CPUs; other processes 0.0"). ``steal_fraction``: the hypervisor's steal share of
 all jiffies. ``spread``: (p90 - p10) / median of one figure's repeat times (robust to one outlier).
 A calibration is "busy" when others used more than a quarter of the CPUs, steal exceeded 5 %, or
 a figure's spread exceeded 15 %; the 1-minute load average is recorded and shown but is not a
@@ -48,11 +50,36 @@ def _loadavg() -> Optional[tuple[float, float, float]]:
         return None
 
 
+def tree_cpu_s(pid: Optional[int]) -> Optional[float]:
+    """CPU seconds (user + system) of process ``pid`` and its descendants now alive, plus the
+    children it already reaped; None when there is no such process (or no psutil)."""
+    if not pid:
+        return None
+    try:
+        import psutil
+        root = psutil.Process(pid)
+        t = root.cpu_times()
+        total = t.user + t.system + getattr(t, "children_user", 0.0) + \
+            getattr(t, "children_system", 0.0)
+        for c in root.children(recursive=True):
+            try:
+                ct = c.cpu_times()
+                total += ct.user + ct.system
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        return total
+    except Exception:                # gone, no access, no psutil: the reading decides nothing
+        return None
+
+
 def snapshot(read_stat: Callable[[], Optional[tuple]] = read_proc_stat,
-             loadavg: Callable[[], Optional[tuple]] = _loadavg) -> dict:
-    """One reading: wall time, /proc/stat jiffies, this process's CPU seconds, load average."""
+             loadavg: Callable[[], Optional[tuple]] = _loadavg,
+             server_cpu: Optional[Callable[[], Optional[float]]] = None) -> dict:
+    """One reading: wall time, /proc/stat jiffies, this process's CPU seconds, load average;
+    with ``server_cpu`` (the managed server's tree_cpu_s) also the server's CPU seconds."""
     return {"t": time.monotonic(), "stat": read_stat(), "own_cpu_s": time.process_time(),
-            "loadavg": loadavg(), "ncpu": os.cpu_count()}
+            "loadavg": loadavg(), "ncpu": os.cpu_count(),
+            "server_cpu_s": server_cpu() if server_cpu is not None else None}
 
 
 def between(a: dict, b: dict) -> dict:
@@ -67,7 +94,12 @@ def between(a: dict, b: dict) -> dict:
         busy_cpus = (total - idle - steal) / total * ncpu
         wall = b["t"] - a["t"]
         own = (b["own_cpu_s"] - a["own_cpu_s"]) / wall if wall > 0 else 0.0
-        out["other_cpus"] = round(max(0.0, busy_cpus - own), 2)
+        sa_s, sb_s = a.get("server_cpu_s"), b.get("server_cpu_s")
+        server = None
+        if sa_s is not None and sb_s is not None and wall > 0:   # the system under test
+            server = max(0.0, (sb_s - sa_s) / wall)
+            out["server_cpus"] = round(server, 2)
+        out["other_cpus"] = round(max(0.0, busy_cpus - own - (server or 0.0)), 2)
         out["steal_fraction"] = round(steal / total, 4)
     return out
 
@@ -86,7 +118,9 @@ def assess(load: dict, spreads: dict) -> dict:
     reasons = []
     ncpu, other = load.get("ncpu"), load.get("other_cpus")
     if other is not None and ncpu and other > OTHER_CPU_SHARE * ncpu:
-        reasons.append(f"other processes used {other:.1f} of {ncpu} CPUs")
+        server = load.get("server_cpus")
+        reasons.append(f"other processes used {other:.1f} of {ncpu} CPUs" + (
+            f" (the managed server's {server:.1f} CPUs not counted)" if server is not None else ""))
     steal = load.get("steal_fraction")
     if steal is not None and steal > STEAL_FRACTION:
         reasons.append(f"steal {steal:.0%}")
@@ -109,11 +143,12 @@ def assess(load: dict, spreads: dict) -> dict:
             "label": f"measured (busy host: {', '.join(parts)})"}
 
 
-def over_run(start: dict) -> dict:
+def over_run(start: dict, server_cpu: Optional[Callable[[], Optional[float]]] = None) -> dict:
     """The host's load from ``start`` (a snapshot() taken when the measured phase began) to now:
     between()'s figures with assess()'s ``busy`` and ``reasons`` (no repeat spreads: a run has
     none). meta.json ``host_load``; analysis.metrics.saturation tells a busy host from a
-    saturated client with it."""
-    load = between(start, snapshot())
+    saturated client with it. ``server_cpu`` (the reader ``start`` was taken with): the managed
+    server's CPU, ``server_cpus``, apart from ``other_cpus``."""
+    load = between(start, snapshot(server_cpu=server_cpu))
     judged = assess(load, {})
     return {**load, "busy": judged["busy"], "reasons": judged["reasons"]}

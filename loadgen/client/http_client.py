@@ -42,6 +42,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
+from loadgen.client import accuracy
 from loadgen.client.aiohttp_transport import AiohttpTransport
 from loadgen.client.load_monitor import gc_hold, gc_release
 from loadgen.client.request import ENDPOINTS, Shape, base_body, endpoint_path, finish, with_headers
@@ -255,4 +256,6 @@ class Client:
         elif rec.sent_at_ns is not None:
             rec.attempts = 1
         finish(rec, tally, spec.prompt_tokens)
+        if spec.expected is not None:       # a regex answer: matched off this loop, bounded
+            await accuracy.settle_async(rec, tally)
         return rec

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 import gevent
 from gevent.event import Event
 
-from loadgen.client import request
+from loadgen.client import accuracy, request
 from loadgen.client.balance import Picker
 from loadgen.client.hangup import HangupRule
 from loadgen.client.retry import Attempts, RetryPolicy
@@ -175,10 +175,11 @@ class RequestSource(SliceSender):
                 hangup = self.hangups.of(rec.id, rec.phase) if self.hangups else None
                 att = Attempts(self.retry, rec) if self.retry is not None else None
                 hdrs = request.with_headers(self.shape.headers, headers)
+                tally = None
                 try:
                     while True:
-                        user.send(url, hdrs, data, a.stream, rec,
-                                  self.shape.tally(want_text, expected), a.timeout_s,
+                        tally = self.shape.tally(want_text, expected)
+                        user.send(url, hdrs, data, a.stream, rec, tally, a.timeout_s,
                                   self.limits, hangup)
                         wait = att.after(rec, now_ns()) if att is not None else None
                         if wait is None:
@@ -192,6 +193,8 @@ class RequestSource(SliceSender):
                         att.close(rec)
                     elif rec.sent_at_ns is not None:
                         rec.attempts = 1
+                if expected is not None:     # a regex answer: on gevent's thread pool, bounded
+                    accuracy.settle_gevent(rec, tally)
         except gevent.GreenletExit:
             self.cancel(rec, "the run was interrupted before the request ended")
             raise

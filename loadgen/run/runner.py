@@ -231,10 +231,17 @@ class Run:
         (meta.json ``host_load``: a busy host told from a saturated client, issue 29 item 12)."""
         self.power.mark(what)
         await self.scraper.mark(what)
+        server = self._server_cpu()     # target.server: the system under test, counted apart
         if what == "measure_start":
-            self.host_at_t0 = host_load.snapshot()
+            self.host_at_t0 = host_load.snapshot(server_cpu=server)
         elif getattr(self, "host_at_t0", None) is not None:
-            self.host_load = host_load.over_run(self.host_at_t0)
+            self.host_load = host_load.over_run(self.host_at_t0, server_cpu=server)
+
+    def _server_cpu(self):
+        """The managed server's CPU-seconds reader (its process tree), or None (no target.server)."""
+        proc = getattr(self.server, "proc", None) if self.server is not None else None
+        pid = getattr(proc, "pid", None)
+        return (lambda: host_load.tree_cpu_s(pid)) if pid else None
 
     def _turn_spec(self, turn, k: int, messages: list, session, i: int) -> RequestSpec:
         """One turn of a session: the conversation so far, the answer's text kept for the next."""

@@ -9,7 +9,7 @@
            ─► loadgen.client.accuracy.grade ─► Record.correct
 
 ``Expected`` is a plain tuple (kind, value): kind "exact" (value: str), "regex" (a pattern,
-compiled here once to refuse a bad one), "choices" (a tuple of accepted strings). A row without
+compiled here once with RE2 to refuse a bad one or one RE2 cannot match in linear time), "choices" (a tuple of accepted strings). A row without
 ``expected``, or with a bad one, is one ScenarioError naming FILE:LINE (the CLI: one line, exit 2).
 Pure: numpy and the standard library; nothing here runs on the stamping path.
 """
@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from loadgen.scenario.limits import MAX_FILE_ROWS, MAX_SEED
+from loadgen.scenario.pattern import compile_pattern
 from loadgen.scenario.strict import ScenarioError, Strict
 from loadgen.scenario.trace import _messages, jsonl_objects, positive_int, prompt_text
 
@@ -85,11 +86,15 @@ def expected_of(row: dict, where: str) -> Expected:
         return Expected(kind, tuple(_text(c, f"expected.choices[{i}]", where)
                                     for i, c in enumerate(v)))
     v = _text(v, f"expected.{kind}", where)
-    if kind == "regex":
+    if kind == "regex":             # RE2 (linear time) is what grades it: refuse what it can't
         try:
             re.compile(v)
         except re.error as err:
             raise ScenarioError(f"{where}: expected.regex: not a valid pattern ({err})") from None
+        try:
+            compile_pattern(v)
+        except ValueError as err:
+            raise ScenarioError(f"{where}: expected.regex: {err}") from None
     return Expected(kind, v)
 
 
@@ -110,8 +115,7 @@ def read_dataset_file(path: str) -> list[Item]:
     if not p.is_file():
         raise ScenarioError(f"workload.dataset.path: {path}: no such file")
     out: list[Item] = []
-    for where, row in jsonl_objects(p):
-        where = where.replace("workload.path:", "workload.dataset.path:", 1)
+    for where, row in jsonl_objects(p, "workload.dataset.path"):
         if not isinstance(row, dict):
             raise ScenarioError(f"{where}: not a JSON object")
         if ("prompt" in row) == ("messages" in row):
@@ -152,7 +156,7 @@ def describe_check(d: Dataset) -> dict:
     """meta.json ``accuracy``: that a check ran, on what, by which rule."""
     return {"dataset": d.label(), "builtin": d.builtin, "path": d.path, "seed": d.seed,
             "rule": "after the stream: exact = the answer's text, trimmed, equals the expected "
-                    "string; regex = re.search finds the pattern in the answer; choices = the "
+                    "string; regex = RE2 finds the pattern in the answer; choices = the "
                     "trimmed answer equals one of them; a failed request, or one cut short "
                     "(finish_reason length) whose text could still become right, is not "
                     "checkable (correct null)"}

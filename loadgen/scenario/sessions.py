@@ -26,7 +26,10 @@ import numpy as np
 
 from loadgen.scenario.limits import MAX_PROMPT_CHARS
 from loadgen.scenario.strict import ScenarioError
-from loadgen.scenario.trace import _finite, _no_constant, _short
+from loadgen.scenario.trace import (_SURROGATE_ESCAPE, _finite, _no_constant, _short,
+                                    no_lone_surrogate)
+
+MAX_JSON_FILE_BYTES = 1 << 30   # a ShareGPT file is one JSON value, read whole: refused above
 
 
 @dataclass(frozen=True)
@@ -55,8 +58,15 @@ def draw_seconds(d, rng: np.random.Generator) -> float:
 def _conversations(path: Path) -> Iterator[tuple[str, object]]:
     """("workload.path: FILE:LINE", element) for each element of the file's top-level JSON list,
     LINE being where the element starts. Not UTF-8, not JSON (NaN and Infinity included) or not
-    a list: a ScenarioError naming the line."""
+    a list, or a text with a lone surrogate: a ScenarioError naming the line; a file over
+    MAX_JSON_FILE_BYTES: one naming the file, before it is read."""
+    size = path.stat().st_size
+    if size > MAX_JSON_FILE_BYTES:               # refused unread: the file is one JSON value
+        raise ScenarioError(f"workload.path: {path}: {size:,} bytes, more than "
+                            f"{MAX_JSON_FILE_BYTES:,} (a ShareGPT file is read whole; "
+                            "docs/limits.md)")
     raw = path.read_bytes()
+    surrogates = _SURROGATE_ESCAPE.search(raw) is not None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -88,7 +98,10 @@ def _conversations(path: Path) -> Iterator[tuple[str, object]]:
             raise bad(e.pos, f"not valid JSON ({e.msg})") from None
         except (ValueError, RecursionError) as e:
             raise bad(pos, f"not valid JSON ({e})") from None
-        yield where(pos), obj
+        at = where(pos)
+        if surrogates:
+            no_lone_surrogate(obj, at)
+        yield at, obj
         pos = ws.match(text, end).end()
         if text.startswith("]", pos):
             if text[ws.match(text, pos + 1).end():]:

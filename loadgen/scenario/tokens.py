@@ -63,6 +63,9 @@ class ByteCounter:
         return text[:n]
 
 
+MAX_TOKENIZER_BYTES = 1 << 30   # a tokenizer.json is read whole (real ones: a few to ~30 MB)
+
+
 class TokenizerCounter:
     exact = True
 
@@ -73,6 +76,10 @@ class TokenizerCounter:
             p = p / "tokenizer.json"
         if not p.is_file():
             raise ScenarioError(f"workload.tokenizer: {path}: no such tokenizer.json")
+        size = p.stat().st_size
+        if size > MAX_TOKENIZER_BYTES:          # read whole by the library: refused unread
+            raise ScenarioError(f"workload.tokenizer: {p}: {size:,} bytes, more than "
+                                f"{MAX_TOKENIZER_BYTES:,} (docs/limits.md)")
         try:
             self.tok = Tokenizer.from_file(str(p))
         except Exception as e:  # the tokenizers library raises a plain Exception

@@ -21,19 +21,22 @@ relative to the first row sent. Pure: no I/O beyond reading the file; no clock.
 
 Every line is checked before the run (``workload.path: FILE:LINE: field: problem``, exit 2): UTF-8, JSON without
 NaN/Infinity, a finite timestamp in [0, 1e14] ms, lengths in [1, 1,048,576] tokens, hash ids
-non-negative integers, text fields strings; a replay longer than 7 days is refused.
+non-negative integers, text fields strings with no lone surrogate (JSON "\\ud800" unpaired); a line
+longer than MAX_LINE_BYTES is refused before it is read whole; a replay longer than 7 days is refused.
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
 import numpy as np
 
-from loadgen.scenario.limits import MAX_DURATION_S, MAX_FILE_ROWS, MAX_PROMPT_CHARS, MAX_TOKENS
+from loadgen.scenario.limits import (MAX_DURATION_S, MAX_FILE_ROWS, MAX_LINE_BYTES,
+                                    MAX_PROMPT_CHARS, MAX_TOKENS)
 from loadgen.scenario.strict import ScenarioError
 
 NS = 1_000_000_000
@@ -127,13 +130,50 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def jsonl_objects(path: str | Path) -> Iterator[tuple[str, object]]:
-    """("workload.path: FILE:LINE", the parsed line) for every non-blank line; a line that is not
-    UTF-8 or not JSON (NaN, Infinity and numbers beyond a float's range included) is a
-    ScenarioError naming it: ``workload.path: FILE:LINE: problem``."""
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")   # \ud800..\udfff: JSON's only way to one
+
+
+def no_lone_surrogate(obj, where: str, at: str = "") -> None:
+    """A ScenarioError naming the field when a text (or key) of ``obj`` holds a lone UTF-16
+    surrogate (JSON "\\ud800" unpaired): no request body can carry it as UTF-8."""
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ScenarioError(f"{where}: {at or 'text'}: not valid Unicode (a lone surrogate "
+                                f"\\u{ord(obj[e.start]):04x} at character {e.start + 1})") from None
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            no_lone_surrogate(v, where, f"{at}[{i}]")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            no_lone_surrogate(k, where, f"{at}.{k!r} (a key)".lstrip("."))
+            no_lone_surrogate(v, where, f"{at}.{k}" if at else k)
+
+
+def bounded_lines(f, where_of) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw line) of a binary file, each read at most MAX_LINE_BYTES (+1) bytes at
+    a time: a longer line is a ScenarioError before the rest of it is read."""
+    no = 0
+    while True:
+        raw = f.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        no += 1
+        if len(raw) > MAX_LINE_BYTES and not (len(raw) == MAX_LINE_BYTES + 1 and raw.endswith(b"\n")):
+            raise ScenarioError(f"{where_of(no)}: line longer than {MAX_LINE_BYTES:,} bytes "
+                                "(docs/limits.md)")
+        yield no, raw
+
+
+def jsonl_objects(path: str | Path, key: str = "workload.path") -> Iterator[tuple[str, object]]:
+    """("KEY: FILE:LINE", the parsed line) for every non-blank line; a line that is not
+    UTF-8 or not JSON (NaN, Infinity and numbers beyond a float's range included), longer than
+    MAX_LINE_BYTES, or with a lone surrogate in a text is a ScenarioError naming it:
+    ``KEY: FILE:LINE: problem`` (KEY: workload.path, or workload.dataset.path)."""
     with open(path, "rb") as f:
-        for no, raw in enumerate(f, 1):
-            where = f"workload.path: {path}:{no}"
+        for no, raw in bounded_lines(f, lambda n: f"{key}: {path}:{n}"):
+            where = f"{key}: {path}:{no}"
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -147,6 +187,8 @@ def jsonl_objects(path: str | Path) -> Iterator[tuple[str, object]]:
                 raise ScenarioError(f"{where}: not valid JSON ({e.msg})") from None
             except (ValueError, RecursionError) as e:
                 raise ScenarioError(f"{where}: not valid JSON ({e})") from None
+            if _SURROGATE_ESCAPE.search(raw):
+                no_lone_surrogate(obj, where)
             yield where, obj
 
 

@@ -70,7 +70,7 @@ def byte_level(info: Optional[dict]) -> bool:
 
 def prompt_tokens(text: str, counter, byte_server: bool) -> int:
     """One prompt in the server's tokens, by the rule in the module doc (no chat template)."""
-    n_bytes = len(text.encode("utf-8"))
+    n_bytes = len(text.encode("utf-8", "surrogatepass"))   # files refuse lone surrogates at load
     if byte_server:
         return n_bytes
     n = counter.count(text)
