@@ -9,7 +9,8 @@
             ─► render.render_md, render.render_html ─► output.write_pages: report.md/.html
                written whole or not at all (a failed write: report.error.txt, StorageError)
 
-Sections: headline, verdict, client health, latency percentiles, plots (HTML only), failures,
+Sections: headline, verdict, client health, latency percentiles, plots (HTML only), accuracy,
+cost, prefix cache, client hang-ups, retries, audio (each only when the run had it), failures,
 token-count provenance, energy, roofline, the 11 comparison conditions and the reproducibility
 manifest. Every figure carries its
 evidence status; a missing figure says why.
@@ -33,6 +34,8 @@ from analysis.report.render import Block, fmt, missing, render_html, render_md
 from analysis.report.workloads import workload_blocks
 from analysis.report.cost_accuracy import accuracy_blocks, cost_blocks
 from analysis.report.served import prefix_blocks
+from analysis.report.audio import audio_blocks
+from analysis.report.hangups import aborted_blocks, counts, retry_blocks
 
 __all__ = ["build_sections", "write_report", "write_any", "render_md", "render_html", "fmt"]
 
@@ -78,9 +81,7 @@ def _headline(s: dict) -> list[Block]:
         ["goodput (req/s meeting the SLOs)",
          fmt(s["goodput"], 3) if s["goodput"] is not None else "n/a (no SLO configured)",
          "measured"],
-        ["completed / failed / cancelled",
-         f"{s['requests_completed']} / {s['requests_failed']} / {s['requests_cancelled']}",
-         "measured"],
+        [*counts(s), "measured"],          # "/ aborted" when the client hung up on some
         ["duration (s)", fmt(s["duration_s"], 3), "measured"],
         ["verdict", "VALID" if v["valid"] else "INVALID", "calculated"],
     ]
@@ -223,6 +224,7 @@ def build_sections(run_dir: str | Path, with_plots: bool = True,
     blocks += workload_blocks(s) + _plots(records, s, run_dir, with_plots)
     blocks += accuracy_blocks(s) + cost_blocks(s)        # workload.dataset, cost (issue 30)
     blocks += prefix_blocks(s, meta)                     # prefix cache (issue 31): hits vs misses
+    blocks += aborted_blocks(s) + retry_blocks(s) + audio_blocks(s)   # load.cancel, api.retry, audio
     blocks += _failures(s) + _tokens(s) + _energy(s) + _server_metrics(run_dir)
     blocks += conditions.roofline_blocks(s.get("roofline"))   # frozen spec (run_roofline)
     rows = [[c["item"], c["value"], c["evidence"]]
