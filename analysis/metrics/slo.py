@@ -231,7 +231,9 @@ def verdict(records: list[dict], meta: dict) -> dict:
     dur = m.duration_s(m.window(records))
     min_dur = float(meta.get("min_duration_s") or 0.0)
     _check(checks, reasons, "min_duration_s", dur is not None and dur >= min_dur, dur, min_dur,
-           f"duration {_fmt(dur)} s < min_duration_s {min_dur}")
+           f"duration {_fmt(dur)} s < min_duration_s {min_dur}" if dur is not None else
+           f"no measured window (no measured request was sent and ended), so no duration to "
+           f"hold against min_duration_s {min_dur:g}")
     min_q = int(meta.get("min_queries") or 0)
     _check(checks, reasons, "min_queries", len(done) >= min_q, len(done), min_q,
            f"{len(done)} completed requests < min_queries {min_q}")

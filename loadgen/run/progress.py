@@ -23,6 +23,7 @@ from rich.table import Table
 from analysis.report.cost_accuracy import accuracy_line, cost_line
 from analysis.report.served import prefix_line, run_meta, spec_line
 from analysis.report.audio import audio_line
+from analysis.text import one_line
 from analysis.report.hangups import aborted_line, retry_line
 
 
@@ -59,7 +60,7 @@ class RunProgress:
         """A finding the user must see before the numbers (it also lands in summary.json)."""
         self.warnings.append(text)
         if self.enabled:
-            self.console.print(f"[yellow]warning:[/] {escape(text)}", highlight=False)
+            self.console.print(f"[yellow]warning:[/] {escape(one_line(text))}", highlight=False)
 
     @property
     def in_flight(self) -> int:
@@ -187,7 +188,7 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
                 "keep-alive connection failed before the server saw them")
     for w in list(summary.get("warnings") or []) + list(
             (summary.get("client") or {}).get("warnings") or []):
-        c.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+        c.print(f"[yellow]warning:[/] {escape(one_line(w))}", highlight=False)
     line = roofline_line(summary, run_dir)
     if line:
         c.print(line, highlight=False)
@@ -196,7 +197,7 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
         head = "[bold green]VALID[/]" if v.get("valid") else "[bold red]INVALID[/]"
         c.print(f"verdict: {head}")
         for r in v.get("reasons") or []:
-            c.print(f"  - {r}")
+            c.print(f"  - {escape(one_line(r))}", highlight=False)
 
 
 def embeddings_line(summary: dict) -> Optional[str]:
