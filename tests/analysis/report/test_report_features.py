@@ -94,3 +94,19 @@ def test_audio_without_a_completed_request_says_why(tmp_path):
     md, con = _report(tmp_path, recs, server_meta())
     assert "| RTFx (audio s transcribed per wall s, whole run) | n/a: no completed request with audio |" in md
     assert "audio: RTFx n/a: no completed request with audio" in con
+
+
+def test_a_run_without_tpot_data_draws_no_empty_legend():
+    """#38: one-token answers have no TPOT: its panel says "no data" and draws no legend (matplotlib
+    warned "No artists with labels found to put in legend")."""
+    import warnings
+
+    from analysis.report import plots
+    if not plots.available():
+        return
+    recs = [rec(i, sched=50 * i, sent=50 * i, chunks=[[50 * i + 20, 1]]) for i in range(10)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        png, _ = plots.cdf_png(recs, False, None)
+    assert png is not None
+    assert not [w for w in caught if "legend" in str(w.message)], [str(w.message) for w in caught]
