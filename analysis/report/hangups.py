@@ -36,7 +36,11 @@ def _after(c: dict) -> str:
     if a.get("leaked") is None:
         return missing(a.get("reason"), "not checked")
     state = "LEAKED: the server kept slots" if a["leaked"] else "freed"
-    return f"{num(a.get('value'))} running ({a.get('metric')}) after {num(a.get('waited_s'))} s: {state}"
+    return f"{_g(a.get('value'))} running ({a.get('metric')}) after {_g(a.get('waited_s'))} s: {state}"
+
+
+def _g(x) -> str:
+    return "n/a" if x is None else f"{x:g}"
 
 
 def aborted_blocks(s: dict) -> list[Block]:
