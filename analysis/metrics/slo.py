@@ -266,14 +266,19 @@ def verdict(records: list[dict], meta: dict) -> dict:
         ok = sent is not None and sched is not None and sent >= frac * sched
         _check(checks, reasons, "send_rate", ok, sent,
                None if sched is None else frac * sched,
-               f"achieved send rate {_fmt(sent)}/s < {frac} × scheduled {_fmt(sched)}/s")
+               f"achieved send rate {_fmt(sent)}/s < {frac} × scheduled {_fmt(sched)}/s"
+               if sent is not None and sched is not None else
+               "send rate not checked: " + ("fewer than two measured sends at distinct times"
+                                            if sent is None else "no scheduled rate is known"))
         tab, meas, _, _ = m.selections(records)
         lag = m.percentile(timing.per_record(tab)["schedule_lag_ms"][meas], 99)
         lim = float(slo["max_schedule_lag_ms"])
         from analysis.metrics.saturation import lag_cause   # (it imports this module)
         _check(checks, reasons, "p99_schedule_lag_ms", lag is not None and lag <= lim, lag, lim,
                f"p99 schedule lag {_fmt(lag)} ms > {lim} ms: requests were sent later than "
-               f"scheduled, so the offered load was not the scheduled one; {lag_cause(meta)}")
+               f"scheduled, so the offered load was not the scheduled one; {lag_cause(meta)}"
+               if lag is not None else "p99 schedule lag: no data (no measured request was "
+               "both scheduled and sent)")
         cpu = client_cpu(meta)
         if cpu is None:
             notes.append("client CPU not recorded: saturation not checked")

@@ -87,3 +87,12 @@ def test_a_tiny_price_is_never_shown_as_zero_dollars():
 
 def test_a_free_price_is_zero_dollars():
     assert "$0/M output tok" in cost_line({"cost": _cost(0.0)})
+
+
+def test_a_server_run_that_sent_nothing_names_no_none_either():
+    recs = [rec(0, sched=0, sent=None, status="cancelled", error_kind="cancelled")]
+    v = verdict(recs, server_meta(scheduled_rate=None))
+    text = "; ".join(v["reasons"])
+    assert "n/a" not in text and "None" not in text, text
+    assert "send rate not checked: fewer than two measured sends at distinct times" in text
+    assert "p99 schedule lag: no data" in text
