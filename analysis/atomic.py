@@ -1,6 +1,7 @@
 """The one way a run file is written after the load: whole, or not at all.
 
-    text / bytes ─► write_text / write_bytes(path, data)
+    text / bytes ─► write_text / write_bytes(path, data); write_all([(path, data), ...]): all
+        temps first, then the renames, so a failed write replaces none of them
         temp file in the same directory ─► write ─► flush ─► fsync ─► os.replace(temp, path)
         a reader (or a crash, a full disk, a file-size limit) sees the old file or the new one,
         never a torn one; on failure the temp file is removed and StorageError is raised
@@ -18,7 +19,6 @@ import errno
 import os
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 STORAGE_ERRNOS = frozenset(getattr(errno, n) for n in (
     "ENOSPC", "EDQUOT", "EIO", "EROFS", "EFBIG", "EACCES", "EPERM") if hasattr(errno, n))
@@ -38,25 +38,37 @@ def why(e: BaseException) -> str:
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
     """``data`` into ``path`` atomically (module docstring); StorageError naming ``path``."""
-    p = Path(path)
-    tmp: Optional[str] = None
+    return write_all([(path, data)])[0]
+
+
+def write_all(files: list[tuple[str | Path, bytes]]) -> list[Path]:
+    """Several files as one: every temp file written and fsync'd first, then each renamed into
+    place; when any write fails, none of them is replaced (all temps removed) and StorageError
+    names the file that failed."""
+    done: list[tuple[str, Path]] = []          # (temp, final) written whole
+    p = Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-        tmp = None
+        for path, data in files:
+            p = Path(path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+            done.append((tmp, p))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        while done:
+            tmp, p = done[0]
+            os.replace(tmp, p)
+            done.pop(0)
     except OSError as e:
         raise StorageError(e.errno, f"{p}: could not be written ({why(e)})") from None
     finally:
-        if tmp is not None:
+        for tmp, _ in done:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
-    return p
+    return [Path(path) for path, _ in files]
 
 
 def write_text(path: str | Path, text: str) -> Path:

@@ -1,9 +1,10 @@
 """Report files on disk: each written whole or not at all, a failure said once and kept.
 
     blocks ─► render_md / render_html ─► write_pages(dir, blocks, stem)
-        ─► dir/STEM.md, dir/STEM.html through analysis.atomic.write_text (temp + fsync + replace)
-    a write that fails (ENOSPC, EFBIG, EIO, ...) ─► no partial file (the temp is removed; an older
-        report stays as it was) ─► dir/report.error.txt with the reason (itself atomic; skipped
+        ─► dir/STEM.md, dir/STEM.html through analysis.atomic.write_all (both temps written and
+            fsync'd, then both renamed: the two files are the new pair or the old one)
+    a write that fails (ENOSPC, EFBIG, EIO, ...) ─► no partial file (the temps are removed; an
+        older report stays as it was, both files) ─► dir/report.error.txt with the reason (itself atomic; skipped
         when even that cannot be written) ─► StorageError, one line naming the file, the cause
         and the command that writes the report again (`loadgen report DIR`); the CLI prints it
         and exits 1. The run's records, meta.json and summary.json are untouched.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from analysis.atomic import StorageError, why, write_bytes, write_text
+from analysis.atomic import StorageError, why, write_all, write_bytes, write_text
 from analysis.report.render import Block, render_html, render_md
 
 ERROR_FILE = "report.error.txt"
@@ -44,9 +45,8 @@ def write_pages(d: str | Path, blocks: list[Block], stem: str = "report",
     d = Path(d)
     md, page = d / f"{stem}.md", d / f"{stem}.html"
     md_text, html_text = render_md(blocks), render_html(blocks, title=title)
-    try:
-        write_text(md, md_text)
-        write_text(page, html_text)
+    try:                                        # both or neither (analysis.atomic.write_all)
+        write_all([(md, md_text.encode("utf-8")), (page, html_text.encode("utf-8"))])
     except OSError as e:
         raise failed(d, e) from None
     if stem == "report":

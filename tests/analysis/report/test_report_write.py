@@ -61,12 +61,14 @@ def test_loadgen_report_on_a_full_disk_leaves_no_torn_report(tmp_path):
     assert (d / "summary.json").is_file() and (d / "records.jsonl").is_file()   # the data stays
 
 
-def test_write_report_on_a_full_disk_keeps_report_md_whole_and_no_html(tmp_path):
+def test_write_report_on_a_full_disk_replaces_neither_file(tmp_path):
     """write_report (what the run's end and `loadgen report` call), without plots; the limit between report.md's and
-    report.html's sizes (worked out here first), so report.md is written whole and report.html
-    not at all; summary.json was written before the limit (the report fails, not the summary)."""
+    report.html's sizes (worked out here first), so report.md could be written and report.html
+    not: neither replaces the older report (both or neither); summary.json was written before
+    the limit (the report fails, not the summary)."""
     d = _run_dir(tmp_path)
     write_summary(d)
+    (d / "report.md").write_text("older report\n")
     blocks = build_sections(d, with_plots=False)[0]
     md, page = len(render_md(blocks).encode()), len(render_html(blocks).encode())
     assert md + 512 < page
@@ -83,7 +85,7 @@ def test_write_report_on_a_full_disk_keeps_report_md_whole_and_no_html(tmp_path)
     assert "report.html: could not be written (File too large)" in out.stdout
     assert f"`loadgen report {d}`" in out.stdout
     _no_torn_report(d)
-    assert len((d / "report.md").read_bytes()) == md              # the other file: whole
+    assert (d / "report.md").read_text() == "older report\n"      # not a new md beside no html
 
 
 def test_loadgen_run_on_a_full_disk_for_the_report_exits_1_not_valid(calib_server, tmp_path):
