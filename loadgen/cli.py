@@ -38,8 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _error(msg: str) -> None:
+    """THE one-line error: secrets redacted, then made one line (analysis.text.one_line: a model
+    name or a server's text with a newline or an escape sequence cannot break it; bounded)."""
+    from analysis.text import one_line
     from loadgen.redact import redact
-    print(f"loadgen: error: {redact(msg)}", file=sys.stderr)
+    print(f"loadgen: error: {one_line(redact(str(msg)))}", file=sys.stderr)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

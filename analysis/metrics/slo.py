@@ -231,7 +231,9 @@ def verdict(records: list[dict], meta: dict) -> dict:
     dur = m.duration_s(m.window(records))
     min_dur = float(meta.get("min_duration_s") or 0.0)
     _check(checks, reasons, "min_duration_s", dur is not None and dur >= min_dur, dur, min_dur,
-           f"duration {_fmt(dur)} s < min_duration_s {min_dur}")
+           f"duration {_fmt(dur)} s < min_duration_s {min_dur}" if dur is not None else
+           f"no measured window (no measured request was sent and ended), so no duration to "
+           f"hold against min_duration_s {min_dur:g}")
     min_q = int(meta.get("min_queries") or 0)
     _check(checks, reasons, "min_queries", len(done) >= min_q, len(done), min_q,
            f"{len(done)} completed requests < min_queries {min_q}")
@@ -264,7 +266,10 @@ def verdict(records: list[dict], meta: dict) -> dict:
         ok = sent is not None and sched is not None and sent >= frac * sched
         _check(checks, reasons, "send_rate", ok, sent,
                None if sched is None else frac * sched,
-               f"achieved send rate {_fmt(sent)}/s < {frac} × scheduled {_fmt(sched)}/s")
+               f"achieved send rate {_fmt(sent)}/s < {frac} × scheduled {_fmt(sched)}/s"
+               if sent is not None and sched is not None else
+               "send rate not checked: " + ("fewer than two measured sends at distinct times"
+                                            if sent is None else "no scheduled rate is known"))
         tab, meas, _, _ = m.selections(records)
         lag = m.percentile(timing.per_record(tab)["schedule_lag_ms"][meas], 99)
         lim = float(slo["max_schedule_lag_ms"])
@@ -272,7 +277,9 @@ def verdict(records: list[dict], meta: dict) -> dict:
         _check(checks, reasons, "p99_schedule_lag_ms", lag is not None and lag <= lim, lag, lim,
                f"p99 schedule lag {_fmt(lag)} ms > {lim} ms: requests were sent later than "
                f"scheduled, so the offered load was not the scheduled one; "
-               f"{lag_cause(meta, records, lim)}")
+               f"{lag_cause(meta, records, lim)}"
+               if lag is not None else "p99 schedule lag: no data (no measured request was "
+               "both scheduled and sent)")
         cpu = client_cpu(meta)
         if cpu is None:
             notes.append("client CPU not recorded: saturation not checked")

@@ -13,10 +13,10 @@ counted apart in ``requests_cancelled``. Every figure here is client-side and "m
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Optional
 
+from analysis.atomic import write_text
 from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut
 from analysis.contract.records import read_records
 from analysis.contract.rundir import read_json, read_rows
@@ -253,13 +253,7 @@ def store_summary(run_dir: str | Path, meta: Optional[dict] = None,
     not at all, so a Ctrl-C while summarising leaves the run for ``loadgen report DIR``."""
     out = Summary.dump(_finite(summarize_run(run_dir, meta)))
     path = Path(run_dir) / name
-    tmp = path.with_name(f".{name}.tmp")
-    try:
-        tmp.write_text(json.dumps(out, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_text(path, json.dumps(out, indent=2, allow_nan=False) + "\n")   # analysis.atomic
     return out
 
 

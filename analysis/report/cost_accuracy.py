@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from analysis.report.render import Block, fmt
+from analysis.report.render import Block, fmt, num
 
 COST_ROWS = (("usd_per_million_output_tokens", "$ / million output tokens (all-in)"),
              ("usd_per_million_input_tokens", "$ / million input tokens"),
@@ -18,8 +18,17 @@ COST_ROWS = (("usd_per_million_output_tokens", "$ / million output tokens (all-i
              ("energy_usd_per_million_output_tokens", "energy $ / million output tokens"))
 
 
-def _money(x: Optional[float]) -> str:
-    return "n/a" if x is None else f"${x:,.4g}"
+def _money(x: Optional[float], c: Optional[dict] = None, key: str = "") -> str:
+    """Dollars with 4 significant digits ($0.001234, $12.35, $1.000e-320), never a misleading
+    $0: a figure that came out exactly 0 from a price above 0 (it underflowed the float range,
+    e.g. usd_per_hour 1e-320) is written "> $0 (...)"."""
+    if x is None:
+        return "n/a"
+    price = ((c or {}).get("inputs") or {}).get("usd_per_kwh" if key.startswith("energy")
+                                                 else "usd_per_hour")
+    if x == 0 and isinstance(price, (int, float)) and price > 0:
+        return f"> $0 (below the float range: price {num(price)})"
+    return f"${num(x)}"
 
 
 def accuracy_text(a: dict) -> str:
@@ -53,8 +62,8 @@ def cost_blocks(s: dict) -> list[Block]:
     if not c:
         return []
     how = c.get("how") or {}
-    rows = [[label, _money(c.get(key)), how.get(key, "")] for key, label in COST_ROWS]
-    rows.append(["cost of the measured window", _money(c.get("window_usd")),
+    rows = [[label, _money(c.get(key), c, key), how.get(key, "")] for key, label in COST_ROWS]
+    rows.append(["cost of the measured window", _money(c.get("window_usd"), c, "window_usd"),
                  "window × usd_per_hour × accelerators"])
     return [("h", "Cost"), ("table", ["figure", "value", "how"], rows)]
 
@@ -70,7 +79,10 @@ def cost_line(s: dict) -> Optional[str]:
         return None
     def per_m(key: str, what: str) -> str:
         v = c.get(key)
-        return "n/a" if v is None else f"{_money(v)}/M {what}"
+        if v is None:
+            return "n/a"
+        head, _, why = _money(v, c, key).partition(" (")      # "> $0 (why)": why after /M
+        return f"{head}/M {what}" + (f" ({why}" if why else "")
     return (f"cost: {per_m('usd_per_million_output_tokens', 'output tok')} (all-in)   at SLO "
             f"{per_m('usd_per_million_tokens_at_slo', 'output tok')}   energy "
             f"{per_m('energy_usd_per_million_output_tokens', 'output tok')}")

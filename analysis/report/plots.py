@@ -49,6 +49,13 @@ def encode(fig, plt) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def legend(ax, **kw) -> None:
+    """The axes' legend, only when something on them has a label (an empty one is no legend,
+    and matplotlib warns "No artists with labels found to put in legend")."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kw)
+
+
 CDF_POINTS = 4000   # a CDF drawn through at most this many of its points (every one below)
 
 
@@ -117,7 +124,7 @@ def cdf_png(records: list[dict], from_scheduled: bool,
         ax.set_xlabel("ms")
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower right")
+        legend(ax, fontsize=8, loc="lower right")      # none on a "no data" panel
     axes[0].set_ylabel("fraction of requests (ITL: of tokens)")
     return encode(fig, plt), ("TTFT, TPOT and ITL distributions (CDF; dotted p50, dashed p99; "
                               "measured, client-side)")
@@ -180,7 +187,7 @@ def timeline_png(records: list[dict], from_scheduled: bool) -> tuple[Optional[st
     ax.set_xlabel("s since first send")
     ax.set_title("latency of each request vs its send time [measured]")
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
+    legend(ax, loc="upper left", fontsize=8)
     note = "per-request latency vs send time (measured, client-side)"
     if pick.size < xs.size or bad_pick.size < bad.size:
         note += (f"; {pick.size:,} of {xs.size:,} completed requests drawn (the slowest "
@@ -227,7 +234,7 @@ def timeseries_png(series: dict, power_asked: bool = True) -> tuple[Optional[str
             w = [np.nan if v is None else v for v in p["watts"]]
             a3.plot(t, w, color=COLORS[i % len(COLORS)], marker=".",
                     label=f"{p['label']} ({p['scope']}) [{p['evidence']}]")
-        a3.legend(fontsize=8, loc="upper left")
+        legend(a3, fontsize=8, loc="upper left")
         a3.set_title("power, mean per bin")
     else:
         a3.text(0.5, 0.5, "power unmeasured: no power samples in power.jsonl", ha="center",

@@ -106,5 +106,5 @@ def write_frontier_png(sweep_dir: str | Path) -> Optional[Path]:
                           title=f"{d.name}: throughput vs interactivity")
     if png is None:
         return None
-    (d / "frontier.png").write_bytes(png)
-    return d / "frontier.png"
+    from analysis.report.output import write_file       # whole or not at all
+    return write_file(d, "frontier.png", png)

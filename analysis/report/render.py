@@ -9,6 +9,7 @@ external resource is referenced: the HTML opens offline, from a file or a mail a
 from __future__ import annotations
 
 import html
+import math
 from typing import Any, Optional
 
 Block = tuple
@@ -32,14 +33,40 @@ def pair(d: dict, key: str) -> str:
 
 
 def fmt(x: Any, digits: int = 2) -> str:
-    """A figure for a table: floats rounded, None as 'n/a'."""
+    """A figure for a table: floats rounded to ``digits`` decimals, None as 'n/a'. A float that
+    rounding would show as 0 (1e-05 with 2 digits) or that is huge (>= 1e15) is written with
+    significant digits instead ("1.0e-05"): never a misleading 0."""
     if x is None:
         return "n/a"
     if isinstance(x, bool):
         return str(x)
     if isinstance(x, float):
+        if math.isfinite(x) and x != 0 and (abs(x) < 0.5 * 10.0 ** -digits or abs(x) >= 1e15):
+            return f"{x:.{max(digits - 1, 1)}e}"
         return f"{x:.{digits}f}"
     return str(x)
+
+
+def num(x: Any, sig: int = 4) -> str:
+    """A number with ``sig`` significant digits, for a figure whose scale is unknown (money,
+    ratios): 0.01234, 12.35, 12,346; below 1e-3 or from 1e15 up in scientific notation
+    (1.000e-320); exactly 0 as "0"; None as "n/a". Never a misleading 0."""
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool) or isinstance(x, int):
+        return f"{x:,}" if not isinstance(x, bool) else str(x)
+    x = float(x)
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(x)))
+    if mag < -3 or mag >= 15:
+        return f"{x:.{sig - 1}e}"
+    s = f"{x:,.{max(sig - 1 - mag, 0)}f}"
+    if mag >= 0 and len(s.replace(",", "").lstrip("-").split(".")[0]) > mag + 1:
+        s = f"{x:,.{max(sig - 2 - mag, 0)}f}"   # 9.9996 rounded up to 10.000: one decimal fewer
+    return s
 
 
 def missing(reason: Any, what: str = "not measured") -> str:

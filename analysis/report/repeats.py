@@ -2,13 +2,14 @@
 
     repeat.json {"runs", "rule", "figures": {name: {mean, std, ci95_low, ci95_high, n}}, ...}
         ─► blocks(): one row per headline figure (mean, 95 % CI, std, n) + each run's verdict
-        ─► render.render_md / render_html
+        ─► output.write_pages (render.render_md / render_html; whole or not at all)
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.report.render import Block, fmt, render_html, render_md
+from analysis.report.output import write_pages
+from analysis.report.render import Block, fmt
 
 
 def blocks(rep: dict) -> list[Block]:
@@ -25,7 +26,4 @@ def blocks(rep: dict) -> list[Block]:
 
 
 def write_repeat_report(parent: str | Path, rep: dict) -> None:
-    d = Path(parent)
-    b = blocks(rep)
-    (d / "report.md").write_text(render_md(b))
-    (d / "report.html").write_text(render_html(b, title=f"loadgen repeats — {rep.get('scenario', '')}"))
+    write_pages(Path(parent), blocks(rep), title=f"loadgen repeats — {rep.get('scenario', '')}")

@@ -6,9 +6,11 @@
             ─► sections (headings, tables, figures)
             ─► plots (CDFs; series.run_series per-second throughput, in flight, power)
             ─► conditions.conditions_table / roofline_blocks, manifest.manifest
-            ─► render.render_md, render.render_html
+            ─► render.render_md, render.render_html ─► output.write_pages: report.md/.html
+               written whole or not at all (a failed write: report.error.txt, StorageError)
 
-Sections: headline, verdict, client health, latency percentiles, plots (HTML only), failures,
+Sections: headline, verdict, client health, latency percentiles, plots (HTML only), accuracy,
+cost, prefix cache, client hang-ups, retries, audio (each only when the run had it), failures,
 token-count provenance, energy, roofline, the 11 comparison conditions and the reproducibility
 manifest. Every figure carries its
 evidence status; a missing figure says why.
@@ -19,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from analysis.atomic import write_text
 from analysis.contract.rundir import read_repeat
 from analysis.report import conditions
 from analysis.report import manifest
@@ -26,10 +29,13 @@ from analysis.report import plots
 from analysis.metrics import series
 from analysis.metrics.figures import open_loop
 from analysis.metrics import summary as summary_mod
+from analysis.report.output import write_pages
 from analysis.report.render import Block, fmt, missing, render_html, render_md
 from analysis.report.workloads import workload_blocks
 from analysis.report.cost_accuracy import accuracy_blocks, cost_blocks
 from analysis.report.served import prefix_blocks
+from analysis.report.audio import audio_blocks
+from analysis.report.hangups import aborted_blocks, counts, retry_blocks
 
 __all__ = ["build_sections", "write_report", "write_any", "render_md", "render_html", "fmt"]
 
@@ -75,9 +81,7 @@ def _headline(s: dict) -> list[Block]:
         ["goodput (req/s meeting the SLOs)",
          fmt(s["goodput"], 3) if s["goodput"] is not None else "n/a (no SLO configured)",
          "measured"],
-        ["completed / failed / cancelled",
-         f"{s['requests_completed']} / {s['requests_failed']} / {s['requests_cancelled']}",
-         "measured"],
+        [*counts(s), "measured"],          # "/ aborted" when the client hung up on some
         ["duration (s)", fmt(s["duration_s"], 3), "measured"],
         ["verdict", "VALID" if v["valid"] else "INVALID", "calculated"],
     ]
@@ -220,6 +224,7 @@ def build_sections(run_dir: str | Path, with_plots: bool = True,
     blocks += workload_blocks(s) + _plots(records, s, run_dir, with_plots)
     blocks += accuracy_blocks(s) + cost_blocks(s)        # workload.dataset, cost (issue 30)
     blocks += prefix_blocks(s, meta)                     # prefix cache (issue 31): hits vs misses
+    blocks += aborted_blocks(s) + retry_blocks(s) + audio_blocks(s)   # load.cancel, api.retry, audio
     blocks += _failures(s) + _tokens(s) + _energy(s) + _server_metrics(run_dir)
     blocks += conditions.roofline_blocks(s.get("roofline"))   # frozen spec (run_roofline)
     rows = [[c["item"], c["value"], c["evidence"]]
@@ -266,10 +271,7 @@ def write_report(run_dir: str | Path, with_plots: bool = True, summary: Optional
     build_sections); returns their paths."""
     d = Path(run_dir)
     blocks, _ = build_sections(d, with_plots, summary)
-    md, page = d / f"{stem}.md", d / f"{stem}.html"
-    md.write_text(render_md(blocks), encoding="utf-8")
-    page.write_text(render_html(blocks), encoding="utf-8")
-    return md, page
+    return write_pages(d, blocks, stem)          # whole or not at all (analysis.report.output)
 
 
 def write_any(path: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
@@ -289,7 +291,7 @@ def write_any(path: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
         runs = [Path(r) for r in rep.get("run_dirs") or []]
         fresh = repeat_summary([summary_of(r) for r in runs if (r / "records.jsonl").is_file()])
         rep.update(fresh)                   # from the runs' own summaries, like a run's report
-        (d / "repeat.json").write_text(json.dumps(rep, indent=2, default=str))
+        write_text(d / "repeat.json", json.dumps(rep, indent=2, default=str))
         write_repeat_report(d, rep)
         return d / "report.md", d / "report.html"
     raise ValueError(f"{d}: neither a run directory (records.jsonl), a sweep directory "

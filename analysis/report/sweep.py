@@ -224,7 +224,5 @@ def write_sweep_report(sweep_dir: str | Path, with_plots: bool = True,
     --device` writes beside them); returns their paths."""
     d = Path(sweep_dir)
     blocks = build_sweep_sections(d, with_plots)
-    md, page = d / f"{stem}.md", d / f"{stem}.html"
-    md.write_text(render_md(blocks), encoding="utf-8")
-    page.write_text(render_html(blocks), encoding="utf-8")
-    return md, page
+    from analysis.report.output import write_pages      # whole or not at all
+    return write_pages(d, blocks, stem)

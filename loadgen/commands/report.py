@@ -92,7 +92,8 @@ def _say_verdict(summary: dict) -> None:
     if v.get("valid", True):
         print("verdict: VALID", file=sys.stderr)
     else:
-        print("verdict: INVALID: " + "; ".join(v.get("reasons") or []), file=sys.stderr)
+        from analysis.text import one_line       # a reason quoting a server's text stays one line
+        print("verdict: INVALID: " + one_line("; ".join(v.get("reasons") or [])), file=sys.stderr)
 
 
 def _main(args: argparse.Namespace) -> int:

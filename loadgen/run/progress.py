@@ -3,6 +3,8 @@
     Dispatcher ─► on_send(spec) / on_done(record) ─► counters ─► rich progress bar (TTY only)
     runner ─► warn(text) (probe findings: a rejected field dropped, ...) ─► one line (TTY only)
     summary.json dict ─► summary_table() ─► rich table of key metrics + warnings + the verdict
+        print_summary: + counts (aborted too), the aborted / retried / audio lines
+        (analysis.report.hangups, analysis.report.audio), cost, prefix cache, roofline
     records ─► failure_causes() ─► the most common error kinds, each with a sample message
 
 The live display is off when stderr is not a terminal or with ``--json``; counting still runs
@@ -20,7 +22,9 @@ from rich.table import Table
 
 from analysis.report.cost_accuracy import accuracy_line, cost_line
 from analysis.report.served import prefix_line, run_meta, spec_line
-from loadgen.run import running_after
+from analysis.report.audio import audio_line
+from analysis.text import one_line
+from analysis.report.hangups import aborted_line, retry_line
 
 
 PIPE_WIDTH = 240     # columns when stdout is not a terminal (rich would assume 80 and cut cells)
@@ -56,7 +60,7 @@ class RunProgress:
         """A finding the user must see before the numbers (it also lands in summary.json)."""
         self.warnings.append(text)
         if self.enabled:
-            self.console.print(f"[yellow]warning:[/] {escape(text)}", highlight=False)
+            self.console.print(f"[yellow]warning:[/] {escape(one_line(text))}", highlight=False)
 
     @property
     def in_flight(self) -> int:
@@ -150,9 +154,12 @@ def summary_table(summary: dict, run_dir: str) -> Table:
 def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None) -> None:
     c = console or stdout_console()
     c.print(summary_table(summary, run_dir))
+    aborted = (f"aborted {summary.get('requests_aborted')}  "
+               if summary.get("requests_aborted") else "")
     c.print(f"requests: ok {summary.get('requests_completed')}  failed "
             f"{summary.get('requests_failed')}  cancelled {summary.get('requests_cancelled')}  "
-            f"warm-up {summary.get('requests_warmup')}   duration {_fmt(summary.get('duration_s'), ' s')}")
+            f"{aborted}warm-up {summary.get('requests_warmup')}   duration "
+            f"{_fmt(summary.get('duration_s'), ' s')}", highlight=False)
     c.print(f"throughput: {_fmt(summary.get('request_throughput'), ' req/s')}   output "
             f"{_fmt(summary.get('output_throughput'), ' tok/s')}   goodput "
             f"{_fmt(summary.get('goodput'), ' req/s')}")
@@ -172,16 +179,16 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
     if energy:
         c.print(f"energy: {energy.get('status')}" + (f" ({energy.get('reason')})"
                                                       if energy.get("reason") else ""))
-    line = running_after.console_line(summary)     # load.cancel / api.retry
-    if line:
-        c.print(line, highlight=False)
+    for line in (aborted_line(summary), retry_line(summary), audio_line(summary)):
+        if line:                                   # load.cancel, api.retry, transcriptions
+            c.print(line, highlight=False, markup=False)
     retried = summary.get("requests_retried")
     if retried:
         c.print(f"retried: {retried} request(s) sent again on a fresh connection after a stale "
                 "keep-alive connection failed before the server saw them")
     for w in list(summary.get("warnings") or []) + list(
             (summary.get("client") or {}).get("warnings") or []):
-        c.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+        c.print(f"[yellow]warning:[/] {escape(one_line(w))}", highlight=False)
     line = roofline_line(summary, run_dir)
     if line:
         c.print(line, highlight=False)
@@ -190,7 +197,7 @@ def print_summary(summary: dict, run_dir: str, console: Optional[Console] = None
         head = "[bold green]VALID[/]" if v.get("valid") else "[bold red]INVALID[/]"
         c.print(f"verdict: {head}")
         for r in v.get("reasons") or []:
-            c.print(f"  - {r}")
+            c.print(f"  - {escape(one_line(r))}", highlight=False)
 
 
 def embeddings_line(summary: dict) -> Optional[str]:

@@ -19,6 +19,7 @@ from typing import Callable
 from analysis.contract.rundir import read_summary
 from analysis.metrics.repeats import repeat_summary
 from analysis.report.repeats import write_repeat_report
+from loadgen.run.storage import atomic_write_text
 from loadgen.scenario.model import Scenario, ScenarioError
 
 
@@ -47,7 +48,7 @@ def run_repeats(sc: Scenario, n: int, run_one: Callable) -> tuple[Path, list, di
     rep["scenario"] = sc.name
     rep["interrupted"] = any(r.interrupted for r in results)
     parent.mkdir(parents=True, exist_ok=True)
-    (parent / "repeat.json").write_text(json.dumps(rep, indent=2, default=str))
+    atomic_write_text(parent / "repeat.json", json.dumps(rep, indent=2, default=str))
     write_repeat_report(parent, rep)
     return parent, results, rep
 
@@ -71,5 +72,5 @@ def sweep_repeats(sc: Scenario, n: int, run_sweep_fn: Callable) -> tuple[Path, d
     rep = {"sweeps": n, "sweep_dirs": dirs, "scenario": sc.name,
            "points": [{"value": v, **repeat_summary(ss)} for v, ss in sorted(by_value.items())]}
     base.mkdir(parents=True, exist_ok=True)
-    (base / "repeat.json").write_text(json.dumps(rep, indent=2, default=str))
+    atomic_write_text(base / "repeat.json", json.dumps(rep, indent=2, default=str))
     return base, rep

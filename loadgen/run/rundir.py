@@ -9,7 +9,9 @@
     claim(run_dir): the directory made and flock'd for the run's length (one run at a time: a
         second run of the same output.dir/run_name gets one line, exit 2; the lock dies with
         the process, kill -9 included); a directory that already holds records.jsonl is refused
-        report.md/html  analysis.report.run_report.write_report (output.report: full | text | none)
+        report.md/html  analysis.report.run_report.write_report (output.report: full | text | none),
+                        whole or not at all: a disk that refuses them ─► report.error.txt and
+                        StorageError (one line naming the file; `loadgen report RUN_DIR` redoes it)
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import Optional
 
 from analysis.contract import yaml12
 from loadgen import redact
-from loadgen.run.storage import StorageError, atomic_write_text, check_output_dir
+from loadgen.run.storage import STORAGE_ERRNOS, StorageError, atomic_write_text, check_output_dir
 from loadgen.scenario.model import Scenario, ScenarioError
 
 
@@ -153,10 +155,24 @@ def summarize_dir(run_dir: Path, meta: dict, report: str = "full") -> dict:
         raise StorageError(e.errno, f"{run_dir / 'summary.json'}: could not be written "
                            f"({e.strerror or type(e).__name__})") from None
     if report != "none":
+        from analysis.report import output
         try:  # the report is a convenience; summary.json is the data
             from analysis.report.run_report import write_report
             write_report(run_dir, with_plots=report == "full")
+        except StorageError:   # the disk refused it: report.error.txt written, no torn file
+            raise              # one line (file, cause, `loadgen report RUN_DIR`), exit 1
+        except OSError as e:
+            if e.errno in STORAGE_ERRNOS:
+                raise output.failed(run_dir, e) from None
+            _report_bug(run_dir, e)
         except Exception as e:
-            with contextlib.suppress(OSError):
-                (run_dir / "report.error.txt").write_text(f"{type(e).__name__}: {e}\n")
+            _report_bug(run_dir, e)
     return summary
+
+
+def _report_bug(run_dir: Path, e: BaseException) -> None:
+    """A report that failed for another reason than the disk: report.error.txt says why; the
+    run and its summary stand (the report is a convenience)."""
+    from analysis.report.output import ERROR_FILE
+    with contextlib.suppress(OSError):
+        atomic_write_text(run_dir / ERROR_FILE, f"{type(e).__name__}: {e}\n")

@@ -6,7 +6,7 @@
                                        fails (ENOSPC, EIO, EFBIG...) is cut back to the last whole
                                        line and raises StorageError; every later write refuses
     meta.json, summary.json, sut.json ─► atomic_write_text()   temp file + fsync + os.replace: the
-                                       old file or the new one, never half of one
+                                       old file or the new one, never half of one (analysis.atomic)
     StorageError ─► the CLI prints one line and exits 1 (the run is not complete on disk)
 """
 from __future__ import annotations
@@ -17,24 +17,12 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
+# StorageError, STORAGE_ERRNOS and the atomic write are analysis.atomic's (the one way a run
+# file is written whole); loadgen's own files go through atomic_write_text (secrets redacted)
+from analysis.atomic import STORAGE_ERRNOS, StorageError, write_text  # noqa: F401
+from analysis.atomic import why as _why
 from loadgen.redact import redact
-
 from loadgen.scenario.strict import ScenarioError
-
-# errors that say the disk, not loadgen, failed (the CLI shows them as one line)
-STORAGE_ERRNOS = frozenset(getattr(errno, n) for n in (
-    "ENOSPC", "EDQUOT", "EIO", "EROFS", "EFBIG", "EACCES", "EPERM") if hasattr(errno, n))
-
-
-class StorageError(OSError):
-    """A run file could not be written; ``str()`` is one line for the user."""
-
-    def __str__(self) -> str:                  # StorageError(errno, message) or (message)
-        return str(self.strerror or (self.args[0] if self.args else "storage error"))
-
-
-def _why(e: OSError) -> str:
-    return e.strerror or type(e).__name__
 
 
 def check_output_dir(path: str | Path) -> Path:
@@ -56,27 +44,10 @@ def check_output_dir(path: str | Path) -> Path:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file in the same directory and os.replace, so a
-    reader (or a crash, or a full disk) sees the old file or the new one, never a torn one."""
-    p = Path(path)
-    text = redact(text)                     # no secret reaches a run file, whatever echoed it
-    tmp: Optional[str] = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-        tmp = None
-    except OSError as e:
-        raise StorageError(e.errno, f"{p}: could not be written ({_why(e)})") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    """Write ``text`` to ``path`` through a temp file in the same directory, fsync and os.replace
+    (analysis.atomic.write_text), so a reader (or a crash, or a full disk) sees the old file or
+    the new one, never a torn one; StorageError when the disk fails."""
+    write_text(path, redact(text))      # no secret reaches a run file, whatever echoed it
 
 
 class LineWriter:

@@ -34,6 +34,7 @@ from loadgen.run.cache_hygiene import hygiene, reset_prefix_cache, sent_count
 from loadgen.run.calibration import refreeze_after_shared_server
 from loadgen.run.meta import write_meta
 from loadgen.run.rundir import summarize_dir
+from loadgen.run.storage import atomic_write_text
 from loadgen.run.sweep_search import concurrency_search
 from loadgen.scenario.model import Scenario, ScenarioError
 
@@ -109,9 +110,9 @@ class Sweep:
         out = {"fingerprint": self.fp, "scenario": self.sc.name, "param": self.spec.param,
                "mode": self.sc.load.mode, "points": self.points, "search": self.search,
                "rule": "a point passes when its verdict is VALID"}
-        (self.dir / "sweep.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+        atomic_write_text(self.dir / "sweep.json", json.dumps(out, indent=2, default=str) + "\n")
         fr = {**frontier(self.points, self.spec.param), "slo": self.slo}
-        (self.dir / "frontier.json").write_text(json.dumps(fr, indent=2, default=str) + "\n")
+        atomic_write_text(self.dir / "frontier.json", json.dumps(fr, indent=2, default=str) + "\n")
         return out
 
     def point(self, value: float, of: str = "") -> dict:
