@@ -3,6 +3,8 @@
     loadgen [--version] COMMAND ...
         run SCENARIO [--set k.path=v ...] [--json]   loadgen/commands/run.py ─► runner.py
             [--procs N|auto]                        (N sender processes: run/procs/)
+            [--dry-run]                             = validate
+        validate SCENARIO [--set ...] [--json]       loadgen/commands/validate.py: the plan, nothing sent
         sweep SCENARIO                               loadgen/commands/sweep.py ─► sweep.py
         report RUN_DIR                               loadgen/commands/report.py ─► analysis/
         serve | kernel | calibrate                   loadgen/commands/{serve,kernel,calibrate}.py
@@ -23,7 +25,7 @@ from typing import Optional
 from loadgen import __version__
 from loadgen.scenario.model import ScenarioError
 
-COMMANDS = ("run", "sweep", "report", "compare", "serve", "kernel", "calibrate")
+COMMANDS = ("run", "validate", "sweep", "report", "compare", "serve", "kernel", "calibrate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,6 +7,7 @@ tests/analysis/contract/test_export.py checks that the committed files equal thi
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -60,11 +61,20 @@ def export(out_dir: str | Path) -> list[Path]:
     return paths
 
 
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m analysis.contract.export",
+        description="Write the JSON Schema of every run-directory file (meta, sut, server, "
+                    "summary, device, record) into OUT_DIR; the committed copies are docs/schema.")
+    p.add_argument("out_dir", metavar="OUT_DIR", help="directory to write the *.json schemas into "
+                   "(created if missing), e.g. docs/schema")
+    return p
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m analysis.contract.export OUT_DIR", file=sys.stderr)
-        return 2
-    for p in export(argv[0]):
+    """--help exits 0 and writes nothing; a missing or extra argument: argparse's error, exit 2."""
+    args = build_parser().parse_args(argv)
+    for p in export(args.out_dir):
         print(p)
     return 0
 

@@ -19,7 +19,9 @@ end) × usd_per_hour × accelerators — the accelerators are held the whole win
   usd_per_million_tokens_at_slo   window cost / output tokens of the requests meeting every SLO
                                   limit (goodput) × 1e6: what a million USEFUL tokens cost
   energy_usd_per_million_output_tokens  measured J / output token × 1e6 / 3.6e6 J/kWh ×
-                                  usd_per_kwh (the energy block's window and tokens)
+                                  usd_per_kwh (the energy block's window and tokens); an
+                                  ESTIMATED energy (status "estimated") is not priced: null with
+                                  the reason, as joules_per_output_token (metrics/capacity.py)
 Every missing input (no price, no window, no tokens, no SLO, energy unmeasured) gives null with
 its reason in ``how``; never a default price. Pure: no I/O.
 """
@@ -71,7 +73,8 @@ def cost_block(price: Optional[dict], duration_s: Optional[float], done: list,
     out_tok, in_tok = _sum(done, "output_tokens"), _sum(done, "prompt_tokens")
     slo_tok = _sum(goodput_recs, "output_tokens") if goodput_recs is not None else None
     energy = energy or {}
-    jpt = energy.get("j_per_output_token")
+    estimated = energy.get("status") == "estimated"      # never priced (as capacity.py's J/tok)
+    jpt = None if estimated else energy.get("j_per_output_token")
     how: dict[str, str] = {}
     no_time = ("null: no usd_per_hour in the scenario's cost block" if hourly is None else
                "null: no measurement window (no measured request was sent and ended)"
@@ -103,6 +106,9 @@ def cost_block(price: Optional[dict], duration_s: Optional[float], done: list,
     figs["energy_usd_per_million_output_tokens"] = energy_usd_per_million(jpt, kwh)
     how["energy_usd_per_million_output_tokens"] = (
         "null: no usd_per_kwh in the scenario's cost block" if kwh is None else
+        "null: energy estimated, not measured: an estimate is not priced (as "
+        "joules_per_output_token)" + (f" ({energy['reason']})" if energy.get("reason") else "")
+        if estimated else
         f"null: energy {energy.get('status') or 'unmeasured'}"
         + (f" ({energy['reason']})" if energy.get("reason") else "") if jpt is None else
         f"{jpt:.6g} J/output token (energy block, {energy.get('status')}) × 1e6 ÷ 3.6e6 J/kWh "
@@ -111,7 +117,8 @@ def cost_block(price: Optional[dict], duration_s: Optional[float], done: list,
             "inputs": {"usd_per_hour": hourly, "usd_per_kwh": kwh, "accelerators": acc,
                        "accelerators_source": price.get("accelerators_source"),
                        "window_s": duration_s, "output_tokens": out_tok, "input_tokens": in_tok,
-                       "goodput_output_tokens": slo_tok, "energy_j": energy.get("energy_j"),
+                       "goodput_output_tokens": slo_tok,
+                       "energy_j": None if estimated else energy.get("energy_j"),
                        "j_per_output_token": jpt}}
 
 

@@ -17,21 +17,30 @@ from pathlib import Path
 from analysis.roofline import calibrate as cal
 
 
+DESCRIPTION = ("Measure this machine's memory bandwidth (a large copy) and matmul rate (fp32, bf16), "
+               "the medians of --repeats runs, and save them as a device spec (evidence: measured) "
+               "that `loadgen kernel` and the roofline of later managed runs on this host use. "
+               "See docs/kernel.md.")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("calibrate", help="measure local memory bandwidth and matmul rate",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=DESCRIPTION)
     add_arguments(p)
     p.set_defaults(func=main)
 
 
 def add_arguments(p) -> None:
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | jax (JAX's default device)")
-    p.add_argument("--out", type=Path, default=cal.DEFAULT_PATH, help=f"default {cal.DEFAULT_PATH}")
+    p.add_argument("--out", type=Path, default=cal.DEFAULT_PATH, help=f"where the spec is saved (default {cal.DEFAULT_PATH})")
     p.add_argument("--copy-mib", type=int, default=None,
                    help="copy buffer size in MiB (default 256 on CPU, 2048 on a GPU)")
-    p.add_argument("--matmul-n", type=int, default=None, help="matmul size n (2048 CPU, 8192 GPU)")
-    p.add_argument("--repeats", type=int, default=10)
-    p.add_argument("--dtypes", default="fp32,bf16")
+    p.add_argument("--matmul-n", type=int, default=None, help="matmul size n: an n x n product, 2n^3 FLOPs (default 2048 on CPU, "
+                        "8192 on a GPU)")
+    p.add_argument("--repeats", type=int, default=10,
+                   help="timed runs per figure after one warm-up; the median is kept (default 10)")
+    p.add_argument("--dtypes", default="fp32,bf16",
+                   help="matmul precisions, a comma list of fp32, bf16 (default fp32,bf16)")
 
 
 def main(args) -> int:
@@ -84,6 +93,6 @@ def _fail(msg: str) -> int:
 
 
 if __name__ == "__main__":
-    _p = argparse.ArgumentParser(prog="loadgen calibrate")
+    _p = argparse.ArgumentParser(prog="loadgen calibrate", description=DESCRIPTION)
     add_arguments(_p)
     sys.exit(main(_p.parse_args()))

@@ -38,39 +38,56 @@ def _csv_list(kind):
     return parse
 
 
+DESCRIPTION = ("Time the common kernel Y = ReLU(XW + b) (X: M x K, W: K x N) on every framework path "
+               "found here and place each row under a roofline (the `loadgen calibrate` spec, "
+               "else the catalogue device); or, with --model, time one decode step's GEMVs "
+               "against the engine's measured TPOT. See docs/kernel.md.")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("kernel", help="time Y = ReLU(XW + b) across frameworks (seed protocol)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=DESCRIPTION)
     add_arguments(p)
     p.set_defaults(func=main)
 
 
 def add_arguments(p) -> None:
     p.add_argument("--paths", type=_csv_list(str), default=list(harness.PATHS),
-                   help=f"comma list from {','.join(harness.PATHS)}")
-    p.add_argument("--dtypes", type=_csv_list(str), default=["fp32", "bf16"])
-    p.add_argument("-M", "--m", dest="ms", type=_csv_list(int), default=[128, 1])
-    p.add_argument("-K", "--k", dest="k", type=int, default=1024)
-    p.add_argument("-N", "--n", dest="n", type=int, default=1024)
+                   help=f"framework paths to time, a comma list from {','.join(harness.PATHS)} "
+                        "(default: all; a framework not installed gives an \"unavailable\" row)")
+    p.add_argument("--dtypes", type=_csv_list(str), default=["fp32", "bf16"],
+                   help="precisions, a comma list of fp32, bf16 (default fp32,bf16)")
+    p.add_argument("-M", "--m", dest="ms", type=_csv_list(int), default=[128, 1],
+                   help="rows of X (the batch), a comma list (default 128,1)")
+    p.add_argument("-K", "--k", dest="k", type=int, default=1024,
+                   help="columns of X = rows of W (default 1024)")
+    p.add_argument("-N", "--n", dest="n", type=int, default=1024,
+                   help="columns of W and Y (default 1024)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up calls (50; 5 with --model)")
     p.add_argument("--repeats", type=int, default=None, help="timed calls (500; 50 with --model)")
-    p.add_argument("--transfer-repeats", type=int, default=None, help="default: --repeats")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", choices=["auto", "cpu"], default="auto")
+    p.add_argument("--transfer-repeats", type=int, default=None, help="timed calls with the host-device transfers (default: --repeats)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--device", choices=["auto", "cpu"], default="auto",
+                   help="auto: each framework's default device (a GPU when present); cpu: the "
+                        "CPU only (default auto)")
     p.add_argument("--calibration", type=Path, default=None,
                    help=f"spec JSON from `loadgen calibrate` (default {DEFAULT_PATH} if present)")
     p.add_argument("--spec", default=None, help=f"catalogue device for every row's roofline: "
                                                 f"{', '.join(devices.CATALOGUE)}")
-    p.add_argument("--csv", type=Path, default=None)
-    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--csv", type=Path, default=None, metavar="PATH",
+                   help="also write the rows as CSV to PATH")
+    p.add_argument("--json", type=Path, default=None, metavar="PATH",
+                   help="also write the rows and the protocol as JSON to PATH")
     p.add_argument("--compare-seed", action="store_true",
                    help="also print the seed's A100 and TPU v5e rows (measured by its authors)")
     p.add_argument("--model", default=None, help="preset name or shape JSON: time one decode step's GEMVs")
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="with --model")
+    p.add_argument("--batch", type=int, default=1,
+                   help="with --model: sequences per decode step, the GEMVs' M (default 1)")
+    p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="with --model: the GEMVs' precision (default fp32)")
     p.add_argument("--context-len", type=int, default=None, help="with --model: positions attended")
     p.add_argument("--run", type=Path, default=None, help="with --model: run dir with the measured TPOT")
-    p.add_argument("--measured-step-ms", type=float, default=None)
+    p.add_argument("--measured-step-ms", type=float, default=None,
+                   help="with --model: the engine's measured step (TPOT) in ms, instead of --run")
 
 
 def _fail(msg: str) -> int:
@@ -291,6 +308,6 @@ def run_model(args, proto, spec_for, spec_note: str) -> int:
 
 
 if __name__ == "__main__":
-    _p = argparse.ArgumentParser(prog="loadgen kernel")
+    _p = argparse.ArgumentParser(prog="loadgen kernel", description=DESCRIPTION)
     add_arguments(_p)
     sys.exit(main(_p.parse_args()))

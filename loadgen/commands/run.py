@@ -39,6 +39,9 @@ def register(subparsers) -> None:
     add_scenario_args(p, scenario_help="scenario YAML file (see scenarios/)",
                       set_help="override one scenario field, e.g. --set load.rate=4 (repeatable)",
                       json_help="no live display; print the summary as one JSON line on stdout")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the scenario and print its plan without sending anything "
+                        "(= loadgen validate)")
     p.add_argument("--fail-on-invalid", action="store_true",
                    help="exit 1 when the verdict is INVALID (for CI); without it an INVALID "
                         "run exits 0")
@@ -92,6 +95,9 @@ def main(args: argparse.Namespace) -> int:
     from loadgen.locust_engine.cli import run_from_cli
     from loadgen.run.engines import check_flags
 
+    if args.dry_run:                     # = loadgen validate (commands/validate.py)
+        from loadgen.commands.validate import show
+        return show(args)
     bad = check_flags(args.engine, args.workers, args.master, args.worker, args.master_host)
     if bad:
         raise ScenarioError(bad)

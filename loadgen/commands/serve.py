@@ -23,9 +23,10 @@ def register(subparsers) -> None:
                     "a load tester against known numbers).")
     p.add_argument("server", choices=SERVERS,
                    help="jax (the built-in JAX engine) or calib (known TTFT/ITL: --ttft-ms, --itl-ms)")
-    p.add_argument("server_args", nargs=argparse.REMAINDER,
-                   help="the server's flags, e.g. --preset small --port 8000 "
-                        "(see `loadgen serve jax --help`, `loadgen serve calib --help`)")
+    rest = p.add_argument("server_args", nargs=argparse.REMAINDER, metavar="FLAGS",
+                          help="the server's own flags, optional, e.g. --preset small --port 8000 "
+                               "(see `loadgen serve jax --help`, `loadgen serve calib --help`)")
+    rest.required = False       # argparse counts a REMAINDER as required: `serve jax` is enough
     p.set_defaults(func=main)
 
 

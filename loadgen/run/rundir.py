@@ -91,7 +91,7 @@ def resolved_yaml(sc: Scenario) -> str:
     for d in ((tree.get("api") or {}).get("headers"), server.get("args"), server.get("env")):
         for k in d or {}:
             if redact.secret_name(k):             # THE rule (loadgen.redact)
-                d[k] = "<redacted>"
+                d[k] = redact.MASK          # [REDACTED], as everywhere
     return redact.redact(yaml12.dump(tree, sort_keys=False))   # and every registered value
     # (yaml12.dump: a string YAML 1.1 or 1.2 would read as something else is quoted)
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 PROBE_PROMPT = "Hello"
 PROBE_TIMEOUT_S = 120.0       # at most; api.timeout_s when shorter
 SNIPPET = 200
+REFUSED = "connection refused (nothing listens there)"   # ready.py waits for the port on this
 # how to stop sending each field loadgen itself adds (the rest come from api.extra_body)
 FIX = {"ignore_eos": "api.ignore_eos: false",
        "stream_options": "api.include_usage: false",
@@ -92,7 +93,7 @@ def connection_cause(e: BaseException, timeout_s: float) -> str:
         os_err = e.os_error
         if isinstance(os_err, ConnectionRefusedError) or getattr(os_err, "errno", None) == \
                 errno.ECONNREFUSED:
-            return "connection refused (nothing listens there)"
+            return REFUSED
         if isinstance(os_err, OSError) and os_err.strerror:
             return os_err.strerror.lower()
         return one_line(e)

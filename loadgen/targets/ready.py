@@ -6,9 +6,14 @@
         GET /health      (target.server.health_path when managed)
                          200 ─► ready │ 5xx ─► not ready: wait │ 4xx ─► no such route: not
                          asked again
-        nothing answers (refused, no such host, timeout) before anything answered
-                         ─► returned at once: probe.check_models says "cannot reach" (a wrong URL
+        connection refused before anything answered (``loadgen serve ... &`` then ``loadgen run``
+                         at once: the port is not bound yet) ─► one line "waiting up to N s
+                            (api.ready_timeout_s) for <url>: connection refused (nothing listens
+                            there yet)", then wait for the port within the same timeout
+        no such host, a timeout, any other error before anything answered
+                         ─► returned at once: probe.check_models says "cannot reach" (a wrong host
                             must not cost the timeout); after an answer: a restart, wait
+        api.ready_timeout_s 0 ─► one look: a refusal is returned at once too
         ─► (the /v1/models answer, the ReadyWait) ─► probe.check_models, probe.probe_request
     probe.probe_request: HTTP 503 ("warming up", queue full) ─► ReadyWait.pause: waits on the
         same deadline (never "went ahead")
@@ -30,7 +35,7 @@ from typing import Callable, Optional, TextIO, Union
 
 import aiohttp
 
-from loadgen.targets.probe import (ProbeError, body_message, fetch_models, one_line,
+from loadgen.targets.probe import (REFUSED, ProbeError, body_message, fetch_models, one_line,
                                   request_headers)
 
 MANAGED_READY_TIMEOUT_S = 600.0     # a managed server may still compile after /health (sweeps)
@@ -130,6 +135,14 @@ class ReadyWait:
         await asyncio.sleep(min(self.pause_s, left))
         self.pause_s = min(self.pause_s * 2, MAX_PAUSE_S)
 
+    def say(self, line: str) -> None:
+        """One plain line on the live line's stream (a closed stderr never stops the run)."""
+        try:
+            self.live.out.write(line + "\n")
+            self.live.out.flush()
+        except (OSError, ValueError):
+            pass
+
     def close(self) -> None:
         self.live.close()
 
@@ -163,8 +176,12 @@ async def wait_ready(base_url: str, api_key: Optional[str], headers: Optional[di
         models = await fetch_models(base, api_key, connect_timeout_s, headers)
         status, reason = models.get("status"), None
         if status is None:
-            if not answered:
+            refused = models.get("cause") == REFUSED
+            if not answered and not (refused and timeout_s > 0):
                 break            # nothing there: check_models names the URL and the cause
+            if not answered and wait.checks == 0:     # the port is not bound yet: say so once
+                wait.say(f"waiting up to {timeout_s:g} s (api.ready_timeout_s) for {base}: "
+                         "connection refused (nothing listens there yet)")
             reason = f"GET /v1/models: {models.get('cause') or models.get('error')}"
         else:
             answered = True

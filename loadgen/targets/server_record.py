@@ -26,14 +26,14 @@ from analysis.contract import SCHEMA_VERSION, ContractError, ServerLife
 from loadgen.scenario.target import ServerSpec
 from servers.vllm.describe import SECRET_WORDS
 from servers.vllm.launcher import Launcher, failure_hints
-from loadgen.redact import redact
+from loadgen.redact import MASK, redact
 
 LIFECYCLE_FILE = "server.json"
 
 
 def redact_env(env: dict) -> dict:
     """``env`` with the values of secret-looking keys (key, token, secret, password) hidden."""
-    return {k: ("<redacted>" if any(w in k.lower() for w in SECRET_WORDS) else v)
+    return {k: (MASK if any(w in k.lower() for w in SECRET_WORDS) else v)
             for k, v in env.items()}
 
 
@@ -41,7 +41,7 @@ def redact_argv(argv: list[str]) -> list[str]:
     argv = list(argv)
     for i in range(1, len(argv)):  # never store a key given on the command line
         if argv[i - 1].startswith("--") and any(w in argv[i - 1].lower() for w in SECRET_WORDS):
-            argv[i] = "<redacted>"
+            argv[i] = MASK
     return argv
 
 

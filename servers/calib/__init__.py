@@ -31,8 +31,10 @@ A request overrides the flags with ``{"calib": {...}}`` in its body. Keys:
   reasoning_tokens           chat: the first N chunks carry ``reasoning_content``
   fault, fault_at, stall_s   see faults.py (fault_at: content chunks before the fault, default 2)
   rate_limit_first, retry_after   the first k attempts of a request (the same body bytes: a hash,
-                             bounded table) answered 429 with ``Retry-After: <retry_after>``
-                             (default "1"); the log entry says ``status: 429``
+                             table bounded to 100,000 bodies) answered 429 with ``Retry-After:
+                             <retry_after>`` (default "1"); the log entry says ``status: 429``;
+                             the count is forgotten when the request is served (a rerun is
+                             limited again) and by POST /calib/reset (a run that gave up)
   close_after                streams answer ``Keep-Alive: timeout=5, max=100`` and then: true: close
                              the socket after the stream (llama.cpp's llama-server); "next": keep it
                              open but drop the next request on it unanswered (a stale keep-alive)

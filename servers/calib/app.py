@@ -8,6 +8,7 @@
     GET  /calib/log[?clear=1]                    per request: arrival_ns, each write [ns, tokens], ...
     GET  /calib/clock[?clear=1]                  lockstep ticks [k, planned_ns, start_ns, end_ns, streams]
     POST /reset_prefix_cache, GET /calib/resets  vLLM's dev-mode reset, counted (sweeps' cache hygiene)
+    POST /calib/reset                            forget every rate_limit_first count (a new run)
 """
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ def make_app(defaults: Optional[dict] = None, log: bool = True,
         resets.append(time.perf_counter_ns())
         return web.json_response({"ok": True})
 
+    async def forget(request: web.Request) -> web.Response:
+        return web.json_response({"forgotten": cal.forget_attempts()})
+
     async def get_resets(request: web.Request) -> web.Response:
         return web.json_response(resets)
 
@@ -66,5 +70,6 @@ def make_app(defaults: Optional[dict] = None, log: bool = True,
     app.router.add_get("/calib/clock", get_clock)
     app.router.add_post("/reset_prefix_cache", reset)
     app.router.add_get("/calib/resets", get_resets)
+    app.router.add_post("/calib/reset", forget)
     app[CALIBRATION] = cal
     return app

@@ -31,7 +31,7 @@ DEFAULTS: dict[str, Any] = dict(ttft_ms=0.0, itl_ms=0.0, role_ms=0.0, tokens=Non
                                 fault=None, fault_at=2, stall_s=30.0, lockstep=False,
                                 close_after=False, answer=None, json="{}", tool_name=None,
                                 rate_limit_first=0, retry_after="1")
-ATTEMPTS_MAX = 100_000      # request bodies whose attempts are counted (rate_limit_first)
+ATTEMPTS_MAX = 100_000      # rate_limit_first: bodies counted at once (~10 MB), oldest forgotten
 
 
 class Calibration:
@@ -51,20 +51,28 @@ class Calibration:
 
     def _rate_limited(self, raw: bytes, c: dict) -> Optional[web.Response]:
         """``rate_limit_first: k``: the first k attempts of a request (the same body bytes)
-        are answered 429 with ``Retry-After: <retry_after>``; the k+1-th is served."""
+        are answered 429 with ``Retry-After: <retry_after>``; the k+1-th is served and the count
+        forgotten, so a rerun of the same bodies is limited again (``forget_attempts``: a run
+        that gave up; at most ATTEMPTS_MAX bodies are counted, the oldest dropped)."""
         k = int(c["rate_limit_first"] or 0)
         if k <= 0:
             return None
         key = hashlib.sha1(raw).digest()
         n = self.attempts.pop(key, 0) + 1
+        if n > k:
+            return None                 # served: forgotten (the same body next time: 429 again)
         self.attempts[key] = n
         while len(self.attempts) > ATTEMPTS_MAX:
             self.attempts.popitem(last=False)
-        if n > k:
-            return None
         return web.json_response({"error": {"message": f"calibration rate limit (attempt {n} of "
                                             f"{k} refused)", "code": 429}}, status=429,
                                  headers={"Retry-After": str(c["retry_after"])})
+
+    def forget_attempts(self) -> int:
+        """POST /calib/reset: forget every rate_limit_first count; how many there were."""
+        n = len(self.attempts)
+        self.attempts.clear()
+        return n
 
     def _entry(self, request: web.Request, body: dict, chat: bool, c: dict, arrival: int,
                tag: str) -> dict:

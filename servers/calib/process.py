@@ -47,6 +47,12 @@ class CalibrationServer(PortServer):
     def clear(self) -> None:
         self.log(clear=True)
 
+    def reset(self) -> int:
+        """POST /calib/reset: forget every ``rate_limit_first`` count; how many there were."""
+        req = urllib.request.Request(f"{self.url}/calib/reset", data=b"", method="POST")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return int(json.loads(r.read())["forgotten"])
+
     def clock(self, clear: bool = False) -> list[dict]:
         """The lockstep decode clocks (GET /calib/clock): per tick [k, planned_ns, start_ns, end_ns, streams]."""
         return self._get("/calib/clock", clear)

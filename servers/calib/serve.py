@@ -40,7 +40,7 @@ def build_parser(prog: str = "servers.calib") -> argparse.ArgumentParser:
                          "batching: every itl_ms one step writes the next chunk of every stream)")
     ap.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     ap.add_argument("--port", type=int, default=8000, help="TCP port, 0 = any free port (default 8000)")
-    ap.add_argument("--no-log", action="store_true", help="keep no per-request log (capacity runs)")
+    ap.add_argument("--no-log", action="store_true", help="keep no per-request log: GET /calib/log stays empty (capacity runs)")
     ap.add_argument("--cpu", type=int, default=None, help="pin the server to this CPU")
     ap.add_argument("--models", default=None,
                     help="comma-separated model ids /v1/models lists (default calib-model); a request "

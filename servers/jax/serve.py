@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prefix-cache", choices=("on", "off"), default="off",
                    help="automatic prefix caching (vLLM's): reuse the K/V of a prompt's cached "
                         "leading blocks; off by default, so the engine's prefill work never depends "
-                        "on what was sent before (docs/jax-server.md)")
+                        "on what was sent before (docs/guide.md)")
     p.add_argument("--prefix-block", type=int, default=16, metavar="N",
                    help="tokens per prefix-cache block (default 16, vLLM's block size)")
     p.add_argument("--prefix-cache-blocks", type=int, default=None, metavar="N",
@@ -66,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8000, help="TCP port, 0 = any free port (default 8000)")
     p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1/*")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic weights (default 0)")
-    p.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
+    p.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="the server's log level on stderr (default info)")
     p.add_argument("--matmul", choices=MATMUL_MODES, default="xla",
                    help="weight matmuls: xla (XLA's dot), ffi (servers/jax/kernels: AVX2 kernel for <= 96 "
                         "rows on XLA's intra-op threads (the CPUs this process may use), built with "

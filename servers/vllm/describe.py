@@ -28,6 +28,7 @@ from servers.vllm.launcher import CPU_SHIM, Launcher, unavailable
 
 GPU_QUERY = "index,name,driver_version,memory.total,uuid"
 SECRET_WORDS = ("key", "token", "secret", "password")    # flags whose values are never stored
+MASK = "[REDACTED]"       # a hidden value, the word loadgen.redact.MASK writes everywhere
 
 
 def _run(argv: list[str], timeout_s: float,
@@ -167,7 +168,7 @@ def describe_server(spec: Any, argv: list[str], base_url: Optional[str],
     """What sut.json records about a managed server: flags, GPUs, and for vLLM its version and
     how it was launched. ``env``: the server's environment (default: loadgen's + spec.env)."""
     env = env if env is not None else {**os.environ, **(getattr(spec, "env", None) or {})}
-    flags = {k: ("<redacted>" if any(w in k.lower() for w in SECRET_WORDS) else v)
+    flags = {k: (MASK if any(w in k.lower() for w in SECRET_WORDS) else v)
              for k, v in parse_flags(argv).items()}
     out: dict[str, Any] = {"kind": spec.kind, "flags": flags,
                            "cuda_visible_devices": env.get("CUDA_VISIBLE_DEVICES"),

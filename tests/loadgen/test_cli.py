@@ -76,7 +76,7 @@ def test_bad_override(tmp_path):
 def test_unreachable_target_is_a_user_error(tmp_path):
     p = tmp_path / "s.yaml"
     p.write_text(yaml.safe_dump({"target": {"url": "http://127.0.0.1:9"},
-                                 "api": {"connect_timeout_s": 2},
+                                 "api": {"connect_timeout_s": 2, "ready_timeout_s": 0},
                                  "load": {"mode": "server", "rate": 1, "num_requests": 1},
                                  "output": {"dir": str(tmp_path)}}))
     line = one_line_error(cli("run", p))

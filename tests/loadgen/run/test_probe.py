@@ -120,7 +120,8 @@ def test_unreachable_target_stops_before_any_request(tmp_path):
     url = f"http://127.0.0.1:{closed_port()}"
     with pytest.raises(ProbeError, match=rf"^target.url: cannot reach {url}/v1/models: "
                                          r"connection refused"):
-        run_scenario(sc(url, tmp_path, api={"model": "m", "connect_timeout_s": 2}))
+        run_scenario(sc(url, tmp_path, api={"model": "m", "connect_timeout_s": 2,
+                                             "ready_timeout_s": 0}))
     assert not (tmp_path / "run" / "records.jsonl").exists()
 
 

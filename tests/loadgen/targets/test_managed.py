@@ -159,7 +159,7 @@ def test_lifecycle_record_of_start_env_and_stop(script, tmp_path):
         lc = json.loads((tmp_path / "server.json").read_text())
         assert lc["status"] == "healthy" and lc["pid"] == srv.proc.pid and lc["stop"] is None
     lc = json.loads((tmp_path / "server.json").read_text())
-    assert lc["env_added"] == {"PYTHONUNBUFFERED": "1", "API_KEY": "<redacted>", "MODE": "x"}
+    assert lc["env_added"] == {"PYTHONUNBUFFERED": "1", "API_KEY": "[REDACTED]", "MODE": "x"}
     assert lc["argv"][-1] == "stubborn" and lc["status"] == "stopped"
     st = lc["stop"]
     assert st["signals_sent"] == ["SIGINT", "SIGTERM", "SIGKILL"] and st["signal"] == "SIGKILL"

@@ -103,7 +103,8 @@ def test_a_server_without_health_is_asked_once_and_not_waited_for():
 
 
 def test_nothing_listening_returns_at_once_for_the_probe_to_name_the_cause():
-    models, w = wait(f"http://127.0.0.1:{closed_port()}", timeout_s=600)
+    # ready_timeout_s 0: one look (a positive timeout waits for the port: test_ready_port.py)
+    models, w = wait(f"http://127.0.0.1:{closed_port()}", timeout_s=0)
     assert models["status"] is None and "refused" in models["cause"] and w.checks == 0
 
 

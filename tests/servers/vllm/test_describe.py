@@ -66,6 +66,6 @@ def test_describe_server_for_command_kind():
                    env={"CUDA_VISIBLE_DEVICES": "1"})
     d = describe_server(s, ["srv", "--port", "5", "--ctx", "8", "--api-key", "sk-x"], None)
     assert d["kind"] == "command"
-    assert d["flags"] == {"port": "5", "ctx": "8", "api-key": "<redacted>"}
+    assert d["flags"] == {"port": "5", "ctx": "8", "api-key": "[REDACTED]"}
     assert d["cuda_visible_devices"] == "1" and "version" not in d
     assert "gpus" in d

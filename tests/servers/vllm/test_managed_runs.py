@@ -109,7 +109,7 @@ def test_managed_vllm_from_a_venv_with_env_and_lifecycle(cpu_venv, tmp_path):
     lc = json.loads((d / "server.json").read_text())
     assert lc["status"] == "stopped" and lc["pid"] == ms["pid"] and not alive(lc["pid"])
     assert lc["env_added"] == {"PYTHONUNBUFFERED": "1", "FAKE_TAG": "from-scenario",
-                               "FAKE_VLLM_RECORD": str(record), "HF_TOKEN": "<redacted>"}
+                               "FAKE_VLLM_RECORD": str(record), "HF_TOKEN": "[REDACTED]"}
     assert lc["argv"] == ms["argv"] and lc["launch"]["shim"]
     assert lc["started_at_unix"] <= lc["healthy_at_unix"] <= lc["stop"]["requested_at_unix"]
     assert lc["stop"]["signals_sent"] == ["SIGINT"] and lc["stop"]["signal"] == "SIGINT"
