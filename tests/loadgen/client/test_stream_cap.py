@@ -85,3 +85,44 @@ async def test_a_real_stream_past_the_cap_on_both_transports(calib_server, trans
     assert rec.chunks_unstamped == events - 8
     assert rec.chunk_output_tokens == 40 == rec.usage_output_tokens
     assert rec.token_count_mismatch is False
+
+
+# ---- the tally's lists: answer text and tool calls kept within kept.MAX_KEPT_CHARS ---------
+def test_kept_text_stops_at_the_budget_and_says_it_was_cut(monkeypatch):
+    from loadgen.client import kept
+    monkeypatch.setattr(kept, "MAX_KEPT_CHARS", 10)
+    tally = StreamTally(want_text=True)
+    for _ in range(25):
+        tally.add_bytes(b'{"choices":[{"index":0,"text":"ab"}]}')
+    assert "".join(tally.text) == "ab" * 5 and tally.kept.cut
+    assert tally.chars == 50                                   # every character still counted
+
+
+def test_endless_new_tool_calls_are_counted_not_kept(monkeypatch):
+    from loadgen.client import kept, structured
+    monkeypatch.setattr(kept, "MAX_KEPT_CHARS", 4 * kept.CALL_COST)
+    check = structured.Checker.of({"tools": [{"type": "function", "function": {"name": "f"}}]})
+    tally = StreamTally(check=check)
+    for i in range(10):                                        # a new call in every chunk
+        tally.add({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": i, "id": f"c{i}", "function": {"name": "f", "arguments": "{}"}}]}}]})
+    assert len(tally.calls) <= 4 and tally.calls_over >= 6 and tally.kept.cut
+    rec = _rec()
+    structured.fill(rec, tally)
+    assert rec.tool_calls == 10 and rec.tool_args_parsed is None
+    assert "not checked" in rec.structured_error
+
+
+@pytest.mark.parametrize("transport", ["wire", "aiohttp"])
+async def test_a_real_answer_past_the_text_budget_keeps_its_start(calib_server, transport,
+                                                                  monkeypatch):
+    from loadgen.client import kept
+    monkeypatch.setattr(kept, "MAX_KEPT_CHARS", 20)            # " tok" per token: 5 kept
+    cfg = ClientConfig(base_url=calib_server.url, model="calib-model",
+                       extra_body={"calib": {"ttft_ms": 0, "itl_ms": 0}})
+    spec = RequestSpec(id=2, phase="measured", prompt=f"kept {transport}", prompt_tokens=3,
+                       max_tokens=40, want_text=True)
+    async with Client(cfg, 2, transport=transport) as client:
+        rec = await client.execute(spec)
+    assert rec.status == "ok" and rec.output_tokens == 40
+    assert rec.output_text == " tok" * 5 and rec.output_chars == 160
