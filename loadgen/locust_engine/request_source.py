@@ -188,8 +188,8 @@ class RequestSource(SliceSender):
                         if wait is None:
                             break
                         gevent.sleep(wait)       # api.retry; a stop (GreenletExit) cancels it
-                        if self.stopped or not att.again(rec, now_ns()):
-                            break                # written as cancelled / aborted in the wait
+                        if rec.id not in self.inflight or not att.again(rec, now_ns()):
+                            break                # written (a stop, the drain) / aborted
                 finally:
                     if i is not None:
                         self.replicas.done(i)
