@@ -7,7 +7,8 @@
     msgspec.json.schema(Record) ─► docs/schema/record.json (analysis.contract.export)
 
 Times are integer nanoseconds of ``time.perf_counter_ns``; null means "did not happen".
-``chunks`` holds every streamed data event as ``[arrival_ns, n_tokens]``; role-only, usage-only
+``chunks`` holds every streamed data event as ``[arrival_ns, n_tokens]`` (up to the stamp cap,
+api.limits.max_chunk_stamps: the rest are counted in ``chunks_unstamped``); role-only, usage-only
 and empty chunks have ``n_tokens == 0``. The first token is the first chunk with ``n_tokens > 0``.
 ``error_kind`` is a string, not a closed set: the kinds below are the ones written today, and a
 newer writer's kind still reads (docs/architecture.md lists each). Reading ignores keys a newer
@@ -62,7 +63,8 @@ class Record(msgspec.Struct, gc=False):
     first_chunk_at_ns: _d(NS, "any data event (role-only included)") = None
     first_token_at_ns: _d(NS, "first chunk with n_tokens > 0") = None
     end_at_ns: _d(NS, "last byte read, or the failure") = None
-    chunks: _d(list[tuple[int, int]], "every data event as [arrival_ns, n_tokens]") = []
+    chunks: _d(list[tuple[int, int]], "every data event as [arrival_ns, n_tokens], up to "
+               "api.limits.max_chunk_stamps (65,536); the rest counted in chunks_unstamped") = []
     status: Literal["ok", "error", "cancelled", "pending", "aborted"] = "pending"
     http_status: Optional[int] = None
     error_kind: _d(Optional[str], "one of: " + ", ".join(ERROR_KINDS + OLD_KINDS)
@@ -89,6 +91,12 @@ class Record(msgspec.Struct, gc=False):
     # wire transport: reads that carried more than one token chunk (every chunk of such a read
     # but the last got that read's stamp, so may be late); None on the aiohttp transport
     coalesced_reads: Optional[int] = None
+    # a stream longer than api.limits.max_chunk_stamps: the chunks past the cap were counted,
+    # not stamped (ITL and chunk gaps come from the kept stamps; every token is in the counts)
+    chunks_unstamped: _d(Optional[int], "data events past the stamp cap, counted but not kept "
+                         "in chunks (null: every one kept)") = None
+    chunks_unstamped_tokens: _d(Optional[int], "output tokens of those events (in "
+                                "chunk_output_tokens)") = None
     # multi-turn sessions (loadgen.run.sessions): which conversation, which turn (1-based)
     session_id: Optional[str] = None
     turn: Optional[int] = None

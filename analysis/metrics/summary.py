@@ -168,6 +168,12 @@ def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] 
     out["warnings"] = list(mm.probe.warnings) if mm.probe else []
     if mm.cache_hygiene and mm.cache_hygiene.warning:   # a sweep point after others (run/sweep)
         out["warnings"].append(mm.cache_hygiene.warning)
+    capped = sum(1 for v in m.field(recs, "chunks_unstamped") if v)
+    if capped:                  # the stamp cap (api.limits.max_chunk_stamps): ITL from what was kept
+        out["warnings"].append(
+            f"{capped} measured request(s) streamed more chunks than api.limits.max_chunk_stamps: "
+            "ITL and chunk gaps use their first stamps only (records' chunks_unstamped counts "
+            "the rest); TTFT, TPOT, E2E and token counts include every chunk")
     out["token_counts"] = m.token_provenance(records)
     out["client"] = client_block(records, meta, slo)
     out["slo"] = slo

@@ -174,8 +174,8 @@ class AiohttpTransport:
         after = getattr(hangup, "after_ms", None)
         if after is None:
             return await self._send(data, headers, rec, tally, hangup)
-        try:
-            async with asyncio.timeout(after / 1e3) as cm:
+        try:                             # from this send, or the first one (api.retry)
+            async with asyncio.timeout(hangup.left_s(now_ns(), now_ns())) as cm:
                 await self._send(data, headers, rec, tally, hangup)
         except TimeoutError:
             if not cm.expired():

@@ -9,9 +9,13 @@
                           parses; at ``after_tokens`` it settles the record ``aborted`` and the
                           driver closes the socket (the asyncio wire driver parses such a
                           request's stream inline, as the gevent driver always does)
-    Hangup.after_ms       the driver arms a timer at the send; when it fires before the answer
-                          ended the exchange fails with kind ``aborted`` (settle.ending: the
-                          record keeps what was received, status ``aborted``)
+    Hangup.after_ms       the driver arms a timer at the send (``left_s``); when it fires before
+                          the answer ended the exchange fails with kind ``aborted`` (settle.ending:
+                          the record keeps what was received, status ``aborted``). Streamed or
+                          not: the timer is the transport's, not the stream step's. With
+                          api.retry the deadline counts from the request's FIRST send
+                          (``since_ns``, set by client.retry.Attempts for every later attempt);
+                          one due inside a retry wait ends the request there, never resent
 
 ``status: "aborted"`` is not the interrupt's ``cancelled`` and not a failure (the verdict does
 not count it: the run asked for it); ``error_kind`` is ``aborted`` and ``error`` says when.
@@ -36,15 +40,26 @@ def _mix(x: int) -> int:
 
 @dataclass(frozen=True)
 class Hangup:
-    """When the client closes one request's stream (exactly one of the two is set)."""
+    """When the client closes one request's stream (exactly one of after_tokens and after_ms
+    is set). ``since_ns``: after_ms counts from this send (the request's first, api.retry);
+    None: from the attempt's own send."""
 
     after_tokens: Optional[int] = None
     after_ms: Optional[float] = None
+    since_ns: Optional[int] = None
+
+    def left_s(self, sent_ns: int, now: int) -> float:
+        """Seconds from ``now`` to the after_ms hang-up of an attempt sent at ``sent_ns``."""
+        start = self.since_ns if self.since_ns is not None else sent_ns
+        return max(self.after_ms / 1e3 - (now - start) / 1e9, 0.0)
 
     def message(self, tokens: Optional[int] = None) -> str:
         if self.after_tokens is not None:
             return (f"load.cancel: the client closed the stream after {tokens or self.after_tokens}"
                     f" output tokens (after_tokens {self.after_tokens})")
+        if self.since_ns is not None:
+            return (f"load.cancel: the client hung up {self.after_ms:g} ms after the first send "
+                    "(api.retry: the deadline counts from the first attempt)")
         return f"load.cancel: the client closed the stream {self.after_ms:g} ms after the send"
 
 

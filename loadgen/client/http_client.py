@@ -227,17 +227,19 @@ class Client:
         tally = self.shape.tally(spec.want_text, spec.expected)
         cfg = self.cfg
         hangup = cfg.cancel.of(spec.id, spec.phase) if cfg.cancel is not None else None
-        att = Attempts(cfg.retry, rec) if cfg.retry is not None else None
+        att = Attempts(cfg.retry, rec, hangup) if cfg.retry is not None else None
         try:
             while True:
-                await self._t.send(data, headers, rec, tally, hangup)
+                await self._t.send(data, headers, rec, tally,
+                                   hangup if att is None else att.hangup)
                 if att is None:
                     break
                 wait = att.after(rec, now_ns())      # api.retry (client/retry.py)
                 if wait is None:
                     break
                 await asyncio.sleep(wait)            # cancelled like a request in flight
-                att.reset(rec)
+                if not att.again(rec, now_ns()):     # load.cancel came in the wait: aborted
+                    break
                 tally = self.shape.tally(spec.want_text, spec.expected)
         except asyncio.CancelledError:
             if att is not None:

@@ -362,7 +362,8 @@ def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> No
             if n:
                 rec.first_token_at_ns = t
                 break
-        rec.chunk_output_tokens = sum(map(_second, chunks))
+        # past the stamp cap (stream_step.MAX_CHUNK_STAMPS) chunks are counted, not kept
+        rec.chunk_output_tokens = sum(map(_second, chunks)) + (rec.chunks_unstamped_tokens or 0)
         answer = getattr(tally, "first_answer", None)   # index into chunks (StreamTally.add)
         if answer is not None and answer < len(chunks):
             rec.first_answer_at_ns = chunks[answer][0]

@@ -34,6 +34,7 @@ from typing import Any, Optional
 
 import msgspec
 
+from loadgen.client.kept import CALL_COST, Budget, KeptText
 from loadgen.client.sse import loads
 
 PATH = "/v1/responses"
@@ -71,7 +72,7 @@ class ResponsesTally:
 
     __slots__ = ("cached_tokens", "prompt_tokens", "completion_tokens", "finish_reason", "chars", "error", "seen",
                  "first_answer", "reasoning_tokens", "text", "want_text",
-                 "calls", "_slot", "check", "continuous", "expected")
+                 "calls", "_slot", "check", "continuous", "expected", "kept", "calls_over")
 
     def __init__(self, want_text: bool = False, check: Optional[Any] = None,
                  expected: Optional[Any] = None) -> None:
@@ -88,8 +89,10 @@ class ResponsesTally:
         self.check = check
         self.expected = expected                       # workload.dataset: graded at finish
         keep = want_text or (check is not None and check.wants_text) or expected is not None
-        self.text: Optional[list] = [] if keep else None
+        self.kept = Budget()                           # text + tool calls kept (kept.py)
+        self.text: Optional[list] = KeptText(self.kept) if keep else None
         self.calls: Optional[list] = None
+        self.calls_over = 0                            # calls past the kept budget (counted)
         self._slot: dict = {}                          # output item id -> its entry in calls
         self.continuous = False                        # no continuous usage in this API
 
@@ -130,7 +133,7 @@ class ResponsesTally:
             return 1
         if kind == "response.function_call_arguments.delta":
             entry = self._call(ev.item_id, None)
-            if ev.delta and ev.delta.__class__ is str:
+            if entry is not None and ev.delta and ev.delta.__class__ is str:
                 entry[2].append(ev.delta)
                 self.chars += len(ev.delta)
             if self.first_answer is None:
@@ -141,8 +144,9 @@ class ResponsesTally:
             if isinstance(item, dict) and item.get("type") == "function_call":
                 entry = self._call(item.get("id") or item.get("call_id"), item)
                 args = item.get("arguments")
-                if kind == "response.output_item.done" and isinstance(args, str) and args:
-                    entry[2][:] = [args]               # the whole arguments: what the call is
+                if (entry is not None and kind == "response.output_item.done"
+                        and isinstance(args, str) and args):
+                    entry[2] = KeptText(self.kept, [args] if self.kept.take(len(args)) else [])
             return 0
         if kind in _TERMINAL:
             resp = ev.response if isinstance(ev.response, dict) else {}
@@ -159,13 +163,17 @@ class ResponsesTally:
             return -1
         return 0
 
-    def _call(self, item_id: Optional[str], item: Optional[dict]) -> list:
+    def _call(self, item_id: Optional[str], item: Optional[dict]) -> Optional[list]:
+        """The entry of call ``item_id``, opened if new; None past the kept budget (counted)."""
         calls = self.calls
         if calls is None:
             calls = self.calls = []
         entry = self._slot.get(item_id)
         if entry is None:
-            entry = self._slot[item_id] = [None, None, []]
+            if not self.kept.take(CALL_COST):
+                self.calls_over += 1
+                return None
+            entry = self._slot[item_id] = [None, None, KeptText(self.kept)]
             calls.append(entry)
         if item is not None:
             entry[0] = item.get("call_id") or entry[0]

@@ -2,14 +2,21 @@
 
     settle.status_failure: 429 ─► error_kind ``rate_limited``; 429/503 with Retry-After ─►
         rec.retry_after_s (``retry_after``: delta-seconds or an HTTP-date, bounded parse)
-    Attempts(policy, rec)       one request's attempts (api.retry on):
-        after(rec) ─► seconds to wait before the next attempt, or None (this one stands)
-        reset(rec)  ─► the record as it was before the first attempt, for the next one
+    Attempts(policy, rec, hangup)   one request's attempts (api.retry on); THE loop of every
+                                    engine (asyncio Client.execute, the Locust request source):
+        send(..., att.hangup)  ─► load.cancel's Hangup for this attempt: after_ms from the FIRST
+                       send (``since_ns``) from the second attempt on
+        after(rec) ─► seconds to wait before the next attempt, or None (this one stands); a
+                       hang-up due inside the wait shortens it to the deadline
+        [sleep(wait)]  asyncio.sleep / gevent.sleep
+        again(rec)  ─► True: the record reset for the next attempt; False: the hang-up came in
+                       the wait, the record is ``aborted`` (never sent again)
         close(rec)  ─► attempts, attempt_log ([http_status, sent_at_ns, end_at_ns, error_kind]
-                       each), sent_at_ns = the FIRST attempt's send
-    asyncio (http_client.Client.execute): await asyncio.sleep(wait); gevent (the Locust
-    request source): gevent.sleep(wait). A stop during the wait (Ctrl-C, drain timeout) cancels
-    it like any request in flight: the record is ``cancelled`` with the attempts so far.
+                       each), sent_at_ns = the FIRST attempt's send; changes nothing in the
+                       Attempts, so an interrupted request's copy can be closed while its
+                       sender still waits (the Locust worker's snapshot)
+    A stop during the wait (Ctrl-C, drain timeout) cancels it like any request in flight: the
+    record is ``cancelled`` with the attempts so far, on every engine.
 
 Latencies of a retried request count from the FIRST attempt's send (``sent_at_ns``): the
 waits are the user's. The stale keep-alive resend (``retries``, ``first_sent_at_ns``) is apart:
@@ -25,6 +32,7 @@ from typing import Any, Optional
 
 import msgspec
 
+from loadgen.client.hangup import Hangup, abort
 from loadgen.record import Record
 
 MAX_RETRY_AFTER_S = 86_400.0          # a Retry-After beyond a day is read as a day
@@ -78,15 +86,26 @@ class RetryPolicy:
 class Attempts:
     """One request's attempts under a RetryPolicy (module doc)."""
 
-    __slots__ = ("policy", "blank", "log", "first_sent", "waited_s", "last_after")
+    __slots__ = ("policy", "blank", "log", "first_sent", "waited_s", "last_after", "first",
+                 "hung")
 
-    def __init__(self, policy: RetryPolicy, rec: Record):
+    def __init__(self, policy: RetryPolicy, rec: Record, hangup: Optional[Hangup] = None):
         self.policy = policy
         self.blank = msgspec.structs.replace(rec, chunks=[])   # the record before any attempt
         self.log: list = []
         self.first_sent: Optional[int] = None
         self.waited_s = 0.0
         self.last_after: Optional[float] = None
+        self.first = hangup                      # load.cancel for this request, or None
+        self.hung = False                        # the hang-up is due inside the current wait
+
+    @property
+    def hangup(self) -> Optional[Hangup]:
+        """load.cancel's Hangup for the next send: after_ms counts from the first send."""
+        h = self.first
+        if h is None or h.after_ms is None or self.first_sent is None:
+            return h
+        return Hangup(h.after_tokens, h.after_ms, self.first_sent)
 
     def after(self, rec: Record, now_ns: int) -> Optional[float]:
         """The attempt in ``rec`` is over: log it; the wait before the next, or None."""
@@ -102,10 +121,24 @@ class Attempts:
             return None
         wait = p.wait_s(len(self.log), rec.retry_after_s)
         start = self.first_sent if self.first_sent is not None else now_ns
-        if (now_ns - start) / 1e9 + wait > p.timeout_s:
+        h = self.hangup
+        if h is not None and h.after_ms is not None and h.left_s(start, now_ns) <= wait:
+            self.hung = True               # load.cancel: the client hangs up in the wait
+            wait = h.left_s(start, now_ns)
+        elif (now_ns - start) / 1e9 + wait > p.timeout_s:
             return None                    # past api.timeout_s from the first send
         self.waited_s += wait
         return wait
+
+    def again(self, rec: Record, now_ns: int) -> bool:
+        """After the wait: True with ``rec`` reset for the next attempt; False when the
+        hang-up was due in it (``rec`` aborted at ``now_ns``, the last attempt's answer kept)."""
+        if self.hung:
+            rec.end_at_ns = None
+            abort(rec, self.hangup.message(), now_ns)
+            return False
+        self.reset(rec)
+        return True
 
     def reset(self, rec: Record) -> None:
         """``rec`` back to its state before the first attempt (a new chunks list)."""
@@ -115,17 +148,19 @@ class Attempts:
         rec.chunks = []
 
     def close(self, rec: Record) -> None:
-        """The request is over (answered, failed for good, or cancelled during a wait)."""
-        if rec.sent_at_ns is None and not self.log:
+        """The request is over (answered, failed for good, aborted, or cancelled during a wait
+        or an attempt): its attempts into ``rec``. Reads the Attempts, never changes them."""
+        log, first = list(self.log), self.first_sent
+        if rec.sent_at_ns is None and not log:
             return
-        if rec.sent_at_ns is not None and (not self.log or self.log[-1][1] != rec.sent_at_ns):
-            self.log.append((rec.http_status, rec.sent_at_ns, rec.end_at_ns,   # cut short
-                             rec.error_kind))
-            if self.first_sent is None:
-                self.first_sent = rec.first_sent_at_ns or rec.sent_at_ns
-        if self.first_sent is not None:
-            rec.sent_at_ns = self.first_sent
-        rec.attempts = max(len(self.log), 1)
-        rec.attempt_log = [list(a) for a in self.log] or None
+        if rec.sent_at_ns is not None and (not log or log[-1][1] != rec.sent_at_ns):
+            log.append((rec.http_status, rec.sent_at_ns, rec.end_at_ns,   # cut short
+                        rec.error_kind))
+            if first is None:
+                first = rec.first_sent_at_ns or rec.sent_at_ns
+        if first is not None:
+            rec.sent_at_ns = first
+        rec.attempts = max(len(log), 1)
+        rec.attempt_log = [list(a) for a in log] or None
         if rec.retry_after_s is None:
             rec.retry_after_s = self.last_after

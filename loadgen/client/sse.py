@@ -42,6 +42,7 @@ import json
 from typing import Any, Optional
 
 from loadgen.client.chunk import UNSET
+from loadgen.client.kept import CALL_COST, Budget, KeptText
 from loadgen.client.chunk import decode as _decode_chunk
 from loadgen.client.chunk import from_obj as _chunk_of
 from loadgen.client.sse_parser import (DONE, IGNORED_EVENTS, MAX_EVENT_BYTES, Event,  # noqa: F401
@@ -69,7 +70,7 @@ class StreamTally:
 
     __slots__ = ("continuous", "cum", "prompt_tokens", "completion_tokens", "finish_reason",
                  "chars", "error", "seen", "first_answer", "reasoning_tokens", "text", "want_text",
-                 "calls", "_slot", "check", "expected", "cached_tokens")
+                 "calls", "_slot", "check", "expected", "cached_tokens", "kept", "calls_over")
 
     def __init__(self, continuous: bool = False, want_text: bool = False,
                  check: Optional[Any] = None, expected: Optional[Any] = None) -> None:
@@ -90,8 +91,10 @@ class StreamTally:
         self.check = check                            # structured.Checker, applied at finish
         self.expected = expected                      # workload.dataset: graded at finish
         keep = want_text or (check is not None and check.wants_text) or expected is not None
-        self.text: Optional[list] = [] if keep else None   # answer text pieces
+        self.kept = Budget()                          # text + tool calls kept (kept.py)
+        self.text: Optional[list] = KeptText(self.kept) if keep else None   # answer text pieces
         self.calls: Optional[list] = None             # tool calls: [id, name, [argument pieces]]
+        self.calls_over = 0                           # calls past the kept budget (counted)
         self._slot: dict = {}                         # a call's index -> its entry in calls
 
     def add_tool_calls(self, pieces: Any) -> None:
@@ -115,7 +118,10 @@ class StreamTally:
                 idx = 0
             entry = slot.get(idx)
             if entry is None or (cid is not None and entry[0] is not None and entry[0] != cid):
-                entry = slot[idx] = [cid, None, []]
+                if not self.kept.take(CALL_COST):     # past the kept budget: counted only
+                    self.calls_over += 1
+                    continue
+                entry = slot[idx] = [cid, None, KeptText(self.kept)]
                 calls.append(entry)
             if cid is not None:
                 entry[0] = cid

@@ -4,7 +4,10 @@
         feed(t, bytes)   one read's body bytes, stamped t (kernel or user time of that read)
             [gzip | deflate: zlib, output bounded per call] ─► sse.SSEParser (linear, event cap)
             ─► every data event: StreamTally.add_bytes (msgspec typed decode; generic parse
-               when it does not fit) ─► rec.chunks.append([t, n])
+               when it does not fit) ─► rec.chunks.append([t, n]); past ``max_chunk_stamps``
+               stamps (MAX_CHUNK_STAMPS, docs/limits.md) a chunk is counted, not kept:
+               rec.chunks_unstamped / chunks_unstamped_tokens (per read: the list never holds
+               more than the cap + one read's events)
             ─► [DONE]: rec ok, end_at_ns; nothing after it is counted (``done``); error event / error object: ``server_error``;
                not SSE / bad JSON: ``protocol``; an event over ``max_event_bytes`` or more events
                than ``max_events``: ``too_large``; ``hangup.after_tokens`` output tokens in:
@@ -34,6 +37,9 @@ MAX_HEADER_BYTES = 64 * 2**10
 MAX_BODY_BYTES = 32 * 2**20
 EVENTS_PER_TOKEN = 4
 EVENTS_SLACK = 1024
+# stamps kept per request: ~100 B each in memory, ~25 B in records.jsonl (6.5 MB / 1.6 MB at
+# the cap); every answer up to 16,384 tokens at 4 events a token keeps all of them
+MAX_CHUNK_STAMPS = 65_536
 
 
 @dataclass(frozen=True)
@@ -41,12 +47,15 @@ class Limits:
     """What one response may cost the client (``api.limits``); exceeding one fails the request
     as ``too_large``. ``max_events``: data events per streamed response, ``events_per_token`` ×
     max_tokens + ``EVENTS_SLACK`` (a server that streams far more events than it was asked for
-    tokens is broken or hostile; the chunks list would grow without bound)."""
+    tokens is broken or hostile). ``max_chunk_stamps``: [t, n] stamps kept per request; the
+    chunks past it are counted (``Record.chunks_unstamped``), so memory per stream is bounded
+    whatever ``max_tokens`` allows."""
 
     max_header_bytes: int = MAX_HEADER_BYTES     # status line + headers
     max_event_bytes: int = MAX_EVENT_BYTES       # one SSE event (or line) not yet finished
     max_body_bytes: int = MAX_BODY_BYTES         # a non-streamed body (JSON) held whole
     events_per_token: int = EVENTS_PER_TOKEN
+    max_chunk_stamps: int = MAX_CHUNK_STAMPS
 
     def max_events(self, max_tokens: Optional[int]) -> int:
         return self.events_per_token * max(max_tokens or 0, 1) + EVENTS_SLACK
@@ -57,7 +66,8 @@ class Limits:
         if limits is None:
             return cls()
         return cls(limits.max_header_bytes, limits.max_event_bytes, limits.max_body_bytes,
-                   limits.events_per_token)
+                   limits.events_per_token,
+                   getattr(limits, "max_chunk_stamps", MAX_CHUNK_STAMPS))
 
 
 DEFAULT_LIMITS = Limits()
@@ -85,7 +95,7 @@ class StreamStep:
 
     __slots__ = ("rec", "tally", "parser", "settled", "done", "coalesced", "_last_t", "_tok_in_read",
                  "_max_events", "_zip", "_raw_deflate", "_chunk_cap", "_pfeed", "_add", "_append",
-                 "_chunks", "hangup", "_hang_at", "_got")
+                 "_chunks", "hangup", "_hang_at", "_got", "_cap", "_lim", "_unstamped")
 
     def __init__(self, rec: Record, tally: StreamTally, limits: Limits = DEFAULT_LIMITS,
                  encoding: Optional[str] = None, hangup: Any = None):
@@ -101,6 +111,9 @@ class StreamStep:
         self._last_t: Optional[int] = None
         self._tok_in_read = 0
         self._max_events = limits.max_events(rec.requested_output_tokens)
+        self._cap = max(limits.max_chunk_stamps, 1)      # stamps kept; the rest counted
+        self._lim = min(self._cap, self._max_events)     # a read past it: _over
+        self._unstamped = 0
         self._chunk_cap = max(limits.max_event_bytes, 1 << 16)
         self._raw_deflate = (encoding or "").strip().lower() == "deflate"
         self._pfeed, self._add = self.parser.feed, tally.add_bytes       # bound once: the hot path
@@ -148,9 +161,10 @@ class StreamStep:
         ``(stamp, events)`` already parsed. Data events: ``add`` ─► [t, n] (n > 0 a token chunk,
         0 none, < 0 an error object: ``server_error``); bad JSON: ``protocol``; any other event
         (``_other``: [DONE], a named event, a refused line) may settle or end it; more chunks
-        than ``max_events``: ``too_large``. Returns the index after the last read it took."""
+        than ``max_events`` (kept or counted): ``too_large``; past ``max_chunk_stamps`` kept,
+        counted (``_spill``). Returns the index after the last read it took."""
         add, append, chunks, other = self._add, self._append, self._chunks, self._other
-        most = self._max_events
+        most = self._lim
         last_t, tin = self._last_t, self._tok_in_read    # coalescing: token chunks per read
         j = i
         ev: Any = None
@@ -180,9 +194,11 @@ class StreamStep:
                             return j + 1
                     elif other(ev, t):                   # settled, or [DONE]: nothing more counts
                         return stop if self.done and not self.settled else j + 1
-                if len(chunks) > most:
-                    self._too_many(t)
-                    return j + 1
+                if len(chunks) > most:                   # once a read: the cap, the bound
+                    self._spill()
+                    if len(chunks) + self._unstamped > self._max_events:
+                        self._too_many(t)
+                        return j + 1
             return stop
         except _HangUp:                                  # load.cancel: after_tokens are in
             tin += 1                                     # the chunk was appended: it counts
@@ -195,6 +211,20 @@ class StreamStep:
             return j + 1
         finally:
             self._last_t, self._tok_in_read = last_t, tin
+            if len(chunks) > self._cap:                  # a return inside a read ([DONE], ...)
+                self._spill()
+
+    def _spill(self) -> None:
+        """The chunks past the cap out of ``rec.chunks``, counted (module doc)."""
+        chunks, cap, rec = self._chunks, self._cap, self.rec
+        extra = chunks[cap:]
+        if not extra:
+            return
+        del chunks[cap:]
+        self._unstamped += len(extra)
+        rec.chunks_unstamped = self._unstamped
+        rec.chunks_unstamped_tokens = (rec.chunks_unstamped_tokens or 0) + sum(
+            n for _, n in extra if n > 0)
 
     def _counting_append(self, chunk: list) -> None:
         """``rec.chunks.append`` for a request that hangs up after N tokens (load.cancel)."""

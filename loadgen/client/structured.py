@@ -17,12 +17,16 @@ Rules (docs/metrics.md "Tool calls and structured output"):
                      or the answer was a tool call with no text)
   json_valid         ... and validates against json_schema.schema (json_object: is an object)
   structured_error   the first problem, one line (≤ 200 characters)
+An answer past kept.MAX_KEPT_CHARS (text and tool calls kept, kept.py) is not checked: parsed and
+valid stay None, tool_calls counts the kept calls and those past the bound, structured_error says so.
 Nothing here runs per chunk; the stamps are long taken when ``fill`` runs.
 """
 from __future__ import annotations
 
 import json
 from typing import Any, Optional
+
+from loadgen.client.kept import MAX_KEPT_CHARS
 
 ERROR_CHARS = 200
 
@@ -84,6 +88,14 @@ def fill(rec: Any, tally: Any) -> None:
     check: Optional[Checker] = getattr(tally, "check", None)
     calls = getattr(tally, "calls", None)
     problem = None
+    kept = getattr(tally, "kept", None)
+    if kept is not None and kept.cut:           # past kept.MAX_KEPT_CHARS: not checked
+        over = getattr(tally, "calls_over", 0)
+        if calls or over or (check is not None and check.offers_tools):
+            rec.tool_calls = len(calls or ()) + over
+        rec.structured_error = (f"the answer's text and tool calls passed {MAX_KEPT_CHARS:,} "
+                                "characters (the client keeps no more): not checked")
+        return
     if calls:
         rec.tool_calls = len(calls)
         _, name, pieces = calls[-1]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import gevent
+import msgspec.structs
 from gevent.event import Event
 
 from loadgen.client import accuracy, request
@@ -60,6 +61,7 @@ class RequestSource(SliceSender):
         self.limits = Limits.from_api(a.limits)
         self.hangups = HangupRule.of_scenario(sc)     # load.cancel: by id, as every engine
         self.retry = RetryPolicy.of_api(a)            # api.retry (client/retry.py), or None
+        self.attempts: dict[int, Attempts] = {}       # api.retry: the requests in flight's
         # the shift onto the master's clock (worker.py's ping-pong, else senders.clock's rule)
         self.clock = setup.get("clock_estimate") or estimate_from(setup["clock"])
         self.shift = int(self.clock["shift_ns"])
@@ -173,23 +175,27 @@ class RequestSource(SliceSender):
                 self.ledger.journal(rec)
                 a = self.sc.api
                 hangup = self.hangups.of(rec.id, rec.phase) if self.hangups else None
-                att = Attempts(self.retry, rec) if self.retry is not None else None
+                att = Attempts(self.retry, rec, hangup) if self.retry is not None else None
+                if att is not None:              # an interrupt's snapshot closes it (cancel)
+                    self.attempts[rec.id] = att
                 hdrs = request.with_headers(self.shape.headers, headers)
                 tally = None
                 try:
                     while True:
                         tally = self.shape.tally(want_text, expected)
                         user.send(url, hdrs, data, a.stream, rec, tally, a.timeout_s,
-                                  self.limits, hangup)
+                                  self.limits, hangup if att is None else att.hangup)
                         wait = att.after(rec, now_ns()) if att is not None else None
                         if wait is None:
                             break
                         gevent.sleep(wait)       # api.retry; a stop (GreenletExit) cancels it
-                        att.reset(rec)
+                        if rec.id not in self.inflight or not att.again(rec, now_ns()):
+                            break                # written (a stop, the drain) / aborted
                 finally:
                     if i is not None:
                         self.replicas.done(i)
                     if att is not None:
+                        self.attempts.pop(rec.id, None)
                         att.close(rec)
                     elif rec.sent_at_ns is not None:
                         rec.attempts = 1
@@ -207,6 +213,13 @@ class RequestSource(SliceSender):
             self.maybe_finish()
 
     def cancel(self, rec: Record, why: str) -> None:
+        """``rec`` written as cancelled now (its user may still hold it): a copy, with its
+        api.retry attempts so far closed in (client.retry.Attempts.close, as the native
+        engine's cancellation does)."""
+        att = self.attempts.get(rec.id)
+        if att is not None:
+            rec = msgspec.structs.replace(rec, chunks=list(rec.chunks))
+            att.close(rec)
         self.write(snapshot(rec, why))
 
     def maybe_finish(self) -> None:

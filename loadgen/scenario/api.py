@@ -23,6 +23,8 @@ class ResponseLimits(Strict):
     max_event_bytes: int = Field(8 * 2**20, ge=1024, le=2**30)       # one SSE event / line
     max_body_bytes: int = Field(32 * 2**20, ge=1024, le=2**31)       # a non-streamed body
     events_per_token: int = Field(4, ge=1, le=1_000_000)             # × max_tokens + 1024 events
+    # [arrival_ns, n_tokens] stamps kept per request; past it chunks are counted, not kept
+    max_chunk_stamps: int = Field(65_536, ge=1, le=2**24)
 
 
 class Api(Strict):

@@ -3,7 +3,9 @@ scenario models, strict (one line + exit 2 for a bad value, through the loader).
 
     load.cancel: {fraction, after_tokens | after_ms, seed}
         which measured requests hang up is a pure function of (seed, request id)
-        (loadgen.client.hangup.HangupRule): every engine, every sender process, picks the same
+        (loadgen.client.hangup.HangupRule): every engine, every sender process, picks the same;
+        ``check_cancel(scenario)``: after_tokens needs api.stream true (tokens are counted as
+        they stream); after_ms works on any answer (the transports' timer from the send)
     api.retry: {on: [429, 503], max_attempts, honor_retry_after, backoff_s, max_wait_s}
         off unless given; loadgen.client.retry.RetryPolicy decides each wait (no I/O)
 
@@ -35,6 +37,15 @@ class Cancel(Strict):
         if (self.after_tokens is None) == (self.after_ms is None):
             raise ValueError("give exactly one of after_tokens and after_ms")
         return self
+
+
+def check_cancel(sc) -> None:
+    """The cross-field rule of load.cancel (Scenario's validator calls it): ValueError, one line."""
+    c = sc.load.cancel
+    if c is not None and c.after_tokens is not None and not sc.api.stream:
+        raise ValueError("load.cancel.after_tokens: needs api.stream: true (a non-streamed "
+                         "answer arrives whole, no token to count); use load.cancel.after_ms "
+                         "or set api.stream: true")
 
 
 class Retry(Strict):

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from loadgen.scenario import limits
 from loadgen.scenario.api import Api
-from loadgen.scenario.hangups import Cancel
+from loadgen.scenario.hangups import Cancel, check_cancel
 from loadgen.scenario.cost import Cost
 from loadgen.scenario.dataset import Dataset, check_fits
 from loadgen.scenario.audio import Audio, check as check_audio
@@ -321,6 +321,7 @@ class Scenario(Strict):
             if self.workload.source in ("trace", "sessions"):
                 raise ValueError(f"workload.images: not with workload.source "
                                  f"{self.workload.source} (synthetic, jsonl or sharegpt prompts)")
+        check_cancel(self)                          # load.cancel after_tokens needs a stream
         if self.load.probe is not None:
             if self.api.endpoint not in ("chat", "completions", "responses"):
                 raise ValueError("load.probe: probes are generation requests (api.endpoint chat, "

@@ -73,10 +73,10 @@ class GConn:
             return
         self.done.clear()
         reader.watch(self)
-        hang = getattr(resp.hangup, "after_ms", None)      # load.cancel: from this send
+        hang = getattr(resp.hangup, "after_ms", None)      # load.cancel: from the (first) send
         try:
             self.done.wait(None if hang is None else
-                           max(hang / 1e3 - (now_ns() - resp.sent_at_ns) / 1e9, 0.0))
+                           resp.hangup.left_s(resp.sent_at_ns, now_ns()))
             if self.active and hang is not None and not self.grace:   # the hang-up is due
                 self.failed(resp, "aborted", resp.hangup.message(), now_ns())
             elif self.active:          # woken by [DONE]: the message end, briefly awaited

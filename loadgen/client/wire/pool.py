@@ -265,11 +265,11 @@ class WirePool:
                 except OSError as e:
                     conn.failed("connection", f"{type(e).__name__}: {e}", now_ns())
                     return
-            hang = getattr(resp.hangup, "after_ms", None)
-            if hang is not None:                     # load.cancel after_ms: from this send
-                left = hang / 1e3 - (now_ns() - resp.sent_at_ns) / 1e9
-                hang_timer = self._loop.call_later(max(left, 0.0), conn._abort, resp, "aborted",
-                                                   resp.hangup.message())
+            hang = resp.hangup
+            if hang is not None and hang.after_ms is not None:   # load.cancel after_ms: from
+                left = hang.left_s(resp.sent_at_ns, now_ns())    # the (first) send
+                hang_timer = self._loop.call_later(left, conn._abort, resp, "aborted",
+                                                   hang.message())
             await conn.headers_fut
             if resp.error_kind is None and resp.status is not None and on_headers is not None:
                 on_headers(resp)

@@ -79,3 +79,65 @@ def test_stream_step_stops_counting_at_after_tokens():
     assert step.feed(100, ev) is True                           # settled within one read
     assert (rec.status, rec.error_kind, rec.end_at_ns) == ("aborted", "aborted", 100)
     assert sum(n for _, n in rec.chunks) == 3 and "after 3 output tokens" in rec.error
+
+
+def test_the_hang_up_counts_from_the_first_send_across_attempts():
+    """load.cancel after_ms with api.retry (issue 41 item 14): the deadline is the FIRST send's
+    + after_ms on every attempt; one that falls inside a retry wait ends the wait there and the
+    request is aborted, never sent again."""
+    import pytest
+    p = RetryPolicy(frozenset({429}), 3, True, max_wait_s=60, timeout_s=600)
+    h = Hangup(after_ms=500)
+    rec = Record(id=4, phase="measured", requested_output_tokens=4)
+    att = Attempts(p, rec, h)
+    assert att.hangup is h                                      # the first: from its own send
+    _attempt(rec, 429, 1_000_000_000, "rate_limited", 0.1)
+    assert att.after(rec, 1_100_000_000) == pytest.approx(0.1)
+    assert att.again(rec, 1_200_000_000) is True                # reset for attempt 2
+    nxt = att.hangup
+    assert nxt.since_ns == 1_000_000_000
+    assert nxt.left_s(1_200_000_000, 1_200_000_000) == pytest.approx(0.3)   # not 0.5 again
+    _attempt(rec, 429, 1_200_000_000, "rate_limited", 2.0)
+    assert att.after(rec, 1_300_000_000) == pytest.approx(0.2)  # the wait stops at the deadline
+    assert att.again(rec, 1_500_000_000) is False               # hung up: no attempt 3
+    att.close(rec)
+    assert (rec.status, rec.error_kind) == ("aborted", "aborted")
+    assert "500 ms after the first send" in rec.error
+    assert rec.attempts == 2 and rec.sent_at_ns == 1_000_000_000
+    assert rec.end_at_ns == 1_500_000_000 and [a[0] for a in rec.attempt_log] == [429, 429]
+
+
+def test_closing_a_copy_leaves_the_attempts_as_they_were():
+    """An interrupted request's record is closed on a copy (the Locust worker writes a snapshot
+    while its user still waits): closing must not change what the attempts hold."""
+    import msgspec
+    p = RetryPolicy(frozenset({429}), 3, True)
+    rec = Record(id=5, phase="measured")
+    att = Attempts(p, rec)
+    _attempt(rec, 429, 1_000, "rate_limited", 1.0)
+    att.after(rec, 2_000)
+    att.again(rec, 3_000)
+    rec.sent_at_ns = 4_000                                      # attempt 2 in flight
+    snap = msgspec.structs.replace(rec)
+    att.close(snap)
+    assert snap.attempts == 2 and snap.sent_at_ns == 1_000
+    att.close(rec)
+    assert rec.attempt_log == snap.attempt_log and rec.attempts == 2
+
+
+def test_cancel_needs_a_stream_for_after_tokens_only():
+    """load.cancel with api.stream false (issue 41 item 20): after_tokens is refused at load
+    time, naming load.cancel; after_ms is kept (the transports' hang-up timer needs no stream)."""
+    import pytest
+    from loadgen.scenario.loader import ScenarioError, scenario_from_dict
+    tree = {"name": "c", "target": {"url": "http://127.0.0.1:9"},
+            "api": {"model": "m", "probe": False, "stream": False},
+            "workload": {"tokenizer": "bytes"},
+            "load": {"mode": "concurrency", "concurrency": 1, "num_requests": 1,
+                     "cancel": {"fraction": 0.5, "after_tokens": 3}}}
+    with pytest.raises(ScenarioError) as e:
+        scenario_from_dict(tree)
+    msg = str(e.value)
+    assert "load.cancel" in msg and "api.stream" in msg and "\n" not in msg.strip()
+    tree["load"]["cancel"] = {"fraction": 0.5, "after_ms": 100}
+    assert scenario_from_dict(tree).load.cancel.after_ms == 100

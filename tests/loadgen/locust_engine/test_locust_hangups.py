@@ -77,3 +77,30 @@ def test_429_retried_with_every_attempt_recorded(tmp_path, calib):
         assert [a[0] for a in r["attempt_log"]] == [429, 429, 200]
         assert r["sent_at_ns"] == r["attempt_log"][0][1] and r["retry_after_s"] == 1.0
     assert summary["retries"]["requests"] == 2 and summary["retries"]["attempts"] == 6
+
+
+def test_a_hang_up_due_in_the_retry_wait_is_not_sent_again(tmp_path, calib):
+    """load.cancel after_ms counts from the FIRST send (issue 41 item 14): due inside a
+    Retry-After wait, the request is aborted there with its one attempt, never resent."""
+    sc, recs, summary = _run(tmp_path, calib.url, {
+        "mode": "concurrency", "concurrency": 2, "num_requests": 2,
+        "cancel": {"fraction": 1.0, "after_ms": 300}},
+        {"ttft_ms": 5, "itl_ms": 50, "rate_limit_first": 1, "retry_after": "2"}, "hangwait", 14,
+        retry={"on": [429], "max_attempts": 3})
+    for r in recs.values():
+        assert (r["status"], r["error_kind"]) == ("aborted", "aborted"), r
+        assert "after the first send" in r["error"]
+        assert r["attempts"] == 1 and [a[0] for a in r["attempt_log"]] == [429], r
+        assert r["end_at_ns"] - r["sent_at_ns"] >= 300_000_000
+
+
+def test_after_ms_hangs_up_a_non_streamed_request(tmp_path, calib):
+    """api.stream false with load.cancel after_ms (issue 41 item 20): aborted, as a stream."""
+    sc, recs, summary = _run(tmp_path, calib.url, {
+        "mode": "concurrency", "concurrency": 2, "num_requests": 2,
+        "cancel": {"fraction": 1.0, "after_ms": 150}}, {"ttft_ms": 5, "itl_ms": 50}, "nostream",
+        15, stream=False)
+    for r in recs.values():
+        assert (r["status"], r["error_kind"]) == ("aborted", "aborted"), r
+        assert r["end_at_ns"] - r["sent_at_ns"] >= 150_000_000
+    assert summary["requests_aborted"] == 2 and summary["requests_failed"] == 0
