@@ -93,6 +93,9 @@ def ahead_line(at: dict) -> str:
                      else f"{v['name']} n/a ({v['reason']})" for v in at["values"])
     if at.get("refused"):
         return f"at {x:g} tok/s per user: refused: {at['refused']}"
+    left = "; ".join(f"{v['name']} " + ", ".join(f"{w:g}" for w in v["invalid_left_out"])
+                     for v in at["values"] if v.get("invalid_left_out"))
+    vals += f" (INVALID points left out of the frontiers: {left})" if left else ""
     if at.get("ahead") is None:
         return f"at {x:g} tok/s per user: tied ({vals} output tok/s per accelerator)"
     return (f"at {x:g} tok/s per user: {at['ahead']} is ahead by {at['by']:.1f} output tok/s "
