@@ -42,7 +42,7 @@ def check_points(sc: Scenario, run_dir: Path) -> None:
         todo = [("sweep.rate_low", s.rate_low)] + ([("sweep.rate_high", s.rate_high)]
                                                    if s.rate_high else [])
     elif s.search == "max_concurrency_under_slo":
-        todo = [("sweep.concurrency_low", min(s.concurrency_low, concurrency_cap(sc)[0]))]
+        todo = [("sweep.concurrency_low", s.concurrency_low)]
     else:
         todo = [(f"sweep.values[{i}]", v) for i, v in enumerate(s.values)]
     for where, v in todo:
@@ -68,7 +68,7 @@ def concurrency_cap(sc: Scenario) -> tuple[int, str]:
     n = sc.load.num_requests
     if n is not None and n < MAX_CONCURRENCY:
         return n, "load.num_requests"
-    return MAX_CONCURRENCY, f"load.concurrency's limit (docs/limits.md)"
+    return MAX_CONCURRENCY, "load.concurrency's limit (docs/limits.md)"
 
 
 def rate_cap(sc: Scenario) -> tuple[float, str]:
