@@ -46,7 +46,7 @@ from loadgen.run.multilock import held
 from loadgen.run.rundir import summarize_dir
 from loadgen.run.storage import atomic_write_text
 from loadgen.run.sweep_plan import (capped_line, check_points, concurrency_cap, dumps, finite,
-                                    plan, point_scenario, rate_cap, read_sweep_json)
+                                    plan, probe_scenario, rate_cap, read_sweep_json)
 from loadgen.run.sweep_search import concurrency_search
 from loadgen.scenario.model import Scenario, ScenarioError
 
@@ -144,7 +144,7 @@ class Sweep:
         if reused:
             summary = summary_of(d)     # summary.json through the contract (older: recomputed)
         else:
-            point_sc = point_scenario(self.sc, value, self.dir, name)  # checked up front
+            point_sc = probe_scenario(self.sc, value, self.dir, name)  # values: checked up front
             if d.exists():
                 aside = d.with_name(name + ".incomplete")
                 shutil.rmtree(aside, ignore_errors=True)

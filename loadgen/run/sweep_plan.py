@@ -34,6 +34,17 @@ def point_scenario(sc: Scenario, value: float, run_dir: Path, name: str) -> Scen
     return Scenario.model_validate(tree)
 
 
+def probe_scenario(sc: Scenario, value: float, run_dir: Path, name: str) -> Scenario:
+    """point_scenario for a point decided while the sweep runs (a search's probe): a value the
+    scenario cannot run is one line naming it (ScenarioError), never a traceback."""
+    from loadgen.scenario.loader import format_validation_error
+    try:
+        return point_scenario(sc, value, run_dir, name)
+    except ValidationError as e:
+        raise ScenarioError(f"sweep: {sc.sweep.param} = {value:g} cannot run: "
+                            f"{format_validation_error(e)}") from None
+
+
 def check_points(sc: Scenario, run_dir: Path) -> None:
     """Every value the sweep will certainly run, validated now (ScenarioError, one line)."""
     from loadgen.scenario.loader import format_validation_error
