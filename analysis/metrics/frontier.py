@@ -12,10 +12,14 @@ x = interactivity p50 (tokens/s per user, higher is better); y = output tokens/s
 (higher is better), or the cost in $ per million output tokens (lower is better) when asked.
 A point is ON the frontier when no other point is at least as good on both axes and strictly
 better on one (Pareto). Equal points are both on it (neither dominates). A point without x or y
-is never on it and is listed under ``excluded`` with the reason. Pure functions, no I/O.
+is never on it and is listed under ``excluded`` with the reason; so is one whose figure is not a
+finite number (NaN, Infinity: written as null, the file stays valid JSON). Only VALID points
+make the frontier a comparison reads (valid_line): an INVALID point's throughput broke the SLO.
+Pure functions, no I/O.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 X = "interactivity_tok_s.p50"
@@ -54,11 +58,28 @@ def on_frontier(xy: list[tuple[Optional[float], Optional[float]]],
     return [k and not any(dominates(q, p, y_higher) for q in full) for p, k in zip(xy, ok)]
 
 
-def _get(row: dict, dotted: str) -> Optional[float]:
+def _raw(row: dict, dotted: str):
     v = row
     for k in dotted.split("."):
         v = v.get(k) if isinstance(v, dict) else None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return v
+
+
+def _get(row: dict, dotted: str) -> Optional[float]:
+    """The figure as a finite float, else None (absent, not a number, NaN or ±Infinity)."""
+    v = _raw(row, dotted)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def _why_missing(row: dict, what: str) -> str:
+    v = _raw(row, what)
+    if isinstance(v, float) and not math.isfinite(v) or what in (row.get("non_finite") or {}).get(
+            "fields", []):
+        return f"{what} is not a finite number ({v}) in the point's summary: left out"
+    why = (row.get("capacity_reasons") or {}).get(what.split(".")[0])
+    return why or f"{what} is null in the point's summary"
 
 
 def frontier(points: list[dict], param: str, y: str = Y) -> dict:
@@ -73,9 +94,8 @@ def frontier(points: list[dict], param: str, y: str = Y) -> dict:
                      "x": x, "y": yv, "on_frontier": f, "valid": p.get("valid")})
         if x is None or yv is None:
             what = X if x is None else y
-            why = (p.get("capacity_reasons") or {}).get(what.split(".")[0])
             excluded.append({"run": p.get("run_dir"), "missing": what,
-                             "reason": why or f"{what} is null in the point's summary"})
+                             "reason": _why_missing(p, what)})
     line = sorted((r["x"], r["y"]) for r in rows if r["on_frontier"])
     return {"x": X, "y": y, "y_better": "higher" if y_higher else "lower",
             "points": rows, "line": [list(t) for t in line], "excluded": excluded, "rule": RULE}
@@ -85,7 +105,8 @@ def at_interactivity(line: list, x: float) -> tuple[Optional[float], Optional[st
     """(y at ``x`` linearly interpolated between the frontier's two neighbouring points, None),
     or (None, why) when ``x`` lies outside the frontier's measured x range (never
     extrapolated). ``line``: [[x, y], ...] (frontier()["line"])."""
-    pts = sorted((float(a), float(b)) for a, b in line)
+    pts = sorted((float(a), float(b)) for a, b in line
+                 if _get({"v": a}, "v") is not None and _get({"v": b}, "v") is not None)
     if not pts:
         return None, "the frontier has no point (no point had both figures)"
     lo, hi = pts[0][0], pts[-1][0]
@@ -103,6 +124,28 @@ def at_interactivity(line: list, x: float) -> tuple[Optional[float], Optional[st
     return pts[0][1], None                       # a single point exactly at x
 
 
+def valid_line(fr: dict) -> tuple[list, Optional[str]]:
+    """The frontier of ``fr``'s points without the INVALID ones (verdict False; a point without a
+    verdict, from an older file, stays): (line, None), or ([], why) when no VALID point has both
+    figures. INVALID points do not make a frontier: their throughput broke the SLO."""
+    pts = fr.get("points")
+    if pts is None:                            # a bare frontier: its line as it is
+        return list(fr.get("line") or []), None
+    keep = [p for p in pts if p.get("valid") is not False
+            and _get(p, "x") is not None and _get(p, "y") is not None]
+    if not keep:
+        if pts and all(p.get("valid") is False for p in pts):
+            return [], (f"has no VALID point (all {len(pts)} INVALID): INVALID points do not "
+                        "make a frontier")
+        if any(p.get("valid") is False for p in pts):
+            return [], ("has no VALID point with both figures (INVALID points do not make a "
+                        "frontier)")
+        return [], "the frontier has no point (no point had both figures)"
+    flags = on_frontier([(p["x"], p["y"]) for p in keep], fr.get("y_better", "higher") == "higher")
+    return [[p["x"], p["y"]] for p, f in sorted(zip(keep, flags), key=lambda t: t[0]["x"]) if f], \
+        None
+
+
 def ahead(named: list[tuple[str, dict]], x: float) -> dict:
     """Each frontier's y at ``x`` and which is ahead: {"at_interactivity", "y", "values":
     [{name, y, reason}], "ahead", "by", "by_pct", "refused"}. Compared over those that reach x;
@@ -111,8 +154,10 @@ def ahead(named: list[tuple[str, dict]], x: float) -> dict:
     y_key, higher = Y, True
     for name, fr in named:
         y_key, higher = fr.get("y", Y), fr.get("y_better", "higher") == "higher"
-        v, why = at_interactivity(fr.get("line") or [], x)
-        vals.append({"name": name, "y": v, "reason": why})
+        line, why = valid_line(fr)
+        v, why = (None, why) if why else at_interactivity(line, x)
+        left = [p.get("value") for p in fr.get("points") or [] if p.get("valid") is False]
+        vals.append({"name": name, "y": v, "reason": why, "invalid_left_out": left})
     have = [v for v in vals if v["y"] is not None]
     out = {"at_interactivity": x, "y": y_key, "values": vals, "ahead": None, "by": None,
            "by_pct": None, "refused": None}

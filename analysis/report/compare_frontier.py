@@ -9,12 +9,17 @@
                   frontier whose measured range does not contain X (never extrapolated)
                ─► blocks() (Markdown / HTML, the overlaid plot inline) ; result dict (--json)
 
+A garbled sweep.json is refused with one line naming it and the fault (sweep_state.sweep_problem);
+a frontier.json holding NaN / Infinity (older writers) is recomputed from sweep.json's rows, the
+non-finite figures left out with their reason. INVALID points make no frontier (frontier.valid_line):
+a sweep with no VALID point refuses the --at-interactivity headline.
 Every other condition that differs (server, model, load kind, SLO, ...) is listed, not refused:
 comparing two servers or two configurations is what this is for.
 """
 from __future__ import annotations
 
 import base64
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -23,6 +28,7 @@ from analysis.metrics import frontier as fr_mod
 from analysis.report import compare as cmp
 from analysis.report.plots_frontier import frontier_png, point_label
 from analysis.report.render import Block, fmt
+from analysis.report.sweep_state import sweep_problem
 
 
 def is_sweep(d: Path) -> bool:
@@ -33,10 +39,14 @@ def frontier_of(d: Path) -> dict:
     """The sweep's frontier.json, else (a sweep written before it) computed from its points'
     summaries (summary.json through the contract, else recomputed from the records)."""
     fr = read_json(d / "frontier.json")
-    if fr and fr.get("points") is not None:
-        return fr
-    from analysis.metrics.summary import summary_of
     sw = read_sweep(d) or {}
+    if fr and isinstance(fr.get("points"), list):
+        if _finite(fr):
+            return fr
+        if sw.get("points"):           # NaN / Infinity written by an older sweep: recomputed
+            return {**fr_mod.frontier(sw["points"], sw.get("param") or "?", fr.get("y") or
+                                      fr_mod.Y), "slo": fr.get("slo")}
+    from analysis.metrics.summary import summary_of
     rows, slo = [], None
     for p in sw.get("points") or []:
         rd = d / str(p.get("run_dir"))
@@ -45,6 +55,12 @@ def frontier_of(d: Path) -> dict:
         rows.append({**p, "valid": (s.get("verdict") or {}).get("valid", p.get("valid")),
                      **fr_mod.capacity_row(s)})
     return {**fr_mod.frontier(rows, sw.get("param") or "?"), "slo": slo}
+
+
+def _finite(fr: dict) -> bool:
+    nums = [v for p in fr.get("points") or [] if isinstance(p, dict) for v in (p.get("x"), p.get("y"))]
+    nums += [v for pair in fr.get("line") or [] for v in pair]
+    return all(not isinstance(v, float) or math.isfinite(v) for v in nums)
 
 
 def _first_point(d: Path) -> Optional[Path]:
@@ -60,6 +76,10 @@ def compare_frontiers(dirs: list[Path], at: Optional[float] = None) -> dict:
     """{"sweeps", "dirs", "comparable", "refusals", "differences", "frontiers", "at"}."""
     dirs = [Path(d) for d in dirs]
     names = cmp.names(dirs)
+    garbled = [why for why in (sweep_problem(d) for d in dirs) if why]
+    if garbled:                        # one line naming the file and what is wrong
+        return {"sweeps": names, "dirs": [str(d) for d in dirs], "comparable": False,
+                "refusals": garbled, "differences": [], "frontiers": [], "at": None}
     frontiers = [frontier_of(d) for d in dirs]
     firsts = [_first_point(d) for d in dirs]
     refusals, differences = [], []
@@ -93,6 +113,9 @@ def ahead_line(at: dict) -> str:
                      else f"{v['name']} n/a ({v['reason']})" for v in at["values"])
     if at.get("refused"):
         return f"at {x:g} tok/s per user: refused: {at['refused']}"
+    left = "; ".join(f"{v['name']} " + ", ".join(f"{w:g}" for w in v["invalid_left_out"])
+                     for v in at["values"] if v.get("invalid_left_out"))
+    vals += f" (INVALID points left out of the frontiers: {left})" if left else ""
     if at.get("ahead") is None:
         return f"at {x:g} tok/s per user: tied ({vals} output tok/s per accelerator)"
     return (f"at {x:g} tok/s per user: {at['ahead']} is ahead by {at['by']:.1f} output tok/s "

@@ -10,11 +10,12 @@ overlaid (``loadgen compare SWEEP_A SWEEP_B``).
     SWEEP_DIR ─► write_frontier_png ─► SWEEP_DIR/frontier.png
 
 Returns ``(png_bytes or None, note)``; None with the reason when matplotlib is missing or no
-point has both figures.
+point has both figures. A non-finite figure (NaN, Infinity: an older frontier.json) is not drawn.
 """
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -32,6 +33,11 @@ def point_label(param: Optional[str], value) -> str:
     return f"{short}={value:g}" if short else f"{value:g}"
 
 
+def _finite(*vals) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+               for v in vals)
+
+
 def slo_interactivity_min(slo: Optional[dict]) -> Optional[float]:
     """The interactivity (tokens/s per user) a TPOT SLO asks for: 1000 / tpot_ms; None without."""
     t = (slo or {}).get("tpot_ms")
@@ -44,8 +50,8 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
     plt = pyplot()
     if plt is None:
         return None, NO_MPL
-    drawn = [(n, fr, [p for p in fr.get("points") or [] if p.get("x") is not None
-                      and p.get("y") is not None]) for n, fr in named]
+    drawn = [(n, fr, [p for p in fr.get("points") or [] if _finite(p.get("x"), p.get("y"))])
+             for n, fr in named]
     if not any(pts for _, _, pts in drawn):
         why = "; ".join(f"{e.get('run')}: {e.get('reason')}" for _, fr, _ in drawn
                         for e in (fr.get("excluded") or [])[:3])
@@ -58,7 +64,7 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
     placed: list = []                       # label anchors on screen: nearby ones stack upward
     for i, (name, fr, pts) in enumerate(drawn):
         c = COLORS[i % len(COLORS)]
-        line = fr.get("line") or []
+        line = [pt for pt in fr.get("line") or [] if len(pt) == 2 and _finite(*pt)]
         if line:
             ax.plot([a for a, _ in line], [b for _, b in line], "-", color=c, lw=2,
                     label=f"{name} frontier" if len(drawn) > 1 else "frontier")

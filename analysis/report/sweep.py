@@ -11,7 +11,9 @@
 The layout is loadgen/run/sweep.py's. A point's files are read through analysis.contract (meta.json,
 sut.json by summary.load_run; summary.json by summary.summary_of). A point without summary.json (or
 with one of an older contract) is summarised from its records;
-one whose directory is gone is listed as missing, never dropped silently.
+one whose directory is gone is listed as missing, never dropped silently. A sweep that did not
+finish (sweep_state: its plan against the points on disk) is headlined INCOMPLETE, with the
+points not run and the half-written one; a garbled sweep.json is one line naming the fault.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from analysis.report import manifest
 from analysis.report import plots_sweep
 from analysis.metrics import summary as summary_mod
 from analysis.report.render import Block, fmt, render_html, render_md
+from analysis.report.sweep_state import sweep_problem, sweep_state
 from analysis.roofline import run_roofline
 
 MAX_CURVE_POINTS = 64
@@ -34,6 +37,9 @@ def load_sweep(sweep_dir: str | Path) -> dict:
     """{"sweep": sweep.json, "points": [{"value", "dir", "summary", "meta", "sut", "records",
     "roofline"}], "missing": [why, ...]} sorted by value."""
     d = Path(sweep_dir)
+    problem = sweep_problem(d)              # one line: the file and what is wrong with it
+    if problem:
+        raise ValueError(problem)
     sw = read_sweep(d)                      # through analysis.contract
     if sw is None:
         raise ValueError(f"{d / 'sweep.json'}: unreadable (absent or not a JSON object)")
@@ -48,7 +54,14 @@ def load_sweep(sweep_dir: str | Path) -> dict:
         points.append({"value": p["value"], "dir": rd, "summary": s, "meta": meta, "sut": sut,
                        "records": records,
                        "roofline": run_roofline.sweep_point(rd, records)})   # frozen device.json
-    return {"sweep": sw, "points": points, "missing": missing}
+    return {"sweep": sw, "points": points, "missing": missing, "state": sweep_state(d, sw)}
+
+
+def status_line(sweep_dir: str | Path) -> str:
+    """One line for the console: INCOMPLETE and why, or how many points are done."""
+    d = Path(sweep_dir)
+    problem = sweep_problem(d)
+    return problem or sweep_state(d, read_sweep(d) or {})["headline"]
 
 
 def roofline_curve(points: list[dict]) -> Optional[list[dict]]:
@@ -171,9 +184,13 @@ def build_sweep_sections(sweep_dir: str | Path, with_plots: bool = True) -> list
     data = load_sweep(d)
     sw, pts = data["sweep"], data["points"]
     param = sw.get("param", "value")
-    out: list[Block] = [("title", f"loadgen sweep report — {d.name}"),
-                        ("p", f"scenario {sw.get('scenario')}; mode {sw.get('mode')}; swept "
-                              f"{param}; {len(pts)} point(s) with runs")]
+    state = data["state"]
+    out: list[Block] = [("title", f"loadgen sweep report — {d.name}")]
+    if state["complete"] is False:          # first: the sweep did not finish
+        out.append(("warn", state["headline"]))
+    planned = f" of {len(state['planned'])} planned" if state["planned"] is not None else ""
+    out.append(("p", f"scenario {sw.get('scenario')}; mode {sw.get('mode')}; swept "
+                     f"{param}; {len(pts)}{planned} point(s) with runs"))
     out += [("warn", f"point {m}") for m in data["missing"]]
     if not pts:
         return out + [("p", "No point has a run directory with records: nothing to report.")]

@@ -58,11 +58,7 @@ def _beside(args: argparse.Namespace, slug: str) -> int:
     """``--device``: the summary and report against that spec, beside the run's own."""
     d = Path(args.run_dir)
     if (d / "sweep.json").is_file():          # the sweep report against that spec, beside
-        from analysis.report.sweep import write_sweep_report
-        for p in write_sweep_report(d, with_plots=not args.no_plots,
-                                    stem=f"report-device-{slug}"):
-            print(f"wrote {p}")
-        return 0
+        return _sweep(d, args, stem=f"report-device-{slug}")
     if not (d / "records.jsonl").is_file():
         raise ScenarioError(f"--device: {d}: not a run or sweep directory (no records.jsonl, "
                             "no sweep.json)")
@@ -74,6 +70,18 @@ def _beside(args: argparse.Namespace, slug: str) -> int:
         d, with_plots=not args.no_plots, summary=out, stem=f"report-device-{slug}")]
     _say_verdict(out)
     return _say_written(args, out, outputs)
+
+
+def _sweep(d: Path, args: argparse.Namespace, stem: str = "report") -> int:
+    """The sweep report; a garbled sweep.json is one line (exit 2); stderr: INCOMPLETE or done."""
+    from analysis.report.sweep import status_line, sweep_problem, write_sweep_report
+    problem = sweep_problem(d)
+    if problem:
+        raise ScenarioError(problem)
+    for p in write_sweep_report(d, with_plots=not args.no_plots, stem=stem):
+        print(f"wrote {p}")
+    print(status_line(d), file=sys.stderr)
+    return 0
 
 
 def _say_written(args: argparse.Namespace, summary: dict, outputs: list[str]) -> int:
@@ -99,10 +107,7 @@ def _say_verdict(summary: dict) -> None:
 def _main(args: argparse.Namespace) -> int:
     d = Path(args.run_dir)
     if (d / "sweep.json").is_file():
-        from analysis.report.sweep import write_sweep_report
-        for p in write_sweep_report(d, with_plots=not args.no_plots):
-            print(f"wrote {p}")
-        return 0
+        return _sweep(d, args)
     if (d / "repeat.json").is_file() and not (d / "records.jsonl").is_file():
         from analysis.report.run_report import write_any   # a repeat series: recomputed from its runs
         for p in write_any(d, with_plots=not args.no_plots):

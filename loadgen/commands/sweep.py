@@ -3,6 +3,10 @@
     SCENARIO with a ``sweep:`` block (+ --set) ─► loadgen.run.sweep.run_sweep
         ─► <output.dir>/<output.run_name or sweep-NAME>/{<param>-<value>/, sweep.json}
         ─► table of the points (rich) or one JSON line with --json
+        ─► SWEEP_DIR/report.md + report.html (output.report text | full), or the command that
+           writes them (`loadgen report SWEEP_DIR`, output.report none)
+Exit: 0; 1 with --fail-on-invalid when a point is INVALID (a search: when no probe passed, its
+failing probes being how it brackets); 2 for bad input or a sweep directory held by another.
 Rerunning the same command skips every point that already has a summary.json.
 ``--metrics-port P``: one live exporter (loadgen/live) for the whole sweep, following each
 point's run as it goes (counters go on from point to point; docs/live-metrics.md).
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from rich.table import Table
 
@@ -31,6 +36,9 @@ def register(subparsers) -> None:
     add_scenario_args(p, scenario_help="scenario YAML file with a sweep: block",
                       set_help="override one scenario field (repeatable)",
                       json_help="print sweep.json as one JSON line")
+    p.add_argument("--fail-on-invalid", action="store_true",
+                   help="exit 1 when a point's verdict is INVALID (for CI; a search: when no "
+                        "probe passed); without it INVALID points exit 0, as on loadgen run")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run the whole sweep N times; repeat.json gives, per point, the mean and "
                         "a 95%% confidence interval of every headline figure")
@@ -98,8 +106,9 @@ def _main(sc, args: argparse.Namespace, exporter) -> int:
         return _repeat(sc, args, exporter)
     d, result = run_sweep(sc, live=not args.json, exporter=exporter)
     if args.json:
-        print(json.dumps({"sweep_dir": str(d), **result}, default=str))
-        return 0
+        print(json.dumps({"sweep_dir": str(d), **result,
+                          "report_command": f"loadgen report {d}"}, default=str))
+        return _invalid_code(result, args.fail_on_invalid)
     c = stdout_console()                # not a terminal: wide enough that no cell is cut
     c.print(sweep_table(result))
     for p in result["points"]:          # prefix-cache hygiene (and probe) warnings, per point
@@ -119,6 +128,34 @@ def _main(sc, args: argparse.Namespace, exporter) -> int:
                    if s.get("goodput_at_answer") is not None else "") + ")")
     c.print(frontier_line(d), highlight=False, markup=False)
     c.print(f"sweep directory: {d}")
+    if result.get("report"):
+        c.print(f"sweep report: {result['report']}", highlight=False, markup=False)
+    else:
+        c.print(f"sweep report: not written (output.report {sc.output.report}"
+                + (", see report.error.txt" if sc.output.report != "none" else "")
+                + f"); write it with: loadgen report {d}", highlight=False, markup=False)
+    return _invalid_code(result, args.fail_on_invalid)
+
+
+def _invalid_code(result: dict, fail_on_invalid: bool) -> int:
+    """--fail-on-invalid: 1 (one stderr line) when a point is INVALID; for a search, when no
+    probe passed (its failing probes are how it finds the limit)."""
+    if not fail_on_invalid:
+        return 0
+    s = result.get("search")
+    if s:
+        key = ("max_passing_concurrency" if s.get("kind") == "max_concurrency_under_slo"
+               else "max_passing_rate")
+        if s.get(key) is None:
+            print(f"loadgen sweep: --fail-on-invalid: no probe passed ({s.get('stopped')})",
+                  file=sys.stderr)
+            return 1
+        return 0
+    bad = [p["run_dir"] for p in result.get("points") or [] if p.get("valid") is False]
+    if bad:
+        print(f"loadgen sweep: --fail-on-invalid: {len(bad)} of {len(result['points'])} points "
+              f"INVALID ({', '.join(bad)})", file=sys.stderr)
+        return 1
     return 0
 
 

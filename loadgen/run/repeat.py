@@ -6,6 +6,8 @@ then the spread of every headline figure (per sweep point for sweeps).
              ─► analysis.metrics.repeats.repeat_summary(summaries) ─► repeat.json
              ─► analysis.report.repeats.write_repeat_report ─► report.md / report.html
 
+The parent directory is held for the series (loadgen/run/multilock.py): a second series into it
+exits 2 naming the holder's pid; a dead holder's lock is taken over.
 A managed server is started once per run (each run is independent, cold or warm alike); an
 interrupted run stops the series, and what finished is still summarised.
 """
@@ -20,6 +22,7 @@ from analysis.contract.rundir import read_summary
 from analysis.metrics.repeats import repeat_summary
 from analysis.report.repeats import write_repeat_report
 from loadgen.run.storage import atomic_write_text
+from loadgen.run.multilock import held
 from loadgen.scenario.model import Scenario, ScenarioError
 
 
@@ -35,6 +38,14 @@ def run_repeats(sc: Scenario, n: int, run_one: Callable) -> tuple[Path, list, di
     """Run ``sc`` ``n`` times through ``run_one(scenario) -> RunResult``; returns
     (parent dir, results, the repeat.json dict)."""
     parent = repeat_dir(sc, n)
+    with held(parent, "repeat"):
+        if (parent / "repeat.json").exists():     # a series that ended while this one checked
+            raise ScenarioError(f"output.run_name: {parent} already holds a repeat series "
+                                "(repeat.json)")
+        return _run_repeats(sc, n, run_one, parent)
+
+
+def _run_repeats(sc: Scenario, n: int, run_one: Callable, parent: Path) -> tuple[Path, list, dict]:
     results = []
     for i in range(1, n + 1):
         one = sc.model_copy(update={"output": sc.output.model_copy(
@@ -57,8 +68,14 @@ def sweep_repeats(sc: Scenario, n: int, run_sweep_fn: Callable) -> tuple[Path, d
     """Run the sweep ``n`` times (fresh sweep dirs sweep-1..sweep-n under one parent); per point
     value, the repeat summary of that point's runs ─► parent/repeat.json."""
     base = Path(sc.output.dir) / f"{sc.output.run_name or 'sweep-' + sc.name}-x{n}"
-    if (base / "repeat.json").exists():
-        raise ScenarioError(f"output.run_name: {base} already holds a repeat series (repeat.json)")
+    with held(base, "repeat"):
+        if (base / "repeat.json").exists():
+            raise ScenarioError(f"output.run_name: {base} already holds a repeat series "
+                                "(repeat.json)")
+        return _sweep_repeats(sc, n, run_sweep_fn, base)
+
+
+def _sweep_repeats(sc: Scenario, n: int, run_sweep_fn: Callable, base: Path) -> tuple[Path, dict]:
     by_value: dict = {}
     dirs = []
     for i in range(1, n + 1):

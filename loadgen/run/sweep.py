@@ -11,6 +11,14 @@
     ─► <sweep dir>/sweep.json (points, their key figures, the search's bracket) ─► table
     ─► <sweep dir>/frontier.json (analysis.metrics.frontier: throughput per accelerator vs
        interactivity, the non-dominated points marked) + frontier.png (output.report full)
+    ─► <sweep dir>/report.md, report.html (analysis.report.sweep; output.report text | full)
+
+Before anything runs: the sweep directory is held (loadgen/run/multilock.py: a second sweep into
+it exits 2 naming the holder's pid), every value is validated (sweep_plan.check_points) and the
+plan is written to sweep.json with "complete": false; "complete" becomes true at the end, so a
+sweep that died (kill -9) reads as incomplete. A search never probes past the scenario's limits
+or num_requests (sweep_plan.concurrency_cap / rate_cap; the answer then says "capped at").
+sweep.json and frontier.json hold only finite numbers (NaN / Infinity: null, noted on the row).
 
 A point whose summary.json exists is reused on rerun (same scenario: a fingerprint of the
 resolved scenario is kept in sweep.json and a mismatch is an error, never a silent mix). A point
@@ -20,6 +28,7 @@ schedule kept, the client not saturated); the search assumes that is monotone in
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -33,8 +42,11 @@ from analysis.metrics.summary import summary_of
 from loadgen.run.cache_hygiene import hygiene, reset_prefix_cache, sent_count
 from loadgen.run.calibration import refreeze_after_shared_server
 from loadgen.run.meta import write_meta
+from loadgen.run.multilock import held
 from loadgen.run.rundir import summarize_dir
 from loadgen.run.storage import atomic_write_text
+from loadgen.run.sweep_plan import (capped_line, check_points, concurrency_cap, dumps, finite,
+                                    plan, probe_scenario, rate_cap, read_sweep_json)
 from loadgen.run.sweep_search import concurrency_search
 from loadgen.scenario.model import Scenario, ScenarioError
 
@@ -94,25 +106,32 @@ class Sweep:
         self.fp = fingerprint(sc)
         self.max_sent = 0                   # the most requests an earlier point sent (hygiene)
         self.slo: Optional[dict] = None     # the resolved SLO (a point's summary): frontier shading
+        self.plan: Optional[dict] = None    # sweep.json "plan", written before the first point
+        self.complete = False               # true once every planned point (or probe) has run
+        self.report: Optional[str] = None   # SWEEP_DIR/report.html once written
 
     # -- bookkeeping ---------------------------------------------------------------------
     def _check_dir(self) -> None:
-        meta = self.dir / "sweep.json"
-        if meta.is_file():
-            old = json.loads(meta.read_text()).get("fingerprint")
-            if old != self.fp:
+        old = read_sweep_json(self.dir / "sweep.json")       # garbled: one line, exit 2
+        if old is not None:
+            if old.get("fingerprint") != self.fp:
                 raise ScenarioError(
                     f"output.run_name: {self.dir} holds a sweep of a different scenario "
                     "(fingerprint mismatch); choose another output.run_name or remove it")
+            # the points an earlier (perhaps killed) session finished stay listed
+            self.points = [p for p in old.get("points") or [] if isinstance(p, dict)
+                           and (self.dir / str(p.get("run_dir")) / "summary.json").is_file()
+                           and isinstance(p.get("value"), (int, float))]
         self.dir.mkdir(parents=True, exist_ok=True)
 
     def _save(self) -> dict:
         out = {"fingerprint": self.fp, "scenario": self.sc.name, "param": self.spec.param,
-               "mode": self.sc.load.mode, "points": self.points, "search": self.search,
+               "mode": self.sc.load.mode, "plan": self.plan, "complete": self.complete,
+               "points": self.points, "search": self.search,
                "rule": "a point passes when its verdict is VALID"}
-        atomic_write_text(self.dir / "sweep.json", json.dumps(out, indent=2, default=str) + "\n")
+        atomic_write_text(self.dir / "sweep.json", dumps(out))       # finite numbers only
         fr = {**frontier(self.points, self.spec.param), "slo": self.slo}
-        atomic_write_text(self.dir / "frontier.json", json.dumps(fr, indent=2, default=str) + "\n")
+        atomic_write_text(self.dir / "frontier.json", dumps(fr))
         return out
 
     def point(self, value: float, of: str = "") -> dict:
@@ -125,21 +144,21 @@ class Sweep:
         if reused:
             summary = summary_of(d)     # summary.json through the contract (older: recomputed)
         else:
+            point_sc = probe_scenario(self.sc, value, self.dir, name)  # values: checked up front
             if d.exists():
                 aside = d.with_name(name + ".incomplete")
                 shutil.rmtree(aside, ignore_errors=True)
                 d.rename(aside)
-            val = int(value) if self.spec.param == "load.concurrency" else float(value)
-            tree = self.sc.model_dump(mode="json")
-            tree["sweep"] = None
-            tree["load"][self.spec.param.split(".")[1]] = val
-            tree["output"].update(dir=str(self.dir), run_name=name)
             reset = None
             if self.spec.reset_prefix_cache and self.max_sent:
                 reset = reset_prefix_cache(self._base_url())
-            summary = self.run_fn(Scenario.model_validate(tree))
+            summary = self.run_fn(point_sc)
             summary = self._hygiene(d, reset) or summary
-        row = {"value": value, "run_dir": name, "reused": reused, **point_figures(summary)}
+        row, bad = finite({"value": value, "run_dir": name, "reused": reused,
+                           **point_figures(summary)})
+        if bad:     # a NaN / Infinity in the summary: null here, and said so
+            row["non_finite"] = {"fields": bad, "reason": "not a finite number in the point's "
+                                                          "summary (written as null)"}
         self.slo = self.slo or summary.get("slo")
         self.points = [p for p in self.points if p["value"] != value] + [row]
         self.points.sort(key=lambda p: p["value"])
@@ -175,7 +194,14 @@ class Sweep:
 
     # -- the two kinds ---------------------------------------------------------------------
     def run(self) -> dict:
+        with held(self.dir, "search" if self.spec.search else "sweep"):
+            return self._run()
+
+    def _run(self) -> dict:
         self._check_dir()
+        check_points(self.sc, self.dir)     # every value, before the first point (exit 2)
+        self.plan = plan(self.sc)
+        self._save()                        # the plan, before anything runs
         try:
             if self.spec.search == "max_rate_under_slo":
                 self._search()
@@ -190,11 +216,25 @@ class Sweep:
         if self.managed is not None:    # stopped: the points' roofline spec, calibrated once
             for d in refreeze_after_shared_server([self.dir / p["run_dir"] for p in self.points]):
                 summarize_dir(d, read_meta(d).as_dict(), self.sc.output.report)
+        self.complete = True
         out = self._save()
         if self.sc.output.report == "full":
             from analysis.report.plots_frontier import write_frontier_png
             write_frontier_png(self.dir)
-        return out
+        if self.sc.output.report != "none":
+            self.report = self._write_report()
+        return {**out, "report": self.report}
+
+    def _write_report(self) -> Optional[str]:
+        """SWEEP_DIR/report.md + report.html, as `loadgen report SWEEP_DIR` writes them; a
+        convenience: a failure is kept in report.error.txt, never fails the sweep."""
+        try:
+            from analysis.report.sweep import write_sweep_report
+            return str(write_sweep_report(self.dir, with_plots=self.sc.output.report == "full")[1])
+        except Exception as e:
+            with contextlib.suppress(OSError):
+                (self.dir / "report.error.txt").write_text(f"{type(e).__name__}: {e}\n")
+            return None
 
     def _search(self) -> None:
         s = self.spec
@@ -212,6 +252,7 @@ class Sweep:
 
         lo: Optional[float] = None
         hi: Optional[float] = None
+        cap, why = rate_cap(self.sc)
         r = s.rate_low
         # bracket: find a passing rate at or below rate_low, and a failing one above it
         while len(probes) < s.max_probes:
@@ -221,13 +262,12 @@ class Sweep:
             hi = r
             r /= 2
         if lo is not None and hi is None:
-            r = s.rate_high or lo * 2
-            while len(probes) < s.max_probes:
-                if probe(r):
-                    lo, r = r, r * 2
-                else:
+            r = min(s.rate_high or lo * 2, cap)
+            while len(probes) < s.max_probes and r > lo:
+                if not probe(r):
                     hi = r
                     break
+                lo, r = r, min(r * 2, cap)
         # bisect
         while lo is not None and hi is not None and (hi - lo) / lo > s.tolerance \
                 and len(probes) < s.max_probes:
@@ -236,8 +276,12 @@ class Sweep:
                 lo = mid
             else:
                 hi = mid
-        self.search.update(max_passing_rate=lo, min_failing_rate=hi)
-        if lo is None:
+        self.search.update(max_passing_rate=lo, min_failing_rate=hi,
+                           capped=capped_line(cap, why) if hi is None and lo == cap else None)
+        if self.search["capped"]:
+            self.search["stopped"] = (f"{self.search['capped']} (every probed rate passed; no "
+                                      "run can go higher)")
+        elif lo is None:
             self.search["stopped"] = "no probed rate passed (lower sweep.rate_low)"
         elif hi is None:
             self.search["stopped"] = "every probed rate passed (raise sweep.rate_high/max_probes)"
@@ -267,7 +311,8 @@ class Sweep:
             self._save()
             return bool(row["valid"])
 
-        res = concurrency_search(probe, s.concurrency_low, s.concurrency_high, s.max_probes)
+        res = concurrency_search(probe, s.concurrency_low, s.concurrency_high, s.max_probes,
+                                 *concurrency_cap(self.sc))
         for pr, br in zip(probes, res["bracket"]):
             pr["bracket_after"] = br
         self.search.update(res, goodput_at_answer=self._goodput_at(res["max_passing_concurrency"]))

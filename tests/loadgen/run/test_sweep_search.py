@@ -10,7 +10,8 @@ from loadgen.run.sweep_search import concurrency_search
 from loadgen.scenario.loader import scenario_from_dict
 from tests.loadgen.run.test_sweep import SERVER, Threshold, base
 
-CONC = {"mode": "concurrency", "concurrency": 1, "num_requests": 4}
+# num_requests bounds a concurrency search (no run has more in flight): large enough here
+CONC = {"mode": "concurrency", "concurrency": 1, "num_requests": 1000}
 
 
 class Users:
