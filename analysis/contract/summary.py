@@ -94,6 +94,10 @@ class Verdict(Open):
                           "; null: the plan had no fixed count")
     run_end: Optional[dict[str, Any]] = Field(
         None, description="analysis.metrics.run_end: did the run end cleanly, and why not")
+    records_excluded: Optional[int] = Field(
+        None, description="records left out of every figure: they break a rule of "
+                          "analysis.contract.sanity (ids, time order, token counts); each rule "
+                          "broken is a reason")
 
 
 class SteadyState(Open):
@@ -360,3 +364,17 @@ class Summary(Model):
                           "gauge after the run (analysis.metrics.hangups)")
     retries: Optional[dict[str, Any]] = Field(
         None, description="api.retry: {requests, attempts, wait_s} (apart from requests_retried)")
+
+
+def nonfinite_keys(data: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of the NaN / ±Infinity numbers in ``data`` (a summary dict or Summary): never
+    written by loadgen (store_summary writes them as null), so a file holding one was edited."""
+    if isinstance(data, Model):
+        data = data.as_dict()
+    if isinstance(data, float):
+        return [] if data - data == 0 else [prefix or "(top)"]
+    if isinstance(data, dict):
+        return [x for k, v in data.items() for x in nonfinite_keys(v, f"{prefix}{k}.")]
+    if isinstance(data, (list, tuple)):
+        return [x for i, v in enumerate(data) for x in nonfinite_keys(v, f"{prefix}{i}.")]
+    return []

@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 
 from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut
+from analysis.contract.summary import nonfinite_keys
 from analysis.contract import sanity
 from analysis.contract.records import read_table
 from analysis.contract.sanity import record_faults, slack_for
@@ -303,7 +304,8 @@ def write_summary(run_dir: str | Path, meta: Optional[dict] = None) -> Path:
 
 def load_summary(run_dir: str | Path) -> Optional[dict]:
     """summary.json through the contract when it was written by this contract version; None
-    when absent, older (no or another schema_version) or not matching (then: summarize_run)."""
+    when absent, older (no or another schema_version), not matching, or holding a NaN / Infinity
+    (then: summarize_run)."""
     path = Path(run_dir) / "summary.json"
     if not path.is_file():
         return None
@@ -311,7 +313,10 @@ def load_summary(run_dir: str | Path) -> Optional[dict]:
         s = Summary.read_file(path)
     except ContractError:
         return None
-    return s.as_dict() if s.schema_version == SCHEMA_VERSION else None
+    if s.schema_version != SCHEMA_VERSION:
+        return None
+    d = s.as_dict()
+    return None if nonfinite_keys(d) else d       # NaN / Infinity: edited, recomputed
 
 
 def summary_of(run_dir: str | Path) -> dict:

@@ -182,3 +182,14 @@ def test_compare_labels_each_ttft_for_what_it_is(tmp_path, capsys):
     first, noise = out.split("## Change and noise")
     assert "| TTFT from scheduled p50 (ms) |" in first and "| TTFT p50 (ms)" not in first
     assert "| TTFT from send p50 (ms) |" in noise and "| TTFT p50 (ms)" not in noise
+
+
+def test_a_summary_with_nan_or_infinity_is_recomputed_for_notebooks(tmp_path, capsys):
+    import loadgen
+    d = _dir(tmp_path)
+    assert cli.main(["report", "--no-plots", str(d)]) == 0
+    s = json.loads((d / "summary.json").read_text())
+    true = s["goodput"]
+    s["goodput"] = math.inf
+    (d / "summary.json").write_text(json.dumps(s))
+    assert loadgen.open_run(d).summary.goodput == true
