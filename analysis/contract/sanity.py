@@ -21,9 +21,12 @@ Pure: numpy only; the result is cached on the table (one check per read).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Optional
 
 import numpy as np
+
+from analysis.contract.records import RecordTable
 
 TOKENS_MAX = 10_000_000     # tokens in one request or answer: above every served context window
 KERNEL_SLACK_NS = 2_000_000
@@ -86,6 +89,49 @@ def _check(t, slack: int) -> Faults:
             out.rules.append((k, what))
             out.bad |= mask
 
+    _ids(t, n, rule)
+    stamps = {name: t.stamp(name) for name in {x for a, b, _ in ORDER for x in (a, b)}}
+    for later, earlier, what in ORDER:
+        (v1, ok1), (v0, ok0) = stamps[later], stamps[earlier]
+        rule(ok1 & ok0 & (v1 + slack < v0), what)
+    tok = np.zeros(n, bool)
+    recs = t.records
+    for name in TOKEN_FIELDS:                       # few distinct values: checked as a set
+        seen = set(map(attrgetter(name), recs)) if type(t) is RecordTable \
+            else set(t._values(name))               # (a read table: Records, no list built)
+        wrong = {v for v in seen if v is not None and not 0 <= v <= TOKENS_MAX}
+        if wrong:
+            tok |= np.fromiter((v in wrong for v in t._values(name)), bool, count=n)
+    ct, cn, offsets = t.t, t.n, t.offsets
+    if cn.size and (cn.min() < 0 or cn.max() > TOKENS_MAX):
+        tok[_owner(offsets, np.flatnonzero((cn < 0) | (cn > TOKENS_MAX)))] = True
+    rule(tok, f"a token count negative or above {TOKENS_MAX:,}")
+    if ct.size:
+        back = np.zeros(n, bool)
+        at = np.flatnonzero(ct[1:] + slack < ct[:-1])          # a drop: inside one record?
+        own = _owner(offsets, at)
+        back[own[own == _owner(offsets, at + 1)]] = True
+        rule(back, "chunk times out of order")
+        has = np.diff(offsets) > 0                  # in order: the first and last chunk say it
+        first, last = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        first[has], last[has] = ct[offsets[:-1][has]], ct[offsets[1:][has] - 1]
+        (sv, sok), (ev, eok) = stamps["sent_at_ns"], stamps["end_at_ns"]
+        rule(has & ((sok & (first + slack < sv)) | (eok & (last > ev + slack))),
+             "a chunk before send or after end")
+    return out
+
+
+def _owner(offsets: np.ndarray, chunk_idx: np.ndarray) -> np.ndarray:
+    """The record of each chunk index (offsets: the table's, one more than its records)."""
+    return np.searchsorted(offsets, chunk_idx, side="right") - 1
+
+
+def _ids(t, n: int, rule) -> None:
+    """No id, a negative id, an earlier line's id (the set first: the common case is clean)."""
+    vals = t._values("id")
+    seen = set(vals)
+    if len(seen) == n and None not in seen and min(seen) >= 0:
+        return
     ids = t.column("id", float)
     rule(np.isnan(ids), "no request id")
     rule(ids < 0, "a negative request id")
@@ -94,35 +140,6 @@ def _check(t, slack: int) -> Faults:
     again = np.zeros(n, bool)
     again[order[1:]] = s[1:] == s[:-1]              # a later line with an earlier line's id
     rule(again, "duplicate request ids (a later line repeats an earlier line's id)")
-
-    stamps = {}
-    for name in {x for a, b, _ in ORDER for x in (a, b)}:
-        stamps[name] = t.stamp(name)
-    for later, earlier, what in ORDER:
-        (v1, ok1), (v0, ok0) = stamps[later], stamps[earlier]
-        rule(ok1 & ok0 & (v1 + slack < v0), what)
-
-    tok = np.zeros(n, bool)
-    for name in TOKEN_FIELDS:
-        v = t.column(name, float)
-        tok |= (v < 0) | (v > TOKENS_MAX)           # NaN (absent) compares False
-    if len(t.n):
-        own = t.record_of_chunk()
-        tok[own[(t.n < 0) | (t.n > TOKENS_MAX)]] = True
-    rule(tok, f"a token count negative or above {TOKENS_MAX:,}")
-
-    if len(t.t):
-        ct, own = t.t, t.record_of_chunk()
-        back = np.zeros(n, bool)
-        same = own[1:] == own[:-1]
-        back[own[1:][same & (ct[1:] + slack < ct[:-1])]] = True
-        rule(back, "chunk times out of order")
-        (sv, sok), (ev, eok) = stamps["sent_at_ns"], stamps["end_at_ns"]
-        outside = (sok[own] & (ct + slack < sv[own])) | (eok[own] & (ct > ev[own] + slack))
-        off = np.zeros(n, bool)
-        off[own[outside]] = True
-        rule(off, "a chunk before send or after end")
-    return out
 
 
 def planned_excess(measured_ids: np.ndarray, planned: Optional[int]) -> Optional[str]:
