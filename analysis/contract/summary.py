@@ -187,6 +187,57 @@ class Replica(Open):
     goodput: Optional[float] = None
 
 
+class ModelFigures(Open):
+    """One model of api.models (analysis.metrics.models): a replica's figures, without a url."""
+    requests: int = 0
+    completed: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    share: Optional[float] = None
+    ttft_ms: Optional[dict[str, Optional[float]]] = None
+    tpot_ms: Optional[dict[str, Optional[float]]] = None
+    itl_ms_p99: Optional[float] = None
+    e2el_ms_p50: Optional[float] = None
+    request_throughput: Optional[float] = None
+    output_throughput: Optional[float] = None
+    goodput: Optional[float] = None
+
+
+class Cancel(Open):
+    """load.cancel (analysis.metrics.hangups.cancel_block): the requests the client hung up on."""
+    requests_aborted: int = 0
+    with_first_token: int = 0
+    ttft_ms: Optional[dict[str, Any]] = Field(None, description="stats of their TTFT (ms)")
+    ttft_rule: Optional[str] = None
+    output_tokens_received: Optional[int] = None
+    server_running_after: Optional[dict[str, Any]] = Field(
+        None, description="meta.json's running_after: the server's running gauge after the run")
+    leaked: Optional[bool] = None
+
+
+class Retries(Open):
+    """api.retry (analysis.metrics.hangups.retries_block): requests sent more than once."""
+    requests: int = 0
+    attempts: int = 0
+    wait_s: Optional[float] = None
+
+
+class Audio(Open):
+    """api.endpoint transcriptions (analysis.metrics.audio): RTFx, audio seconds sent."""
+    rtfx: Optional[float] = None
+    rtfx_reason: Optional[str] = None
+    rtfx_per_request: Optional[dict[str, Any]] = None
+    audio_s_total: Optional[float] = None
+    audio_s_per_request: Optional[float] = None
+    requests: int = 0
+    requests_sent: int = 0
+    seconds: Optional[Any] = Field(None, description="workload.audio as given (meta.json)")
+    sample_rate: Optional[Any] = None
+    format: Optional[Any] = None
+    pool: Optional[Any] = None
+    rule: Optional[str] = None
+
+
 class Replicas(Open):
     ttft: Optional[str] = Field(None, description="which TTFT the replicas' ttft_ms is")
     window_rule: Optional[str] = None
@@ -332,7 +383,7 @@ class Summary(Model):
     evidence: Optional[dict[str, Any]] = None
     server_metrics: Optional[dict[str, Any]] = None
     roofline: Optional[Roofline] = None
-    models: Optional[dict[str, Any]] = Field(
+    models: Optional[dict[str, ModelFigures]] = Field(
         None, description="api.models: per model its share of the measured requests and the "
         "replicas' figures (analysis.metrics.models); None with one model")
     spec_decode: Optional[dict[str, Any]] = Field(
@@ -344,7 +395,7 @@ class Summary(Model):
                                       "million tokens, each with how it was computed")
     prefix_cache: Optional[PrefixCache] = Field(None, description="prefix-cache hits: server rate, "
                                                 "cached share, TTFT of hits vs misses")
-    audio: Optional[dict[str, Any]] = Field(
+    audio: Optional[Audio] = Field(
         None, description="api.endpoint transcriptions: rtfx (audio s per wall s), "
         "rtfx_per_request, audio seconds sent")
     interactivity_tok_s: Optional[Interactivity] = Field(
@@ -359,10 +410,10 @@ class Summary(Model):
         None, description="analysis.metrics.capacity: accelerators, rules, why a figure is null")
     requests_aborted: int = Field(0, description="load.cancel: measured requests the client "
                                   "hung up on (status aborted; not failures)")
-    cancel: Optional[dict[str, Any]] = Field(
+    cancel: Optional[Cancel] = Field(
         None, description="load.cancel: aborted requests, their TTFT, the server's running "
                           "gauge after the run (analysis.metrics.hangups)")
-    retries: Optional[dict[str, Any]] = Field(
+    retries: Optional[Retries] = Field(
         None, description="api.retry: {requests, attempts, wait_s} (apart from requests_retried)")
 
 

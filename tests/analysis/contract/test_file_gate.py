@@ -193,3 +193,13 @@ def test_a_summary_with_nan_or_infinity_is_recomputed_for_notebooks(tmp_path, ca
     s["goodput"] = math.inf
     (d / "summary.json").write_text(json.dumps(s))
     assert loadgen.open_run(d).summary.goodput == true
+
+
+def test_cancel_audio_retries_and_models_blocks_are_typed_like_accuracy_and_cost():
+    from analysis.contract import Summary
+    s = Summary.read({"cancel": {"requests_aborted": 3, "with_first_token": 2, "leaked": False},
+                      "retries": {"requests": 1, "attempts": 3, "wait_s": 0.5},
+                      "audio": {"rtfx": 12.5, "requests": 4, "requests_sent": 4},
+                      "models": {"base": {"requests": 5, "completed": 5, "goodput": 1.5}}})
+    assert s.cancel.requests_aborted == 3 and s.retries.attempts == 3
+    assert s.audio.rtfx == 12.5 and s.models["base"].goodput == 1.5
