@@ -1,6 +1,8 @@
 """summary.json: the stable figures of one run, computed from its records and meta.
 
     run_dir/records.jsonl, meta.json, sut.json, power.jsonl (+ probe_stream.jsonl) ─► load_run / load_power
+        (read_checked: records that fail analysis.contract.sanity are left out of every figure;
+         with_faults: the verdict INVALID, one reason per rule broken, records_excluded)
         ─► summarize(records, meta, power_rows) ─► dict
     summarize_run(run_dir): the one summary of a run (+ server metrics) ─► store_summary
         ─► analysis.contract.Summary.dump ─► summary.json ─► summary_of(run_dir) (report, open_run)
@@ -19,11 +21,10 @@ from typing import Optional
 
 import numpy as np
 
-from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut
-from analysis.contract.summary import nonfinite_keys
-from analysis.contract import sanity
+from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut, sanity
 from analysis.contract.records import read_table
 from analysis.contract.sanity import record_faults, slack_for
+from analysis.contract.summary_blocks import nonfinite_keys
 from analysis.contract.rundir import read_json, read_rows
 from analysis.metrics import figures as m
 from analysis.metrics import slo as slo_mod
