@@ -15,6 +15,10 @@ offline / server / concurrency, whose numbers mean different things), the worklo
 dataset file and its SHA-256, length distributions, tokenizer, shared prefix, seed) and the
 resolved SLO limits (ttft/tpot/itl/e2el and percentile: they define goodput and the verdict).
 A run whose must-match conditions are not recorded cannot be checked and is refused too.
+Figures are recomputed from each run's records (summarize_run), never taken from summary.json:
+where its summary.json says otherwise (an edit, a NaN), ``stale`` holds one line per figure. A
+file that does not read: ContractError, one line naming RUN/FILE[:LINE] (analysis.contract.base
+.reading).
 Everything else that differs (model, server, device, load level, versions, ...) is listed.
 """
 from __future__ import annotations
@@ -339,9 +343,9 @@ def blocks(result: dict) -> list[Block]:
     out += [("p", "Scenario type, workload and SLO match (checked); figures measured "
                   "client-side, recomputed from each run's records. Percentages: change "
                   "against the first run.")]
-    out += [("warn", line + " (`loadgen report` rewrites it)") for line in result.get("stale") or []]
-    out += [
-            ("table", ["figure", *result["runs"]], result["metrics"])]
+    out += [("warn", f"{line} (`loadgen report` rewrites it)")
+            for line in result.get("stale") or ()]
+    out += [("table", ["figure", *result["runs"]], result["metrics"])]
     for pair in result.get("pairs") or []:
         method = "; ".join(sorted({f["method"] for f in pair["figures"].values() if f["method"]}))
         out += [("h", f"Change and noise: {pair['b']} against {pair['a']}"),
