@@ -54,8 +54,8 @@ class Faults:
 
     def reasons(self) -> list[str]:
         """'3 records with end before send', one per rule broken."""
-        return [f"{n} record{'s' if n > 1 else ''} with {what}" if not what.startswith("duplicate")
-                else f"{n} {what}" for n, what in self.rules]
+        return [(f"{n} {what}" if what.startswith("duplicate") else f"{n} record{{s}} with {what}")
+                .replace("{s}", "s" if n > 1 else "") for n, what in self.rules]
 
     def keep(self, records: list) -> list:
         """``records`` (the table's, in order) without the faulty ones."""
@@ -139,7 +139,7 @@ def _ids(t, n: int, rule) -> None:
     s = ids[order]
     again = np.zeros(n, bool)
     again[order[1:]] = s[1:] == s[:-1]              # a later line with an earlier line's id
-    rule(again, "duplicate request ids (a later line repeats an earlier line's id)")
+    rule(again, "duplicate request id{s} (a later line repeats an earlier line's id)")
 
 
 def planned_excess(measured_ids: np.ndarray, planned: Optional[int]) -> Optional[str]:

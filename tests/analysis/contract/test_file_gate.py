@@ -203,3 +203,10 @@ def test_cancel_audio_retries_and_models_blocks_are_typed_like_accuracy_and_cost
                       "models": {"base": {"requests": 5, "completed": 5, "goodput": 1.5}}})
     assert s.cancel.requests_aborted == 3 and s.retries.attempts == 3
     assert s.audio.rtfx == 12.5 and s.models["base"].goodput == 1.5
+
+
+def test_validate_run_dir_names_what_the_records_say(tmp_path):
+    from analysis.contract import validate_run_dir
+    d = _dir(tmp_path, edit=lambda r: r + [dict(r[0])])
+    assert validate_run_dir(d, written=False) == [
+        "records.jsonl: 1 duplicate request id (a later line repeats an earlier line's id)"]
