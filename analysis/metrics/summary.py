@@ -235,8 +235,9 @@ def with_faults(v: dict, faults, records: list, planned) -> dict:
     rule broken, when a record was left out of the figures, or more distinct measured request
     ids than planned; ``records_excluded`` counts the records left out."""
     reasons = [f"{r}: excluded from the figures" for r in faults.reasons()]
-    ids = m.field(m.measured(records), "id")
-    extra = sanity.planned_excess(np.asarray([i for i in ids if i is not None]), planned)
+    ids = m.field(m.measured(records), "id") if planned is not None else []
+    extra = sanity.planned_excess(np.asarray([i for i in ids if i is not None]), planned) \
+        if len(ids) > (planned or 0) else None
     if extra:
         reasons.append(f"{extra}: records.jsonl holds requests the plan does not")
     check = {"name": "records_consistent", "ok": not reasons, "value": faults.count,
