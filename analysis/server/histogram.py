@@ -20,14 +20,17 @@ def figure(value, unit: str, evidence: str, metric: Optional[str], **kw) -> dict
     return {"value": value, "unit": unit, "evidence": evidence, "metric": metric, **kw}
 
 
-def unmeasured(unit: str, metric: Optional[str], reason: str) -> dict:
-    return figure(None, unit, "unmeasured", metric, reason=reason)
+def unmeasured(unit: str, metric: Optional[str], reason: str, **kw) -> dict:
+    return figure(None, unit, "unmeasured", metric, reason=reason, **kw)
 
 
 def hist_mean(s: Series, base: str, a: int, b: int) -> dict:
-    dsum, dcount = s.delta(base + "_sum", a, b), s.delta(base + "_count", a, b)
+    csum, ccount = s.delta_checked(base + "_sum", a, b), s.delta_checked(base + "_count", a, b)
+    dsum, dcount = csum.value, ccount.value
     if dsum is None or dcount is None:
-        return unmeasured("ms", base, f"the server exposes no {base} (or it was reset)")
+        if base + "_count" not in s.by_name:
+            return unmeasured("ms", base, f"the server exposes no {base}")
+        return unmeasured("ms", base, ccount.reason or csum.reason)
     if dcount == 0:
         return unmeasured("ms", base, f"{base}_count did not grow in the window: no observations")
     return figure(dsum / dcount * 1e3, "ms", "measured", base, count=int(dcount))
