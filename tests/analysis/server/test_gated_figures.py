@@ -127,3 +127,12 @@ def test_a_real_leak_still_warns():
     hangups.fill(out, [], {"running_after": after})
     assert out["cancel"]["leaked"] is True and "did not free the slots" in out["warnings"][0]
     assert not math.isnan(out["cancel"]["server_running_after"]["value"])
+
+
+def test_the_prefix_cache_block_refuses_an_absurd_rate_and_a_string_count():
+    sm = {"status": "measured", "figures": {"prefix_cache_hit_rate": {"value": 10.0}}}
+    recs = [{"id": 0, "phase": "measured", "status": "ok", "cached_tokens": "5",
+             "prompt_tokens": 10, "sent_at_ns": 0, "first_token_at_ns": 1_000_000}]
+    out = prefix_cache_block(recs, sm)                  # was 10.0, and a TypeError on "5" > 0
+    assert out["server_hit_rate"] is None and "outside [0, 1]" in out["reasons"]["server_hit_rate"]
+    assert out["requests_unreported"] == 1 and out["requests_hit"] == 0
