@@ -53,7 +53,9 @@ def hist_quantile(s: Series, base: str, a: int, b: int, q: float) -> dict:
     An interpolated point inside (0, hi] or inside a bucket that holds everything would only
     restate the interpolation's assumption (uniform inside the bucket): e.g. vLLM's queue time
     (first bucket 0–300 ms) would read "p99 297 ms" beside a 0.01 ms mean."""
-    bd = s.bucket_deltas(base, a, b)
+    bd, refused = s.bucket_deltas_checked(base, a, b)
+    if refused:
+        return unmeasured("ms", base, refused)
     if not bd or bd[-1][1] <= 0:
         return unmeasured("ms", base, f"no {base} bucket observations in the window")
     total, rank = bd[-1][1], q * bd[-1][1]

@@ -98,14 +98,22 @@ class Series:
 
     def bucket_deltas(self, base: str, a: int, b: int) -> list[tuple[float, float]]:
         """[(upper bound s, Δ cumulative count)] of ``base``_bucket, summed over label sets."""
+        return self.bucket_deltas_checked(base, a, b)[0]
+
+    def bucket_deltas_checked(self, base: str, a: int,
+                              b: int) -> tuple[list[tuple[float, float]], Optional[str]]:
+        """bucket_deltas, each bucket's series through sanity.counter_delta: ([], the reason)
+        when any bucket went down in the window or is not a count."""
         by_le: dict[float, float] = defaultdict(float)
         for key, pts in self.by_name.get(base + "_bucket", {}).items():
-            le = float(dict(key)["le"])
-            ia = bisect.bisect_right(pts, (a, float("inf"))) - 1
-            ib = bisect.bisect_right(pts, (b, float("inf"))) - 1
-            if ib >= 0:
-                by_le[le] += pts[ib][1] - (pts[ia][1] if ia >= 0 else 0.0)
-        return sorted(by_le.items())
+            le = _num(dict(key).get("le"))
+            if le != le or not pts or pts[0][0] > b:
+                continue                      # no "le", or no sample at or before b
+            c = sanity.counter_delta(pts, a, b, f"{base}_bucket{{le={dict(key).get('le')}}}")
+            if not c.ok:
+                return [], c.reason
+            by_le[le] += c.value
+        return sorted(by_le.items()), None
 
     def gauge(self, name: str, a: int, b: int) -> list[float]:
         """The gauge (summed over label sets) at each good scrape in [a, b]."""

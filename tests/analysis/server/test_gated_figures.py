@@ -136,3 +136,26 @@ def test_the_prefix_cache_block_refuses_an_absurd_rate_and_a_string_count():
     out = prefix_cache_block(recs, sm)                  # was 10.0, and a TypeError on "5" > 0
     assert out["server_hit_rate"] is None and "outside [0, 1]" in out["reasons"]["server_hit_rate"]
     assert out["requests_unreported"] == 1 and out["requests_hit"] == 0
+
+
+def test_spans_that_disagree_split_no_server_time():
+    from analysis.server.metrics import decomposition
+    figs = {"server_ttft": {"value": 40.0, "count": 3}, "server_queue": {"value": 30.0},
+            "server_prefill": {"value": 25.0}}              # queue + prefill > TTFT
+    out = decomposition(100.0, 3, figs)
+    assert out["server_other_ms"] is None and "spans disagree" in out["reason"]
+    figs["server_prefill"]["value"] = 5.0
+    out = decomposition(100.0, 3, figs)
+    assert out["server_other_ms"] == 5.0 and out["reason"] is None
+
+
+def test_a_histogram_bucket_reset_mid_window_gives_no_quantile():
+    base = "vllm:time_to_first_token_seconds"
+    rows = scrapes(9_000, 15_000, 21_000)
+    for t, n in ((9_000, 100.0), (15_000, 2.0), (21_000, 150.0)):      # a restart, then past
+        rows += [row(t, base + "_sum", n / 10), row(t, base + "_count", n),
+                 {**row(t, base + "_bucket", n), "labels": {"le": "0.1"}},
+                 {**row(t, base + "_bucket", n), "labels": {"le": "+Inf"}}]
+    f = figs(rows)
+    for key in ("server_ttft", "server_ttft_p50", "server_ttft_p99"):
+        assert f[key]["value"] is None and "went down" in f[key]["reason"], (key, f[key])
