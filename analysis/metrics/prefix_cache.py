@@ -54,7 +54,8 @@ def _server_rate(server_metrics: Optional[dict]) -> tuple[Optional[float], Optio
 def prefix_cache_block(records: list, server_metrics: Optional[dict] = None) -> dict:
     """summary.json's "prefix_cache" object (see the module docstring)."""
     done = m.completed(m.measured(records))
-    cached = [sanity.token_count(c).value for c in m.field(done, "cached_tokens")]  # "5": unreported
+    # through the gate: a cached_tokens of the wrong type ("5") counts as unreported
+    cached = [sanity.token_count(c).value for c in m.field(done, "cached_tokens")]
     rep = [(r, c) for r, c in zip(done, cached) if c is not None]
     hits = [r for r, c in rep if c > 0]
     misses = [r for r, c in rep if c == 0]

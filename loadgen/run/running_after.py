@@ -9,8 +9,9 @@ A server that keeps generating for a client that hung up (or never frees its slo
 reports running requests WAIT_S after the last answer: ``leaked`` true, and summary.json
 warns (analysis.metrics.hangups). No /metrics, no gauge we know, or a gauge the sanity gate
 refuses (analysis.server.sanity.gauge_text: ``NaN``, ``+Inf``, ``abc``): ``leaked`` None, ``value``
-None, with the reason (the summary's ``cancel.leaked_reason``, the console line). Run by harness.around once the load phase is over and before a managed server stops,
-for every engine; only when load.cancel is set and target.scrape_metrics is on.
+None, with the reason (the summary's ``cancel.leaked_reason``, the console line). Run by
+harness.around once the load phase is over and before a managed server stops, for every
+engine; only when load.cancel is set and target.scrape_metrics is on.
 """
 from __future__ import annotations
 
