@@ -23,7 +23,7 @@ from typing import Optional
 from loadgen import __version__
 from loadgen.scenario.model import ScenarioError
 
-COMMANDS = ("run", "sweep", "report", "compare", "serve", "kernel", "calibrate")
+COMMANDS = ("run", "sweep", "report", "compare", "serve", "kernel", "calibrate", "predict")
 
 
 def build_parser() -> argparse.ArgumentParser:
