@@ -196,3 +196,19 @@ class Predictor:
         lp = point_load(param, value, self.sc.load.mode, self.load)
         res = self.result([(param, value, lp)])
         return summary_block(res["grade"], res["points"][0], summary)
+
+
+def attach_forecasts(sweep_dir: Path, points: list[dict], predictor: Predictor) -> None:
+    """``loadgen sweep --predict``: each point row and its summary.json get "forecast" (the
+    point's forecast and its error against the summary's figures). Called once the points'
+    summaries are final (after any re-summary at the sweep's end)."""
+    import json
+    from loadgen.run.storage import atomic_write_text
+    for row in points:
+        path = Path(sweep_dir) / row["run_dir"] / "summary.json"
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        row["forecast"] = summary["forecast"] = predictor.block(row["value"], summary)
+        atomic_write_text(path, json.dumps(summary, indent=2, default=str) + "\n")

@@ -77,7 +77,7 @@ class Sweep:
     """Runs the points of ``sc.sweep``; ``run_fn`` executes one point (the runner by default)."""
 
     def __init__(self, sc: Scenario, run_fn: Optional[RunFn] = None, live: bool = False,
-                 exporter=None):
+                 exporter=None, predictor=None):
         if sc.sweep is None:
             raise ScenarioError("sweep: the scenario has no sweep block "
                                 "(add sweep.values or sweep.search)")
@@ -93,6 +93,7 @@ class Sweep:
         self.fp = fingerprint(sc)
         self.max_sent = 0                   # the most requests an earlier point sent (hygiene)
         self.slo: Optional[dict] = None     # the resolved SLO (a point's summary): frontier shading
+        self.predictor = predictor          # --predict: loadgen.run.predict.Predictor, or None
 
     # -- bookkeeping ---------------------------------------------------------------------
     def _check_dir(self) -> None:
@@ -111,6 +112,9 @@ class Sweep:
                "rule": "a point passes when its verdict is VALID"}
         (self.dir / "sweep.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
         fr = {**frontier(self.points, self.spec.param), "slo": self.slo}
+        from analysis.predict.overlay import overlay    # --predict: forecast beside measured
+        if (fc := overlay(self.points)) is not None:
+            fr["forecast"] = fc
         (self.dir / "frontier.json").write_text(json.dumps(fr, indent=2, default=str) + "\n")
         return out
 
@@ -189,6 +193,9 @@ class Sweep:
         if self.managed is not None:    # stopped: the points' roofline spec, calibrated once
             for d in refreeze_after_shared_server([self.dir / p["run_dir"] for p in self.points]):
                 summarize_dir(d, read_meta(d).as_dict(), self.sc.output.report)
+        if self.predictor is not None:  # --predict: summary.json "forecast" (docs/predict.md)
+            from loadgen.run.predict import attach_forecasts
+            attach_forecasts(self.dir, self.points, self.predictor)
         out = self._save()
         if self.sc.output.report == "full":
             from analysis.report.plots_frontier import write_frontier_png
@@ -292,6 +299,6 @@ def _run_point(sc: Scenario, live: bool = False, server=None, label: Optional[st
 
 
 def run_sweep(sc: Scenario, run_fn: Optional[RunFn] = None, live: bool = False,
-              exporter=None) -> tuple[Path, dict]:
-    sw = Sweep(sc, run_fn, live, exporter)
+              exporter=None, predictor=None) -> tuple[Path, dict]:
+    sw = Sweep(sc, run_fn, live, exporter, predictor)
     return sw.dir, sw.run()
