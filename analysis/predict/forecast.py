@@ -38,17 +38,17 @@ ASSUMPTIONS = ("one device; every weight and cached K/V byte read once per step 
 def point_load(param: str, value: float, mode: str, base: dict) -> LoadPoint:
     """The LoadPoint of one sweep value; ``base``: the scenario's load block (a dict)."""
     load = {**base, param.split(".")[-1]: value}
-    warm = int(load.get("warmup_requests") or 0)
+    # loadgen runs its warm-up requests as a phase of their own before the measured phase
+    # starts (loadgen/run/runner.py), so the simulation starts cold with the measured requests
     if mode in ("concurrency", "offline"):
-        return LoadPoint("closed", concurrency=int(load.get("concurrency") or 1), warmup=warm)
+        return LoadPoint("closed", concurrency=int(load.get("concurrency") or 1))
     kind = "constant" if load.get("arrival") == "constant" else "poisson"
-    return LoadPoint(kind, concurrency=load.get("max_concurrency"), rate=float(load["rate"]),
-                     warmup=warm)
+    return LoadPoint(kind, concurrency=load.get("max_concurrency"), rate=float(load["rate"]))
 
 
 def n_requests(load: dict, point: LoadPoint, cap: int = 2000) -> int:
-    """How many requests the simulation sends: the run's warm-up + measured requests (its
-    num_requests, else duration × rate, else 64 per user), at most ``cap``."""
+    """How many requests the simulation sends: the run's measured requests (its num_requests,
+    else duration × rate, else 64 per user) + the point's simulated warm-up, at most ``cap``."""
     n = load.get("num_requests")
     if n is None and load.get("duration_s") and point.rate:
         n = int(load["duration_s"] * point.rate)

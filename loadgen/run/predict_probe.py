@@ -61,7 +61,7 @@ def run_probes(sc: Scenario, concurrencies: list[int], budget_s: float,
                 raise KeyboardInterrupt
             s = getattr(res, "summary", None) or {}
             m = {k: measured(s, k) for k in ("ttft_ms_p50", "tpot_ms_p50", "output_throughput")}
-            probes.append({"point": LoadPoint("closed", concurrency=c, warmup=min(c, 2)),
+            probes.append({"point": LoadPoint("closed", concurrency=c),
                            "run_dir": str(getattr(res, "run_dir", out_dir / name)),
                            "requests": int(s.get("requests_completed") or 0),
                            "measured": m if any(v is not None for v in m.values()) else None})
