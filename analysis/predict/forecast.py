@@ -40,8 +40,9 @@ def point_load(param: str, value: float, mode: str, base: dict) -> LoadPoint:
     load = {**base, param.split(".")[-1]: value}
     # loadgen runs its warm-up requests as a phase of their own before the measured phase
     # starts (loadgen/run/runner.py), so the simulation starts cold with the measured requests
-    if mode in ("concurrency", "offline"):
-        return LoadPoint("closed", concurrency=int(load.get("concurrency") or 1))
+    if mode in ("concurrency", "offline"):       # offline without a cap: every request at once
+        users = load.get("concurrency") or (load.get("num_requests") if mode == "offline" else 1)
+        return LoadPoint("closed", concurrency=int(users or 1))
     kind = "constant" if load.get("arrival") == "constant" else "poisson"
     return LoadPoint(kind, concurrency=load.get("max_concurrency"), rate=float(load["rate"]))
 

@@ -112,6 +112,10 @@ def prefill_chunk(sc: Scenario) -> Optional[int]:
 def load_points(sc: Scenario) -> list[tuple[str, float, LoadPoint]]:
     """(param, value, LoadPoint) of each sweep value, else of the scenario's own load."""
     load = sc.load.model_dump(mode="json")
+    if sc.load.mode == "trace" or sc.load.stages:
+        raise ScenarioError(f"load.{'stages' if sc.load.stages else 'mode'}: predict forecasts "
+                            "one steady load per point (mode concurrency, offline or server "
+                            "without stages)")
     if sc.sweep is not None and sc.sweep.values:
         param, values = sc.sweep.param, list(sc.sweep.values)
     elif sc.load.mode == "server":
@@ -183,8 +187,17 @@ class Predictor:
     def overheads(self) -> Optional[Overheads]:
         return Overheads(**self.fit["overheads"]) if self.fit else None
 
+    def notes(self) -> list[str]:
+        src = self.sc.workload.source
+        return ([] if src == "synthetic" else
+                [f"workload.source {src}: the file's lengths are not read; the forecast draws "
+                 "from workload.prompt_tokens and workload.output_tokens"])
+
     def result(self, points=None) -> dict:
         dev = {k: v for k, v in self.device.items() if k != "spec"}
+        return {**self._result(points, dev), "notes": self.notes()}
+
+    def _result(self, points, dev) -> dict:
         return forecast(self.shape, self.device["spec"], self.workload, points or self.points,
                         self.load, overheads=self.overheads, fit=self.fit,
                         slots=self.shape.get("slots"), prefill_chunk=self.chunk, device=dev)

@@ -116,3 +116,21 @@ def test_calibrated_forecast_on_the_calibration_server(calib_server, tmp_path, c
     for p in res["points"]:
         assert p["tpot_ms_p50"] == pytest.approx(10.0, rel=0.2)
         assert p["ttft_ms_p50"] == pytest.approx(30.0, rel=0.25)
+
+
+def test_a_server_without_a_shape_and_a_trace_load_are_one_line_errors(calib_server, tmp_path):
+    sc = scenario(tmp_path, target={"url": calib_server.url})
+    assert "--model-config" in one_line_error(sc, "--device", "h100-sxm", home=tmp_path)
+    tr = tmp_path / "t.yaml"
+    tree = yaml.safe_load(scenario(tmp_path).read_text())
+    tree["load"] = {"mode": "concurrency", "duration_s": 10,
+                    "stages": [{"concurrency": 2, "duration_s": 5}]}
+    tree.pop("sweep")
+    tr.write_text(yaml.safe_dump(tree))
+    assert "load.stages" in one_line_error(tr, "--device", "h100-sxm", home=tmp_path)
+
+
+def test_offline_without_a_cap_sends_every_request_at_once():
+    from analysis.predict.forecast import point_load
+    lp = point_load("load.concurrency", 0, "offline", {"num_requests": 12, "concurrency": None})
+    assert lp.kind == "closed" and lp.concurrency == 12
