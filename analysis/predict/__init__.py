@@ -5,4 +5,5 @@
     simulate.py    continuous batching under a load point (closed loop or arrivals), bounded
     fit.py         per-step overheads fitted to calibration probes (least squares, >= 0)
     forecast.py    points ─► {grade, fit, points: [...]}; error of a forecast against a summary
+    overlay.py     sweep rows with forecasts ─► frontier.json "forecast" (predicted beside measured)
 """
