@@ -3,10 +3,11 @@
     probes: [{"point": LoadPoint, "pairs": [(prompt, output)], "measured": {ttft_ms_p50,
               tpot_ms_p50, ...}}]  (2–3 short runs of this server; loadgen/commands/predict.py)
     + StepModel (the roofline floor of this model on this device)
-        ─► fit_overheads() ─► {"overheads": {step_ms, per_seq_ms, prefill_ms}, "residuals": [...],
+        ─► fit_overheads() ─► {"overheads": {step_ms, per_seq_ms, prefill_ms, prefill_req_ms},
+                               "residuals": [...],
                                "rms_rel_error", "iterations", "observations"}
 
-Unknowns θ = (step_ms, per_seq_ms, prefill_ms), all ≥ 0. Observations: each probe's TPOT p50 and
+Unknowns θ = (step_ms, per_seq_ms, prefill_ms, prefill_req_ms), all ≥ 0 (step_model.py). Observations: each probe's TPOT p50 and
 TTFT p50, as relative errors (simulated / measured − 1), so a 5 ms TPOT and a 200 ms TTFT weigh
 alike. The forecast is the simulation (simulate.py), not a closed form, so the fit is
 Gauss–Newton: the Jacobian of the simulated figures in θ by finite differences, each update a

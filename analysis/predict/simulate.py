@@ -9,7 +9,7 @@ waits in a FIFO queue until a slot frees. Each step (1) admits waiting requests 
 (2) prefills their prompts, at most ``prefill_chunk`` prompt tokens per step while other
 sequences decode (all of them when none decode), (3) decodes one token of every running
 sequence that has finished its prefill. The step's time is StepModel.step_s(batch, mean
-context, prompt tokens). A request's first token comes out at the end of the
+context, prompt tokens, prompts started in it). A request's first token comes out at the end of the
 step that finishes its prompt; each later step adds one token.
 
 Arrivals: ``closed`` (N users, the next request sent when one ends: loadgen's concurrency and
@@ -99,20 +99,21 @@ def simulate(model: StepModel, pairs: list[tuple[int, int]], point: LoadPoint, s
             running.append(waiting.popleft())
         decoding = [r for r in running if r.left == 0]
         budget = chunk if (decoding and chunk) else None
-        ptoks, finished_prefill = 0, []
+        ptoks, admitted, finished_prefill = 0, 0, []
         for r in running:
             if r.left == 0:
                 continue
             if budget is not None and ptoks >= budget:
                 break
             take = r.left if budget is None else min(r.left, budget - ptoks)
+            admitted += r.left == r.prompt          # its first prefill piece
             r.left -= take
             ptoks += take
             if r.left == 0:
                 finished_prefill.append(r)
         ctx = (int(round(sum(r.prompt + r.gen for r in decoding) / len(decoding)))
                if decoding else 0)
-        t += model.step_s(len(decoding), ctx, ptoks)
+        t += model.step_s(len(decoding), ctx, ptoks, admitted)
         steps += 1
         for r in decoding:
             r.gen += 1

@@ -2,8 +2,8 @@
 
     shape (analysis.roofline.model_spec) + device spec (catalogue | calibration | None)
         ─► floor_s(batch, context, prefill_tokens)   max(F / P, Q / BW)   (evidence: calculated)
-    + Overheads(step_ms, per_seq_ms, prefill_ms)     (zero: spec only; fitted: calibrated)
-        ─► step_s(batch, context, prefill_tokens) ─► simulate.py
+    + Overheads(step_ms, per_seq_ms, prefill_ms, prefill_req_ms)     (zero: spec only; fitted: calibrated)
+        ─► step_s(batch, context, prefill_tokens, admitted) ─► simulate.py
 
 One step decodes ``batch`` running sequences (each attending ``context`` cached positions) and
 prefills ``prefill_tokens`` prompt tokens of newly admitted requests in the same pass (prefill
@@ -13,8 +13,10 @@ chunks share the step; the weights are read once for both):
     Q = decode_step_bytes(batch, context) + prefill_tokens * kv_bytes_per_token
         (batch = 0: Q = weight bytes + prefill_tokens * kv_bytes_per_token)
     T_step = max(F / P, Q / BW) + step_ms + per_seq_ms * batch + prefill_ms * [prefill_tokens > 0]
+             + prefill_req_ms * admitted
 
-(the prompts admitted in one step share one prefill pass, as engines batch them).
+(prefill_ms: a pass the prompts of one step share, as engines that batch prefills do;
+prefill_req_ms: a cost per prompt, as engines that prefill one prompt per job do; the fit decides).
 
 The FLOP and byte arithmetic is analysis.roofline.model_cost's, the floor analysis.roofline.bounds'.
 With no device spec the floor is 0 and every millisecond is fitted (calibrated grade only).
@@ -33,6 +35,7 @@ class Overheads:
     step_ms: float = 0.0        # per step: launch, sampling, host loop, streaming out
     per_seq_ms: float = 0.0     # per running sequence per step (detokenise, write, bookkeeping)
     prefill_ms: float = 0.0     # per step that prefills (the prefill pass: launch, insert)
+    prefill_req_ms: float = 0.0  # per prompt admitted in a step (tokenise, schedule, one job)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -42,14 +45,14 @@ class Overheads:
         return cls(*(float(x) for x in v))
 
     def vector(self) -> list[float]:
-        return [self.step_ms, self.per_seq_ms, self.prefill_ms]
+        return [self.step_ms, self.per_seq_ms, self.prefill_ms, self.prefill_req_ms]
 
 
-NAMES = ("step_ms", "per_seq_ms", "prefill_ms")
+NAMES = ("step_ms", "per_seq_ms", "prefill_ms", "prefill_req_ms")
 
 
 class StepModel:
-    """``step_s(batch, context, prefill_tokens)`` for one model on one device."""
+    """``step_s(batch, context, prefill_tokens, admitted)`` for one model on one device."""
 
     def __init__(self, shape: dict, spec: Any, overheads: Overheads = Overheads(),
                  slots: Optional[int] = None, prefill_chunk: Optional[int] = None):
@@ -85,8 +88,8 @@ class StepModel:
             self._cache[key] = t
         return t
 
-    def step_s(self, batch: int, context: int, prefill_tokens: int = 0) -> float:
+    def step_s(self, batch: int, context: int, prefill_tokens: int = 0, admitted: int = 0) -> float:
         o = self.overheads
         return (self.floor_s(batch, context, prefill_tokens)
-                + (o.step_ms + o.per_seq_ms * batch + (o.prefill_ms if prefill_tokens else 0.0))
-                / 1e3)
+                + (o.step_ms + o.per_seq_ms * batch + (o.prefill_ms if prefill_tokens else 0.0)
+                   + o.prefill_req_ms * admitted) / 1e3)

@@ -78,7 +78,8 @@ def main(args: argparse.Namespace) -> int:
     if res["fit"]:
         o = res["fit"]["overheads"]
         c.print(f"fit: step {o['step_ms']:.3f} ms + {o['per_seq_ms']:.3f} ms per sequence + "
-                f"{o['prefill_ms']:.3f} ms per admitted request; rms relative residual "
+                f"{o['prefill_ms']:.3f} ms per prefill pass + {o['prefill_req_ms']:.3f} ms per "
+                f"prompt; rms relative residual "
                 f"{_f(res['fit']['rms_rel_error'] and res['fit']['rms_rel_error'] * 100)} %",
                 highlight=False, markup=False)
     return 0

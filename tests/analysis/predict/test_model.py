@@ -38,6 +38,13 @@ def test_one_user_fixed_lengths_gives_the_step_times_exactly():
     assert not r["truncated"]
 
 
+def test_prompts_admitted_together_share_the_pass_but_each_pays_its_own_cost():
+    m = StepModel(TINY, NO_ROOF, Overheads(step_ms=10, prefill_ms=30, prefill_req_ms=5))
+    r = simulate(m, [(16, 3)] * 6, LoadPoint("closed", concurrency=3))
+    assert r["ttft_ms_p50"] == pytest.approx(10 + 30 + 3 * 5)
+    assert r["tpot_ms_p50"] == pytest.approx(10.0)
+
+
 def test_more_users_than_slots_queue_and_ttft_grows():
     m = StepModel(TINY, NO_ROOF, Overheads(step_ms=10), slots=2)
     two = simulate(m, [(8, 8)] * 16, LoadPoint("closed", concurrency=2))
@@ -64,7 +71,7 @@ def test_prefill_chunk_spreads_a_long_prompt_over_steps():
 
 @pytest.mark.parametrize("spec", [NO_ROOF, {"peak_flops": 2e11, "bandwidth": 5e9}])
 def test_fit_recovers_known_overheads_from_synthetic_probes(spec):
-    truth = Overheads(step_ms=4.0, per_seq_ms=0.75, prefill_ms=12.0)
+    truth = Overheads(step_ms=4.0, per_seq_ms=0.75, prefill_ms=12.0, prefill_req_ms=3.0)
     base = StepModel(TINY, spec, slots=8, prefill_chunk=16)
     pairs = wl.sample({"prompt_tokens": {"dist": "fixed", "value": 48},
                        "output_tokens": {"dist": "fixed", "value": 24}}, 40)
