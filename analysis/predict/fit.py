@@ -7,13 +7,15 @@
                                "residuals": [...],
                                "rms_rel_error", "iterations", "observations"}
 
-Unknowns θ = (step_ms, per_seq_ms, prefill_ms, prefill_req_ms), all ≥ 0 (step_model.py). Observations: each probe's TPOT p50 and
-TTFT p50, as relative errors (simulated / measured − 1), so a 5 ms TPOT and a 200 ms TTFT weigh
+Unknowns θ = (step_ms, per_seq_ms, prefill_ms, prefill_req_ms, turnaround_ms), all ≥ 0
+(step_model.py). Observations: each probe's TPOT p50, TTFT p50 and output throughput (the
+client's turnaround shows only in the last), as relative errors (simulated / measured − 1), so a 5 ms TPOT and a 200 ms TTFT weigh
 alike. The forecast is the simulation (simulate.py), not a closed form, so the fit is
 Gauss–Newton: the Jacobian of the simulated figures in θ by finite differences, each update a
 non-negative least-squares solve (scipy.optimize.nnls), at most ``iterations`` rounds. In a closed
-loop with fixed lengths the simulated TPOT and TTFT are linear in θ (the batch in every step does
-not depend on the timings), so one round recovers overheads that generated the data exactly.
+loop with fixed lengths the simulated TPOT, TTFT and 1 / throughput are linear in θ (the batch in
+every step does not depend on the timings), so a few rounds recover overheads that generated the
+data exactly.
 """
 from __future__ import annotations
 
@@ -25,8 +27,9 @@ from scipy.optimize import nnls
 from analysis.predict.simulate import simulate
 from analysis.predict.step_model import NAMES, Overheads, StepModel
 
-KEYS = ("tpot_ms_p50", "ttft_ms_p50")
-STEP_MS = 1.0           # finite-difference step of each overhead, ms
+KEYS = ("tpot_ms_p50", "ttft_ms_p50", "output_throughput")
+STEP_MS = 0.1           # finite-difference step of each overhead, ms
+START_MS = 1.0          # where the Gauss-Newton rounds start, ms
 
 
 def _observed(probes: list[dict]) -> list[tuple[int, str, float]]:
@@ -48,15 +51,17 @@ def _vector(sims: list[dict], obs) -> np.ndarray:
     return np.array([(sims[i].get(k) or 0.0) / v - 1.0 for i, k, v in obs])
 
 
-def fit_overheads(model: StepModel, probes: list[dict], iterations: int = 3,
+def fit_overheads(model: StepModel, probes: list[dict], iterations: int = 8,
                   fixed: Optional[dict] = None) -> dict:
-    """Fit θ ≥ 0 to the probes' TPOT and TTFT p50; ``fixed`` pins some overheads (name → ms)."""
+    """Fit θ ≥ 0 to the probes' figures; ``fixed`` pins some overheads (name → ms)."""
     obs = _observed(probes)
     if not obs:
         raise ValueError("fit: no probe measured a TPOT or TTFT p50")
     fixed = dict(fixed or {})
     free = [j for j, name in enumerate(NAMES) if name not in fixed]
-    theta = np.array([float(fixed.get(name, 0.0)) for name in NAMES])
+    # start at 1 ms each, not 0: with no roofs a zero step takes no time and the simulation is
+    # degenerate there (every figure 0)
+    theta = np.array([float(fixed.get(name, START_MS)) for name in NAMES])
     rounds = 0
     for rounds in range(1, iterations + 1):
         r0 = _vector(_simulated(model, probes, theta), obs)
@@ -81,5 +86,6 @@ def fit_overheads(model: StepModel, probes: list[dict], iterations: int = 3,
     return {"overheads": Overheads.from_vector(theta).as_dict(), "residuals": res,
             "rms_rel_error": float(np.sqrt(np.mean(np.square(rel)))) if rel else None,
             "iterations": rounds, "observations": len(obs), "fixed": fixed,
-            "method": "Gauss-Newton on the simulated TPOT and TTFT p50 (relative errors), "
+            "method": "Gauss-Newton on the simulated TPOT p50, TTFT p50 and output throughput "
+                      "(relative errors), "
                       "non-negative least squares per round"}

@@ -12,8 +12,8 @@ sequence that has finished its prefill. The step's time is StepModel.step_s(batc
 context, prompt tokens, prompts started in it). A request's first token comes out at the end of the
 step that finishes its prompt; each later step adds one token.
 
-Arrivals: ``closed`` (N users, the next request sent when one ends: loadgen's concurrency and
-offline modes), ``poisson`` / ``constant`` (open loop at ``rate`` req/s from a seeded
+Arrivals: ``closed`` (N users, a user's next request sent ``turnaround_ms`` after its last one
+ends: loadgen's concurrency and offline modes), ``poisson`` / ``constant`` (open loop at ``rate`` req/s from a seeded
 numpy Generator; ``concurrency`` then caps requests in flight, as load.max_concurrency).
 The first ``warmup`` requests are simulated but not measured. Everything is in simulated
 seconds; the loop stops after ``max_steps`` steps (``truncated``: True).
@@ -24,6 +24,7 @@ interactivity = 1000 / TPOT per request; output_throughput = measured output tok
 from __future__ import annotations
 
 import collections
+import heapq
 from dataclasses import dataclass
 from typing import Optional
 
@@ -75,25 +76,29 @@ def simulate(model: StepModel, pairs: list[tuple[int, int]], point: LoadPoint, s
     waiting: collections.deque = collections.deque()   # sent, waiting for a slot (server)
     running: list[_Req] = []
     t, steps, done, in_flight = 0.0, 0, 0, 0
+    turnaround = model.overheads.turnaround_ms / 1e3
+    free = [0.0] * min(cap, n)                   # closed loop: when each user sends next (heap)
 
     def send_ready(now: float) -> None:
         nonlocal in_flight
-        while pending and in_flight < cap:
+        while pending and (free and free[0] <= now if times is None else in_flight < cap):
             r = pending[0]
-            at = now if times is None else max(float(times[r.i]), 0.0)
-            if times is not None and at > now:
+            if times is not None and float(times[r.i]) > now:
                 break
             pending.popleft()
-            r.arrival = at if times is None else float(times[r.i])
+            r.arrival = heapq.heappop(free) if times is None else float(times[r.i])
             in_flight += 1
             waiting.append(r)
+
+    def next_send() -> float:
+        return free[0] if times is None else float(times[pending[0].i])
 
     while done < n and steps < max_steps:
         send_ready(t)
         if not running and not waiting:
-            if times is None or not pending:
+            if not pending or (times is None and not free):
                 break
-            t = max(t, float(times[pending[0].i]))
+            t = max(t, next_send())
             continue
         while waiting and len(running) < slots:
             running.append(waiting.popleft())
@@ -124,6 +129,8 @@ def simulate(model: StepModel, pairs: list[tuple[int, int]], point: LoadPoint, s
             r.end = t
             running.remove(r)
             in_flight -= 1
+            if times is None:
+                heapq.heappush(free, t + turnaround)
             done += 1
     return summarise(reqs[point.warmup:], truncated=done < n, steps=steps)
 

@@ -17,6 +17,7 @@ chunks share the step; the weights are read once for both):
 
 (prefill_ms: a pass the prompts of one step share, as engines that batch prefills do;
 prefill_req_ms: a cost per prompt, as engines that prefill one prompt per job do; the fit decides).
+turnaround_ms is not engine time: simulate.py delays a closed-loop user's next send by it.
 
 The FLOP and byte arithmetic is analysis.roofline.model_cost's, the floor analysis.roofline.bounds'.
 With no device spec the floor is 0 and every millisecond is fitted (calibrated grade only).
@@ -36,6 +37,7 @@ class Overheads:
     per_seq_ms: float = 0.0     # per running sequence per step (detokenise, write, bookkeeping)
     prefill_ms: float = 0.0     # per step that prefills (the prefill pass: launch, insert)
     prefill_req_ms: float = 0.0  # per prompt admitted in a step (tokenise, schedule, one job)
+    turnaround_ms: float = 0.0  # closed loop, client side: a request's end to the user's next send
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -45,10 +47,11 @@ class Overheads:
         return cls(*(float(x) for x in v))
 
     def vector(self) -> list[float]:
-        return [self.step_ms, self.per_seq_ms, self.prefill_ms, self.prefill_req_ms]
+        return [self.step_ms, self.per_seq_ms, self.prefill_ms, self.prefill_req_ms,
+                self.turnaround_ms]
 
 
-NAMES = ("step_ms", "per_seq_ms", "prefill_ms", "prefill_req_ms")
+NAMES = ("step_ms", "per_seq_ms", "prefill_ms", "prefill_req_ms", "turnaround_ms")
 
 
 class StepModel:

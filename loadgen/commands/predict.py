@@ -79,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
         o = res["fit"]["overheads"]
         c.print(f"fit: step {o['step_ms']:.3f} ms + {o['per_seq_ms']:.3f} ms per sequence + "
                 f"{o['prefill_ms']:.3f} ms per prefill pass + {o['prefill_req_ms']:.3f} ms per "
-                f"prompt; rms relative residual "
+                f"prompt, client turnaround {o['turnaround_ms']:.3f} ms; rms relative residual "
                 f"{_f(res['fit']['rms_rel_error'] and res['fit']['rms_rel_error'] * 100)} %",
                 highlight=False, markup=False)
     return 0

@@ -45,6 +45,13 @@ def test_prompts_admitted_together_share_the_pass_but_each_pays_its_own_cost():
     assert r["tpot_ms_p50"] == pytest.approx(10.0)
 
 
+def test_a_closed_loop_user_sends_again_after_its_turnaround():
+    m = StepModel(TINY, NO_ROOF, Overheads(step_ms=10, turnaround_ms=5))
+    r = simulate(m, [(16, 3)] * 4, LoadPoint("closed", concurrency=1))
+    assert r["ttft_ms_p50"] == pytest.approx(10.0) and r["tpot_ms_p50"] == pytest.approx(10.0)
+    assert r["output_throughput"] == pytest.approx(12 / (4 * 0.030 + 3 * 0.005))
+
+
 def test_more_users_than_slots_queue_and_ttft_grows():
     m = StepModel(TINY, NO_ROOF, Overheads(step_ms=10), slots=2)
     two = simulate(m, [(8, 8)] * 16, LoadPoint("closed", concurrency=2))
@@ -71,7 +78,8 @@ def test_prefill_chunk_spreads_a_long_prompt_over_steps():
 
 @pytest.mark.parametrize("spec", [NO_ROOF, {"peak_flops": 2e11, "bandwidth": 5e9}])
 def test_fit_recovers_known_overheads_from_synthetic_probes(spec):
-    truth = Overheads(step_ms=4.0, per_seq_ms=0.75, prefill_ms=12.0, prefill_req_ms=3.0)
+    truth = Overheads(step_ms=4.0, per_seq_ms=0.75, prefill_ms=12.0, prefill_req_ms=3.0,
+                      turnaround_ms=2.0)
     base = StepModel(TINY, spec, slots=8, prefill_chunk=16)
     pairs = wl.sample({"prompt_tokens": {"dist": "fixed", "value": 48},
                        "output_tokens": {"dist": "fixed", "value": 24}}, 40)
@@ -83,7 +91,7 @@ def test_fit_recovers_known_overheads_from_synthetic_probes(spec):
     fit = fit_overheads(base, probes)
     for k, v in truth.as_dict().items():
         assert fit["overheads"][k] == pytest.approx(v, rel=1e-3), k
-    assert fit["rms_rel_error"] < 1e-6 and len(fit["residuals"]) == 6
+    assert fit["rms_rel_error"] < 1e-4 and len(fit["residuals"]) == 9
 
 
 def test_error_says_which_figure_beat_the_bound_and_why_one_is_missing():

@@ -108,7 +108,8 @@ def test_calibrated_forecast_on_the_calibration_server(calib_server, tmp_path, c
                        "--device", spec_file(tmp_path, "A", 200e12, 1e12))
     assert res["grade"] == "calibrated"
     fit = res["fit"]
-    assert set(fit["overheads"]) == {"step_ms", "per_seq_ms", "prefill_ms", "prefill_req_ms"}
+    assert set(fit["overheads"]) == {"step_ms", "per_seq_ms", "prefill_ms", "prefill_req_ms",
+                                     "turnaround_ms"}
     assert fit["residuals"] and fit["rms_rel_error"] is not None
     assert [p["concurrency"] for p in fit["probes"]] == [1, 2]
     for p in fit["probes"]:
