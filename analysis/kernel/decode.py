@@ -22,6 +22,7 @@ from analysis.contract.rundir import read_json
 from analysis.kernel import harness
 from analysis.roofline import model_cost
 from analysis.roofline import bounds
+from analysis.contract.records import as_records
 
 
 def unique_gemvs(shape: dict, batch: int) -> list[dict]:
@@ -97,11 +98,12 @@ def _kind_name(device: str) -> tuple[str, str]:
 
 def _tpot_from_records(records: list[dict]) -> list[float]:
     """Per request: (last token chunk − first token chunk) / (tokens after the first chunk), in ms."""
+    records = as_records(records)
     out = []
     for r in records:
-        if r.get("status") != "ok" or r.get("phase", "measured") != "measured":
+        if r.status != "ok" or (r.phase or "measured") != "measured":
             continue
-        toks = [(t, n) for t, n in (r.get("chunks") or []) if n > 0]
+        toks = [(t, n) for t, n in (r.chunks or []) if n > 0]
         after = sum(n for _, n in toks[1:])
         if len(toks) >= 2 and after > 0:
             out.append((toks[-1][0] - toks[0][0]) / after / 1e6)

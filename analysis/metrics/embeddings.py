@@ -31,7 +31,7 @@ def embeddings_records(records: list[dict]) -> list[dict]:
 
 
 def _sum(recs: list[dict], key: str) -> Optional[int]:
-    vals = [r.get(key) for r in recs]
+    vals = m.field(recs, key)
     return None if not vals or any(v is None for v in vals) else int(sum(vals))
 
 
@@ -62,7 +62,7 @@ def embeddings_block(records: list[dict], meta: Optional[dict] = None) -> Option
     lat = m.stats(m.e2el_ms(r) for r in done)
     sources: dict[str, int] = {}
     for r in done:
-        k = r.get("prompt_tokens_source") or "missing"
+        k = r.prompt_tokens_source or "missing"
         sources[k] = sources.get(k, 0) + 1
     n_inputs = _sum(done, "inputs")
     return {

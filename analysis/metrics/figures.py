@@ -1,4 +1,5 @@
-"""Metric definitions: pure functions of request records (Records, or their JSON dicts).
+"""Metric definitions: pure functions of request records (a RecordList, or Records / JSON dicts
+read as one by analysis.contract.records.as_records).
 
 Every time in a record is an integer from ``time.perf_counter_ns``; every figure here is in
 milliseconds (latencies) or per second (rates). A function returns ``None`` (never 0) when the data
@@ -23,8 +24,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from analysis.contract import timing
-from analysis.contract.record import Record
-from analysis.contract.records import read_cache, table_of
+from analysis.contract.records import RecordList, as_record, as_records, table_of
 
 NS_PER_MS = timing.NS_PER_MS
 STAT_KEYS = ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max", "count")
@@ -41,64 +41,27 @@ def open_loop(mode: Optional[str]) -> bool:
     return mode in OPEN_LOOP_MODES
 
 
-def field(records: list, key: str) -> list:
-    """Field ``key`` of every record (Records: attribute access at C speed; JSON dicts: get).
-    Of a read table's records or a selection made here, asked again: the same list (read it,
-    do not change it)."""
-    if not records or not isinstance(records[0], Record):
-        return [r.get(key) for r in records]
-    memo = _FIELDS.get((id(records), key))
-    if memo is not None and memo[0] is records and len(records) == memo[1]:
-        return memo[2]
-    vals = list(map(attrgetter(key), records))
-    tab = read_cache()
-    if tab is not None and (records is tab.records or id(records) in _SELECTED):
-        for k in [k for k, v in _FIELDS.items() if v[3] is not tab]:
-            del _FIELDS[k]                          # another run's table: let it go
-        while len(_FIELDS) >= 8:
-            del _FIELDS[next(iter(_FIELDS))]
-        _FIELDS[(id(records), key)] = (records, len(records), vals, tab)
-    return vals
+def field(records, key: str) -> list:
+    """Field ``key`` of every record (attribute access at C speed). Of a RecordList asked again:
+    the same list (read it, do not change it)."""
+    records = as_records(records)
+    memo = records.memo.get(key)
+    if memo is None:
+        memo = records.memo[key] = list(map(attrgetter(key), records))
+    return memo
 
 
-_FIELDS: dict = {}       # (id(list), key) ─► (list, its length, values, table)
-
-
-_SELECTED: dict = {}     # id(list) ─► (list, table, mask): selections made from a read table
-_MADE: dict = {}         # (id(list), key, value, equal) ─► (list, table, selection, its length):
-                         # measured(records) asked by every block returns the one list (do not
-                         # append to or reorder a selection)
-
-
-def _where(records, key: str, value: str, equal: bool) -> list:
-    """The records whose ``key`` equals (``equal``) / differs from ``value``. A read table's
-    records (or a selection made from them here) are selected by its column arrays."""
-    records = records if isinstance(records, list) else list(records)
-    hit = _SELECTED.get(id(records))
-    tab = read_cache()
-    if tab is not None and records is tab.records:
-        base = np.ones(len(tab), bool)
-    elif hit is not None and hit[0] is records and hit[1] is tab and len(records) == hit[3]:
-        base = hit[2]
-    else:
-        return [r for r, v in zip(records, field(records, key)) if (v == value) == equal]
-    memo = _MADE.get((id(records), key, value, equal))
-    if memo is not None and memo[0] is records and memo[1] is tab and len(memo[2]) == memo[3]:
-        return memo[2]                              # the same selection asked again: that list
-    col = tab.column(key)
-    mask = base & ((col == value) if equal else (col != value))
-    idx = np.flatnonzero(mask).tolist()
-    out = list(map(tab.records.__getitem__, idx))
-    for k in [k for k, v in _SELECTED.items() if v[1] is not tab]:
-        del _SELECTED[k]                            # another run's table: let it go
-    for k in [k for k, v in _MADE.items() if v[1] is not tab]:
-        del _MADE[k]
-    while len(_SELECTED) >= 8:                      # the last few: a selection of a selection
-        del _SELECTED[next(iter(_SELECTED))]
-    _SELECTED[id(out)] = (out, tab, mask, len(out))
-    while len(_MADE) >= 16:
-        del _MADE[next(iter(_MADE))]
-    _MADE[(id(records), key, value, equal)] = (records, tab, out, len(out))
+def _where(records, key: str, value: str, equal: bool) -> RecordList:
+    """The records whose ``key`` equals (``equal``) / differs from ``value``, selected by the
+    column arrays of the records' table: a RecordList over the same arrays (the same selection
+    asked again: that list; do not append to or reorder it)."""
+    records = as_records(records)
+    memo = records.memo.get((key, value, equal))
+    if memo is not None:
+        return memo
+    col = records.table.column(key)
+    out = records.table.select((col == value) if equal else (col != value)).records
+    records.memo[(key, value, equal)] = out
     return out
 
 
@@ -259,7 +222,8 @@ def meets_slo(rec: dict, slo: dict, from_scheduled: bool) -> bool:
     tpot_ms: its TPOT (a request without a TPOT, output_tokens ≤ 1, does NOT pass);
     itl_ms: its largest token-weighted ITL (a request without any ITL value does NOT pass).
     """
-    if rec.get("status") != "ok":
+    rec = as_record(rec)
+    if rec.status != "ok":
         return False
     checks = (
         ("ttft_ms", ttft_from_scheduled_ms(rec) if from_scheduled else ttft_ms(rec)),

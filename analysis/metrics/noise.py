@@ -72,21 +72,21 @@ def _events(records: list[dict], meta: dict, what: str) -> Optional[list[tuple[i
     recs = m.measured(records)
     done = m.completed(recs)
     if what == "requests":
-        return [(r["end_at_ns"], 1.0) for r in done]
+        return [(r.end_at_ns, 1.0) for r in done]
     if what == "goodput":        # None where the summary's is (no limit, or not streamed)
         slo, _ = slo_mod.resolve_slo_lenient(meta.get("slo"))
         server = m.open_loop(meta.get("mode"))
         if slo_mod.goodput_fields(records, slo, meta, m.window(records), server)["goodput"] is None:
             return None
-        return [(r["end_at_ns"], 1.0) for r in recs if m.meets_slo(r, slo, server)]
+        return [(r.end_at_ns, 1.0) for r in recs if m.meets_slo(r, slo, server)]
     out = []                    # output tokens: spread over the chunks that carried them
     for r in done:
-        n = r.get("output_tokens")
+        n = r.output_tokens
         if n is None:
             return None
         tc = m.token_chunks(r)
         got = sum(k for _, k in tc)
-        out += [(t, n * k / got) for t, k in tc] if got else [(r["end_at_ns"], float(n))]
+        out += [(t, n * k / got) for t, k in tc] if got else [(r.end_at_ns, float(n))]
     return out
 
 

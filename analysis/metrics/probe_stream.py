@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.contract.records import as_records
 
 
 def _p(values, q: float) -> Optional[float]:
@@ -40,10 +41,11 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
 
 def probe_block(rows: list[dict], meta: Optional[dict] = None) -> Optional[dict]:
     """summary.json's "probe_stream", or None when the run had no probe rows."""
+    rows = as_records(rows)
     if not rows:
         return None
-    alone = phase_figures([r for r in rows if r.get("phase") == "probe_alone"])
-    under = phase_figures([r for r in rows if r.get("phase") == "probe"])
+    alone = phase_figures([r for r in rows if r.phase == "probe_alone"])
+    under = phase_figures([r for r in rows if r.phase == "probe"])
     slow = {"ttft_p50": _ratio(under["ttft_ms"]["p50"], alone["ttft_ms"]["p50"]),
             "ttft_p99": _ratio(under["ttft_ms"]["p99"], alone["ttft_ms"]["p99"]),
             "tpot_p50": _ratio(under["tpot_ms"]["p50"], alone["tpot_ms"]["p50"]),

@@ -47,11 +47,11 @@ def replicas_block(records: list[dict], slo: Optional[dict], from_scheduled: boo
     recs = [r for r, v in zip(meas, vals) if v]
     urls: list[str] = []
     for r in recs:
-        if r["target_url"] not in urls:
-            urls.append(r["target_url"])
+        if r.target_url not in urls:
+            urls.append(r.target_url)
     win = m.window(records)
     total = len(m.measured(records))
-    out = [{"url": u, **replica_figures([r for r in recs if r["target_url"] == u], win, slo,
+    out = [{"url": u, **replica_figures([r for r in recs if r.target_url == u], win, slo,
                                         from_scheduled, total)} for u in urls]
     return {"ttft": "ttft_from_scheduled_ms" if from_scheduled else "ttft_ms",
             "window_rule": m.WINDOW_RULE, "urls": out}

@@ -50,6 +50,7 @@ from analysis.contract import timing
 from analysis.metrics import figures as m
 from analysis.metrics import late_sends
 from analysis.metrics import slo as slo_mod
+from analysis.contract.records import as_records
 
 CPU_FRACTION = slo_mod.CPU_SATURATION      # share of one core over the run
 LOOP_LAG_MS = slo_mod.LOOP_LAG_MS          # p99 event-loop lag, user-space stamps only
@@ -209,13 +210,14 @@ def _cap_warning(c: dict, moved: list[dict]) -> str:
 def per_process(records: list[dict], meta: dict, lim: dict) -> Optional[list[dict]]:
     """[{"process", "figures", "reasons"}] for each of meta's ``client_processes``; None for a
     one-process run. A process's records are those whose ``worker`` is its index."""
+    records = as_records(records)
     procs = meta.get("client_processes")
     if not procs:
         return None
     out = []
     for p in procs:
         k = p.get("index")
-        mine = [r for r in records if r.get("worker") == str(k)]
+        mine = [r for r in records if r.worker == str(k)]
         pmeta = dict(meta, client_cpu=p.get("cpu_util"),
                      client_load={"loop_lag_ms_p99": p.get("loop_lag_ms_p99")})
         fig = figures(mine, pmeta)

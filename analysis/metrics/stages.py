@@ -19,7 +19,7 @@ NS = 1_000_000_000
 
 
 def _in_window(rec: dict, lo: int, hi: int) -> bool:
-    t = rec.get("scheduled_at_ns")
+    t = rec.scheduled_at_ns
     return t is not None and lo <= t < hi
 
 
@@ -32,7 +32,7 @@ def stage_summary(records: list[dict], lo: int, hi: int) -> dict:
     ttft = m.stats(m.ttft_from_scheduled_ms(r) for r in done)
     tpot = m.stats(m.tpot_ms(r) for r in done)
     return {"requests": len(recs), "completed": len(done), "failed": len(m.failed(recs)),
-            "achieved_send_rate": m.rate_of(r.get("sent_at_ns") for r in recs),
+            "achieved_send_rate": m.rate_of(r.sent_at_ns for r in recs),
             "ttft_from_scheduled_ms": {"p50": ttft["p50"], "p99": ttft["p99"]},
             "tpot_ms": {"p50": tpot["p50"], "p99": tpot["p99"]},
             "itl_ms_p99": m.percentile(m.pooled(done, m.itl_ms), 99),

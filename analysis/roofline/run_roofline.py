@@ -31,6 +31,7 @@ from analysis.contract.rundir import read_dict
 from analysis.roofline import by_concurrency, run_device, model_cost, bounds
 from analysis.roofline.by_concurrency import BROKEN
 from analysis.roofline.model_spec import shape_in_sut
+from analysis.contract.records import as_records
 
 RULE = ("TPOT p50 vs the decode-step floor (max of bytes / bandwidth, FLOPs / peak) at the mean "
         "batch and context; each request's TTFT vs the prefill floor of its own prompt, the "
@@ -43,9 +44,10 @@ _ttft_ms, _tpot_ms = timing.ttft_ms, timing.tpot_ms     # the one definition of 
 
 def _mean_in_flight(measured: list[dict]) -> Optional[float]:
     """Time-weighted mean requests in flight over the window (first send to last end)."""
-    spans = [(r["sent_at_ns"], r["end_at_ns"]) for r in measured
-             if r.get("status") in ("ok", "error") and r.get("sent_at_ns") is not None
-             and r.get("end_at_ns") is not None]
+    measured = as_records(measured)
+    spans = [(r.sent_at_ns, r.end_at_ns) for r in measured
+             if r.status in ("ok", "error") and r.sent_at_ns is not None
+             and r.end_at_ns is not None]
     if not spans:
         return None
     start, end = min(s for s, _ in spans), max(e for _, e in spans)
@@ -85,9 +87,10 @@ def _empty(reason: str, device: Optional[dict] = None) -> dict:
 
 def _prefill(done: list[dict], shape: dict, spec, dtype: str) -> Optional[dict]:
     """Each request's TTFT against its own prompt's floor; the one nearest its floor."""
+    done = as_records(done)
     rows = []
     for r in done:
-        p, ttft = r.get("prompt_tokens"), _ttft_ms(r)
+        p, ttft = r.prompt_tokens, _ttft_ms(r)
         if not p or ttft is None or ttft <= 0:
             continue
         b = bounds.bound(model_cost.prefill_flops(shape, p),
@@ -107,6 +110,7 @@ def _prefill(done: list[dict], shape: dict, spec, dtype: str) -> Optional[dict]:
 def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
              slots: Optional[int] = None) -> tuple[dict, Optional[dict]]:
     """(the block, serving_bounds at the run's batch / context / mean prompt, or None)."""
+    records = as_records(records)
     dtype = (shape or {}).get("dtype", "bf16")
     dev = _device_block(device, dtype)
     if shape is None:
@@ -114,10 +118,10 @@ def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
     if dev is None:
         return _empty((device or {}).get("reason") or run_device.NOT_RECORDED), None
     spec = device["spec"]
-    measured = [r for r in records if r.get("phase") != "warmup"]
-    done = [r for r in measured if r.get("status") == "ok"]
-    p_in = _mean(r.get("prompt_tokens") for r in done)
-    p_out = _mean(r.get("output_tokens") for r in done)
+    measured = [r for r in records if r.phase != "warmup"]
+    done = [r for r in measured if r.status == "ok"]
+    p_in = _mean(r.prompt_tokens for r in done)
+    p_out = _mean(r.output_tokens for r in done)
     mean_batch = _mean_in_flight(measured)
     if p_in is None or p_out is None or mean_batch is None:
         return _empty("no completed requests with token counts", dev), None

@@ -30,6 +30,7 @@ from analysis.contract import ContractError
 from analysis.contract.records import read_records
 from analysis.contract.rundir import read_meta, read_server_metrics
 from analysis.server.series import FILE, Series, window_edges
+from analysis.contract.records import as_records
 
 HISTOGRAMS = {  # figure ─► vLLM histogram (seconds); alternatives: older names
     "server_ttft": ("vllm:time_to_first_token_seconds",),
@@ -49,9 +50,10 @@ PROMPT_TOKENS, GEN_TOKENS = ("vllm:prompt_tokens_total",), ("vllm:generation_tok
 
 
 def client_ttft_mean_ms(records: list[dict]) -> tuple[Optional[float], int]:
-    vals = [(r["first_token_at_ns"] - r["sent_at_ns"]) / 1e6 for r in records
-            if r.get("phase") != "warmup" and r.get("status") == "ok"
-            and r.get("first_token_at_ns") is not None and r.get("sent_at_ns") is not None]
+    records = as_records(records)
+    vals = [(r.first_token_at_ns - r.sent_at_ns) / 1e6 for r in records
+            if r.phase != "warmup" and r.status == "ok"
+            and r.first_token_at_ns is not None and r.sent_at_ns is not None]
     return (sum(vals) / len(vals) if vals else None), len(vals)
 
 
