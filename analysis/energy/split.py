@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-from analysis.contract.records import as_record
-from analysis.contract.records import as_records
+
+from analysis.contract.records import as_record, as_records
 
 
 def token_events(rec: dict) -> list[tuple[int, int]]:
