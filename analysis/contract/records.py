@@ -328,6 +328,9 @@ class RecordList(list):
         self.memo: dict = {}
 
 
+_FIELD_SET = frozenset(Record.__struct_fields__)
+
+
 class _Loose(Record, gc=False):
     """A record's JSON dict as read by as_record: an id or phase may be missing (hand-made)."""
     id: Optional[int] = None
@@ -335,14 +338,12 @@ class _Loose(Record, gc=False):
 
 
 def as_record(rec) -> Record:
-    """``rec`` (a Record, or its JSON dict) as a Record; ContractError naming a field that does
-    not fit."""
+    """``rec`` (a Record, or its JSON dict) as a Record: the dict's contract fields, as they are
+    (a missing one: its default; a key outside the contract: dropped). What a value is worth is
+    the readers' gate's to say (analysis.contract.sanity), as for a read file's."""
     if isinstance(rec, Record):
         return rec
-    try:
-        return msgspec.convert(rec, _Loose, strict=False)
-    except msgspec.ValidationError as e:
-        raise ContractError(problem_line(e, "record")) from None
+    return _Loose(**{k: v for k, v in rec.items() if k in _FIELD_SET})
 
 
 def as_records(records) -> RecordList:

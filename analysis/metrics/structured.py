@@ -22,15 +22,18 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.contract.record import Record
 from analysis.contract.records import as_records
 
 RULE = ("completed measured requests; a tool call's arguments and a JSON answer are checked once, "
         "after the stream (jsonschema); the first tool-call delta counts as the first token")
 
 
-def share(recs: list[dict], key: str) -> Optional[float]:
+def share(recs: list, key: str) -> Optional[float]:
     """The share of ``recs`` whose ``key`` is True, among those where it is set; None when none is."""
-    vals = [v for v in m.field(recs, key) if v is not None]
+    got = m.field(recs, key) if not recs or isinstance(recs[0], Record) else \
+        [r.get(key) for r in recs]                   # any dicts (a block's rows)
+    vals = [v for v in got if v is not None]
     return sum(map(bool, vals)) / len(vals) if vals else None
 
 

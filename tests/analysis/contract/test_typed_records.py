@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.contract.base import ContractError
 from analysis.contract.record import Record
 from analysis.contract.records import RecordList, as_record, as_records, read_table
 from analysis.metrics import figures as m
@@ -21,14 +20,14 @@ def test_a_record_has_no_dict_shim_so_a_typo_is_an_error_not_none():
         r.ttft_at_ns                                     # noqa: B018  (a typo: not None)
 
 
-def test_a_json_dict_is_read_through_the_contract():
+def test_a_json_dict_is_read_as_a_record_its_values_as_they_are():
     r = as_record(rec(3, chunks=[[1, 0], [2, 1]]))
-    assert isinstance(r, Record) and r.id == 3 and r.chunks == [(1_000_000, 0), (2_000_000, 1)]
+    assert isinstance(r, Record) and r.id == 3 and [list(c) for c in r.chunks] == [[1_000_000, 0], [2_000_000, 1]]
     assert as_record(r) is r
     loose = as_record({"status": "ok"})                  # hand-made: no id, no phase
     assert loose.id is None and loose.phase is None and loose.status == "ok"
-    with pytest.raises(ContractError, match="record: sent_at_ns"):
-        as_record({"id": 0, "phase": "measured", "sent_at_ns": "late"})
+    odd = as_record({"id": 0, "phase": "measured", "cached_tokens": "5", "x": 1})
+    assert odd.cached_tokens == "5" and not hasattr(odd, "x")   # as it is: the gate judges it
 
 
 def test_the_read_list_holds_its_table_and_selections_hold_theirs(tmp_path):
