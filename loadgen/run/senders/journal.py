@@ -42,11 +42,11 @@ def journal_line(rec: Record, shift: int = 0) -> str:
                        "session_id": rec.session_id, "turn": rec.turn})
 
 
-def read_journal(d: Path) -> dict[int, Record]:
-    out: dict[int, Record] = {}
+def read_journal(d: Path) -> dict[int, dict]:
+    out: dict[int, dict] = {}
     for f in sorted(d.glob("sent.worker-*.jsonl")):
         for row in read_records(f):
-            out.setdefault(int(row.id), row)
+            out.setdefault(int(row["id"]), row)
     return out
 
 
@@ -60,21 +60,21 @@ def _why(w: int, status: Optional[str], sent: bool, interrupted: bool) -> str:
     return f"no record from worker {w} ({status or 'no status'}): run ended early"
 
 
-def owed(plan, n: int, journal: dict[int, Record], status: dict[int, str],
+def owed(plan, n: int, journal: dict[int, dict], status: dict[int, str],
          t0_ns: Optional[int], interrupted: bool) -> list[list]:
     """Each sender's owed requests (merge.Owed, id order): the plan's and what it journaled."""
     offs = None if plan.sessions else plan.schedule.offsets_ns   # sessions: per session
     out: list[list] = [[] for _ in range(n)]
     for rid in sorted(set(plan.expected_ids()) | set(journal)):
-        w, j = owner(rid, plan.warmup, n), journal.get(rid)
-        sched = j.scheduled_at_ns if j is not None else None
+        w, j = owner(rid, plan.warmup, n), journal.get(rid) or {}
+        sched = j.get("scheduled_at_ns")
         if sched is None and t0_ns is not None and offs is not None and rid >= plan.warmup:
             sched = t0_ns + int(offs[rid - plan.warmup])
         out[w].append(merge_mod.Owed(
             rid, "warmup" if rid < plan.warmup else "measured", sched,
-            *((j.requested_output_tokens, j.workload_prompt_tokens, j.sent_at_ns, j.session_id,
-               j.turn) if j is not None else (None,) * 5),
-            _why(w, status.get(w), j is not None, interrupted)))
+            j.get("requested_output_tokens"), j.get("workload_prompt_tokens"),
+            j.get("sent_at_ns"), j.get("session_id"), j.get("turn"),
+            _why(w, status.get(w), bool(j), interrupted)))
     return out
 
 
