@@ -42,12 +42,12 @@ def _scenario(tmp: Path, url: str, name: str, conc: int, duration_s: float) -> P
 
 def _rates(run_dir: Path) -> dict:
     from loadgen.record import read_records
-    recs = [r for r in read_records(run_dir / "records.jsonl") if r.phase == "measured"]
-    ok = [r for r in recs if r.status == "ok"]
+    recs = [r for r in read_records(run_dir / "records.jsonl") if r["phase"] == "measured"]
+    ok = [r for r in recs if r["status"] == "ok"]
     if not ok:
         return {"tokens_s": None, "req_s": None, "ok": 0, "errors": len(recs)}
-    span = (max(r.end_at_ns for r in ok) - min(r.sent_at_ns for r in ok)) / 1e9
-    toks = sum(r.chunk_output_tokens or 0 for r in ok)
+    span = (max(r["end_at_ns"] for r in ok) - min(r["sent_at_ns"] for r in ok)) / 1e9
+    toks = sum(r["chunk_output_tokens"] or 0 for r in ok)
     meta = json.loads((run_dir / "meta.json").read_text())
     return {"tokens_s": toks / span, "req_s": len(ok) / span, "ok": len(ok),
             "errors": len(recs) - len(ok), "client_cpu": meta.get("client_cpu"),
