@@ -26,7 +26,7 @@ from itertools import repeat
 from operator import attrgetter
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Iterator, Literal, Optional
+from typing import Annotated, Iterator, Literal, Optional, Union
 
 import msgspec
 import numpy as np
@@ -328,6 +328,10 @@ class RecordList(list):
         self.memo: dict = {}
 
 
+# What analysis takes (signatures): read_table's RecordList (or a selection of it), else Records
+# or their JSON dicts, which as_records / as_record read as Records on the way in.
+Records = Union[RecordList, list[Record], list[dict]]
+RecordIn = Union[Record, dict]
 _FIELD_SET = frozenset(Record.__struct_fields__)
 
 

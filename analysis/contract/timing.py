@@ -20,19 +20,18 @@ from typing import Optional
 
 import numpy as np
 
-from analysis.contract.record import Record
-from analysis.contract.records import as_record
+from analysis.contract.records import RecordIn, as_record
 
 NS_PER_MS = 1e6
 
 
 # ---- per record --------------------------------------------------------------------------------
-def token_chunks(rec: Record | dict) -> list[tuple[int, int]]:
+def token_chunks(rec: RecordIn) -> list[tuple[int, int]]:
     """The chunks that carry output tokens: [(arrival_ns, n_tokens)] with n_tokens > 0."""
     return [(int(t), int(n)) for t, n in (as_record(rec).chunks or ()) if n and n > 0]
 
 
-def first_token_at(rec: Record | dict) -> Optional[int]:
+def first_token_at(rec: RecordIn) -> Optional[int]:
     """``first_token_at_ns``, else the arrival of the first chunk with n_tokens > 0, else None."""
     rec = as_record(rec)
     if rec.first_token_at_ns is not None:
@@ -48,37 +47,37 @@ def diff_ns_ms(a: Optional[int], b: Optional[int]) -> Optional[float]:
     return (a - b) / NS_PER_MS
 
 
-def ttft_ms(rec: Record | dict) -> Optional[float]:
+def ttft_ms(rec: RecordIn) -> Optional[float]:
     """TTFT from send = first_token_at − sent_at (ms)."""
     rec = as_record(rec)
     return diff_ns_ms(first_token_at(rec), rec.sent_at_ns)
 
 
-def ttft_from_scheduled_ms(rec: Record | dict) -> Optional[float]:
+def ttft_from_scheduled_ms(rec: RecordIn) -> Optional[float]:
     """TTFT from the schedule = first_token_at − scheduled_at (ms)."""
     rec = as_record(rec)
     return diff_ns_ms(first_token_at(rec), rec.scheduled_at_ns)
 
 
-def e2el_ms(rec: Record | dict) -> Optional[float]:
+def e2el_ms(rec: RecordIn) -> Optional[float]:
     """End-to-end latency from send = end_at − sent_at (ms)."""
     rec = as_record(rec)
     return diff_ns_ms(rec.end_at_ns, rec.sent_at_ns)
 
 
-def e2el_from_scheduled_ms(rec: Record | dict) -> Optional[float]:
+def e2el_from_scheduled_ms(rec: RecordIn) -> Optional[float]:
     """End-to-end latency from the schedule = end_at − scheduled_at (ms)."""
     rec = as_record(rec)
     return diff_ns_ms(rec.end_at_ns, rec.scheduled_at_ns)
 
 
-def schedule_lag_ms(rec: Record | dict) -> Optional[float]:
+def schedule_lag_ms(rec: RecordIn) -> Optional[float]:
     """How late the client sent = sent_at − scheduled_at (ms)."""
     rec = as_record(rec)
     return diff_ns_ms(rec.sent_at_ns, rec.scheduled_at_ns)
 
 
-def tpot_ms(rec: Record | dict) -> Optional[float]:
+def tpot_ms(rec: RecordIn) -> Optional[float]:
     """TPOT = (E2E − TTFT) / (output_tokens − 1) (ms); None unless output_tokens > 1."""
     rec = as_record(rec)
     n = rec.output_tokens
@@ -88,7 +87,7 @@ def tpot_ms(rec: Record | dict) -> Optional[float]:
     return (e2e - ttft) / (n - 1)
 
 
-def chunk_gaps_ms(rec: Record | dict) -> list[float]:
+def chunk_gaps_ms(rec: RecordIn) -> list[float]:
     """Raw gaps between consecutive token chunks (ms), one per chunk after the first."""
     rec = as_record(rec)
     tc = token_chunks(rec)

@@ -17,10 +17,10 @@ from typing import Optional
 
 import numpy as np
 
-from analysis.contract.records import as_record, as_records
+from analysis.contract.records import RecordIn, Records, as_record, as_records
 
 
-def token_events(rec: dict) -> list[tuple[int, int]]:
+def token_events(rec: RecordIn) -> list[tuple[int, int]]:
     """(t_ns, n_tokens) of every chunk carrying tokens; a non-streamed answer is one event at its end."""
     rec = as_record(rec)
     ev = [(int(c[0]), int(c[1])) for c in rec.chunks or [] if c and c[1] and c[1] > 0]
@@ -29,7 +29,7 @@ def token_events(rec: dict) -> list[tuple[int, int]]:
     return ev
 
 
-def split_energy(grid_ns: np.ndarray, e_j: np.ndarray, records: list[dict]) -> dict:
+def split_energy(grid_ns: np.ndarray, e_j: np.ndarray, records: Records) -> dict:
     """Per-request (prefill_j, decode_j) arrays aligned with ``records`` and the unattributed rest.
 
     grid_ns: int64 [K+1] increasing interval edges; e_j: float64 [K] energy of each interval.
@@ -96,7 +96,7 @@ def split_energy(grid_ns: np.ndarray, e_j: np.ndarray, records: list[dict]) -> d
     return {"prefill_j": prefill, "decode_j": decode, "unattributed_j": unattributed}
 
 
-def _span(rec: dict) -> Optional[tuple[int, int, Optional[int]]]:
+def _span(rec: RecordIn) -> Optional[tuple[int, int, Optional[int]]]:
     s = rec.sent_at_ns
     if s is None:
         return None
@@ -112,7 +112,7 @@ def _span(rec: dict) -> Optional[tuple[int, int, Optional[int]]]:
     return int(s), int(e), (int(ft) if ft is not None else None)
 
 
-def distribution(records: list[dict], split: dict, start_ns: int, end_ns: int) -> dict:
+def distribution(records: Records, split: dict, start_ns: int, end_ns: int) -> dict:
     """Per-request figures for the measured, successful requests lying wholly inside the window."""
     records = as_records(records)
     total = split["prefill_j"] + split["decode_j"]

@@ -21,7 +21,7 @@ import numpy as np
 from analysis.contract.rundir import read_power, read_power_sources
 from analysis.energy import series as es
 from analysis.energy.split import distribution, split_energy, token_events
-from analysis.contract.records import as_records
+from analysis.contract.records import Records, as_records
 
 TOTAL_SCOPES = ("gpu", "cpu_package", "dram")
 MIN_WINDOW_S = 60.0
@@ -150,7 +150,7 @@ def _unmeasured(reason: str, sources: list[dict], warnings: list[str], **extra) 
             "warnings": warnings, **extra}
 
 
-def energy_summary(power_rows: list[dict], records: list[dict],
+def energy_summary(power_rows: list[dict], records: Records,
                    window: Optional[tuple[int, int]], sources: list[dict]) -> dict:
     """The summary's "energy" object; see the module docstring and docs/energy.md."""
     records = as_records(records)

@@ -17,12 +17,11 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Optional
 
-from analysis.contract.records import read_records
+from analysis.contract.records import Records, as_records, read_records
 from analysis.contract.rundir import read_json
 from analysis.kernel import harness
 from analysis.roofline import model_cost
 from analysis.roofline import bounds
-from analysis.contract.records import as_records
 
 
 def unique_gemvs(shape: dict, batch: int) -> list[dict]:
@@ -96,7 +95,7 @@ def _kind_name(device: str) -> tuple[str, str]:
     return kind, name
 
 
-def _tpot_from_records(records: list[dict]) -> list[float]:
+def _tpot_from_records(records: Records) -> list[float]:
     """Per request: (last token chunk − first token chunk) / (tokens after the first chunk), in ms."""
     records = as_records(records)
     out = []

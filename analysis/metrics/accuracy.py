@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from typing import Optional
+
 from analysis.contract.records import as_records
 
 Z95 = 1.959963984540054

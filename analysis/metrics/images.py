@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.contract.records import Records
 
 
-def images_block(records: list[dict], meta: Optional[dict]) -> Optional[dict]:
+def images_block(records: Records, meta: Optional[dict]) -> Optional[dict]:
     meas = m.measured(records)
     vals = m.field(meas, "input_images")
     if not any(vals):                               # the usual run: none (at C speed)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.metrics.figures import field
+from analysis.contract.records import Records
 
 RULE = ("a clean end: meta.json written (the runner's last word, after every planned request "
         "has its record), not interrupted, and every planned measured request has a record "
@@ -59,7 +60,7 @@ def _planned_from_scenario(run_dir: Path) -> Optional[int]:
     return n
 
 
-def run_end(run_dir: str | Path, records: list[dict], meta: Optional[dict] = None) -> dict:
+def run_end(run_dir: str | Path, records: Records, meta: Optional[dict] = None) -> dict:
     """How the run in ``run_dir`` ended (see the module docstring). ``meta``: meta.json's content
     when the caller has it (default: read); whether meta.json exists is read from the directory."""
     d = Path(run_dir)

@@ -14,16 +14,17 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.contract.records import RecordIn, Records
 
 NS = 1_000_000_000
 
 
-def _in_window(rec: dict, lo: int, hi: int) -> bool:
+def _in_window(rec: RecordIn, lo: int, hi: int) -> bool:
     t = rec.scheduled_at_ns
     return t is not None and lo <= t < hi
 
 
-def stage_summary(records: list[dict], lo: int, hi: int) -> dict:
+def stage_summary(records: Records, lo: int, hi: int) -> dict:
     """Figures of the measured records scheduled in [lo, hi) (ns, the records' clock)."""
     recs = [r for r in m.measured(records) if _in_window(r, lo, hi)]
     done = m.completed(recs)
@@ -39,7 +40,7 @@ def stage_summary(records: list[dict], lo: int, hi: int) -> dict:
             "output_throughput": tokens / dur if dur > 0 and done else None}
 
 
-def stage_summaries(records: list[dict], meta: dict) -> Optional[list[dict]]:
+def stage_summaries(records: Records, meta: dict) -> Optional[list[dict]]:
     """summary.json's "stages": one object per stage of meta's schedule, or None without stages."""
     stages = ((meta or {}).get("schedule") or {}).get("stages")
     t0 = (meta or {}).get("t0_ns")

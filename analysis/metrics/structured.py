@@ -23,7 +23,7 @@ from typing import Optional
 
 from analysis.metrics import figures as m
 from analysis.contract.record import Record
-from analysis.contract.records import as_records
+from analysis.contract.records import Records, as_records
 
 RULE = ("completed measured requests; a tool call's arguments and a JSON answer are checked once, "
         "after the stream (jsonschema); the first tool-call delta counts as the first token")
@@ -37,14 +37,14 @@ def share(recs: list, key: str) -> Optional[float]:
     return sum(map(bool, vals)) / len(vals) if vals else None
 
 
-def _latencies(recs: list[dict]) -> dict:
+def _latencies(recs: Records) -> dict:
     def pq(f):
         vals = [f(r) for r in recs]
         return {"p50": m.percentile(vals, 50), "p99": m.percentile(vals, 99)}
     return {"ttft_ms": pq(m.ttft_ms), "e2el_ms": pq(m.e2el_ms)}
 
 
-def _examples(recs: list[dict]) -> list[str]:
+def _examples(recs: Records) -> list[str]:
     out: list[str] = []
     for r in recs:
         e = r.structured_error
@@ -63,7 +63,7 @@ def _having(recs: list, key: str) -> list:
     return [r for r, v in zip(recs, vals) if v is not None]
 
 
-def tools_group(done: list[dict]) -> Optional[dict]:
+def tools_group(done: Records) -> Optional[dict]:
     done = as_records(done)
     recs = _having(done, "tool_calls")
     if not recs:
@@ -79,7 +79,7 @@ def tools_group(done: list[dict]) -> Optional[dict]:
             "invalid_examples": _examples([r for r in called if r.tool_args_valid is False])}
 
 
-def response_format_group(done: list[dict]) -> Optional[dict]:
+def response_format_group(done: Records) -> Optional[dict]:
     done = as_records(done)
     recs = _having(done, "json_parsed")
     if not recs:
@@ -91,7 +91,7 @@ def response_format_group(done: list[dict]) -> Optional[dict]:
             "invalid_examples": _examples([r for r in recs if r.json_valid is False])}
 
 
-def structured_block(records: list[dict]) -> Optional[dict]:
+def structured_block(records: Records) -> Optional[dict]:
     """summary.json's "structured", or None when no completed measured request asked for tools
     or a response_format."""
     done = m.completed(m.measured(records))

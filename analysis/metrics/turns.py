@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
-from analysis.contract.records import as_record
+from analysis.contract.records import RecordIn, Records, as_record
 
 
-def ttft_answer_ms(rec: dict) -> Optional[float]:
+def ttft_answer_ms(rec: RecordIn) -> Optional[float]:
     """First answer (non-reasoning) token − send time (ms); None if none arrived."""
     rec = as_record(rec)
     t, s = rec.first_answer_at_ns, rec.sent_at_ns
@@ -28,7 +28,7 @@ def _p(values: list, q: float) -> Optional[float]:
     return m.percentile(values, q)
 
 
-def by_turn(records: list[dict]) -> Optional[list[dict]]:
+def by_turn(records: Records) -> Optional[list[dict]]:
     """One object per turn index (1-based) over completed measured records; None without turns."""
     done = [r for r in m.completed(m.measured(records)) if r.turn is not None]
     if not done:
@@ -46,7 +46,7 @@ def by_turn(records: list[dict]) -> Optional[list[dict]]:
     return out
 
 
-def sessions_block(records: list[dict]) -> Optional[dict]:
+def sessions_block(records: Records) -> Optional[dict]:
     """Session counts: sessions seen, turns completed, turns per session (mean, max)."""
     meas = m.measured(records)
     vals = m.field(meas, "session_id")
@@ -62,7 +62,7 @@ def sessions_block(records: list[dict]) -> Optional[dict]:
             "by_turn": by_turn(records)}
 
 
-def reasoning_block(records: list[dict]) -> Optional[dict]:
+def reasoning_block(records: Records) -> Optional[dict]:
     """TTFT to the first answer token beside TTFT, and token counts, when reasoning was streamed."""
     done = m.completed(m.measured(records))
     vals = m.field(done, "reasoning_tokens")

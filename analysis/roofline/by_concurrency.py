@@ -26,7 +26,7 @@ import numpy as np
 
 from analysis.contract import timing
 from analysis.roofline import model_cost, bounds
-from analysis.contract.records import as_records
+from analysis.contract.records import Records, as_records
 
 MIN_GAPS = 20
 BROKEN = "measured below the floor: the spec is wrong or the boundary differs"
@@ -37,7 +37,7 @@ RULE = ("each inter-token gap of a completed request at the number of requests i
         f"server's slots) and the gaps' mean context; MBU from {MIN_GAPS} gaps up")
 
 
-def spans(records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+def spans(records: Records) -> tuple[np.ndarray, np.ndarray]:
     """(sorted send times, sorted end times) of every record that has both stamps."""
     records = as_records(records)
     both = [(r.sent_at_ns, r.end_at_ns) for r in records
@@ -46,7 +46,7 @@ def spans(records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
             np.sort(np.array([e for _, e in both], dtype=np.int64)))
 
 
-def gaps(records: list[dict]) -> list[tuple[int, int, int, Optional[int]]]:
+def gaps(records: Records) -> list[tuple[int, int, int, Optional[int]]]:
     """(start_ns, end_ns, n_tokens, context) of every inter-token gap of every measured ok
     request; context None when the prompt's token count is missing."""
     records = as_records(records)
@@ -119,7 +119,7 @@ def _g(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{x:.4g}"
 
 
-def by_in_flight(records: list[dict], shape: dict, spec, slots: Optional[int] = None) -> dict:
+def by_in_flight(records: Records, shape: dict, spec, slots: Optional[int] = None) -> dict:
     """{"by_in_flight": rows by level (ascending), "by_in_flight_dropped": gaps that straddled a
     change, "by_in_flight_rule", "batch1": level 1's figures or None with the reason}."""
     g = gaps(records)

@@ -26,12 +26,11 @@ from typing import Optional
 import numpy as np
 
 from analysis.contract import timing
-from analysis.contract.records import read_records
+from analysis.contract.records import Records, as_records, read_records
 from analysis.contract.rundir import read_dict
 from analysis.roofline import by_concurrency, run_device, model_cost, bounds
 from analysis.roofline.by_concurrency import BROKEN
 from analysis.roofline.model_spec import shape_in_sut
-from analysis.contract.records import as_records
 
 RULE = ("TPOT p50 vs the decode-step floor (max of bytes / bandwidth, FLOPs / peak) at the mean "
         "batch and context; each request's TTFT vs the prefill floor of its own prompt, the "
@@ -42,7 +41,7 @@ KEYS = ("mbu", "tpot_p50_ms", "decode_floor_ms", "prefill_floor_ms")
 _ttft_ms, _tpot_ms = timing.ttft_ms, timing.tpot_ms     # the one definition of each
 
 
-def _mean_in_flight(measured: list[dict]) -> Optional[float]:
+def _mean_in_flight(measured: Records) -> Optional[float]:
     """Time-weighted mean requests in flight over the window (first send to last end)."""
     measured = as_records(measured)
     spans = [(r.sent_at_ns, r.end_at_ns) for r in measured
@@ -85,7 +84,7 @@ def _empty(reason: str, device: Optional[dict] = None) -> dict:
             "device": device, "decode": None, "prefill": None, "broken_floors": []}
 
 
-def _prefill(done: list[dict], shape: dict, spec, dtype: str) -> Optional[dict]:
+def _prefill(done: Records, shape: dict, spec, dtype: str) -> Optional[dict]:
     """Each request's TTFT against its own prompt's floor; the one nearest its floor."""
     done = as_records(done)
     rows = []
@@ -107,7 +106,7 @@ def _prefill(done: list[dict], shape: dict, spec, dtype: str) -> Optional[dict]:
             "floor_ms_min": min(x[1] for x in rows), "floor_ms_max": max(x[1] for x in rows)}
 
 
-def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
+def _compute(records: Records, shape: Optional[dict], device: Optional[dict],
              slots: Optional[int] = None) -> tuple[dict, Optional[dict]]:
     """(the block, serving_bounds at the run's batch / context / mean prompt, or None)."""
     records = as_records(records)
@@ -172,7 +171,7 @@ def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
     return block, b
 
 
-def roofline_summary(records: list[dict], model_spec: Optional[dict], device: Optional[dict],
+def roofline_summary(records: Records, model_spec: Optional[dict], device: Optional[dict],
                      slots: Optional[int] = None) -> dict:
     """summary.json's "roofline" block. ``device``: run_device.for_run()'s dict (``spec`` a
     DeviceSpec, ``source``, ``how``, or ``reason`` when there is none); ``slots``: the server's
@@ -180,7 +179,7 @@ def roofline_summary(records: list[dict], model_spec: Optional[dict], device: Op
     return _compute(records, model_spec, device, slots)[0]
 
 
-def _inputs(run_dir: str | Path, records: Optional[list[dict]]):
+def _inputs(run_dir: str | Path, records: Optional[Records]):
     d = Path(run_dir)
     sut, meta = read_dict(d, "sut.json"), read_dict(d, "meta.json")   # through the models
     if records is None:
@@ -189,13 +188,13 @@ def _inputs(run_dir: str | Path, records: Optional[list[dict]]):
     return records, shape_in_sut(sut), run_device.for_run(d, meta), slots
 
 
-def for_run(run_dir: str | Path, records: Optional[list[dict]] = None) -> dict:
+def for_run(run_dir: str | Path, records: Optional[Records] = None) -> dict:
     """roofline_summary of a run directory (its records unless given)."""
     records, shape, device, slots = _inputs(run_dir, records)
     return roofline_summary(records, shape, device, slots if isinstance(slots, int) else None)
 
 
-def sweep_point(run_dir: str | Path, records: Optional[list[dict]] = None) -> dict:
+def sweep_point(run_dir: str | Path, records: Optional[Records] = None) -> dict:
     """The block of for_run plus what the sweep report draws: ``bounds`` (serving_bounds at the
     run's batch), ``spec`` (the DeviceSpec, for the floor curve over batches)."""
     records, shape, device, slots = _inputs(run_dir, records)

@@ -27,10 +27,9 @@ from typing import Any, Optional
 from analysis.server import sanity
 from analysis.server.histogram import figure, hist_mean, hist_quantile, unmeasured
 from analysis.contract import ContractError
-from analysis.contract.records import read_records
+from analysis.contract.records import Records, as_records, read_records
 from analysis.contract.rundir import read_meta, read_server_metrics
 from analysis.server.series import FILE, Series, window_edges
-from analysis.contract.records import as_records
 
 HISTOGRAMS = {  # figure ─► vLLM histogram (seconds); alternatives: older names
     "server_ttft": ("vllm:time_to_first_token_seconds",),
@@ -49,7 +48,7 @@ PREFIX_QUERIES = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_quer
 PROMPT_TOKENS, GEN_TOKENS = ("vllm:prompt_tokens_total",), ("vllm:generation_tokens_total",)
 
 
-def client_ttft_mean_ms(records: list[dict]) -> tuple[Optional[float], int]:
+def client_ttft_mean_ms(records: Records) -> tuple[Optional[float], int]:
     records = as_records(records)
     vals = [(r.first_token_at_ns - r.sent_at_ns) / 1e6 for r in records
             if r.phase != "warmup" and r.status == "ok"
@@ -107,7 +106,7 @@ def prefix_hit_rate(s: Series, a: int, b: int) -> dict:
 
 
 def summarize_server_metrics(rows: list[dict], window: Optional[tuple[int, int]],
-                             records: list[dict], scraper: Optional[dict] = None) -> dict:
+                             records: Records, scraper: Optional[dict] = None) -> dict:
     """The summary's "server_metrics" object from rows, the measured window and the records."""
     scraper = scraper or {}
     if scraper.get("status") == "unavailable" or not rows:
