@@ -26,13 +26,14 @@ from itertools import repeat
 from operator import attrgetter
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Iterator, Literal, Optional, Union
+from typing import Annotated, Iterator, Literal, Optional
 
 import msgspec
 import numpy as np
 
 from analysis.contract.base import ContractError
 from analysis.contract.record import Record, problem_line
+from analysis.contract.record_in import RecordIn, RecordList, Records, as_record  # noqa: F401
 
 SLICE_BYTES = 4 << 20
 _SPACES = bytes.maketrans(b"[],", b"   ")
@@ -314,40 +315,6 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
 def _set(objs: list, name: str, values) -> None:
     """setattr(objs[i], name, values[i]) for each i, iterated in C (no Python loop)."""
     deque(map(setattr, objs, repeat(name), values), maxlen=0)
-
-
-class RecordList(list):
-    """Records in order, holding the RecordTable over them (``table``) and the per-field
-    value lists asked for so far (analysis.metrics.figures.field). Select from it; do not
-    append to or reorder it."""
-    __slots__ = ("table", "memo")
-
-    def __init__(self, records=(), table: Optional["RecordTable"] = None):
-        super().__init__(records)
-        self.table = table
-        self.memo: dict = {}
-
-
-# What analysis takes (signatures): read_table's RecordList (or a selection of it), else Records
-# or their JSON dicts, which as_records / as_record read as Records on the way in.
-Records = Union[RecordList, list[Record], list[dict]]
-RecordIn = Union[Record, dict]
-_FIELD_SET = frozenset(Record.__struct_fields__)
-
-
-class _Loose(Record, gc=False):
-    """A record's JSON dict as read by as_record: an id or phase may be missing (hand-made)."""
-    id: Optional[int] = None
-    phase: Optional[Literal["warmup", "measured", "probe_alone", "probe"]] = None
-
-
-def as_record(rec) -> Record:
-    """``rec`` (a Record, or its JSON dict) as a Record: the dict's contract fields, as they are
-    (a missing one: its default; a key outside the contract: dropped). What a value is worth is
-    the readers' gate's to say (analysis.contract.sanity), as for a read file's."""
-    if isinstance(rec, Record):
-        return rec
-    return _Loose(**{k: v for k, v in rec.items() if k in _FIELD_SET})
 
 
 def as_records(records) -> RecordList:
