@@ -150,23 +150,6 @@ class Record(msgspec.Struct, gc=False):
         """The fields as a dict, in order (shallow: chunks is the same list)."""
         return {f: getattr(self, f) for f in self.__struct_fields__}
 
-    @property
-    def __dict__(self) -> dict:      # a dataclass's view, kept for callers that used it
-        return self.as_dict()
-
-    # read-only mapping access, for code that takes a record or its JSON dict alike
-    def get(self, key: str, default=None):
-        return getattr(self, key, default)
-
-    def __getitem__(self, key: str):
-        try:
-            return getattr(self, key)
-        except AttributeError:
-            raise KeyError(key) from None
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.__struct_fields__
-
     @classmethod
     def read(cls, data, where: str = ""):
         """``data`` (a JSON dict, or a Record already) as a Record; ContractError naming the

@@ -9,6 +9,10 @@
 A torn last line (a run killed mid-write) is skipped; any other line that is not JSON, or a
 record whose field does not fit, is a ContractError naming the line and the field. Memory: the
 file is never held whole, and no chunk is a Python object until asked for (ChunkView).
+The records come as a RecordList (a list that holds its table): analysis selects from it
+(analysis.metrics.figures.measured, ...) on the table's columns, and a selection is again a
+RecordList over the same arrays. No table is looked up by a list's identity: a list that holds
+no table (JSON dicts from a test, Records gathered by hand) gets one built by as_records.
 read_table caches the last table read (path, size, mtime): the summary and the report of one
 ``loadgen report`` decode the file once.
 """
@@ -29,6 +33,7 @@ import numpy as np
 
 from analysis.contract.base import ContractError
 from analysis.contract.record import Record, problem_line
+from analysis.contract.record_in import RecordIn, RecordList, Records, as_record  # noqa: F401
 
 SLICE_BYTES = 4 << 20
 _SPACES = bytes.maketrans(b"[],", b"   ")
@@ -222,16 +227,9 @@ class RecordTable:
         return own
 
     def select(self, mask: np.ndarray) -> "RecordTable":
-        """The records where ``mask`` holds, as a table over this one's arrays."""
+        """The records where ``mask`` holds, as a table over this one's arrays (its records a
+        RecordList holding it)."""
         return _SubTable(self, np.flatnonzero(mask))
-
-    def index_of(self, records: list) -> Optional[np.ndarray]:
-        """The positions of ``records`` (some of this table's own) in it; None when one is not."""
-        own, n = self.records, len(self.records)
-        idx = [r.chunks._i if isinstance(r.chunks, ChunkView) else -1 for r in records]
-        if any(i < 0 or i >= n or own[i] is not r for i, r in zip(idx, records)):
-            return None
-        return np.asarray(idx, dtype=np.int64)
 
 
 class _SubTable(RecordTable):
@@ -239,8 +237,11 @@ class _SubTable(RecordTable):
 
     def __init__(self, parent: RecordTable, idx: np.ndarray):
         self.parent, self.idx = parent, idx
-        self.records = [parent.records[i] for i in idx.tolist()]
+        self.records = RecordList(map(parent.records.__getitem__, idx.tolist()), self)
         self._cols = {}
+
+    def select(self, mask: np.ndarray) -> "RecordTable":
+        return _SubTable(self.parent, self.idx[np.flatnonzero(mask)])   # over the one parent
 
     def mask(self) -> np.ndarray:
         """Which of the parent's records this selection holds."""
@@ -278,7 +279,7 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
     if _CACHE.get("key") == key:
         return _CACHE["table"]
     name = p.name
-    records: list[Record] = []
+    records = RecordList()
     arrays, counts = [], []
     for first, body, last in _lines(p, min(slice_bytes, max(st.st_size, 1 << 16))):
         recs = _decode(first, body, name, last)
@@ -306,6 +307,7 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
                                 range(len(records))))
     del bounds
     table = RecordTable(records, chunks, offsets)
+    records.table = table
     _CACHE.update(key=key, table=table)
     return table
 
@@ -315,33 +317,30 @@ def _set(objs: list, name: str, values) -> None:
     deque(map(setattr, objs, repeat(name), values), maxlen=0)
 
 
+def as_records(records) -> RecordList:
+    """``records`` (Records or JSON dicts, in order) as a RecordList with its table: the list
+    itself when it is one (read_table's, or a selection of it), else a new one over the same
+    Records (dicts read as Records) and a table built from them."""
+    if isinstance(records, RecordList) and records.table is not None \
+            and len(records) == len(records.table.records):
+        return records
+    out = RecordList(map(as_record, records))
+    out.table = _DictTable(out)
+    return out
+
+
 def table_of(records) -> RecordTable:
-    """A RecordTable over ``records`` (Records or JSON dicts, in order): the table they were
-    read into when they are read_table's list, else built from them (its records: the same
-    objects)."""
-    t = _CACHE.get("table")
-    if t is not None and t.records is records:
-        return t
-    if t is not None and records and isinstance(records[0], _Line):
-        idx = t.index_of(records)
-        if idx is not None:
-            return _SubTable(t, idx)
-    return _DictTable(records if isinstance(records, list) else list(records))
+    """The RecordTable over ``records`` (as_records(records).table)."""
+    return as_records(records).table
 
 
 class _DictTable(RecordTable):
-    """A table over records that may be JSON dicts (tests, older callers, a selection of
-    Records); its chunk arrays are built only when asked for."""
+    """A table over Records not read by read_table (as_records: JSON dicts of a test, Records
+    gathered by hand); its chunk arrays are built only when asked for."""
 
     def __init__(self, records: list):
         self.records = records
         self._cols = {}
-
-    def _values(self, name: str) -> list:
-        recs = self.records
-        if recs and isinstance(recs[0], Record):
-            return list(map(attrgetter(name), recs))
-        return [r.get(name) for r in recs]
 
     @cached_property
     def _chunks(self) -> tuple[np.ndarray, np.ndarray]:
@@ -370,12 +369,7 @@ class _DictTable(RecordTable):
         return self._chunks[1]
 
 
-def read_cache() -> Optional[RecordTable]:
-    """The table read_table read last (None: none yet)."""
-    return _CACHE.get("table")
-
-
-def read_records(path: str | Path) -> list[Record]:
+def read_records(path: str | Path) -> RecordList:
     """records.jsonl as Records (read_table(path).records). The list is the table's: select
     from it (analysis.metrics.measured, ...), do not append to or reorder it."""
     return read_table(path).records

@@ -6,6 +6,7 @@
                (None when the file is absent)
             ─► read_rows / read_power / read_server_metrics (free-form JSON lines),
                read_json / read_power_sources / read_sweep / read_repeat (free-form JSON)
+            ─► read_scenario (scenario.yaml, the resolved scenario: a YAML 1.2 mapping)
     records.jsonl itself: analysis.contract.records (typed Records, arrays)
 """
 from __future__ import annotations
@@ -125,6 +126,20 @@ def read_sweep(sweep_dir) -> Optional[dict]:
 
 def read_repeat(series_dir) -> Optional[dict]:
     return read_json(Path(series_dir) / "repeat.json")
+
+
+def read_scenario(run_dir) -> dict:
+    """scenario.yaml (the resolved scenario) as a dict; {} when absent, not YAML or not a mapping.
+    A file that cannot be read (OSError, not UTF-8) raises."""
+    from analysis.contract import yaml12
+    p = Path(run_dir) / "scenario.yaml"
+    if not p.is_file():
+        return {}
+    try:
+        tree = yaml12.load(p.read_text(encoding="utf-8"))
+    except yaml12.YAMLError:
+        return {}
+    return tree if isinstance(tree, dict) else {}
 
 
 def record_problems(path: str | Path, written: bool = True) -> list[str]:

@@ -12,7 +12,7 @@ each figure has one definition; the array forms give exactly the floats of the p
     itl_ms      = gap_k / n_k, repeated n_k times (token-weighted), for each token chunk k ≥ 1
     chunk_gap   = the raw gap_k (ms)
     tpot_ms     = (e2el − ttft) / (output_tokens − 1), only where output_tokens > 1
-May import: numpy, analysis.contract.records. Nothing else of analysis.
+May import: numpy, analysis.contract.record(s). Nothing else of analysis.
 """
 from __future__ import annotations
 
@@ -20,19 +20,22 @@ from typing import Optional
 
 import numpy as np
 
+from analysis.contract.records import RecordIn, as_record
+
 NS_PER_MS = 1e6
 
 
 # ---- per record --------------------------------------------------------------------------------
-def token_chunks(rec) -> list[tuple[int, int]]:
+def token_chunks(rec: RecordIn) -> list[tuple[int, int]]:
     """The chunks that carry output tokens: [(arrival_ns, n_tokens)] with n_tokens > 0."""
-    return [(int(t), int(n)) for t, n in (rec.get("chunks") or []) if n and n > 0]
+    return [(int(t), int(n)) for t, n in (as_record(rec).chunks or ()) if n and n > 0]
 
 
-def first_token_at(rec) -> Optional[int]:
+def first_token_at(rec: RecordIn) -> Optional[int]:
     """``first_token_at_ns``, else the arrival of the first chunk with n_tokens > 0, else None."""
-    if rec.get("first_token_at_ns") is not None:
-        return rec["first_token_at_ns"]
+    rec = as_record(rec)
+    if rec.first_token_at_ns is not None:
+        return rec.first_token_at_ns
     tc = token_chunks(rec)
     return tc[0][0] if tc else None
 
@@ -44,42 +47,49 @@ def diff_ns_ms(a: Optional[int], b: Optional[int]) -> Optional[float]:
     return (a - b) / NS_PER_MS
 
 
-def ttft_ms(rec) -> Optional[float]:
+def ttft_ms(rec: RecordIn) -> Optional[float]:
     """TTFT from send = first_token_at − sent_at (ms)."""
-    return diff_ns_ms(first_token_at(rec), rec.get("sent_at_ns"))
+    rec = as_record(rec)
+    return diff_ns_ms(first_token_at(rec), rec.sent_at_ns)
 
 
-def ttft_from_scheduled_ms(rec) -> Optional[float]:
+def ttft_from_scheduled_ms(rec: RecordIn) -> Optional[float]:
     """TTFT from the schedule = first_token_at − scheduled_at (ms)."""
-    return diff_ns_ms(first_token_at(rec), rec.get("scheduled_at_ns"))
+    rec = as_record(rec)
+    return diff_ns_ms(first_token_at(rec), rec.scheduled_at_ns)
 
 
-def e2el_ms(rec) -> Optional[float]:
+def e2el_ms(rec: RecordIn) -> Optional[float]:
     """End-to-end latency from send = end_at − sent_at (ms)."""
-    return diff_ns_ms(rec.get("end_at_ns"), rec.get("sent_at_ns"))
+    rec = as_record(rec)
+    return diff_ns_ms(rec.end_at_ns, rec.sent_at_ns)
 
 
-def e2el_from_scheduled_ms(rec) -> Optional[float]:
+def e2el_from_scheduled_ms(rec: RecordIn) -> Optional[float]:
     """End-to-end latency from the schedule = end_at − scheduled_at (ms)."""
-    return diff_ns_ms(rec.get("end_at_ns"), rec.get("scheduled_at_ns"))
+    rec = as_record(rec)
+    return diff_ns_ms(rec.end_at_ns, rec.scheduled_at_ns)
 
 
-def schedule_lag_ms(rec) -> Optional[float]:
+def schedule_lag_ms(rec: RecordIn) -> Optional[float]:
     """How late the client sent = sent_at − scheduled_at (ms)."""
-    return diff_ns_ms(rec.get("sent_at_ns"), rec.get("scheduled_at_ns"))
+    rec = as_record(rec)
+    return diff_ns_ms(rec.sent_at_ns, rec.scheduled_at_ns)
 
 
-def tpot_ms(rec) -> Optional[float]:
+def tpot_ms(rec: RecordIn) -> Optional[float]:
     """TPOT = (E2E − TTFT) / (output_tokens − 1) (ms); None unless output_tokens > 1."""
-    n = rec.get("output_tokens")
+    rec = as_record(rec)
+    n = rec.output_tokens
     e2e, ttft = e2el_ms(rec), ttft_ms(rec)
     if n is None or n <= 1 or e2e is None or ttft is None:
         return None
     return (e2e - ttft) / (n - 1)
 
 
-def chunk_gaps_ms(rec) -> list[float]:
+def chunk_gaps_ms(rec: RecordIn) -> list[float]:
     """Raw gaps between consecutive token chunks (ms), one per chunk after the first."""
+    rec = as_record(rec)
     tc = token_chunks(rec)
     return [(tc[k][0] - tc[k - 1][0]) / NS_PER_MS for k in range(1, len(tc))]
 

@@ -17,20 +17,24 @@ from typing import Optional
 
 import numpy as np
 
+from analysis.contract.records import RecordIn, Records, as_record, as_records
 
-def token_events(rec: dict) -> list[tuple[int, int]]:
+
+def token_events(rec: RecordIn) -> list[tuple[int, int]]:
     """(t_ns, n_tokens) of every chunk carrying tokens; a non-streamed answer is one event at its end."""
-    ev = [(int(c[0]), int(c[1])) for c in rec.get("chunks") or [] if c and c[1] and c[1] > 0]
-    if not ev and rec.get("output_tokens") and rec.get("end_at_ns") is not None:
-        ev = [(int(rec["end_at_ns"]), int(rec["output_tokens"]))]
+    rec = as_record(rec)
+    ev = [(int(c[0]), int(c[1])) for c in rec.chunks or [] if c and c[1] and c[1] > 0]
+    if not ev and rec.output_tokens and rec.end_at_ns is not None:
+        ev = [(int(rec.end_at_ns), int(rec.output_tokens))]
     return ev
 
 
-def split_energy(grid_ns: np.ndarray, e_j: np.ndarray, records: list[dict]) -> dict:
+def split_energy(grid_ns: np.ndarray, e_j: np.ndarray, records: Records) -> dict:
     """Per-request (prefill_j, decode_j) arrays aligned with ``records`` and the unattributed rest.
 
     grid_ns: int64 [K+1] increasing interval edges; e_j: float64 [K] energy of each interval.
     """
+    records = as_records(records)
     n_rec, k_int = len(records), len(e_j)
     prefill = np.zeros(n_rec)
     decode = np.zeros(n_rec)
@@ -92,29 +96,30 @@ def split_energy(grid_ns: np.ndarray, e_j: np.ndarray, records: list[dict]) -> d
     return {"prefill_j": prefill, "decode_j": decode, "unattributed_j": unattributed}
 
 
-def _span(rec: dict) -> Optional[tuple[int, int, Optional[int]]]:
-    s = rec.get("sent_at_ns")
+def _span(rec: RecordIn) -> Optional[tuple[int, int, Optional[int]]]:
+    s = rec.sent_at_ns
     if s is None:
         return None
     ev = token_events(rec)
-    e = rec.get("end_at_ns")
+    e = rec.end_at_ns
     if e is None:
         e = ev[-1][0] if ev else None
     if e is None or e <= s:
         return None
-    ft = rec.get("first_token_at_ns")
+    ft = rec.first_token_at_ns
     if ft is None and ev:
         ft = ev[0][0]
     return int(s), int(e), (int(ft) if ft is not None else None)
 
 
-def distribution(records: list[dict], split: dict, start_ns: int, end_ns: int) -> dict:
+def distribution(records: Records, split: dict, start_ns: int, end_ns: int) -> dict:
     """Per-request figures for the measured, successful requests lying wholly inside the window."""
+    records = as_records(records)
     total = split["prefill_j"] + split["decode_j"]
     sel = [i for i, r in enumerate(records)
-           if r.get("phase", "measured") == "measured" and r.get("status") == "ok"
-           and r.get("sent_at_ns") is not None and r.get("end_at_ns") is not None
-           and r["sent_at_ns"] >= start_ns and r["end_at_ns"] <= end_ns]
+           if (r.phase or "measured") == "measured" and r.status == "ok"
+           and r.sent_at_ns is not None and r.end_at_ns is not None
+           and r.sent_at_ns >= start_ns and r.end_at_ns <= end_ns]
     out: dict = {
         "requests_in_window": len(sel),
         "attributed_j": float(total.sum()),

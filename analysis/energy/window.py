@@ -21,6 +21,7 @@ import numpy as np
 from analysis.contract.rundir import read_power, read_power_sources
 from analysis.energy import series as es
 from analysis.energy.split import distribution, split_energy, token_events
+from analysis.contract.records import Records, as_records
 
 TOTAL_SCOPES = ("gpu", "cpu_package", "dram")
 MIN_WINDOW_S = 60.0
@@ -132,10 +133,10 @@ def _window(window, marks, records) -> tuple[Optional[tuple[int, int]], str]:
         return (int(window[0]), int(window[1])), "given"
     if "measure_start" in marks and "measure_end" in marks:
         return (marks["measure_start"], marks["measure_end"]), "marks"
-    meas = [r for r in records if r.get("phase", "measured") == "measured"
-            and r.get("sent_at_ns") is not None and r.get("end_at_ns") is not None]
+    meas = [r for r in records if (r.phase or "measured") == "measured"
+            and r.sent_at_ns is not None and r.end_at_ns is not None]
     if meas:
-        return (min(r["sent_at_ns"] for r in meas), max(r["end_at_ns"] for r in meas)), "records"
+        return (min(r.sent_at_ns for r in meas), max(r.end_at_ns for r in meas)), "records"
     return None, "none"
 
 
@@ -149,9 +150,10 @@ def _unmeasured(reason: str, sources: list[dict], warnings: list[str], **extra) 
             "warnings": warnings, **extra}
 
 
-def energy_summary(power_rows: list[dict], records: list[dict],
+def energy_summary(power_rows: list[dict], records: Records,
                    window: Optional[tuple[int, int]], sources: list[dict]) -> dict:
     """The summary's "energy" object; see the module docstring and docs/energy.md."""
+    records = as_records(records)
     warnings = [f"{s.get('name')}: {w}" for s in sources for w in s.get("warnings", [])]
     live = [s for s in sources if s.get("name") != "none"]
     if not live and not any(r.get("kind") in ("energy_j", "power_w") for r in power_rows):
@@ -176,8 +178,8 @@ def energy_summary(power_rows: list[dict], records: list[dict],
            and f["scope"] in TOTAL_SCOPES + ("system",)]
 
     tokens = float(sum(n for r in records for t, n in token_events(r) if start < t <= end))
-    outs = [r["output_tokens"] for r in records if r.get("phase", "measured") == "measured"
-            and r.get("status") == "ok" and r.get("output_tokens") is not None]
+    outs = [r.output_tokens for r in records if (r.phase or "measured") == "measured"
+            and r.status == "ok" and r.output_tokens is not None]
     mean_out = float(np.mean(outs)) if outs else None
     if any(f["method"] == "counter" for f in meas) and dur < MIN_WINDOW_S:
         warnings.append(f"window {dur:.1f} s < {MIN_WINDOW_S:.0f} s: counters update about every"

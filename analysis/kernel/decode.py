@@ -17,7 +17,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Optional
 
-from analysis.contract.records import read_records
+from analysis.contract.records import Records, as_records, read_records
 from analysis.contract.rundir import read_json
 from analysis.kernel import harness
 from analysis.roofline import model_cost
@@ -95,13 +95,14 @@ def _kind_name(device: str) -> tuple[str, str]:
     return kind, name
 
 
-def _tpot_from_records(records: list[dict]) -> list[float]:
+def _tpot_from_records(records: Records) -> list[float]:
     """Per request: (last token chunk − first token chunk) / (tokens after the first chunk), in ms."""
+    records = as_records(records)
     out = []
     for r in records:
-        if r.get("status") != "ok" or r.get("phase", "measured") != "measured":
+        if r.status != "ok" or (r.phase or "measured") != "measured":
             continue
-        toks = [(t, n) for t, n in (r.get("chunks") or []) if n > 0]
+        toks = [(t, n) for t, n in (r.chunks or []) if n > 0]
         after = sum(n for _, n in toks[1:])
         if len(toks) >= 2 and after > 0:
             out.append((toks[-1][0] - toks[0][0]) / after / 1e6)

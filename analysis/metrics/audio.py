@@ -33,13 +33,13 @@ def audio_block(records: list, meta: Optional[dict]) -> Optional[dict]:
         return None
     sent = [r for r, v in zip(meas, vals) if v is not None]
     done = m.completed(sent)
-    total = float(sum(r.get("input_audio_s") for r in done))
+    total = float(sum(r.input_audio_s for r in done))
     d = m.duration_s(m.window(records))
     per = []
     for r in done:
         e = e2el_ms(r)
         if e is not None and e > 0:
-            per.append(r.get("input_audio_s") / (e / 1e3))
+            per.append(r.input_audio_s / (e / 1e3))
     s = m.stats(per)
     reason = None
     if not done:

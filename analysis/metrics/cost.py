@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from analysis.contract.records import as_records
+
 J_PER_KWH = 3.6e6
 FIGURES = ("usd_per_million_output_tokens", "usd_per_million_input_tokens",
            "usd_per_million_tokens_at_slo", "energy_usd_per_million_output_tokens",
@@ -55,7 +57,7 @@ def energy_usd_per_million(j_per_token: Optional[float], usd_per_kwh: Optional[f
 
 
 def _sum(recs: list, key: str) -> Optional[int]:
-    vals = [r.get(key) for r in recs]
+    vals = [getattr(r, key) for r in as_records(recs)]
     return None if not vals or any(v is None for v in vals) else int(sum(vals))
 
 

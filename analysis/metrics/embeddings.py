@@ -17,11 +17,13 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.contract.record import Record
+from analysis.contract.records import Records
 
 LATENCY_FIELDS = ("mean", "p50", "p90", "p99", "max")
 
 
-def embeddings_records(records: list[dict]) -> list[dict]:
+def embeddings_records(records: Records) -> list[Record]:
     """Measured records of embeddings requests (those carrying ``inputs``)."""
     meas = m.measured(records)
     vals = m.field(meas, "inputs")
@@ -30,12 +32,12 @@ def embeddings_records(records: list[dict]) -> list[dict]:
     return [r for r, v in zip(meas, vals) if v is not None]
 
 
-def _sum(recs: list[dict], key: str) -> Optional[int]:
-    vals = [r.get(key) for r in recs]
+def _sum(recs: Records, key: str) -> Optional[int]:
+    vals = m.field(recs, key)
     return None if not vals or any(v is None for v in vals) else int(sum(vals))
 
 
-def input_token_throughput(records: list[dict], win) -> Optional[float]:
+def input_token_throughput(records: Records, win) -> Optional[float]:
     """Σ prompt_tokens of completed measured requests / window (tokens/s); None when any
     completed request lacks a count."""
     d = m.duration_s(win)
@@ -43,7 +45,7 @@ def input_token_throughput(records: list[dict], win) -> Optional[float]:
     return None if d is None or n is None else n / d
 
 
-def input_throughput(records: list[dict], win) -> Optional[float]:
+def input_throughput(records: Records, win) -> Optional[float]:
     """Σ inputs (texts embedded) of completed measured requests / window (inputs/s); None when
     any completed request lacks the count (not an embeddings record)."""
     d = m.duration_s(win)
@@ -51,7 +53,7 @@ def input_throughput(records: list[dict], win) -> Optional[float]:
     return None if d is None or n is None else n / d
 
 
-def embeddings_block(records: list[dict], meta: Optional[dict] = None) -> Optional[dict]:
+def embeddings_block(records: Records, meta: Optional[dict] = None) -> Optional[dict]:
     """The summary's "embeddings" object, or None when the run sent no embeddings request
     (meta's endpoint, else the records' ``inputs``, decides)."""
     recs = embeddings_records(records)
@@ -62,7 +64,7 @@ def embeddings_block(records: list[dict], meta: Optional[dict] = None) -> Option
     lat = m.stats(m.e2el_ms(r) for r in done)
     sources: dict[str, int] = {}
     for r in done:
-        k = r.get("prompt_tokens_source") or "missing"
+        k = r.prompt_tokens_source or "missing"
         sources[k] = sources.get(k, 0) + 1
     n_inputs = _sum(done, "inputs")
     return {

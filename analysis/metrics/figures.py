@@ -1,4 +1,5 @@
-"""Metric definitions: pure functions of request records (Records, or their JSON dicts).
+"""Metric definitions: pure functions of request records (a RecordList, or Records / JSON dicts
+read as one by analysis.contract.records.as_records).
 
 Every time in a record is an integer from ``time.perf_counter_ns``; every figure here is in
 milliseconds (latencies) or per second (rates). A function returns ``None`` (never 0) when the data
@@ -23,8 +24,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from analysis.contract import timing
-from analysis.contract.record import Record
-from analysis.contract.records import read_cache, table_of
+from analysis.contract.records import RecordIn, RecordList, Records, as_record, as_records, table_of
 
 NS_PER_MS = timing.NS_PER_MS
 STAT_KEYS = ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max", "count")
@@ -41,83 +41,46 @@ def open_loop(mode: Optional[str]) -> bool:
     return mode in OPEN_LOOP_MODES
 
 
-def field(records: list, key: str) -> list:
-    """Field ``key`` of every record (Records: attribute access at C speed; JSON dicts: get).
-    Of a read table's records or a selection made here, asked again: the same list (read it,
-    do not change it)."""
-    if not records or not isinstance(records[0], Record):
-        return [r.get(key) for r in records]
-    memo = _FIELDS.get((id(records), key))
-    if memo is not None and memo[0] is records and len(records) == memo[1]:
-        return memo[2]
-    vals = list(map(attrgetter(key), records))
-    tab = read_cache()
-    if tab is not None and (records is tab.records or id(records) in _SELECTED):
-        for k in [k for k, v in _FIELDS.items() if v[3] is not tab]:
-            del _FIELDS[k]                          # another run's table: let it go
-        while len(_FIELDS) >= 8:
-            del _FIELDS[next(iter(_FIELDS))]
-        _FIELDS[(id(records), key)] = (records, len(records), vals, tab)
-    return vals
+def field(records, key: str) -> list:
+    """Field ``key`` of every record (attribute access at C speed). Of a RecordList asked again:
+    the same list (read it, do not change it)."""
+    records = as_records(records)
+    memo = records.memo.get(key)
+    if memo is None:
+        memo = records.memo[key] = list(map(attrgetter(key), records))
+    return memo
 
 
-_FIELDS: dict = {}       # (id(list), key) ─► (list, its length, values, table)
-
-
-_SELECTED: dict = {}     # id(list) ─► (list, table, mask): selections made from a read table
-_MADE: dict = {}         # (id(list), key, value, equal) ─► (list, table, selection, its length):
-                         # measured(records) asked by every block returns the one list (do not
-                         # append to or reorder a selection)
-
-
-def _where(records, key: str, value: str, equal: bool) -> list:
-    """The records whose ``key`` equals (``equal``) / differs from ``value``. A read table's
-    records (or a selection made from them here) are selected by its column arrays."""
-    records = records if isinstance(records, list) else list(records)
-    hit = _SELECTED.get(id(records))
-    tab = read_cache()
-    if tab is not None and records is tab.records:
-        base = np.ones(len(tab), bool)
-    elif hit is not None and hit[0] is records and hit[1] is tab and len(records) == hit[3]:
-        base = hit[2]
-    else:
-        return [r for r, v in zip(records, field(records, key)) if (v == value) == equal]
-    memo = _MADE.get((id(records), key, value, equal))
-    if memo is not None and memo[0] is records and memo[1] is tab and len(memo[2]) == memo[3]:
-        return memo[2]                              # the same selection asked again: that list
-    col = tab.column(key)
-    mask = base & ((col == value) if equal else (col != value))
-    idx = np.flatnonzero(mask).tolist()
-    out = list(map(tab.records.__getitem__, idx))
-    for k in [k for k, v in _SELECTED.items() if v[1] is not tab]:
-        del _SELECTED[k]                            # another run's table: let it go
-    for k in [k for k, v in _MADE.items() if v[1] is not tab]:
-        del _MADE[k]
-    while len(_SELECTED) >= 8:                      # the last few: a selection of a selection
-        del _SELECTED[next(iter(_SELECTED))]
-    _SELECTED[id(out)] = (out, tab, mask, len(out))
-    while len(_MADE) >= 16:
-        del _MADE[next(iter(_MADE))]
-    _MADE[(id(records), key, value, equal)] = (records, tab, out, len(out))
+def _where(records, key: str, value: str, equal: bool) -> RecordList:
+    """The records whose ``key`` equals (``equal``) / differs from ``value``, selected by the
+    column arrays of the records' table: a RecordList over the same arrays (the same selection
+    asked again: that list; do not append to or reorder it)."""
+    records = as_records(records)
+    memo = records.memo.get((key, value, equal))
+    if memo is not None:
+        return memo
+    col = records.table.column(key)
+    out = records.table.select((col == value) if equal else (col != value)).records
+    records.memo[(key, value, equal)] = out
     return out
 
 
-def measured(records: Iterable[dict]) -> list[dict]:
+def measured(records: Records) -> RecordList:
     """Records of the measured phase (``phase`` other than ``"warmup"``)."""
     return _where(records, "phase", "warmup", False)
 
 
-def completed(records: Iterable[dict]) -> list[dict]:
+def completed(records: Records) -> RecordList:
     """Records with ``status == "ok"``."""
     return _where(records, "status", "ok", True)
 
 
-def failed(records: Iterable[dict]) -> list[dict]:
+def failed(records: Records) -> RecordList:
     """Records with ``status == "error"`` (cancelled requests are not failures)."""
     return _where(records, "status", "error", True)
 
 
-def cancelled(records: Iterable[dict]) -> list[dict]:
+def cancelled(records: Records) -> RecordList:
     """Records with ``status == "cancelled"`` (the run was interrupted before they ended)."""
     return _where(records, "status", "cancelled", True)
 
@@ -162,7 +125,7 @@ def percentile(values: Iterable[Optional[float]], q: float) -> Optional[float]:
     return float(np.percentile(np.asarray(arr, dtype=float), q, method="linear")) if arr else None
 
 
-def pooled(records: Iterable[dict], per_record) -> list[float]:
+def pooled(records: Records, per_record) -> list[float]:
     """Concatenate a list-valued per-record metric (``itl_ms``, ``chunk_gaps_ms``) over records."""
     out: list[float] = []
     for r in records:
@@ -206,7 +169,7 @@ WINDOW_RULE = ("first sent_at to last end_at over measured requests that were se
                "(completed and failed; warm-up and cancelled excluded)")
 
 
-def window(records: Iterable[dict]) -> Optional[tuple[int, int]]:
+def window(records: Records) -> Optional[tuple[int, int]]:
     """(start_ns, end_ns) = (min sent_at, max end_at) over measured, non-cancelled records that
     were sent and ended; None if there are none (or the span is not positive)."""
     tab, _, _, sent = selections(records if isinstance(records, list) else list(records))
@@ -228,23 +191,23 @@ def _per_s(count: Optional[float], win: Optional[tuple[int, int]]) -> Optional[f
     return None if d is None or count is None else count / d
 
 
-def request_throughput(records: list[dict], win) -> Optional[float]:
+def request_throughput(records: Records, win) -> Optional[float]:
     """Completed measured requests / window duration (req/s)."""
     return _per_s(len(completed(measured(records))), win)
 
 
-def _token_sum(recs: list[dict], key: str) -> Optional[int]:
+def _token_sum(recs: Records, key: str) -> Optional[int]:
     vals = field(recs, key)
     return None if not vals or None in vals else int(sum(vals))
 
 
-def output_throughput(records: list[dict], win) -> Optional[float]:
+def output_throughput(records: Records, win) -> Optional[float]:
     """Σ output_tokens of completed measured requests / window duration (tokens/s).
     None if any completed request lacks an output count."""
     return _per_s(_token_sum(completed(measured(records)), "output_tokens"), win)
 
 
-def total_token_throughput(records: list[dict], win) -> Optional[float]:
+def total_token_throughput(records: Records, win) -> Optional[float]:
     """Σ (prompt_tokens + output_tokens) of completed measured requests / window (tokens/s).
     None if any completed request lacks either count."""
     recs = completed(measured(records))
@@ -252,14 +215,15 @@ def total_token_throughput(records: list[dict], win) -> Optional[float]:
     return None if p is None or o is None else _per_s(p + o, win)
 
 
-def meets_slo(rec: dict, slo: dict, from_scheduled: bool) -> bool:
+def meets_slo(rec: RecordIn, slo: dict, from_scheduled: bool) -> bool:
     """Does one completed request meet every configured per-request limit in ``slo``?
 
     ttft_ms / e2el_ms: the request's TTFT / E2E (from scheduled when ``from_scheduled``);
     tpot_ms: its TPOT (a request without a TPOT, output_tokens ≤ 1, does NOT pass);
     itl_ms: its largest token-weighted ITL (a request without any ITL value does NOT pass).
     """
-    if rec.get("status") != "ok":
+    rec = as_record(rec)
+    if rec.status != "ok":
         return False
     checks = (
         ("ttft_ms", ttft_from_scheduled_ms(rec) if from_scheduled else ttft_ms(rec)),
@@ -274,7 +238,7 @@ def meets_slo(rec: dict, slo: dict, from_scheduled: bool) -> bool:
     return True
 
 
-def goodput(records: list[dict], slo: Optional[dict], win, from_scheduled: bool) -> Optional[float]:
+def goodput(records: Records, slo: Optional[dict], win, from_scheduled: bool) -> Optional[float]:
     """Measured requests meeting every configured SLO (``meets_slo``) / window duration (req/s).
     None when no per-request limit (ttft/tpot/itl/e2el) is configured."""
     if not slo or all(slo.get(k) is None for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")):
@@ -297,7 +261,7 @@ def meets_slo_mask(records: list, slo: dict, from_scheduled: bool) -> np.ndarray
     return ok
 
 
-def failures_by_kind(records: Iterable[dict]) -> dict[str, int]:
+def failures_by_kind(records: Records) -> dict[str, int]:
     """Count of failed (status "error") measured requests per ``error_kind`` ("unknown" if None)."""
     out: dict[str, int] = {}
     for k in field(failed(measured(records)), "error_kind"):
@@ -306,7 +270,7 @@ def failures_by_kind(records: Iterable[dict]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def token_provenance(records: Iterable[dict]) -> dict:
+def token_provenance(records: Records) -> dict:
     """Where the token counts of completed measured requests came from, and disagreements."""
     recs = completed(measured(records))
 
@@ -342,7 +306,7 @@ def rate_of(times_ns: Iterable[Optional[int]]) -> Optional[float]:
     return (len(ts) - 1) / ((ts[-1] - ts[0]) / 1e9)
 
 
-def lag_growth_ms(records: Iterable[dict]) -> Optional[float]:
+def lag_growth_ms(records: Records) -> Optional[float]:
     """median(schedule lag of the last third of sends) − median(first third), ordered by
     scheduled_at; None with fewer than 6 lags. Positive: the client fell behind as it ran."""
     tab, meas, _, _ = selections(records)
@@ -356,13 +320,13 @@ def lag_growth_ms(records: Iterable[dict]) -> Optional[float]:
     return float(np.median(lag[-third:]) - np.median(lag[:third]))
 
 
-def in_flight(records: Iterable[dict]) -> list[tuple[int, int]]:
+def in_flight(records: Records) -> list[tuple[int, int]]:
     """Step function of requests in flight: [(t_ns, count after t)], from sent_at/end_at."""
     t, n = in_flight_steps(records)
     return list(zip(t.tolist(), n.tolist()))
 
 
-def in_flight_steps(records: Iterable[dict], sel: Optional[np.ndarray] = None
+def in_flight_steps(records: Records, sel: Optional[np.ndarray] = None
                     ) -> tuple[np.ndarray, np.ndarray]:
     """in_flight as two int64 arrays (t_ns, count after t); ``sel``: a mask over the records'
     table (analysis.contract.records.table_of), only those records. Cached on the table for

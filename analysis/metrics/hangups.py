@@ -67,7 +67,7 @@ def cancel_block(records: list, meta: dict) -> Optional[dict]:
         return None
     ttfts = [m.ttft_ms(r) for r in ab]
     got = [x for x in ttfts if x is not None]
-    toks = [r.get("output_tokens") or r.get("chunk_output_tokens") or 0 for r in ab]
+    toks = [r.output_tokens or r.chunk_output_tokens or 0 for r in ab]
     leaked = after.get("leaked") if after is not None else None
     if after is None:
         why = ("no leak check: it runs with load.cancel and target.scrape_metrics on, after a "

@@ -13,18 +13,19 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.contract.records import Records
 
 
-def images_block(records: list[dict], meta: Optional[dict]) -> Optional[dict]:
+def images_block(records: Records, meta: Optional[dict]) -> Optional[dict]:
     meas = m.measured(records)
     vals = m.field(meas, "input_images")
     if not any(vals):                               # the usual run: none (at C speed)
         return None
     recs = [r for r, v in zip(meas, vals) if v]
     shape = (((meta or {}).get("workload") or {}).get("images")) or {}
-    total = sum(r["input_images"] for r in recs)
+    total = sum(r.input_images for r in recs)
     done = m.completed(recs)
-    usage = [r.get("prompt_tokens") for r in done if r.get("prompt_tokens_source") == "usage"]
+    usage = [r.prompt_tokens for r in done if r.prompt_tokens_source == "usage"]
     return {"requests": len(recs), "images": total, "per_request": total / len(recs),
             "width": shape.get("width"), "height": shape.get("height"),
             "format": shape.get("format"), "bytes_mean": shape.get("bytes_mean"),

@@ -33,6 +33,7 @@ from analysis.metrics import figures as m
 from analysis.metrics import significance as sig
 from analysis.metrics import slo as slo_mod
 from analysis.metrics.repeats import HEADLINES, _get
+from analysis.contract.records import Records
 
 BUCKETS = 10
 # name ─► (kind, per-request metric or rate, percentile, higher is worse, unit)
@@ -56,7 +57,7 @@ LABELS = {"ttft_ms_p50": "TTFT p50 (ms)", "ttft_ms_p99": "TTFT p99 (ms)",
           "request_throughput": "request throughput (req/s)"}
 
 
-def _per_request(done: list[dict], fn, pooled: bool) -> tuple[list, list]:
+def _per_request(done: Records, fn, pooled: bool) -> tuple[list, list]:
     vals, owners = [], []
     for i, r in enumerate(done):
         got = fn(r) if pooled else [fn(r)]
@@ -66,31 +67,31 @@ def _per_request(done: list[dict], fn, pooled: bool) -> tuple[list, list]:
     return vals, owners
 
 
-def _events(records: list[dict], meta: dict, what: str) -> Optional[list[tuple[int, float]]]:
+def _events(records: Records, meta: dict, what: str) -> Optional[list[tuple[int, float]]]:
     """[(t_ns, amount)] whose sum over the window is the summary's count for the rate ``what``;
     None where the summary's figure is None."""
     recs = m.measured(records)
     done = m.completed(recs)
     if what == "requests":
-        return [(r["end_at_ns"], 1.0) for r in done]
+        return [(r.end_at_ns, 1.0) for r in done]
     if what == "goodput":        # None where the summary's is (no limit, or not streamed)
         slo, _ = slo_mod.resolve_slo_lenient(meta.get("slo"))
         server = m.open_loop(meta.get("mode"))
         if slo_mod.goodput_fields(records, slo, meta, m.window(records), server)["goodput"] is None:
             return None
-        return [(r["end_at_ns"], 1.0) for r in recs if m.meets_slo(r, slo, server)]
+        return [(r.end_at_ns, 1.0) for r in recs if m.meets_slo(r, slo, server)]
     out = []                    # output tokens: spread over the chunks that carried them
     for r in done:
-        n = r.get("output_tokens")
+        n = r.output_tokens
         if n is None:
             return None
         tc = m.token_chunks(r)
         got = sum(k for _, k in tc)
-        out += [(t, n * k / got) for t, k in tc] if got else [(r["end_at_ns"], float(n))]
+        out += [(t, n * k / got) for t, k in tc] if got else [(r.end_at_ns, float(n))]
     return out
 
 
-def bucket_rates(records: list[dict], meta: dict, what: str) -> tuple[Optional[float], list]:
+def bucket_rates(records: Records, meta: dict, what: str) -> tuple[Optional[float], list]:
     """(the run's rate, the rate in each of BUCKETS equal slices of its window); the list is
     empty when the run has fewer than MIN_N completed requests, the rate None without data."""
     win = m.window(records)

@@ -59,7 +59,7 @@ def prefix_cache_block(records: list, server_metrics: Optional[dict] = None) -> 
     rep = [(r, c) for r, c in zip(done, cached) if c is not None]
     hits = [r for r, c in rep if c > 0]
     misses = [r for r, c in rep if c == 0]
-    both = [(c, r.get("prompt_tokens")) for r, c in rep if r.get("prompt_tokens")]
+    both = [(c, r.prompt_tokens) for r, c in rep if r.prompt_tokens]
     reasons: dict[str, str] = {}
     rate, why = _server_rate(server_metrics)
     if why:
@@ -80,7 +80,7 @@ def prefix_cache_block(records: list, server_metrics: Optional[dict] = None) -> 
         if out[fig] is None:
             reasons[fig] = (NO_USAGE if not rep else f"no completed measured request {name}"
                             if not group else "no first token among them (not streamed?)")
-        out[f"prompt_tokens_mean_{key}"] = _mean([r.get("prompt_tokens") for r in group])
+        out[f"prompt_tokens_mean_{key}"] = _mean([r.prompt_tokens for r in group])
     out.update(requests_hit=len(hits), requests_miss=len(misses),
                requests_unreported=len(done) - len(rep), reasons=reasons, rule=RULE)
     return out

@@ -16,13 +16,14 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.contract.records import Records, as_records
 
 
 def _p(values, q: float) -> Optional[float]:
     return m.percentile(values, q)
 
 
-def phase_figures(rows: list[dict]) -> dict:
+def phase_figures(rows: Records) -> dict:
     done = m.completed(rows)
     return {"requests": len(rows), "completed": len(done), "failed": len(m.failed(rows)),
             "cancelled": len(m.cancelled(rows)),
@@ -38,12 +39,13 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     return None if a is None or b is None or b <= 0 else a / b
 
 
-def probe_block(rows: list[dict], meta: Optional[dict] = None) -> Optional[dict]:
+def probe_block(rows: Records, meta: Optional[dict] = None) -> Optional[dict]:
     """summary.json's "probe_stream", or None when the run had no probe rows."""
+    rows = as_records(rows)
     if not rows:
         return None
-    alone = phase_figures([r for r in rows if r.get("phase") == "probe_alone"])
-    under = phase_figures([r for r in rows if r.get("phase") == "probe"])
+    alone = phase_figures([r for r in rows if r.phase == "probe_alone"])
+    under = phase_figures([r for r in rows if r.phase == "probe"])
     slow = {"ttft_p50": _ratio(under["ttft_ms"]["p50"], alone["ttft_ms"]["p50"]),
             "ttft_p99": _ratio(under["ttft_ms"]["p99"], alone["ttft_ms"]["p99"]),
             "tpot_p50": _ratio(under["tpot_ms"]["p50"], alone["tpot_ms"]["p50"]),

@@ -14,13 +14,14 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.contract.records import Records
 
 
 def _p(values, q: float) -> Optional[float]:
     return m.percentile(values, q)
 
 
-def replica_figures(recs: list[dict], win, slo: Optional[dict], from_scheduled: bool,
+def replica_figures(recs: Records, win, slo: Optional[dict], from_scheduled: bool,
                     total: int) -> dict:
     """Figures of one replica's measured records ``recs`` over the run's window ``win``."""
     done = m.completed(recs)
@@ -38,7 +39,7 @@ def replica_figures(recs: list[dict], win, slo: Optional[dict], from_scheduled: 
             "goodput": m.goodput(recs, slo, win, from_scheduled) if slo else None}
 
 
-def replicas_block(records: list[dict], slo: Optional[dict], from_scheduled: bool) -> Optional[dict]:
+def replicas_block(records: Records, slo: Optional[dict], from_scheduled: bool) -> Optional[dict]:
     """summary.json's "replicas": {"ttft": which TTFT, "urls": [{"url", ...figures}]}, or None."""
     meas = m.measured(records)
     vals = m.field(meas, "target_url")
@@ -47,11 +48,11 @@ def replicas_block(records: list[dict], slo: Optional[dict], from_scheduled: boo
     recs = [r for r, v in zip(meas, vals) if v]
     urls: list[str] = []
     for r in recs:
-        if r["target_url"] not in urls:
-            urls.append(r["target_url"])
+        if r.target_url not in urls:
+            urls.append(r.target_url)
     win = m.window(records)
     total = len(m.measured(records))
-    out = [{"url": u, **replica_figures([r for r in recs if r["target_url"] == u], win, slo,
+    out = [{"url": u, **replica_figures([r for r in recs if r.target_url == u], win, slo,
                                         from_scheduled, total)} for u in urls]
     return {"ttft": "ttft_from_scheduled_ms" if from_scheduled else "ttft_ms",
             "window_rule": m.WINDOW_RULE, "urls": out}

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.metrics.figures import field
+from analysis.contract.records import Records
+from analysis.contract.rundir import read_scenario
 
 RULE = ("a clean end: meta.json written (the runner's last word, after every planned request "
         "has its record), not interrupted, and every planned measured request has a record "
@@ -45,12 +47,8 @@ def _planned_from_meta(meta: dict) -> Optional[int]:
 
 
 def _planned_from_scenario(run_dir: Path) -> Optional[int]:
-    p = run_dir / "scenario.yaml"
-    if not p.is_file():
-        return None
     try:
-        from analysis.contract import yaml12
-        load = (yaml12.load(p.read_text(encoding="utf-8")) or {}).get("load") or {}
+        load = read_scenario(run_dir).get("load") or {}
     except Exception:       # unreadable: the count stays unknown, the verdict still INVALID
         return None
     n = load.get("num_requests")
@@ -59,7 +57,7 @@ def _planned_from_scenario(run_dir: Path) -> Optional[int]:
     return n
 
 
-def run_end(run_dir: str | Path, records: list[dict], meta: Optional[dict] = None) -> dict:
+def run_end(run_dir: str | Path, records: Records, meta: Optional[dict] = None) -> dict:
     """How the run in ``run_dir`` ended (see the module docstring). ``meta``: meta.json's content
     when the caller has it (default: read); whether meta.json exists is read from the directory."""
     d = Path(run_dir)

@@ -50,6 +50,7 @@ from analysis.contract import timing
 from analysis.metrics import figures as m
 from analysis.metrics import late_sends
 from analysis.metrics import slo as slo_mod
+from analysis.contract.records import Records, as_records
 
 CPU_FRACTION = slo_mod.CPU_SATURATION      # share of one core over the run
 LOOP_LAG_MS = slo_mod.LOOP_LAG_MS          # p99 event-loop lag, user-space stamps only
@@ -66,7 +67,7 @@ def user_space_stamps(meta: dict) -> bool:
     return src in USER_STAMPS or tr.get("transport") == "aiohttp" or src is None
 
 
-def coalesced_share(records: list[dict]) -> tuple[Optional[int], Optional[float]]:
+def coalesced_share(records: Records) -> tuple[Optional[int], Optional[float]]:
     """(coalesced reads, their share of the reads that carried a token chunk) over the measured
     records that counted them (wire transport); (None, None) where none did."""
     tab, meas, _, _ = m.selections(records)
@@ -85,7 +86,7 @@ def coalesced_share(records: list[dict]) -> tuple[Optional[int], Optional[float]
     return out
 
 
-def figures(records: list[dict], meta: dict) -> dict:
+def figures(records: Records, meta: dict) -> dict:
     """The figures the rules read; None where the run did not record one."""
     offline = meta.get("mode") == "offline"
     return {"schedule_lag_ms_p99": None if offline else _lag_p99(records),
@@ -206,16 +207,17 @@ def _cap_warning(c: dict, moved: list[dict]) -> str:
             + late_sends.cap_text(c))
 
 
-def per_process(records: list[dict], meta: dict, lim: dict) -> Optional[list[dict]]:
+def per_process(records: Records, meta: dict, lim: dict) -> Optional[list[dict]]:
     """[{"process", "figures", "reasons"}] for each of meta's ``client_processes``; None for a
     one-process run. A process's records are those whose ``worker`` is its index."""
+    records = as_records(records)
     procs = meta.get("client_processes")
     if not procs:
         return None
     out = []
     for p in procs:
         k = p.get("index")
-        mine = [r for r in records if r.get("worker") == str(k)]
+        mine = [r for r in records if r.worker == str(k)]
         pmeta = dict(meta, client_cpu=p.get("cpu_util"),
                      client_load={"loop_lag_ms_p99": p.get("loop_lag_ms_p99")})
         fig = figures(mine, pmeta)
@@ -232,7 +234,7 @@ def warning(reason: dict) -> str:
     return text
 
 
-def saturation(records: list[dict], meta: dict, slo: Optional[dict]) -> dict:
+def saturation(records: Records, meta: dict, slo: Optional[dict]) -> dict:
     """{"saturated", "reasons", "warnings", "figures", "limits"} of one run (module docstring);
     with several sender processes also "processes" (each one's figures and reasons)."""
     meta = meta or {}

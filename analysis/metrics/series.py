@@ -18,6 +18,7 @@ import numpy as np
 
 from analysis.energy import series as es
 from analysis.metrics import figures as m
+from analysis.contract.records import Records
 
 
 def bin_width_s(duration_s: float) -> float:
@@ -90,7 +91,7 @@ def power_series(rows: list[dict], edges: np.ndarray,
     return out
 
 
-def run_series(records: list[dict], power_rows: Optional[list[dict]] = None,
+def run_series(records: Records, power_rows: Optional[list[dict]] = None,
                bin_s: Optional[float] = None, estimated_names=frozenset({"estimate"})) -> dict:
     """{"status", "bin_s", "t_s" (bin starts, s since window start), "widths_s" (the last bin
     ends at the window end), "output_tokens_per_s",

@@ -21,6 +21,7 @@ from typing import Optional
 
 from analysis.contract import timing
 from analysis.metrics import figures as m
+from analysis.contract.records import Records
 
 MLPERF_CONF = "mlcommons/inference loadgen/mlperf.conf"
 # Client CPU (fraction of one core over the run) at or above this counts as saturated.
@@ -153,7 +154,7 @@ def stream_warnings(slo: Optional[dict], stream: bool) -> list[str]:
             f"and goodput not computed; set api.stream: true or drop slo.preset"]
 
 
-def goodput_fields(records: list[dict], slo: dict, meta: dict, win,
+def goodput_fields(records: Records, slo: dict, meta: dict, win,
                    from_scheduled: bool) -> dict:
     """summary.json's ``goodput`` (requests/s meeting every configured limit) and
     ``goodput_rule`` (the limits it judged, and how); goodput None when no limit is configured
@@ -186,7 +187,7 @@ def _fmt(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
-def verdict(records: list[dict], meta: dict) -> dict:
+def verdict(records: Records, meta: dict) -> dict:
     """MLPerf-style verdict over the measured phase.
 
     INVALID (every failing rule listed in ``reasons``) when: no request completed; the run was

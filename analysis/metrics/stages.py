@@ -14,16 +14,17 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.contract.records import RecordIn, Records
 
 NS = 1_000_000_000
 
 
-def _in_window(rec: dict, lo: int, hi: int) -> bool:
-    t = rec.get("scheduled_at_ns")
+def _in_window(rec: RecordIn, lo: int, hi: int) -> bool:
+    t = rec.scheduled_at_ns
     return t is not None and lo <= t < hi
 
 
-def stage_summary(records: list[dict], lo: int, hi: int) -> dict:
+def stage_summary(records: Records, lo: int, hi: int) -> dict:
     """Figures of the measured records scheduled in [lo, hi) (ns, the records' clock)."""
     recs = [r for r in m.measured(records) if _in_window(r, lo, hi)]
     done = m.completed(recs)
@@ -32,14 +33,14 @@ def stage_summary(records: list[dict], lo: int, hi: int) -> dict:
     ttft = m.stats(m.ttft_from_scheduled_ms(r) for r in done)
     tpot = m.stats(m.tpot_ms(r) for r in done)
     return {"requests": len(recs), "completed": len(done), "failed": len(m.failed(recs)),
-            "achieved_send_rate": m.rate_of(r.get("sent_at_ns") for r in recs),
+            "achieved_send_rate": m.rate_of(r.sent_at_ns for r in recs),
             "ttft_from_scheduled_ms": {"p50": ttft["p50"], "p99": ttft["p99"]},
             "tpot_ms": {"p50": tpot["p50"], "p99": tpot["p99"]},
             "itl_ms_p99": m.percentile(m.pooled(done, m.itl_ms), 99),
             "output_throughput": tokens / dur if dur > 0 and done else None}
 
 
-def stage_summaries(records: list[dict], meta: dict) -> Optional[list[dict]]:
+def stage_summaries(records: Records, meta: dict) -> Optional[list[dict]]:
     """summary.json's "stages": one object per stage of meta's schedule, or None without stages."""
     stages = ((meta or {}).get("schedule") or {}).get("stages")
     t0 = (meta or {}).get("t0_ns")

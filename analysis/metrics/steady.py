@@ -30,6 +30,7 @@ import numpy as np
 from analysis.contract import RunMeta
 from analysis.metrics import figures as m
 from analysis.contract import timing
+from analysis.contract.records import Records
 
 MIN_S = 1.0
 MIN_FRACTION = 0.1
@@ -72,7 +73,7 @@ def _mean_in_flight(steps: tuple[np.ndarray, np.ndarray], start: int, end: int) 
     return area / (end - start)
 
 
-def steady_window(records: list[dict], meta: Optional[dict | RunMeta] = None, *,
+def steady_window(records: Records, meta: Optional[dict | RunMeta] = None, *,
                   min_s: float = MIN_S, min_fraction: float = MIN_FRACTION) -> dict:
     """The "steady_state" object of summary.json; see the module docstring for the rule."""
     meta = RunMeta.read(meta, "meta")

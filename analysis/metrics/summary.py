@@ -22,7 +22,7 @@ import numpy as np
 
 from analysis.atomic import write_text
 from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut, sanity
-from analysis.contract.records import read_table
+from analysis.contract.records import Records, read_table
 from analysis.contract.sanity import record_faults, slack_for
 from analysis.contract.summary_blocks import nonfinite_keys
 from analysis.contract.rundir import read_json, read_rows
@@ -60,7 +60,7 @@ def _no_power(sources) -> bool:
     return not names or all(n in (None, "none") for n in names)
 
 
-def energy_block(records: list[dict], meta: dict, power_rows: Optional[list[dict]],
+def energy_block(records: Records, meta: dict, power_rows: Optional[list[dict]],
                  win: Optional[tuple[int, int]], steady: Optional[dict] = None) -> dict:
     """The "energy" object. "unmeasured" with the reason when no power source was configured, the
     energy module is missing, or sources were only named (no sampling session described them) and
@@ -84,7 +84,7 @@ def energy_block(records: list[dict], meta: dict, power_rows: Optional[list[dict
     return out
 
 
-def _energy_block(recs: list[dict], meta: dict, power_rows: Optional[list[dict]],
+def _energy_block(recs: Records, meta: dict, power_rows: Optional[list[dict]],
                   win: Optional[tuple[int, int]]) -> dict:
     sources = meta.get("power_sources")
     if _no_power(sources):
@@ -100,7 +100,7 @@ def _energy_block(recs: list[dict], meta: dict, power_rows: Optional[list[dict]]
         return {"status": "unmeasured", "reason": f"energy_summary failed: {type(e).__name__}: {e}"}
 
 
-def _transport_figures(recs: list[dict], meta: dict) -> dict:
+def _transport_figures(recs: Records, meta: dict) -> dict:
     """How the client stamped (meta ``client_transport``) and how many of the measured records'
     (of ``recs``) reads carried more than one token chunk (``coalesced_reads``: all but the last chunk of such
     a read share its stamp, so may be late), as a share of the reads that carried any token
@@ -113,7 +113,7 @@ def _transport_figures(recs: list[dict], meta: dict) -> dict:
                                     "measured records"}
 
 
-def client_block(records: list[dict], meta: dict, slo: dict) -> dict:
+def client_block(records: Records, meta: dict, slo: dict) -> dict:
     """Client health: CPU share, loop lag, schedule lag; ``saturated`` with ``reasons``
     ([{"rule", "value", "limit"}], analysis.metrics.saturation: only what changed the measurement)
     and one warning line per reason; the transport, its stamp source and the coalesced reads."""
@@ -135,7 +135,7 @@ def client_block(records: list[dict], meta: dict, slo: dict) -> dict:
             "evidence": "measured" if cpu is not None else "unmeasured"}
 
 
-def summarize(records: list[dict], meta: dict, power_rows: Optional[list[dict]] = None) -> dict:
+def summarize(records: Records, meta: dict, power_rows: Optional[list[dict]] = None) -> dict:
     """The summary.json dict for one run (see the module docstring and docs/metrics.md)."""
     mm = RunMeta.read(meta, "meta")             # typed; older forms normalised (client_cpu)
     meta = mm.as_dict()

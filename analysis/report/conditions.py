@@ -18,6 +18,7 @@ from analysis.contract import RunMeta, Sut
 from analysis.metrics import figures as m
 from analysis.report.render import Block, fmt, missing
 from analysis.report.sut import launch_description, precision, server_info, server_software
+from analysis.contract.records import Records
 
 NO_INFO = "not recorded: the server published no /info"
 
@@ -47,7 +48,7 @@ def _versions(meta: dict, sut: dict, info: dict) -> tuple[str, str]:
     return "; ".join(parts), ("recorded (" + "; ".join(sources) + ")" if sources else "recorded")
 
 
-def _task(summary: dict, meta: dict, sut: dict, info: dict, records: list[dict]) -> str:
+def _task(summary: dict, meta: dict, sut: dict, info: dict, records: Records) -> str:
     done = m.completed(m.measured(records))
     name = RunMeta.read(meta).model_name(Sut.read(sut))   # the one typed accessor
     p_in = _mean(m.field(done, "prompt_tokens"))
@@ -63,7 +64,7 @@ def _task(summary: dict, meta: dict, sut: dict, info: dict, records: list[dict])
             f"mode {summary.get('mode')}; {lens}{wl_txt}")
 
 
-def _batch(meta: dict, info: dict, flags: dict, records: list[dict]) -> str:
+def _batch(meta: dict, info: dict, flags: dict, records: Records) -> str:
     slots = info.get("slots")
     if slots is None and flags.get("max-num-seqs") is not None:
         slots = f"{flags['max-num-seqs']} (--max-num-seqs)"
@@ -130,7 +131,7 @@ def _boundary(summary: dict, info: dict) -> str:
                if compile_s is not None else ""))
 
 
-def conditions_table(summary: dict, meta: dict, sut: dict, records: list[dict]) -> list[dict]:
+def conditions_table(summary: dict, meta: dict, sut: dict, records: Records) -> list[dict]:
     """The 11 comparison conditions: task, accuracy, precision, batch, device unit, software
     versions, memory, execution split, time boundary, cost/power, evidence."""
     info, host = server_info(sut), sut.get("client_host") or {}

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from analysis.contract.rundir import read_dict, read_json as contract_json
+from analysis.contract.rundir import read_dict, read_json as contract_json, read_scenario
 
 MANIFEST_VERSION = 1
 CHUNK = 1 << 20
@@ -29,16 +29,9 @@ def read_json(path: Path) -> dict:
 
 
 def load_scenario_tree(run_dir: str | Path) -> dict:
-    """The resolved scenario (scenario.yaml) as a dict; {} when absent or unreadable."""
-    p = Path(run_dir) / "scenario.yaml"
-    if not p.is_file():
-        return {}
-    from analysis.contract import yaml12
-    try:
-        tree = yaml12.load(p.read_text(encoding="utf-8"))
-    except yaml12.YAMLError:
-        return {}
-    return tree if isinstance(tree, dict) else {}
+    """The resolved scenario (scenario.yaml) as a dict; {} when absent or unreadable
+    (analysis.contract.rundir.read_scenario)."""
+    return read_scenario(run_dir)
 
 
 def canonical_sha256(obj: Any) -> str:

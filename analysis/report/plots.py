@@ -20,6 +20,7 @@ import numpy as np
 
 from analysis.contract import timing
 from analysis.metrics import figures as m
+from analysis.contract.records import Records
 
 NO_MPL = "plots omitted: matplotlib is not installed (pip install 'loadgen[plots]')"
 COLORS = ("#3b6ea5", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085")
@@ -91,7 +92,7 @@ def _slo_line(ax, limit: Optional[float], data_max: float) -> None:
                 transform=ax.transAxes, fontsize=8)
 
 
-def cdf_png(records: list[dict], from_scheduled: bool,
+def cdf_png(records: Records, from_scheduled: bool,
             slo: Optional[dict] = None) -> tuple[Optional[str], str]:
     """CDFs of TTFT (from scheduled too in server mode), TPOT and token-weighted ITL; dotted and
     dashed verticals at p50 and p99, a red line at each configured SLO limit."""
@@ -156,7 +157,7 @@ def drawn(values: list[np.ndarray], limit: int = TIMELINE_POINTS, tail: float = 
     return np.flatnonzero(keep)
 
 
-def timeline_png(records: list[dict], from_scheduled: bool) -> tuple[Optional[str], str]:
+def timeline_png(records: Records, from_scheduled: bool) -> tuple[Optional[str], str]:
     """Latency of each completed request against its send time; failures marked. Above
     TIMELINE_POINTS requests: those ``drawn`` picks (the caption says how many of how many)."""
     plt = pyplot()

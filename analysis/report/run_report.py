@@ -36,6 +36,7 @@ from analysis.report.cost_accuracy import accuracy_blocks, cost_blocks
 from analysis.report.served import prefix_blocks
 from analysis.report.audio import audio_blocks
 from analysis.report.hangups import aborted_blocks, counts, retry_blocks
+from analysis.contract.records import Records
 
 __all__ = ["build_sections", "write_report", "write_any", "render_md", "render_html", "fmt"]
 
@@ -247,7 +248,7 @@ def _server_metrics(run_dir) -> list[Block]:
     return [("raw", md, page)]
 
 
-def _plots(records: list[dict], s: dict, run_dir, with_plots: bool) -> list[Block]:
+def _plots(records: Records, s: dict, run_dir, with_plots: bool) -> list[Block]:
     """Distributions (CDF), per-second time series (throughput, in flight, power), timeline."""
     out: list[Block] = [("h", "Distributions and time series")]
     if not with_plots:

@@ -13,10 +13,11 @@ that is missing is written "n/a: REASON", never 0.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract.base import ContractError
+from analysis.contract.meta import RunMeta
 from analysis.report.render import Block, fmt, missing
 
 
@@ -78,10 +79,11 @@ def prefix_asked(meta: Optional[dict]) -> bool:
 
 
 def run_meta(run_dir) -> dict:
-    """meta.json of a run directory as a dict; {} when absent or unreadable (the console's view)."""
+    """meta.json of a run directory, read through the contract (analysis.contract.meta.RunMeta),
+    as a dict; {} when absent or unreadable (the console's view)."""
     try:
-        return json.loads((Path(run_dir) / "meta.json").read_text())
-    except (OSError, ValueError, TypeError):
+        return RunMeta.read_file(Path(run_dir) / "meta.json").as_dict()
+    except (OSError, ValueError, TypeError, ContractError):
         return {}
 
 

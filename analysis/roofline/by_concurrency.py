@@ -26,6 +26,7 @@ import numpy as np
 
 from analysis.contract import timing
 from analysis.roofline import model_cost, bounds
+from analysis.contract.records import Records, as_records
 
 MIN_GAPS = 20
 BROKEN = "measured below the floor: the spec is wrong or the boundary differs"
@@ -36,23 +37,25 @@ RULE = ("each inter-token gap of a completed request at the number of requests i
         f"server's slots) and the gaps' mean context; MBU from {MIN_GAPS} gaps up")
 
 
-def spans(records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+def spans(records: Records) -> tuple[np.ndarray, np.ndarray]:
     """(sorted send times, sorted end times) of every record that has both stamps."""
-    both = [(r["sent_at_ns"], r["end_at_ns"]) for r in records
-            if r.get("sent_at_ns") is not None and r.get("end_at_ns") is not None]
+    records = as_records(records)
+    both = [(r.sent_at_ns, r.end_at_ns) for r in records
+            if r.sent_at_ns is not None and r.end_at_ns is not None]
     return (np.sort(np.array([s for s, _ in both], dtype=np.int64)),
             np.sort(np.array([e for _, e in both], dtype=np.int64)))
 
 
-def gaps(records: list[dict]) -> list[tuple[int, int, int, Optional[int]]]:
+def gaps(records: Records) -> list[tuple[int, int, int, Optional[int]]]:
     """(start_ns, end_ns, n_tokens, context) of every inter-token gap of every measured ok
     request; context None when the prompt's token count is missing."""
+    records = as_records(records)
     out = []
     for r in records:
-        if r.get("phase") == "warmup" or r.get("status") != "ok":
+        if r.phase == "warmup" or r.status != "ok":
             continue
         tc = timing.token_chunks(r)
-        p, seen = r.get("prompt_tokens"), tc[0][1] if tc else 0
+        p, seen = r.prompt_tokens, tc[0][1] if tc else 0
         for (a, _), (b, n) in zip(tc, tc[1:]):
             out.append((a, b, n, None if p is None else p + seen))
             seen += n
@@ -116,7 +119,7 @@ def _g(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{x:.4g}"
 
 
-def by_in_flight(records: list[dict], shape: dict, spec, slots: Optional[int] = None) -> dict:
+def by_in_flight(records: Records, shape: dict, spec, slots: Optional[int] = None) -> dict:
     """{"by_in_flight": rows by level (ascending), "by_in_flight_dropped": gaps that straddled a
     change, "by_in_flight_rule", "batch1": level 1's figures or None with the reason}."""
     g = gaps(records)

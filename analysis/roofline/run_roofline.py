@@ -26,7 +26,7 @@ from typing import Optional
 import numpy as np
 
 from analysis.contract import timing
-from analysis.contract.records import read_records
+from analysis.contract.records import Records, as_records, read_records
 from analysis.contract.rundir import read_dict
 from analysis.roofline import by_concurrency, run_device, model_cost, bounds
 from analysis.roofline.by_concurrency import BROKEN
@@ -41,11 +41,12 @@ KEYS = ("mbu", "tpot_p50_ms", "decode_floor_ms", "prefill_floor_ms")
 _ttft_ms, _tpot_ms = timing.ttft_ms, timing.tpot_ms     # the one definition of each
 
 
-def _mean_in_flight(measured: list[dict]) -> Optional[float]:
+def _mean_in_flight(measured: Records) -> Optional[float]:
     """Time-weighted mean requests in flight over the window (first send to last end)."""
-    spans = [(r["sent_at_ns"], r["end_at_ns"]) for r in measured
-             if r.get("status") in ("ok", "error") and r.get("sent_at_ns") is not None
-             and r.get("end_at_ns") is not None]
+    measured = as_records(measured)
+    spans = [(r.sent_at_ns, r.end_at_ns) for r in measured
+             if r.status in ("ok", "error") and r.sent_at_ns is not None
+             and r.end_at_ns is not None]
     if not spans:
         return None
     start, end = min(s for s, _ in spans), max(e for _, e in spans)
@@ -83,11 +84,12 @@ def _empty(reason: str, device: Optional[dict] = None) -> dict:
             "device": device, "decode": None, "prefill": None, "broken_floors": []}
 
 
-def _prefill(done: list[dict], shape: dict, spec, dtype: str) -> Optional[dict]:
+def _prefill(done: Records, shape: dict, spec, dtype: str) -> Optional[dict]:
     """Each request's TTFT against its own prompt's floor; the one nearest its floor."""
+    done = as_records(done)
     rows = []
     for r in done:
-        p, ttft = r.get("prompt_tokens"), _ttft_ms(r)
+        p, ttft = r.prompt_tokens, _ttft_ms(r)
         if not p or ttft is None or ttft <= 0:
             continue
         b = bounds.bound(model_cost.prefill_flops(shape, p),
@@ -104,9 +106,10 @@ def _prefill(done: list[dict], shape: dict, spec, dtype: str) -> Optional[dict]:
             "floor_ms_min": min(x[1] for x in rows), "floor_ms_max": max(x[1] for x in rows)}
 
 
-def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
+def _compute(records: Records, shape: Optional[dict], device: Optional[dict],
              slots: Optional[int] = None) -> tuple[dict, Optional[dict]]:
     """(the block, serving_bounds at the run's batch / context / mean prompt, or None)."""
+    records = as_records(records)
     dtype = (shape or {}).get("dtype", "bf16")
     dev = _device_block(device, dtype)
     if shape is None:
@@ -114,10 +117,10 @@ def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
     if dev is None:
         return _empty((device or {}).get("reason") or run_device.NOT_RECORDED), None
     spec = device["spec"]
-    measured = [r for r in records if r.get("phase") != "warmup"]
-    done = [r for r in measured if r.get("status") == "ok"]
-    p_in = _mean(r.get("prompt_tokens") for r in done)
-    p_out = _mean(r.get("output_tokens") for r in done)
+    measured = [r for r in records if r.phase != "warmup"]
+    done = [r for r in measured if r.status == "ok"]
+    p_in = _mean(r.prompt_tokens for r in done)
+    p_out = _mean(r.output_tokens for r in done)
     mean_batch = _mean_in_flight(measured)
     if p_in is None or p_out is None or mean_batch is None:
         return _empty("no completed requests with token counts", dev), None
@@ -168,7 +171,7 @@ def _compute(records: list[dict], shape: Optional[dict], device: Optional[dict],
     return block, b
 
 
-def roofline_summary(records: list[dict], model_spec: Optional[dict], device: Optional[dict],
+def roofline_summary(records: Records, model_spec: Optional[dict], device: Optional[dict],
                      slots: Optional[int] = None) -> dict:
     """summary.json's "roofline" block. ``device``: run_device.for_run()'s dict (``spec`` a
     DeviceSpec, ``source``, ``how``, or ``reason`` when there is none); ``slots``: the server's
@@ -176,7 +179,7 @@ def roofline_summary(records: list[dict], model_spec: Optional[dict], device: Op
     return _compute(records, model_spec, device, slots)[0]
 
 
-def _inputs(run_dir: str | Path, records: Optional[list[dict]]):
+def _inputs(run_dir: str | Path, records: Optional[Records]):
     d = Path(run_dir)
     sut, meta = read_dict(d, "sut.json"), read_dict(d, "meta.json")   # through the models
     if records is None:
@@ -185,13 +188,13 @@ def _inputs(run_dir: str | Path, records: Optional[list[dict]]):
     return records, shape_in_sut(sut), run_device.for_run(d, meta), slots
 
 
-def for_run(run_dir: str | Path, records: Optional[list[dict]] = None) -> dict:
+def for_run(run_dir: str | Path, records: Optional[Records] = None) -> dict:
     """roofline_summary of a run directory (its records unless given)."""
     records, shape, device, slots = _inputs(run_dir, records)
     return roofline_summary(records, shape, device, slots if isinstance(slots, int) else None)
 
 
-def sweep_point(run_dir: str | Path, records: Optional[list[dict]] = None) -> dict:
+def sweep_point(run_dir: str | Path, records: Optional[Records] = None) -> dict:
     """The block of for_run plus what the sweep report draws: ``bounds`` (serving_bounds at the
     run's batch), ``spec`` (the DeviceSpec, for the floor curve over batches)."""
     records, shape, device, slots = _inputs(run_dir, records)

@@ -27,7 +27,7 @@ from typing import Any, Optional
 from analysis.server import sanity
 from analysis.server.histogram import figure, hist_mean, hist_quantile, unmeasured
 from analysis.contract import ContractError
-from analysis.contract.records import read_records
+from analysis.contract.records import Records, as_records, read_records
 from analysis.contract.rundir import read_meta, read_server_metrics
 from analysis.server.series import FILE, Series, window_edges
 
@@ -48,10 +48,11 @@ PREFIX_QUERIES = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_quer
 PROMPT_TOKENS, GEN_TOKENS = ("vllm:prompt_tokens_total",), ("vllm:generation_tokens_total",)
 
 
-def client_ttft_mean_ms(records: list[dict]) -> tuple[Optional[float], int]:
-    vals = [(r["first_token_at_ns"] - r["sent_at_ns"]) / 1e6 for r in records
-            if r.get("phase") != "warmup" and r.get("status") == "ok"
-            and r.get("first_token_at_ns") is not None and r.get("sent_at_ns") is not None]
+def client_ttft_mean_ms(records: Records) -> tuple[Optional[float], int]:
+    records = as_records(records)
+    vals = [(r.first_token_at_ns - r.sent_at_ns) / 1e6 for r in records
+            if r.phase != "warmup" and r.status == "ok"
+            and r.first_token_at_ns is not None and r.sent_at_ns is not None]
     return (sum(vals) / len(vals) if vals else None), len(vals)
 
 
@@ -105,7 +106,7 @@ def prefix_hit_rate(s: Series, a: int, b: int) -> dict:
 
 
 def summarize_server_metrics(rows: list[dict], window: Optional[tuple[int, int]],
-                             records: list[dict], scraper: Optional[dict] = None) -> dict:
+                             records: Records, scraper: Optional[dict] = None) -> dict:
     """The summary's "server_metrics" object from rows, the measured window and the records."""
     scraper = scraper or {}
     if scraper.get("status") == "unavailable" or not rows:

@@ -24,6 +24,7 @@ from analysis.report.cost_accuracy import accuracy_line, cost_line
 from analysis.report.served import prefix_line, run_meta, spec_line
 from analysis.report.audio import audio_line
 from analysis.text import one_line
+from analysis.contract.records import as_records
 from analysis.report.hangups import aborted_line, retry_line
 
 
@@ -265,14 +266,14 @@ def failure_causes(records, top: int = 3, statuses=("error",)) -> list[dict]:
     ``{"kind", "count", "sample"}`` each (``sample``: the first such record's message), most
     common first."""
     by: dict = {}
-    for r in records:
-        if r.get("phase") != "measured" or r.get("status") not in statuses:
+    for r in as_records(records):
+        if r.phase != "measured" or r.status not in statuses:
             continue
-        kind = r.get("error_kind") or "unknown"
+        kind = r.error_kind or "unknown"
         e = by.get(kind)
         if e is None:
             by[kind] = {"kind": kind, "count": 1,
-                        "sample": " ".join(str(r.get("error") or "").split())}
+                        "sample": " ".join(str(r.error or "").split())}
         else:
             e["count"] += 1
     return sorted(by.values(), key=lambda e: -e["count"])[:top]
