@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from bench.hostile_said import EXPECT_SAID, SCENARIO, summary_problems
 from servers.hostile.server import CASES, HostileServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,6 +82,7 @@ EXPECT: dict[str, tuple[tuple[str, ...], int]] = {
     "interim_storm": (("too_large",), 3),            # 1xx answers count against the header bound
     "huge_content_length": (("too_large",), 3),      # at the headers, not at the timeout
     "absurd_usage": (("protocol",), 3),              # never a figure
+    **EXPECT_SAID,            # what a server says (bench/hostile_said.py: gauges, counters, ...)
 }
 # cases whose socket stays open after the record is decided: the slot must be freed by the
 # decision, not by api.timeout_s (the fixture's 30 s): every request is sent before it could fire
@@ -121,7 +123,15 @@ class Outcome:
         return d
 
 
-def scenario(n: int, concurrency: int, timeout_s: float, header_secret: str) -> dict:
+def scenario(n: int, concurrency: int, timeout_s: float, header_secret: str,
+             case: Optional[str] = None) -> dict:
+    tree = _scenario(n, concurrency, timeout_s, header_secret)
+    if case in SCENARIO:
+        SCENARIO[case](tree)
+    return tree
+
+
+def _scenario(n: int, concurrency: int, timeout_s: float, header_secret: str) -> dict:
     return {"name": "hostile",
             "api": {"endpoint": "chat", "model": "hostile", "stream": True, "probe": False,
                     "timeout_s": timeout_s, "connect_timeout_s": timeout_s,
@@ -195,11 +205,12 @@ def reap(proc: subprocess.Popen, limit_s: float) -> tuple[int, bool, float, floa
 
 
 def start_run(case_dir: Path, url: str, transport: str, n: int, concurrency: int,
-              timeout_s: float, key: str, header_secret: str, extra_set=()) -> subprocess.Popen:
+              timeout_s: float, key: str, header_secret: str, extra_set=(),
+              case: Optional[str] = None) -> subprocess.Popen:
     import yaml
     case_dir.mkdir(parents=True, exist_ok=True)
     path = case_dir / "scenario.yaml"
-    path.write_text(yaml.safe_dump(scenario(n, concurrency, timeout_s, header_secret)))
+    path.write_text(yaml.safe_dump(scenario(n, concurrency, timeout_s, header_secret, case)))
     env = dict(os.environ, HOSTILE_KEY=key, PYTHONUNBUFFERED="1",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     engine = ENGINE_ARGS.get(transport, [])
@@ -224,7 +235,7 @@ def run_case(case: str, transport: str, case_dir: Path, n: int = 8, concurrency:
     needles = [key, key[len("sk-test-"):], header_secret, key[:16], header_secret[:12]]
     with HostileServer(case, lifetime_s=limit + 60) as server:
         proc = start_run(case_dir, server.url, transport, n, concurrency, timeout_s, key,
-                         header_secret)
+                         header_secret, case=case)
         rc, hung, wall, rss = reap(proc, limit)
         try:
             log = server.log()
@@ -261,6 +272,8 @@ def verdict(o: Outcome) -> list[str]:
         bad.append(f"max RSS {o.max_rss_mb:.0f} MB")
     if o.secret_in:
         bad.append(f"secret in {o.secret_in}")
+    if o.run_dir and not o.hung:
+        bad += summary_problems(o.case, o.run_dir, o.records)
     return bad
 
 

@@ -13,6 +13,7 @@ The exported JSON Schema says the same: ``additionalProperties: false`` on close
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,6 +24,27 @@ SCHEMA_VERSION = 1
 
 class ContractError(ValueError):
     """A run-directory file that does not match its model (one line per problem)."""
+
+
+def one_line(e: Exception, run_dir) -> str:
+    """A ContractError ("records.jsonl:6: not JSON", maybe several lines) as ONE line naming
+    the file under ``run_dir`` ("RUN/records.jsonl:6: not JSON"); a message that names
+    ``run_dir`` already is kept; "(and N more problems)" when there were several."""
+    lines = [ln for ln in str(e).splitlines() if ln.strip()] or ["does not match the contract"]
+    d = str(run_dir).rstrip("/")
+    first = lines[0] if lines[0].startswith(d) else (
+        f"{d}/{lines[0]}" if (Path(d) / lines[0].split(":")[0]).is_file() else f"{d}: {lines[0]}")
+    n = len(lines) - 1
+    return first + (f" (and {n} more problem{'s' if n > 1 else ''})" if n else "")
+
+
+@contextmanager
+def reading(run_dir):
+    """Files of ``run_dir`` read inside: a ContractError comes out as one line naming the file."""
+    try:
+        yield
+    except ContractError as e:
+        raise ContractError(one_line(e, run_dir)) from None
 
 
 class Model(BaseModel):

@@ -29,6 +29,7 @@ from analysis.contract.record import FIELDS, Record
 from analysis.contract.records import read_table
 from analysis.contract.rundir import read_meta, read_server, read_summary, read_sut
 from analysis.contract.summary import Summary
+from analysis.contract.summary_blocks import nonfinite_keys
 from analysis.contract.target import ServerLife, Sut
 
 def _flat_args(t) -> set:
@@ -100,8 +101,8 @@ class RunData:
     @cached_property
     def summary(self) -> Summary:
         s = read_summary(self.path)
-        if s is not None and s.schema_version == SCHEMA_VERSION:
-            return s
+        if s is not None and s.schema_version == SCHEMA_VERSION and not nonfinite_keys(s):
+            return s                                          # (NaN / Infinity: edited)
         from analysis.metrics.summary import summarize_run   # older or missing: the one function
         return Summary.read(summarize_run(self.path))
 

@@ -22,7 +22,7 @@ from itertools import repeat
 from operator import attrgetter
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator, Literal, Optional
+from typing import Annotated, Iterator, Literal, Optional
 
 import msgspec
 import numpy as np
@@ -34,18 +34,28 @@ SLICE_BYTES = 4 << 20
 _SPACES = bytes.maketrans(b"[],", b"   ")
 
 
+_I64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]   # a clock's integer ns
+
+
 class _Line(Record, gc=False):
     """A Record as read: its chunks still raw JSON (parsed per slice into an array); an id or
-    phase missing (hand-made or older files) reads as None (validate_run_dir names it)."""
+    phase missing (hand-made or older files) reads as None (validate_run_dir names it). Times
+    beyond 64 bits (no clock gives them) are refused here, naming the line; what else a line
+    says is checked by analysis.contract.sanity."""
     id: Optional[int] = None
     phase: Optional[Literal["warmup", "measured", "probe_alone", "probe"]] = None   # one str each
+    scheduled_at_ns: Optional[_I64] = None
+    sent_at_ns: Optional[_I64] = None
+    first_chunk_at_ns: Optional[_I64] = None
+    first_token_at_ns: Optional[_I64] = None
+    end_at_ns: Optional[_I64] = None
     chunks: msgspec.Raw = msgspec.Raw(b"[]")
 
 
 _DECODE = msgspec.json.Decoder(_Line)
 _SHARED = ("prompt_tokens_source", "output_tokens_source", "finish_reason")
 _intern = sys.intern
-_CHUNKS = msgspec.json.Decoder(list[tuple[int, int]])
+_CHUNKS = msgspec.json.Decoder(list[tuple[_I64, _I64]])
 _RAW = attrgetter("chunks")
 
 

@@ -1,6 +1,7 @@
 """A run directory checked against the contract, and its files read through the models.
 
-    run_dir ─► validate_run_dir(path) ─► ["file: field: problem", ...]   ([]: every file fits)
+    run_dir ─► validate_run_dir(path) ─► ["file: field: problem", ...]   ([]: every file fits;
+               records.jsonl also: what its lines say, analysis.contract.sanity)
             ─► read_meta / read_sut / read_summary / read_server / read_device
                (None when the file is absent)
             ─► read_rows / read_power / read_server_metrics (free-form JSON lines),
@@ -165,8 +166,18 @@ def validate_run_dir(run_dir: str | Path, written: bool = True) -> list[str]:
         out += model.problems(data, name, written)
     for name in ("records.jsonl", "probe_stream.jsonl"):     # the second: load.probe only
         if (d / name).is_file():
-            out += record_problems(d / name, written)
+            bad = record_problems(d / name, written)
+            out += bad
+            if not bad and name == "records.jsonl":         # what the lines say (sanity.py)
+                out += [f"{name}: {r}" for r in _faults(d, name)]
     return out
+
+
+def _faults(d: Path, name: str) -> list[str]:
+    from analysis.contract.records import read_table
+    from analysis.contract.sanity import record_faults, slack_for
+    meta = read_dict(d, "meta.json")
+    return record_faults(read_table(d / name), slack_for(meta)).reasons()
 
 
 def check_run_dir(run_dir: str | Path, written: bool = True) -> None:

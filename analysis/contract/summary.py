@@ -15,6 +15,7 @@ from typing import Any, Optional
 from pydantic import Field
 
 from analysis.contract.base import Model, schema_version_field
+from analysis.contract.summary_blocks import Audio, Cancel, ModelFigures, Retries
 
 
 class Open(Model):
@@ -94,6 +95,10 @@ class Verdict(Open):
                           "; null: the plan had no fixed count")
     run_end: Optional[dict[str, Any]] = Field(
         None, description="analysis.metrics.run_end: did the run end cleanly, and why not")
+    records_excluded: Optional[int] = Field(
+        None, description="records left out of every figure: they break a rule of "
+                          "analysis.contract.sanity (ids, time order, token counts); each rule "
+                          "broken is a reason")
 
 
 class SteadyState(Open):
@@ -328,7 +333,7 @@ class Summary(Model):
     evidence: Optional[dict[str, Any]] = None
     server_metrics: Optional[dict[str, Any]] = None
     roofline: Optional[Roofline] = None
-    models: Optional[dict[str, Any]] = Field(
+    models: Optional[dict[str, ModelFigures]] = Field(
         None, description="api.models: per model its share of the measured requests and the "
         "replicas' figures (analysis.metrics.models); None with one model")
     spec_decode: Optional[dict[str, Any]] = Field(
@@ -340,7 +345,7 @@ class Summary(Model):
                                       "million tokens, each with how it was computed")
     prefix_cache: Optional[PrefixCache] = Field(None, description="prefix-cache hits: server rate, "
                                                 "cached share, TTFT of hits vs misses")
-    audio: Optional[dict[str, Any]] = Field(
+    audio: Optional[Audio] = Field(
         None, description="api.endpoint transcriptions: rtfx (audio s per wall s), "
         "rtfx_per_request, audio seconds sent")
     interactivity_tok_s: Optional[Interactivity] = Field(
@@ -355,8 +360,9 @@ class Summary(Model):
         None, description="analysis.metrics.capacity: accelerators, rules, why a figure is null")
     requests_aborted: int = Field(0, description="load.cancel: measured requests the client "
                                   "hung up on (status aborted; not failures)")
-    cancel: Optional[dict[str, Any]] = Field(
+    cancel: Optional[Cancel] = Field(
         None, description="load.cancel: aborted requests, their TTFT, the server's running "
                           "gauge after the run (analysis.metrics.hangups)")
-    retries: Optional[dict[str, Any]] = Field(
+    retries: Optional[Retries] = Field(
         None, description="api.retry: {requests, attempts, wait_s} (apart from requests_retried)")
+

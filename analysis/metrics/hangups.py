@@ -6,8 +6,11 @@
     cancel             {requests_aborted, with_first_token, ttft_ms (stats over the aborted
                        requests whose first token came, from the send), output_tokens_received,
                        server_running_after (meta.json ``running_after``: the server's running
-                       gauge after the run), leaked (true: the server kept a slot)}; None when
-                       the run had no load.cancel and nothing was aborted
+                       gauge after the run, through analysis.server.sanity: a NaN / Inf / text
+                       value, or an old meta.json's {value: null, leaked: true}, is no verdict),
+                       leaked (true: the server kept a slot; None: unknown), leaked_reason (why
+                       leaked is not false: no /metrics, no known gauge, a refused value)}; None
+                       when the run had no load.cancel and nothing was aborted
     retries            {requests (measured requests sent more than once by api.retry), attempts
                        (attempts of those requests in all), wait_s (Σ over them of each next
                        send − the previous attempt's end: the time spent waiting)}
@@ -22,6 +25,7 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.server import sanity
 
 
 def aborted(records: list) -> list:
@@ -29,29 +33,55 @@ def aborted(records: list) -> list:
     return m._where(m.measured(records), "status", "aborted", True)
 
 
+def checked_after(running_after: Optional[dict]) -> Optional[dict]:
+    """meta.json's ``running_after`` through the sanity gate: a ``leaked`` verdict stands only
+    on a value that is a finite number ≥ 0; else (NaN, Inf, text, or an old meta.json's
+    ``{value: null, leaked: true}``) ``leaked`` None and ``value`` None, with the reason."""
+    if not isinstance(running_after, dict):
+        return None
+    after = dict(running_after)
+    if after.get("leaked") is None:
+        return after
+    c = sanity.gauge(after.get("value"), f"the running gauge ({after.get('metric')})")
+    if not c.ok:
+        after.update(value=None, leaked=None,
+                     reason=f"{c.reason}: whether the server freed the slots is unknown")
+    return after
+
+
 def leak_warning(running_after: Optional[dict]) -> Optional[str]:
     """One warning line when the server's running gauge stayed above 0 after the run."""
-    if not running_after or not running_after.get("leaked"):
+    after = checked_after(running_after)
+    if not after or not after.get("leaked"):
         return None
-    return (f"the server still reported {running_after.get('value'):g} running request(s) "
-            f"({running_after.get('metric')}) {running_after.get('waited_s'):g} s after the "
+    waited = sanity.number(after.get("waited_s")).value
+    return (f"the server still reported {after['value']:g} running request(s) "
+            f"({after.get('metric')}) {'' if waited is None else f'{waited:g} s '}after the "
             "run ended: it did not free the slots of the requests the client hung up on")
 
 
 def cancel_block(records: list, meta: dict) -> Optional[dict]:
     ab = aborted(records)
-    after = meta.get("running_after")
+    after = checked_after(meta.get("running_after"))
     if not ab and after is None:
         return None
     ttfts = [m.ttft_ms(r) for r in ab]
     got = [x for x in ttfts if x is not None]
     toks = [r.get("output_tokens") or r.get("chunk_output_tokens") or 0 for r in ab]
+    leaked = after.get("leaked") if after is not None else None
+    if after is None:
+        why = ("no leak check: it runs with load.cancel and target.scrape_metrics on, after a "
+               "run that was not interrupted")
+    else:
+        why = after.get("reason") if leaked is not False else None
+        if leaked is None and not why:
+            why = "the leak check gave no verdict and no reason"
     return {"requests_aborted": len(ab), "with_first_token": len(got),
             "ttft_ms": m.stats(got) if got else None,
             "ttft_rule": "first_token_at − sent_at of aborted requests whose first token came",
             "output_tokens_received": int(sum(toks)),
             "server_running_after": after,
-            "leaked": after.get("leaked") if isinstance(after, dict) else None}
+            "leaked": leaked, "leaked_reason": why}
 
 
 def fill(out: dict, records: list, meta: dict) -> None:

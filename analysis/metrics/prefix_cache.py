@@ -8,6 +8,8 @@ server's /metrics figures.
 
     server_hit_rate         the server's own hit rate over the measured window (tokens hit /
                             tokens queried), from its counters; None when they were not scraped
+                            or the sanity gate refused them (analysis/server/sanity.py: a reset
+                            in the window, hits > queries), with the gate's reason
     cached_prompt_fraction  Σ cached_tokens / Σ prompt_tokens over the completed measured
                             requests whose answer said cached_tokens (the client's view of the same)
     ttft_ms_p50_hit         p50 TTFT of those with cached_tokens > 0 (a hit)
@@ -27,6 +29,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from analysis.metrics import figures as m
+from analysis.server import sanity
 
 RULE = ("completed measured requests; hit = usage.prompt_tokens_details.cached_tokens > 0; "
         "server_hit_rate = Δprefix_cache_hits / Δprefix_cache_queries (tokens) over the window")
@@ -42,13 +45,17 @@ def _server_rate(server_metrics: Optional[dict]) -> tuple[Optional[float], Optio
     fig = (server_metrics.get("figures") or {}).get("prefix_cache_hit_rate") or {}
     if fig.get("value") is None:
         return None, fig.get("reason") or "the server exposes no prefix-cache counters"
-    return float(fig["value"]), None
+    c = sanity.number(fig["value"], "server prefix-cache hit rate")
+    if c.ok and not 0 <= c.value <= 1:
+        c = sanity.Checked(None, f"server prefix-cache hit rate {c.value:g} outside [0, 1]")
+    return (float(c.value), None) if c.ok else (None, c.reason)
 
 
 def prefix_cache_block(records: list, server_metrics: Optional[dict] = None) -> dict:
     """summary.json's "prefix_cache" object (see the module docstring)."""
     done = m.completed(m.measured(records))
-    cached = m.field(done, "cached_tokens")
+    # through the gate: a cached_tokens of the wrong type ("5") counts as unreported
+    cached = [sanity.token_count(c).value for c in m.field(done, "cached_tokens")]
     rep = [(r, c) for r, c in zip(done, cached) if c is not None]
     hits = [r for r, c in rep if c > 0]
     misses = [r for r, c in rep if c == 0]

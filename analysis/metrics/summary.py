@@ -1,6 +1,8 @@
 """summary.json: the stable figures of one run, computed from its records and meta.
 
     run_dir/records.jsonl, meta.json, sut.json, power.jsonl (+ probe_stream.jsonl) ─► load_run / load_power
+        (read_checked: records that fail analysis.contract.sanity are left out of every figure;
+         with_faults: the verdict INVALID, one reason per rule broken, records_excluded)
         ─► summarize(records, meta, power_rows) ─► dict
     summarize_run(run_dir): the one summary of a run (+ server metrics) ─► store_summary
         ─► analysis.contract.Summary.dump ─► summary.json ─► summary_of(run_dir) (report, open_run)
@@ -16,9 +18,13 @@ import json
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from analysis.atomic import write_text
-from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut
-from analysis.contract.records import read_records
+from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut, sanity
+from analysis.contract.records import read_table
+from analysis.contract.sanity import record_faults, slack_for
+from analysis.contract.summary_blocks import nonfinite_keys
 from analysis.contract.rundir import read_json, read_rows
 from analysis.metrics import figures as m
 from analysis.metrics import slo as slo_mod
@@ -208,15 +214,42 @@ def _read_json(path: Path) -> dict:
 
 def load_run(run_dir: str | Path) -> tuple[list[dict], dict, dict]:
     """(records, meta, sut) of a run directory; meta/sut are {} when their files are missing.
-    meta and sut pass through their models (ContractError naming a field that does not fit)."""
+    meta and sut pass through their models (ContractError naming a field that does not fit);
+    the records that fail analysis.contract.sanity (ids, time order, token counts) are left
+    out (read_checked says which and why)."""
+    records, meta, sut, _ = read_checked(run_dir)
+    return records, meta, sut
+
+
+def read_checked(run_dir: str | Path):
+    """(records without the faulty ones, meta, sut, Faults over every line of records.jsonl)."""
     d = Path(run_dir)
     rec_path = d / "records.jsonl"
     if not rec_path.is_file():
         raise FileNotFoundError(f"{d}: no records.jsonl (not a run directory?)")
-    meta, sut = d / "meta.json", d / "sut.json"
-    return (read_records(rec_path),
-            RunMeta.read_file(meta).as_dict() if meta.is_file() else {},
-            Sut.read_file(sut).as_dict() if sut.is_file() else {})
+    meta_p, sut_p = d / "meta.json", d / "sut.json"
+    meta = RunMeta.read_file(meta_p).as_dict() if meta_p.is_file() else {}
+    sut = Sut.read_file(sut_p).as_dict() if sut_p.is_file() else {}
+    table = read_table(rec_path)
+    faults = record_faults(table, slack_for(meta))
+    records = table.records if not faults.count else faults.keep(table.records)
+    return records, meta, sut, faults
+
+
+def with_faults(v: dict, faults, records: list, planned) -> dict:
+    """The verdict with the records check (analysis.contract.sanity): INVALID, one reason per
+    rule broken, when a record was left out of the figures, or more distinct measured request
+    ids than planned; ``records_excluded`` counts the records left out."""
+    reasons = [f"{r}: excluded from the figures" for r in faults.reasons()]
+    ids = m.field(m.measured(records), "id") if planned is not None else []
+    extra = sanity.planned_excess(np.asarray([i for i in ids if i is not None]), planned) \
+        if len(ids) > (planned or 0) else None
+    if extra:
+        reasons.append(f"{extra}: records.jsonl holds requests the plan does not")
+    check = {"name": "records_consistent", "ok": not reasons, "value": faults.count,
+             "limit": 0}
+    return {**v, "valid": v["valid"] and not reasons, "reasons": list(v["reasons"]) + reasons,
+            "checks": list(v["checks"]) + [check], "records_excluded": faults.count}
 
 
 def load_power(run_dir: str | Path) -> list[dict]:
@@ -229,7 +262,7 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
     """The summary of a run directory: summarize() over its files, with the server's /metrics
     figures. The one function both engines, ``loadgen report`` and open_run use. ``meta``: the
     writer's meta.json content (default: read from the directory)."""
-    records, file_meta, _sut = load_run(run_dir)
+    records, file_meta, _sut, faults = read_checked(run_dir)
     meta = file_meta if meta is None else RunMeta.read(meta).as_dict()
     src = Path(run_dir) / "power_sources.json"
     if not meta.get("power_sources") and src.is_file():  # the sampler's own description
@@ -237,7 +270,9 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
     from analysis.server.metrics import server_metrics_summary
     summary = summarize(records, meta, load_power(run_dir))
     from analysis.metrics.run_end import run_end      # no meta.json / records missing: INVALID
-    summary["verdict"] = slo_mod.with_run_end(summary["verdict"], run_end(run_dir, records, meta))
+    end = run_end(run_dir, read_table(Path(run_dir) / "records.jsonl").records, meta)
+    summary["verdict"] = with_faults(slo_mod.with_run_end(summary["verdict"], end), faults,
+                                     records, end.get("planned"))
     summary["server_metrics"] = server_metrics_summary(run_dir)
     summary["prefix_cache"] = prefix_cache_block(records, summary["server_metrics"])
     probes = Path(run_dir) / "probe_stream.jsonl"        # load.probe's side stream
@@ -271,7 +306,8 @@ def write_summary(run_dir: str | Path, meta: Optional[dict] = None) -> Path:
 
 def load_summary(run_dir: str | Path) -> Optional[dict]:
     """summary.json through the contract when it was written by this contract version; None
-    when absent, older (no or another schema_version) or not matching (then: summarize_run)."""
+    when absent, older (no or another schema_version), not matching, or holding a NaN / Infinity
+    (then: summarize_run)."""
     path = Path(run_dir) / "summary.json"
     if not path.is_file():
         return None
@@ -279,7 +315,10 @@ def load_summary(run_dir: str | Path) -> Optional[dict]:
         s = Summary.read_file(path)
     except ContractError:
         return None
-    return s.as_dict() if s.schema_version == SCHEMA_VERSION else None
+    if s.schema_version != SCHEMA_VERSION:
+        return None
+    d = s.as_dict()
+    return None if nonfinite_keys(d) else d       # NaN / Infinity: edited, recomputed
 
 
 def summary_of(run_dir: str | Path) -> dict:

@@ -15,6 +15,10 @@ offline / server / concurrency, whose numbers mean different things), the worklo
 dataset file and its SHA-256, length distributions, tokenizer, shared prefix, seed) and the
 resolved SLO limits (ttft/tpot/itl/e2el and percentile: they define goodput and the verdict).
 A run whose must-match conditions are not recorded cannot be checked and is refused too.
+Figures are recomputed from each run's records (summarize_run), never taken from summary.json:
+where its summary.json says otherwise (an edit, a NaN), ``stale`` holds one line per figure. A
+file that does not read: ContractError, one line naming RUN/FILE[:LINE] (analysis.contract.base
+.reading).
 Everything else that differs (model, server, device, load level, versions, ...) is listed.
 """
 from __future__ import annotations
@@ -22,7 +26,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from analysis.contract import read_meta, read_sut
+from analysis.contract import SCHEMA_VERSION, Summary, read_meta, read_sut
+from analysis.contract.base import reading
 from analysis.report import manifest as man_mod
 from analysis.metrics import noise
 from analysis.metrics import slo as slo_mod
@@ -44,9 +49,49 @@ def flatten(tree: Any, prefix: str = "") -> dict:
 
 
 def load_summary(run_dir: Path) -> dict:
-    """What the run computed (summary.json through the contract), else computed now by the same
-    function (file missing, or of an older contract): analysis.metrics.summary.summary_of."""
-    return summary_mod.summary_of(run_dir)
+    """The run's figures recomputed from its records (the source of truth), by the function
+    that wrote summary.json (analysis.metrics.summary.summarize_run; a non-finite figure: None).
+    summary.json is not trusted: stored_disagrees says where it differs."""
+    with reading(run_dir):
+        return summary_mod._finite(summary_mod.summarize_run(run_dir))
+
+
+def stored_disagrees(run_dir: Path, fresh: dict) -> list[str]:
+    """'RUN: summary.json says goodput (req/s) inf, its records give 0.567' per table figure
+    where the run's summary.json (this contract version) differs from ``fresh`` (the records'
+    figures); [] when it agrees or is absent. A summary.json that does not read: ContractError
+    naming it (one line)."""
+    path = Path(run_dir) / "summary.json"
+    if not path.is_file():
+        return []
+    with reading(run_dir):
+        stored = Summary.read_file(path)
+    if stored.schema_version != SCHEMA_VERSION:      # an older writer: recomputed, not compared
+        return []
+    stored = stored.as_dict()
+    out = []
+    for label, key in METRICS:
+        if key is None:
+            continue
+        a, b = _value(stored, key), _value(fresh, key)
+        if not _same(a, b):
+            out.append(f"{run_dir}: summary.json says {_label(label, stored)} {_short(a)}, its "
+                       f"records give {_short(b)}")
+    return out
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    try:
+        return abs(float(a) - float(b)) <= 1e-6 * max(1.0, abs(float(b)))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _short(v) -> str:
+    s = "null" if v is None else repr(v)
+    return s if len(s) <= 24 else s[:12] + f"… ({len(s)} characters)"
 
 
 def _typed(read, run_dir: Path) -> dict:
@@ -93,8 +138,10 @@ def _noise(a: Path, b: Path, ra: list[Path], rb: list[Path]) -> dict:
     if ra or rb:
         return noise.unavailable("one side is a repeat series, the other a single run: "
                                  "compare like with like", (len(ra), len(rb)))
-    rec_a, meta_a, _ = summary_mod.load_run(a)
-    rec_b, meta_b, _ = summary_mod.load_run(b)
+    with reading(a):
+        rec_a, meta_a, _ = summary_mod.load_run(a)
+    with reading(b):
+        rec_b, meta_b, _ = summary_mod.load_run(b)
     return noise.compare_runs(rec_a, meta_a, rec_b, meta_b)
 
 
@@ -154,6 +201,20 @@ METRICS = (("completed / failed", None), ("duration (s)", "duration_s"),
            ("ITL p99 (ms)", ("itl_ms", "p99")), ("E2E p99 (ms)", ("e2el_ms", "p99")))
 
 
+def _label(label: str, s: dict) -> str:
+    """A METRICS label as it reads for summary ``s``: the TTFT rows say which TTFT they are
+    (open loop: from the schedule; else from the send)."""
+    if not label.startswith("TTFT "):
+        return label
+    start = "scheduled" if s.get("headline_ttft") == "ttft_from_scheduled_ms" else "send"
+    return label.replace("TTFT ", f"TTFT from {start} ", 1)
+
+
+# the noise table's figures, labelled for what they are (ttft_ms: from the send)
+NOISE_LABELS = {**noise.LABELS, "ttft_ms_p50": "TTFT from send p50 (ms)",
+                "ttft_ms_p99": "TTFT from send p99 (ms)"}
+
+
 def _value(s: dict, key) -> Optional[float]:
     if isinstance(key, tuple):
         k = (s.get("headline_ttft") or "ttft_ms") if key[0] == "ttft" else key[0]
@@ -178,7 +239,7 @@ def metric_rows(summaries: list[dict]) -> list[list[str]]:
                                    for s in summaries])
             continue
         base = _value(summaries[0], key)
-        rows.append([label] + [_cell(_value(s, key), base if i else None)
+        rows.append([_label(label, summaries[0])] + [_cell(_value(s, key), base if i else None)
                                for i, s in enumerate(summaries)])
     e = [s.get("energy") or {} for s in summaries]
     rows.append(["J / output token"] + [
@@ -195,7 +256,12 @@ def compare(dirs: list[str | Path]) -> dict:
     per_run = [[load_summary(r) for r in rs] if rs else [load_summary(p)]
                for p, rs in zip(paths, series)]
     summaries = [mean_summary(ss) if rs else ss[0] for ss, rs in zip(per_run, series)]
-    conds = [conditions(rs[0] if rs else p, ss[0]) for p, rs, ss in zip(paths, series, per_run)]
+    stale = [line for rs, p, ss in zip(series, paths, per_run)
+             for r, s in zip(rs or [p], ss) for line in stored_disagrees(r, s)]
+    conds = []
+    for p, rs, ss in zip(paths, series, per_run):
+        with reading(rs[0] if rs else p):
+            conds.append(conditions(rs[0] if rs else p, ss[0]))
     label = [f"{n} (mean of {len(rs)} runs)" if rs else n
              for n, rs in zip(names(paths), series)]
     refusals = []
@@ -212,7 +278,7 @@ def compare(dirs: list[str | Path]) -> dict:
     return {"runs": label, "dirs": [str(p) for p in paths], "comparable": not refusals,
             "refusals": refusals, "differences": _diff([c["other"] for c in conds]),
             "metrics": metric_rows(summaries), "figures": pairs[0]["figures"] if pairs else {},
-            "pairs": pairs, "summaries": summaries}
+            "pairs": pairs, "summaries": summaries, "stale": stale}
 
 
 def regressions(result: dict, pct: float) -> list[str]:
@@ -261,7 +327,8 @@ def noise_rows(figures: dict) -> list[list[str]]:
     rows = []
     for name, f in figures.items():
         ci = f["ci_pct"]
-        rows.append([noise.LABELS[name], fmt(f["a"], 3), fmt(f["b"], 3), _pct(f["change_pct"]),
+        rows.append([NOISE_LABELS.get(name, name), fmt(f["a"], 3), fmt(f["b"], 3),
+                     _pct(f["change_pct"]),
                      f"{_pct(ci[0])} .. {_pct(ci[1])}" if ci else "n/a", noise.verdict(f),
                      method_label(f)])
     return rows
@@ -274,8 +341,11 @@ def blocks(result: dict) -> list[Block]:
         out += [("warn", r) for r in result["refusals"]]
         return out
     out += [("p", "Scenario type, workload and SLO match (checked); figures measured "
-                  "client-side. Percentages: change against the first run."),
-            ("table", ["figure", *result["runs"]], result["metrics"])]
+                  "client-side, recomputed from each run's records. Percentages: change "
+                  "against the first run.")]
+    out += [("warn", f"{line} (`loadgen report` rewrites it)")
+            for line in result.get("stale") or ()]
+    out += [("table", ["figure", *result["runs"]], result["metrics"])]
     for pair in result.get("pairs") or []:
         method = "; ".join(sorted({f["method"] for f in pair["figures"].values() if f["method"]}))
         out += [("h", f"Change and noise: {pair['b']} against {pair['a']}"),

@@ -20,14 +20,17 @@ def figure(value, unit: str, evidence: str, metric: Optional[str], **kw) -> dict
     return {"value": value, "unit": unit, "evidence": evidence, "metric": metric, **kw}
 
 
-def unmeasured(unit: str, metric: Optional[str], reason: str) -> dict:
-    return figure(None, unit, "unmeasured", metric, reason=reason)
+def unmeasured(unit: str, metric: Optional[str], reason: str, **kw) -> dict:
+    return figure(None, unit, "unmeasured", metric, reason=reason, **kw)
 
 
 def hist_mean(s: Series, base: str, a: int, b: int) -> dict:
-    dsum, dcount = s.delta(base + "_sum", a, b), s.delta(base + "_count", a, b)
+    csum, ccount = s.delta_checked(base + "_sum", a, b), s.delta_checked(base + "_count", a, b)
+    dsum, dcount = csum.value, ccount.value
     if dsum is None or dcount is None:
-        return unmeasured("ms", base, f"the server exposes no {base} (or it was reset)")
+        if base + "_count" not in s.by_name:
+            return unmeasured("ms", base, f"the server exposes no {base}")
+        return unmeasured("ms", base, ccount.reason or csum.reason)
     if dcount == 0:
         return unmeasured("ms", base, f"{base}_count did not grow in the window: no observations")
     return figure(dsum / dcount * 1e3, "ms", "measured", base, count=int(dcount))
@@ -50,7 +53,9 @@ def hist_quantile(s: Series, base: str, a: int, b: int, q: float) -> dict:
     An interpolated point inside (0, hi] or inside a bucket that holds everything would only
     restate the interpolation's assumption (uniform inside the bucket): e.g. vLLM's queue time
     (first bucket 0–300 ms) would read "p99 297 ms" beside a 0.01 ms mean."""
-    bd = s.bucket_deltas(base, a, b)
+    bd, refused = s.bucket_deltas_checked(base, a, b)
+    if refused:
+        return unmeasured("ms", base, refused)
     if not bd or bd[-1][1] <= 0:
         return unmeasured("ms", base, f"no {base} bucket observations in the window")
     total, rank = bd[-1][1], q * bd[-1][1]

@@ -8,6 +8,8 @@
                 Δ buckets ─► TTFT p50 / p99, queue p99 (histogram.py: with bucket resolution)
     gauges      every scrape inside the window    ─► max running / waiting, mean / max KV-cache use
     counters    Δ between the edges               ─► prefix-cache hit rate (Δhits / Δqueries), tokens
+    every value through sanity.py: a NaN / Inf / negative gauge, a counter reset mid-window, hits
+                > queries, spans that disagree ─► the figure None with the gate's reason
     records.jsonl (measured, ok) ─► client TTFT mean ─► decomposition:
         client TTFT = (client TTFT − server TTFT)        network, HTTP, client; evidence calculated
                     + server queue + server prefill       measured by the server
@@ -22,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from analysis.server import sanity
 from analysis.server.histogram import figure, hist_mean, hist_quantile, unmeasured
 from analysis.contract import ContractError
 from analysis.contract.records import read_records
@@ -67,16 +70,38 @@ def decomposition(client_ms: Optional[float], n_client: int, figs: dict) -> dict
     out["network_client_ms"] = client_ms - ttft if ttft is not None else None
     out["server_other_ms"] = (ttft - queue - prefill
                               if None not in (ttft, queue, prefill) else None)
+    spans = (sanity.spans(queue / 1e3, prefill / 1e3, ttft / 1e3)
+             if None not in (ttft, queue, prefill) else sanity.Checked(None))
+    if not spans.ok:                   # the server's own spans disagree: no split of its time
+        out["server_other_ms"] = None
     out["residual_ms"] = (client_ms - queue - prefill if None not in (queue, prefill) else None)
     out["queue_share"] = queue / client_ms if queue is not None and client_ms > 0 else None
     missing = [k for k, v in (("server TTFT", ttft), ("queue time", queue),
                               ("prefill time", prefill)) if v is None]
     out["reason"] = (f"server did not report {', '.join(missing)}: those parts are not split"
-                     if missing else None)
+                     if missing else spans.reason)
     out["note"] = ("means over different sets when the server's request count differs from "
                    "the client's (other traffic, window edges); residual = client TTFT − queue "
                    "− prefill = network/client + server other")
     return out
+
+
+def prefix_hit_rate(s: Series, a: int, b: int) -> dict:
+    """Δhits / Δqueries over the window, through the gate: each counter's every sample checked
+    (a reset mid-window is no delta), hits ≤ queries (else no rate), queries > 0."""
+    (hits, has_h), (queries, has_q) = s.pick(PREFIX_HITS), s.pick(PREFIX_QUERIES)
+    if not (has_h and has_q):
+        return unmeasured("fraction", queries, "the server exposes no prefix-cache counters")
+    dq, dh = s.delta_checked(queries, a, b), s.delta_checked(hits, a, b)
+    for c in (dq, dh):
+        if not c.ok:
+            return unmeasured("fraction", queries, c.reason)
+    r = sanity.ratio(dh.value, dq.value, "prefix-cache hits", "prefix-cache queries")
+    if not r.ok:
+        return unmeasured("fraction", queries, r.reason, queried_tokens=int(dq.value),
+                          hit_tokens=int(dh.value))
+    return figure(r.value, "fraction", "measured", hits, queried_tokens=int(dq.value),
+                  hit_tokens=int(dh.value))
 
 
 def summarize_server_metrics(rows: list[dict], window: Optional[tuple[int, int]],
@@ -105,30 +130,22 @@ def summarize_server_metrics(rows: list[dict], window: Optional[tuple[int, int]]
                                   ("kv_usage_mean", KV_USAGE, "fraction", "mean"),
                                   ("kv_usage_max", KV_USAGE, "fraction", "max")):
         name, present = s.pick(names)
-        vals = s.gauge(name, a, b) if present else []
-        if not vals:
+        vals, refused = s.gauge_checked(name, a, b) if present else ([], None)
+        if refused:
+            figs[key] = unmeasured(unit, name, refused)
+        elif not vals:
             figs[key] = unmeasured(unit, name, "not exposed by the server")
         else:
             v = max(vals) if how == "max" else sum(vals) / len(vals)
             figs[key] = figure(v, unit, "measured", name, samples=len(vals))
-    (hits, has_h), (queries, has_q) = s.pick(PREFIX_HITS), s.pick(PREFIX_QUERIES)
-    dq, dh = s.delta(queries, a, b), s.delta(hits, a, b)
-    if not (has_h and has_q):
-        figs["prefix_cache_hit_rate"] = unmeasured("fraction", queries,
-                                                 "the server exposes no prefix-cache counters")
-    elif not dq or dh is None:
-        figs["prefix_cache_hit_rate"] = unmeasured("fraction", queries,
-                                                 "no prefix-cache queries in the window")
-    else:
-        figs["prefix_cache_hit_rate"] = figure(dh / dq, "fraction", "measured", hits,
-                                             queried_tokens=int(dq), hit_tokens=int(dh))
+    figs["prefix_cache_hit_rate"] = prefix_hit_rate(s, a, b)
     span_s = (b - a) / 1e9
     for key, name in (("server_prompt_tokens", PROMPT_TOKENS), ("server_generation_tokens",
                                                                 GEN_TOKENS)):
         name = s.pick(name)[0]
-        d = s.delta(name, a, b)
-        figs[key] = (figure(int(d), "tokens", "measured", name, per_s=d / span_s)
-                     if d is not None else unmeasured("tokens", name, "not exposed"))
+        d = s.delta_checked(name, a, b)
+        figs[key] = (figure(int(d.value), "tokens", "measured", name, per_s=d.value / span_s)
+                     if d.value is not None else unmeasured("tokens", name, d.reason))
     client_ms, n_client = client_ttft_mean_ms(records)
     return {"status": "measured", "reason": None, "source": scraper.get("url"),
             "scrapes": len(s.scrapes), "scrapes_failed": scraper.get("scrapes_failed"),

@@ -4,7 +4,9 @@
         (t_ns, value) in time order; the good scrapes' times; the "loadgen:mark" rows by name
     Series.at(name, t)    the sum over label sets of each one's last value at or before t (the
                           scraper writes counters only when they change)
-    Series.delta / bucket_deltas / gauge   counters, histogram buckets, gauges between two times
+    Series.delta / bucket_deltas / gauge   counters, histogram buckets, gauges between two times;
+                          counters and gauges through sanity.py (delta_checked, gauge_checked:
+                          a value or the reason it was refused)
     window_edges(series, (t0, end)) ─► the last good scrape at or before t0 and the first at or
         after the end (the scraper takes one at each mark), with notes where they fall short
 """
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.contract.rundir import read_rows as contract_rows
+from analysis.server import sanity
 
 FILE = "server_metrics.jsonl"
 SCRAPE, MARK = "loadgen:scrape", "loadgen:mark"
@@ -29,6 +32,14 @@ def read_jsonl(path: str | Path) -> list[dict]:
 def read_rows(path: str | Path) -> list[dict]:
     """server_metrics.jsonl ─► rows; a torn last line is skipped; no file ─► []."""
     return [r for r in read_jsonl(path) if "t_ns" in r and "name" in r]
+
+
+def _num(v) -> float:
+    """A row's value as a float; unreadable (null, text) ─► NaN, which the gate then refuses."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 class Series:
@@ -47,7 +58,7 @@ class Series:
                 self.marks.setdefault(labels.get("mark"), int(r["t_ns"]))
             else:                                   # histogram buckets keep their "le"
                 key = tuple(sorted(labels.items()))
-                self.by_name[name].setdefault(key, []).append((int(r["t_ns"]), float(r["value"])))
+                self.by_name[name].setdefault(key, []).append((int(r["t_ns"]), _num(r.get("value"))))
 
     def pick(self, names: tuple[str, ...], suffix: str = "") -> tuple[str, bool]:
         """(the first of ``names`` whose ``name + suffix`` has rows, True) or (names[0], False)."""
@@ -67,26 +78,55 @@ class Series:
         return total if seen else None
 
     def delta(self, name: str, a: int, b: int) -> Optional[float]:
-        va, vb = self.at(name, a), self.at(name, b)
-        if vb is None:
-            return None
-        d = vb - (va or 0.0)
-        return d if d >= 0 else None          # a counter reset (server restarted): no delta
+        """The counter's Δ between a and b, or None (not exposed, or the gate refused it)."""
+        return self.delta_checked(name, a, b).value
+
+    def delta_checked(self, name: str, a: int, b: int) -> sanity.Checked:
+        """Σ over label sets of sanity.counter_delta: every sample up to b checked (finite, ≥ 0,
+        never lower than the one before: a reset mid-window is a reset even when the end is
+        above the start). No sample at or before b: Checked(None, "not exposed")."""
+        total, seen = 0.0, False
+        for pts in self.by_name.get(name, {}).values():
+            if not pts or pts[0][0] > b:
+                continue
+            c = sanity.counter_delta(pts, a, b, name)
+            if not c.ok:
+                return c
+            total += c.value
+            seen = True
+        return sanity.Checked(total) if seen else sanity.Checked(None, f"{name} not exposed")
 
     def bucket_deltas(self, base: str, a: int, b: int) -> list[tuple[float, float]]:
         """[(upper bound s, Δ cumulative count)] of ``base``_bucket, summed over label sets."""
+        return self.bucket_deltas_checked(base, a, b)[0]
+
+    def bucket_deltas_checked(self, base: str, a: int,
+                              b: int) -> tuple[list[tuple[float, float]], Optional[str]]:
+        """bucket_deltas, each bucket's series through sanity.counter_delta: ([], the reason)
+        when any bucket went down in the window or is not a count."""
         by_le: dict[float, float] = defaultdict(float)
         for key, pts in self.by_name.get(base + "_bucket", {}).items():
-            le = float(dict(key)["le"])
-            ia = bisect.bisect_right(pts, (a, float("inf"))) - 1
-            ib = bisect.bisect_right(pts, (b, float("inf"))) - 1
-            if ib >= 0:
-                by_le[le] += pts[ib][1] - (pts[ia][1] if ia >= 0 else 0.0)
-        return sorted(by_le.items())
+            le = _num(dict(key).get("le"))
+            if le != le or not pts or pts[0][0] > b:
+                continue                      # no "le", or no sample at or before b
+            c = sanity.counter_delta(pts, a, b, f"{base}_bucket{{le={dict(key).get('le')}}}")
+            if not c.ok:
+                return [], c.reason
+            by_le[le] += c.value
+        return sorted(by_le.items()), None
 
     def gauge(self, name: str, a: int, b: int) -> list[float]:
         """The gauge (summed over label sets) at each good scrape in [a, b]."""
         return [v for t in self.scrapes if a <= t <= b for v in [self.at(name, t)] if v is not None]
+
+    def gauge_checked(self, name: str, a: int, b: int) -> tuple[list[float], Optional[str]]:
+        """(the gauge's values in [a, b], None) or ([], the reason) when any of them fails the
+        gate (NaN, ±Inf, negative): one absurd sample makes the max and the mean unknown."""
+        vals = self.gauge(name, a, b)
+        bad = [c.reason for c in (sanity.gauge(v, name) for v in vals) if not c.ok]
+        if bad:
+            return [], f"{len(bad)} of {len(vals)} samples refused: {bad[0]}"
+        return vals, None
 
 
 def window_edges(s: Series, window: tuple[int, int]) -> tuple[Optional[int], Optional[int], list]:

@@ -14,7 +14,8 @@
 
 Every figure is None with ``reason`` when the server has no such counters, nothing was scraped,
 or no draft was made in the window; never 0 for "unknown". Counters are summed over label sets
-(engines, model names); a counter that went down (a restart) gives no delta.
+(engines, model names); through sanity.py: a counter that went down anywhere in the window (a
+restart), or a NaN, gives no delta; accepted > draft tokens gives no rate (the reason says so).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
+from analysis.server import sanity
 from analysis.server.series import FILE, Series, window_edges
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
@@ -48,9 +50,12 @@ def per_position(s: Series, a: int, b: int, drafts: float) -> Optional[list[dict
             continue
         one = Series([])
         one.by_name[PER_POS] = {key: series}
-        d = one.delta(PER_POS, a, b)
-        if d is not None:
-            by_pos[int(pos)] += d
+        if not series or series[0][0] > b:
+            continue
+        d = one.delta_checked(PER_POS, a, b)
+        if not d.ok:
+            return None                   # one position's counter refused: no per-position split
+        by_pos[int(pos)] += d.value
     if not by_pos:
         return None
     return [{"position": k, "accepted_tokens": int(v),
@@ -76,18 +81,25 @@ def server_figures(rows: list[dict], window: Optional[tuple], scraper: Optional[
     a, b, notes = window_edges(s, window)
     if a is None:
         return empty("; ".join(notes), src)
-    drafts, dt, acc = (s.delta(n, a, b) for n in (DRAFTS, DRAFT_TOKENS, ACCEPTED))
-    if dt is None or acc is None:
-        return empty("the spec-decode counters went down in the window (a restart?)", src)
+    cd, cdt, cacc = (s.delta_checked(n, a, b) for n in (DRAFTS, DRAFT_TOKENS, ACCEPTED))
+    for c in (cdt, cacc):
+        if not c.ok:
+            return empty(c.reason, src)
+    drafts, dt, acc = cd.value, cdt.value, cacc.value
+    rate = sanity.ratio(acc, dt, "accepted tokens", "draft tokens")
     out = {"status": "measured", "reason": None, "source": src,
            "draft_tokens": int(dt), "accepted_tokens": int(acc),
            "drafts": int(drafts) if drafts is not None else None,
-           "acceptance_rate": acc / dt if dt else None,
-           "mean_acceptance_length": 1 + acc / drafts if drafts else None,
-           "per_position": per_position(s, a, b, drafts or 0.0),
+           "acceptance_rate": rate.value,
+           "mean_acceptance_length": 1 + acc / drafts if drafts and rate.ok else None,
+           "per_position": per_position(s, a, b, drafts or 0.0) if rate.ok else None,
            "window": {"start_edge_ns": a, "end_edge_ns": b, "notes": notes}}
     if not dt:
         out["reason"] = "no draft tokens in the window: acceptance undefined"
+    elif not rate.ok:
+        out["reason"] = rate.reason
+    elif not cd.ok and DRAFTS in s.by_name:
+        out["reason"] = f"{cd.reason}: mean_acceptance_length undefined"
     elif not drafts:
         out["reason"] = f"no {DRAFTS} counter: mean_acceptance_length undefined"
     return out

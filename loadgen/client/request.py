@@ -340,9 +340,12 @@ def _usage_checked(rec: Record, name: str, value: Any, cap: Optional[int]) -> Op
     server's usage is absurd: never a figure) and None (the chunk count stands in, labelled)."""
     if value is None or (value.__class__ is int and value >= 0 and (cap is None or value <= cap)):
         return value
-    if rec.status != "error":
-        fail(rec, "protocol", f"usage {name} {str(value)[:40]} outside [0, "
-             f"{'∞' if cap is None else cap}] (what this answer could carry)")
+    if rec.status != "error":          # the wording of analysis.server.sanity.token_count
+        fail(rec, "protocol", (
+            f"usage {name} is a {type(value).__name__} ({value!r:.40}), not an integer"
+            if value.__class__ is not int else
+            f"usage {name} {value} outside [0, {'∞' if cap is None else cap}] "
+            "(what this answer could carry)"))
     return None
 
 

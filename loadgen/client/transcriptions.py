@@ -12,7 +12,9 @@
 
 The shape is told per event: a payload that starts with ``{`` and parses as a JSON object is an
 event (typed OpenAI, chat-like vLLM chunk, or an error object: -1, ``error`` set); anything else is
-plain text (transformers serve). Once a JSON event has come, plain text is refused (``ValueError``:
+plain text (transformers serve). Once a JSON event has come, plain text is refused, and once
+plain text has come, a JSON object event is refused (a finish event is never a text token); bytes
+that are not UTF-8 are refused in either shape, as chat's JSON decoder refuses them (``ValueError``:
 ``protocol``). A plain-text stream has no end marker: its clean end (the body's framing complete)
 ends it ok (``ends_with_body``; ``finish_reason`` stays None: the server said none). No I/O.
 """
@@ -37,14 +39,17 @@ class TranscriptionTally(StreamTally):
         self.json_seen = False
 
     def add_bytes(self, data: bytes) -> int:
-        if data[:1] == b"{" and not self.ends_with_body:
+        if data[:1] == b"{":
             try:
                 obj = loads(data)
             except ValueError:
                 if self.json_seen:
                     raise
                 return self._plain(data)
-            return self.add(obj)
+            if self.ends_with_body and obj.__class__ is dict:
+                raise ValueError("a JSON event in a plain-text stream")
+            if not self.ends_with_body:
+                return self.add(obj)
         if self.json_seen:
             raise ValueError("a plain-text event in a stream of JSON events")
         return self._plain(data)
@@ -77,7 +82,12 @@ class TranscriptionTally(StreamTally):
         self.ends_with_body = True
         i = self.seen
         self.seen = i + 1
-        return self._answer(i, data.decode("utf-8", "replace"))
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:   # a ValueError: protocol, as chat's JSON decoder says
+            raise ValueError(f"a plain-text event that is not UTF-8 ({e.reason} at byte "
+                             f"{e.start})") from None
+        return self._answer(i, text)
 
     def _answer(self, i: int, text: str) -> int:
         self.chars += len(text)

@@ -3,6 +3,10 @@
     RUN_DIR ... (a SWEEP_DIR stands for its points; a --repeat parent, run-1/ … run-N/, is one
     entry) ─► analysis.report.compare.compare
         ─► refused: one line naming every must-match condition that differs, exit 2
+        ─► a run file that does not read (records.jsonl line, meta.json, sut.json, summary.json):
+           one line naming RUN/FILE[:LINE], exit 2
+        ─► figures recomputed from each run's records (summary.json not trusted: where it
+           says otherwise, a warning line names the figure)
         ─► else a Markdown table on stdout (figures, change vs the first run; per headline
            figure the change, its 95 % interval and "significant" / "within noise"; conditions
            that differ); --out FILE.md|FILE.html writes it too; --json prints the result as JSON
@@ -92,7 +96,11 @@ def main(args: argparse.Namespace) -> int:
         if pct is not None:
             raise ScenarioError("--fail-on-regression: applies to runs, not to sweep frontiers")
         return _frontiers(args)
-    res = cmp.compare(expand(args.runs))
+    from analysis.contract import ContractError
+    try:
+        res = cmp.compare(expand(args.runs))
+    except ContractError as e:          # a run file that does not read: one line naming it
+        raise ScenarioError(" ".join(str(e).split("\n"))) from None
     if args.json:
         print(json.dumps({k: v for k, v in res.items() if k != "summaries"}, default=str))
     if not res["comparable"]:

@@ -8,6 +8,10 @@ recomputes it against another spec (analysis.roofline.run_device.override), and 
 That recomputation never replaces the run's own files: it is written beside them, as
 ``summary-device-<NAME>.json`` and ``report-device-<NAME>.md/.html`` (summary.json and report.md
 keep the spec frozen into the run). The verdict is printed on stderr (the reasons when INVALID).
+A run file that does not read (a garbled records.jsonl line other than a torn last one, a
+meta.json / sut.json / summary.json that is not JSON or does not fit its model): one line
+``loadgen: error: RUN_DIR/FILE[:LINE]: problem``, exit 2. Records that read but say something
+impossible (analysis.contract.sanity) are left out of the figures and make the verdict INVALID.
 """
 from __future__ import annotations
 
@@ -35,6 +39,14 @@ def register(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from analysis.contract.base import ContractError, one_line
+    try:
+        return _device_or_main(args)
+    except ContractError as e:     # a run file that does not read: one line, exit 2
+        raise ScenarioError(one_line(e, args.run_dir)) from None
+
+
+def _device_or_main(args: argparse.Namespace) -> int:
     if getattr(args, "device", None) is None:
         return _main(args)
     from analysis.roofline import run_device

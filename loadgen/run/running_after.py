@@ -1,23 +1,27 @@
 """load.cancel's server check: after the run, do the server's running requests return to 0?
 
     check(base_url, path, headers) ─► GET /metrics every POLL_S, up to WAIT_S ─► the first
-        running-requests gauge found (RUNNING_GAUGES, summed over its label sets) ─►
+        running-requests gauge found (RUNNING_GAUGES, summed over its label sets, read a line
+        at a time, each value through the sanity gate) ─►
         {metric, value, waited_s, leaked, reason}   (meta.json ``running_after``)
 
 A server that keeps generating for a client that hung up (or never frees its slot) still
 reports running requests WAIT_S after the last answer: ``leaked`` true, and summary.json
-warns (analysis.metrics.hangups). No /metrics, or no gauge we know: ``leaked`` None with the
-reason. Run by harness.around once the load phase is over and before a managed server stops,
-for every engine; only when load.cancel is set and target.scrape_metrics is on.
+warns (analysis.metrics.hangups). No /metrics, no gauge we know, or a gauge the sanity gate
+refuses (analysis.server.sanity.gauge_text: ``NaN``, ``+Inf``, ``abc``): ``leaked`` None, ``value``
+None, with the reason (the summary's ``cancel.leaked_reason``, the console line). Run by
+harness.around once the load phase is over and before a managed server stops, for every
+engine; only when load.cancel is set and target.scrape_metrics is on.
 """
 from __future__ import annotations
 
+import re
 import time
 import urllib.error
 import urllib.request
 from typing import Optional
 
-from loadgen.targets.prometheus_text import parse_samples
+from analysis.server import sanity
 
 # the running-requests gauge of each server kind loadgen knows (docs/compatibility.md)
 RUNNING_GAUGES = ("vllm:num_requests_running",       # vLLM, the JAX engine (servers/jax/metrics.py)
@@ -28,16 +32,33 @@ WAIT_S = 10.0
 POLL_S = 0.2
 
 
-def running(text: str) -> Optional[tuple[str, float]]:
-    """(gauge name, value summed over its label sets) of the first known gauge in ``text``."""
-    found: dict = {}
-    for name, _labels, value, _gauge in parse_samples(text):
-        if name in RUNNING_GAUGES:
-            found[name] = found.get(name, 0.0) + value
+_LINE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})?[ \t]+(\S+)")
+
+
+def read_running(text: str) -> Optional[tuple[str, sanity.Checked]]:
+    """(gauge name, its value summed over label sets, through the gate) of the first known gauge
+    in ``text``; a value that is not a finite number ≥ 0 (``NaN``, ``+Inf``, ``abc``) gives
+    Checked(None, reason). A line at a time: one unreadable sample does not lose the others."""
+    found: dict[str, sanity.Checked] = {}
+    for line in text.splitlines():
+        m = _LINE.match(line.strip())
+        if m is None or m.group(1) not in RUNNING_GAUGES:
+            continue
+        name = m.group(1)
+        c = sanity.gauge_text(m.group(2), name)
+        prev = found.get(name, sanity.Checked(0.0))
+        found[name] = (c if not c.ok else prev if not prev.ok
+                       else sanity.Checked(prev.value + c.value))
     for name in RUNNING_GAUGES:
         if name in found:
             return name, found[name]
     return None
+
+
+def running(text: str) -> Optional[tuple[str, Optional[float]]]:
+    """(gauge name, value summed over its label sets; None when refused by the gate)."""
+    got = read_running(text)
+    return None if got is None else (got[0], got[1].value)
 
 
 def check(base_url: str, path: str = "/metrics", headers: Optional[dict] = None,
@@ -53,10 +74,14 @@ def check(base_url: str, path: str = "/metrics", headers: Optional[dict] = None,
                     text = r.read(64 * 2**20).decode("utf-8", "replace")
             except (urllib.error.URLError, OSError, ValueError) as e:
                 return _out(None, None, t0, None, f"GET {path}: {type(e).__name__}: {e}"[:300])
-            last = running(text)
-            if last is None:
+            got = read_running(text)
+            if got is None:
                 return _out(None, None, t0, None, f"GET {path}: no running-requests gauge "
                             f"({', '.join(RUNNING_GAUGES)})")
+            if not got[1].ok:
+                return _out(got[0], None, t0, None, f"GET {path}: {got[1].reason}: whether the "
+                            "server freed the slots is unknown")
+            last = (got[0], got[1].value)
             if last[1] <= 0:
                 return _out(last[0], last[1], t0, False, None)
             if time.monotonic() - t0 >= wait_s:
@@ -91,8 +116,12 @@ def console_line(summary: dict) -> Optional[str]:
     if summary.get("requests_aborted") or c:
         parts.append(f"aborted (load.cancel): {summary.get('requests_aborted') or 0}")
         after = c.get("server_running_after") or {}
-        if after.get("leaked") is not None:
-            parts.append(f"server running after: {after.get('value'):g} "
+        value = sanity.gauge(after.get("value")).value
+        if after and (after.get("leaked") is None or value is None):
+            why = c.get("leaked_reason") or after.get("reason") or "no reason recorded"
+            parts.append(f"server running after: unknown ({why})")
+        elif after:
+            parts.append(f"server running after: {value:g} "
                          f"({'LEAKED' if after['leaked'] else 'freed'})")
     r = summary.get("retries") or {}
     if r.get("requests"):

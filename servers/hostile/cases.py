@@ -46,6 +46,9 @@ Cases (the failure kind a client should record; see docs/survives.md):
   http10_close         HTTP/1.0, no Content-Length, no chunking: the body ends with the socket
   slowloris            a normal answer, one byte per second
   never_answers        the request is read, nothing is ever written
+  endless_tokens_1m    endless_tokens, asked for max_tokens 10^6 (no event bound before the timeout)
+  running_nan, running_inf, running_text, counter_reset, prefix_hits_over, retry_after_nonascii,
+  transcription_invalid_utf8   what a server says, absurd but well-formed: servers/hostile/said.py
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ import asyncio
 import zlib
 from typing import Callable
 
+from servers.hostile.said import CASES_SAID
 from servers.hostile.pieces import (BIG, LAST, MODEL, PIECE, STATE, big, chunk, delta, endless, event,
                                     head, json_answer, rst, stream_events)
 
@@ -300,3 +304,5 @@ CASES: dict[str, Callable] = {f.__name__: f for f in (
     echo_headers_400, endless_trailers, second_response, after_done_events, open_after_done,
     bad_event_open, deep_json, bom_stream, interim_storm, huge_content_length, absurd_usage)}
 CASES["echo_secret_sut"] = normal        # its hostility is on the GET paths (servers/hostile/server.py)
+CASES["endless_tokens_1m"] = endless_tokens   # asked for max_tokens 10^6 (bench/hostile.py)
+CASES.update(CASES_SAID)                 # what a server says: servers/hostile/said.py

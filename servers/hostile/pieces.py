@@ -1,6 +1,7 @@
 """The pieces servers/hostile/cases.py breaks its answers from, and what the server reads with.
 
     STATE                the serving process's case, the redirect target port, the log, a counter
+                         of answers, one of /metrics answers
     Request              one parsed request (method, path, lower-cased headers, body)
     head() / chunk() / LAST / event() / delta() / stream_events() / json_answer():
                          a normal answer as raw bytes (status line and headers, chunked framing,
@@ -29,7 +30,7 @@ def big() -> bytes:
     return _big
 
 
-STATE: dict = {"case": "normal", "second_port": None, "log": [], "served": 0}
+STATE: dict = {"case": "normal", "second_port": None, "log": [], "served": 0, "metrics_served": 0}
 
 
 class Request:

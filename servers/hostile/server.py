@@ -2,7 +2,9 @@
 
     client ──GET /v1/models, /health──► a normal answer (model ``hostile``; echo_secret_sut and
               redirect_307 excepted)
-    client ──POST /v1/chat/completions | /v1/completions──► cases.CASES[case]: the answer
+    client ──GET /metrics──► said.metrics_text(case, k): the cases about what a server says; else 404
+    client ──POST /v1/chat/completions | /v1/completions | /v1/audio/transcriptions──►
+              cases.CASES[case]: the answer
     test   ──GET /hostile/log──► {"case", "second_port" (redirect_307's other listener, else null),
               "requests": every request either listener has seen, in order: [{"listener": "main" |
               "second", "method", "path", "headers": {lower-case name: value}}]}
@@ -27,6 +29,7 @@ from typing import Optional
 
 from servers.hostile.cases import CASES
 from servers.hostile.pieces import PIECE, STATE, Request, head, json_answer, models
+from servers.hostile.said import metrics_text
 from servers.port_server import PortServer
 
 
@@ -68,6 +71,13 @@ def answer_get(req: Request) -> bytes:
         loc = f"http://127.0.0.1:{STATE['second_port']}{req.path}"
         return head("307 Temporary Redirect", f"Location: {loc}", "text/plain",
                     "Content-Length: 0")
+    if path == "/metrics":
+        text = metrics_text(STATE["case"], STATE["metrics_served"])
+        STATE["metrics_served"] += 1
+        if text is not None:
+            body = text.encode("latin-1")
+            return head(ctype="text/plain; version=0.0.4",
+                        framing=f"Content-Length: {len(body)}") + body
     if path == "/v1/models":
         return json_answer(models())
     if path == "/health":

@@ -153,3 +153,31 @@ def test_the_socket_stays_open_after_the_decisive_event(case, wanted):
         with pytest.raises(socket.timeout):             # neither the end nor a close comes
             s.recv(65536)
         s.close()
+
+
+def _metrics(url: str) -> str:
+    import urllib.request
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        return r.read().decode("latin-1")
+
+
+@pytest.mark.parametrize("case, value", [("running_nan", "NaN"), ("running_inf", "+Inf"),
+                                         ("running_text", "abc")])
+def test_the_running_gauge_cases_say_what_they_promise(case, value):
+    with HostileServer(case, lifetime_s=30) as s:
+        assert f'vllm:num_requests_running{{model_name="hostile"}} {value}' in _metrics(s.url)
+
+
+def test_counter_reset_goes_down_after_the_first_answer_then_past_its_start():
+    with HostileServer("counter_reset", lifetime_s=30) as s:
+        before = _metrics(s.url)
+        read_all(post(s.port, headers="Connection: close\r\n"))
+        reset, after = _metrics(s.url), _metrics(s.url)
+    assert "prefix_cache_hits_total" in before and " 400.0" in before
+    assert " 190.0" in reset and " 1400.0" in after and " 1600.0" in after
+
+
+def test_retry_after_nonascii_sends_the_byte_0xb2():
+    with HostileServer("retry_after_nonascii", lifetime_s=30) as s:
+        raw = read_all(post(s.port, headers="Connection: close\r\n"))
+    assert raw.startswith(b"HTTP/1.1 429") and b"\r\nRetry-After: \xb2\r\n" in raw

@@ -4,6 +4,7 @@
         begin            sent_at_ns, retries (a stale keep-alive connection's second attempt)
         status_failure   3xx: ``redirect`` (its Location); 429: ``rate_limited``; other non-2xx:
                          ``http`` (a body snippet); a 429/503's Retry-After ─► retry_after_s
+                         (one that is not RFC 9110's: ignored, its reason in the error)
         stream_end       the stream step's end (ok | incomplete) and its coalesced reads
         whole_body       a non-streamed body: gzip/deflate, ``too_large``, request.apply_body
         ending           the exchange's own failure (timeout | connection | protocol |
@@ -24,7 +25,7 @@ from typing import Optional
 from loadgen.client.redirects import REDIRECTS, redirect_message
 from loadgen.client.hangup import abort
 from loadgen.client.request import SNIPPET, apply_body, fail
-from loadgen.client.retry import retry_after
+from loadgen.client.retry import retry_after_checked
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import Limits, StreamStep, body_too_large, decoder
 from loadgen.client.wire.http1 import WireResponse
@@ -51,10 +52,12 @@ def status_failure(resp: WireResponse, rec: Record) -> bool:
         return True
     if status >= 300 or status < 200:
         snippet = resp.body()[:SNIPPET].decode("utf-8", "replace")
+        ignored = None                   # a Retry-After that is not RFC 9110's: why
         if status in (429, 503):
-            rec.retry_after_s = retry_after(resp.headers.get("retry-after"))
+            rec.retry_after_s, ignored = retry_after_checked(resp.headers.get("retry-after"))
         fail(rec, "rate_limited" if status == 429 else "http",
-             f"HTTP {status}: {' '.join(snippet.split())}", t_end)
+             f"HTTP {status}: {' '.join(snippet.split())}" + (f" ({ignored})" if ignored else ""),
+             t_end)
         return True
     return False
 

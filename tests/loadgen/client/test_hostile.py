@@ -20,11 +20,12 @@ from __future__ import annotations
 import json
 import signal
 import time
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from bench.hostile import (EXPECT, EXPECT_ON, FREED_AT_ONCE, RSS_LIMIT_MB, TRANSPORTS, find_secrets, kind_of, read_records,
+from bench.hostile import (ROOT, EXPECT, EXPECT_ON, FREED_AT_ONCE, RSS_LIMIT_MB, TRANSPORTS, find_secrets, kind_of, read_records,
                            reap, run_case, start_run, verdict)
 from servers.hostile.server import HostileServer
 from servers.port_server import alive
@@ -140,3 +141,34 @@ def test_a_signal_stops_a_run_whose_streams_never_end(case, sig, transport, tmp_
     assert all(r["status"] == "cancelled" for r in recs), {kind_of(r) for r in recs}
     assert rss < RSS_LIMIT_MB
     assert not find_secrets([key, hdr], tmp_path / "out", stdout, stderr)
+
+
+def _report(run_dir) -> "subprocess.CompletedProcess":
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "loadgen", "report", str(run_dir), "--no-plots",
+                           "--json"], capture_output=True, text=True, timeout=120,
+                          cwd=str(ROOT))
+
+
+def test_a_nan_running_gauge_gives_a_summary_and_a_report(outcomes):
+    """Issue #41 item 2, end to end: load.cancel's leak check against a server whose running gauge
+    is NaN: exit 0 with summary.json (it was exit 1, no summary, and meta.json kept
+    {value: null, leaked: true}); `loadgen report` then reads the run; and a run directory
+    whose meta.json is an OLD one ({value: null, leaked: true}) reports too."""
+    o = outcomes.get(("running_nan", "wire"))
+    if o is None:
+        pytest.skip("the running_nan case was not selected")
+    assert not isinstance(o, Exception) and o.rc == 0, getattr(o, "stderr", o)
+    r = _report(o.run_dir)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    cancel = json.loads(r.stdout)["cancel"]
+    assert cancel["leaked"] is None and "NaN" in cancel["leaked_reason"]
+    meta_path = Path(o.run_dir) / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["running_after"] = {"metric": "vllm:num_requests_running", "value": None,
+                             "waited_s": 10.0, "leaked": True, "reason": "still nan running"}
+    meta_path.write_text(json.dumps(meta))
+    r = _report(o.run_dir)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert json.loads(r.stdout)["cancel"]["leaked"] is None

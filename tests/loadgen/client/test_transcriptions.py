@@ -152,3 +152,22 @@ def test_a_boundary_inside_the_clip_is_refused():
 def test_the_calibration_parser_is_bounded(body, ct, why):
     with pytest.raises(BadForm, match=why):
         parse_multipart(body, ct)
+
+
+# Issue #41 item 22: the bytes chat marks ``protocol`` are protocol here too.
+@pytest.mark.parametrize("body", [
+    b"data: hello \xff\xfe\xc3( world\n\n",                              # plain text, not UTF-8
+    b'data: {"type": "transcript.text.delta", "delta": " \xff\xfe"}\n\n',  # JSON, not UTF-8
+    ev({"type": "transcript.text.delta", "delta": " a"}) + b"data: \xc3(\n\n",
+])
+def test_a_transcription_stream_that_is_not_utf8_is_protocol(body):
+    rec = streamed(body)
+    assert rec.status == "error" and rec.error_kind == "protocol"
+
+
+def test_a_json_finish_event_after_plain_text_is_protocol_not_a_token():
+    body = (b"data: hello\n\ndata: world\n\n"
+            + ev({"type": "transcript.text.done", "text": "hello world"}))
+    rec = streamed(body)
+    assert rec.status == "error" and rec.error_kind == "protocol"
+    assert "JSON event in a plain-text stream" in rec.error

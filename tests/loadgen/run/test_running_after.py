@@ -64,3 +64,48 @@ def test_a_server_that_keeps_the_slot_is_reported():
 def test_no_metrics_is_unknown_not_a_leak(calib_server):
     out = running_after.check(calib_server.url)
     assert out["leaked"] is None and out["metric"] is None and "GET /metrics" in out["reason"]
+
+
+@pytest.mark.parametrize("value", [b"NaN", b"+Inf", b"abc", b"-1"])
+def test_a_running_gauge_that_is_not_a_count_is_no_verdict(value):
+    """Issue #41 item 2: NaN / +Inf kept the run polling and wrote {value: null, leaked: true}
+    (then a TypeError in the summary); ``abc`` raised a ValueError out of running()."""
+    class _Odd(_Leaky):
+        def do_GET(self):                               # noqa: N802 - http.server's name
+            body = (b"# TYPE vllm:num_requests_running gauge\n"
+                    b'vllm:num_requests_running{model_name="m"} ' + value + b"\n")
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        out = running_after.check(f"http://127.0.0.1:{srv.server_port}", wait_s=0.3)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert out["leaked"] is None and out["value"] is None
+    assert out["metric"] == "vllm:num_requests_running" and "unknown" in out["reason"]
+    summary = {"warnings": []}
+    hangups.fill(summary, [], {"running_after": json.loads(json.dumps(out))})
+    assert summary["cancel"]["leaked"] is None and "unknown" in summary["cancel"]["leaked_reason"]
+    line = running_after.console_line({**summary, "requests_aborted": 1})
+    assert "server running after: unknown" in line
+
+
+def test_an_old_meta_with_a_null_value_and_a_leak_prints_without_a_crash():
+    summary = {"warnings": []}
+    hangups.fill(summary, [], {"running_after": {"metric": "vllm:num_requests_running",
+                                                 "value": None, "waited_s": 10.0,
+                                                 "leaked": True, "reason": None}})
+    assert "unknown" in running_after.console_line({**summary, "requests_aborted": 0})
+
+
+def test_no_metrics_gives_the_reason_in_the_summary_and_the_console(calib_server):
+    out = running_after.check(calib_server.url)
+    summary = {"warnings": []}
+    hangups.fill(summary, [], {"running_after": out})
+    assert "GET /metrics" in summary["cancel"]["leaked_reason"]
+    assert "GET /metrics" in running_after.console_line({**summary, "requests_aborted": 1})

@@ -1,0 +1,86 @@
+"""summary.json's blocks of the per-feature figures (load.cancel, api.retry, audio, api.models),
+and the check that a summary holds no NaN / Infinity.
+
+    analysis.metrics.hangups / audio / models ─► these blocks ─► analysis.contract.summary.Summary
+    summary.json read ─► nonfinite_keys ─► [] (written by loadgen), else the edited keys
+        ─► analysis.metrics.summary.load_summary / open_run: recomputed from the records
+
+Open blocks (like Accuracy and CostBlock): the keys readers use are named and typed, the rest
+kept as computed.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import Field
+
+from analysis.contract.base import Model
+
+
+class Open(Model):
+    CLOSED = False
+
+
+class ModelFigures(Open):
+    """One model of api.models (analysis.metrics.models): a replica's figures, without a url."""
+    requests: int = 0
+    completed: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    share: Optional[float] = None
+    ttft_ms: Optional[dict[str, Optional[float]]] = None
+    tpot_ms: Optional[dict[str, Optional[float]]] = None
+    itl_ms_p99: Optional[float] = None
+    e2el_ms_p50: Optional[float] = None
+    request_throughput: Optional[float] = None
+    output_throughput: Optional[float] = None
+    goodput: Optional[float] = None
+
+
+class Cancel(Open):
+    """load.cancel (analysis.metrics.hangups.cancel_block): the requests the client hung up on."""
+    requests_aborted: int = 0
+    with_first_token: int = 0
+    ttft_ms: Optional[dict[str, Any]] = Field(None, description="stats of their TTFT (ms)")
+    ttft_rule: Optional[str] = None
+    output_tokens_received: Optional[int] = None
+    server_running_after: Optional[dict[str, Any]] = Field(
+        None, description="meta.json's running_after: the server's running gauge after the run")
+    leaked: Optional[bool] = None
+
+
+class Retries(Open):
+    """api.retry (analysis.metrics.hangups.retries_block): requests sent more than once."""
+    requests: int = 0
+    attempts: int = 0
+    wait_s: Optional[float] = None
+
+
+class Audio(Open):
+    """api.endpoint transcriptions (analysis.metrics.audio): RTFx, audio seconds sent."""
+    rtfx: Optional[float] = None
+    rtfx_reason: Optional[str] = None
+    rtfx_per_request: Optional[dict[str, Any]] = None
+    audio_s_total: Optional[float] = None
+    audio_s_per_request: Optional[float] = None
+    requests: int = 0
+    requests_sent: int = 0
+    seconds: Optional[Any] = Field(None, description="workload.audio as given (meta.json)")
+    sample_rate: Optional[Any] = None
+    format: Optional[Any] = None
+    pool: Optional[Any] = None
+    rule: Optional[str] = None
+
+
+def nonfinite_keys(data: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of the NaN / ±Infinity numbers in ``data`` (a summary dict or Summary): never
+    written by loadgen (store_summary writes them as null), so a file holding one was edited."""
+    if isinstance(data, Model):
+        data = data.as_dict()
+    if isinstance(data, float):
+        return [] if data - data == 0 else [prefix or "(top)"]
+    if isinstance(data, dict):
+        return [x for k, v in data.items() for x in nonfinite_keys(v, f"{prefix}{k}.")]
+    if isinstance(data, (list, tuple)):
+        return [x for i, v in enumerate(data) for x in nonfinite_keys(v, f"{prefix}{i}.")]
+    return []
