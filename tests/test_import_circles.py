@@ -4,7 +4,9 @@ Every ``.py`` file is parsed with ``ast``; every import statement at any depth (
 inside functions, inside ``if TYPE_CHECKING:``) is an edge from that module to the module it names:
 ``import a.b`` → ``a.b``; ``from a.b import c`` → ``a.b.c`` when that is a module, else ``a.b``;
 relative imports are resolved against the importing module's package. A package's ``__init__``
-is the module ``a.b``. Edges leaving the four roots are ignored. Any strongly connected set of two
+is the module ``a.b``; the parent packages an import runs on the way (``a`` for ``a.b``) are not
+edges (a package whose ``__init__`` imports its own modules is no circle). Edges leaving the four
+roots are ignored. Any strongly connected set of two
 or more modules (or a module importing itself) is a circle and fails the test with its members.
 """
 from __future__ import annotations
