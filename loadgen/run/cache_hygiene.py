@@ -8,6 +8,13 @@ server, so from the second point on a prefix cache can answer from what earlier 
 
 ``prompts_seen_before`` = min(requests this point sent, the most any earlier point sent): the
 points share the workload (same seed), so their streams start with the same prompts.
+
+The warning is only given where a prefix cache can have helped (``cache_seen``, from the point's
+own summary.json "prefix_cache" block): a hit reported by an answer (cached_tokens > 0) or by the
+server's counters ─► warn; answers or counters that report the cache and show no hit in this
+point, or a server whose scraped /metrics has no prefix-cache counters and whose answers carry no
+cached_tokens ─► no prefix cache seen, no warning (said in ``cache_seen_reason``); nothing known
+(no scrape, no usage details) ─► warn, as it may have.
 """
 from __future__ import annotations
 
@@ -49,11 +56,31 @@ def sent_count(run_dir: Path) -> int:
     return n
 
 
-def hygiene(sent_now: int, sent_before: int, reset: Optional[dict]) -> dict:
+def cache_seen(summary: Optional[dict]) -> tuple[Optional[bool], str]:
+    """Could a prefix cache have lowered this point's TTFT? (True, False or None: unknown), why."""
+    pc = (summary or {}).get("prefix_cache") or {}
+    rate = pc.get("server_hit_rate")
+    hits, misses = pc.get("requests_hit") or 0, pc.get("requests_miss") or 0
+    if hits or (isinstance(rate, (int, float)) and rate > 0):
+        return True, (f"{hits} answers reported cached prompt tokens" if hits else
+                      f"the server's counters show a prefix-cache hit rate of {rate:.1%}")
+    if misses or rate == 0:
+        return False, "the server reports its prefix cache and shows no hit in this point"
+    why = (pc.get("reasons") or {}).get("server_hit_rate") or ""
+    if "no prefix-cache counters" in why:
+        return False, ("no prefix cache seen: the server's /metrics has no prefix-cache counters "
+                       "and its answers carry no cached_tokens")
+    return None, "unknown: neither the answers nor the server's /metrics say"
+
+
+def hygiene(sent_now: int, sent_before: int, reset: Optional[dict],
+            summary: Optional[dict] = None) -> dict:
     seen = min(sent_now, sent_before)
+    cache, why = cache_seen(summary)
     out = {"prompts_seen_before": seen, "reset": reset, "warning": None,
+           "cache_seen": cache, "cache_seen_reason": why,
            "rule": "points share the seeded prompt stream: min(sent now, most sent earlier)"}
-    if seen and not (reset and reset.get("ok")):
+    if seen and cache is not False and not (reset and reset.get("ok")):
         out["warning"] = (f"{seen} prompts of this point were sent to the same server earlier in "
                           "this sweep: prefix-cache hits can lower TTFT (set "
                           "sweep.reset_prefix_cache: true for a server that exposes "

@@ -153,7 +153,7 @@ class Sweep:
             if self.spec.reset_prefix_cache and self.max_sent:
                 reset = reset_prefix_cache(self._base_url())
             summary = self.run_fn(point_sc)
-            summary = self._hygiene(d, reset) or summary
+            summary = self._hygiene(d, reset, summary) or summary
         row, bad = finite({"value": value, "run_dir": name, "reused": reused,
                            **point_figures(summary)})
         if bad:     # a NaN / Infinity in the summary: null here, and said so
@@ -168,10 +168,10 @@ class Sweep:
     def _base_url(self) -> str:
         return self.managed.base_url if self.managed is not None else (self.sc.target.primary_url or "")
 
-    def _hygiene(self, d: Path, reset: Optional[dict]) -> Optional[dict]:
+    def _hygiene(self, d: Path, reset: Optional[dict], summary: Optional[dict]) -> Optional[dict]:
         """Record what earlier points left in a prefix cache; re-summarise when it warns."""
         now = sent_count(d)
-        h = hygiene(now, self.max_sent, reset)
+        h = hygiene(now, self.max_sent, reset, summary)
         self.max_sent = max(self.max_sent, now)
         if not (h["prompts_seen_before"] or reset):
             return None
