@@ -25,7 +25,8 @@ from typing import Optional
 from loadgen import __version__
 from loadgen.scenario.model import ScenarioError
 
-COMMANDS = ("run", "validate", "sweep", "report", "compare", "serve", "kernel", "calibrate")
+COMMANDS = ("run", "validate", "sweep", "report", "compare", "serve", "kernel", "calibrate",
+            "predict")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -57,10 +57,14 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
                         for e in (fr.get("excluded") or [])[:3])
         return None, "frontier not drawn: no point has both interactivity and throughput" + (
             f" ({why})" if why else "")
+    from analysis.report import plots_forecast      # sweep --predict: the forecast beside
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     xs_all = [p["x"] for _, _, pts in drawn for p in pts]
+    ys_all = [p["y"] for _, _, pts in drawn for p in pts]
+    for _, fr, _ in drawn:
+        xs_all, ys_all = (xs_all + plots_forecast.extent(fr)[0], ys_all + plots_forecast.extent(fr)[1])
     ax.set_xlim(0, max(xs_all + [slo_interactivity_min(slo) or 0]) * 1.12)  # from 0: ratios read
-    ax.set_ylim(0, max(p["y"] for _, _, pts in drawn for p in pts) * 1.15 or 1)      # true
+    ax.set_ylim(0, max(ys_all) * 1.15 or 1)                                  # true
     placed: list = []                       # label anchors on screen: nearby ones stack upward
     for i, (name, fr, pts) in enumerate(drawn):
         c = COLORS[i % len(COLORS)]
@@ -78,6 +82,7 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
             ax.annotate(point_label(p.get("param"), p.get("value")), (p["x"], p["y"]),
                         fontsize=8, textcoords="offset points", xytext=(4, 4 + 10 * up),
                         color=c)
+        forecast = plots_forecast.draw(ax, fr, c) or False
     bound = slo_interactivity_min(slo)
     if bound is not None:
         ax.axvspan(0, bound, color="#c0392b", alpha=0.12,
@@ -86,7 +91,7 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
     y_key = drawn[0][1].get("y", "output_throughput_per_accelerator")
     ax.set_xlabel("interactivity: tokens/s per user (p50 of 1000 / TPOT)")
     ax.set_ylabel(Y_LABELS.get(y_key, y_key))
-    ax.set_title(f"{title} [measured]")
+    ax.set_title(f"{title} [measured" + ("; dashed: forecast]" if drawn and forecast else "]"))
     ax.grid(alpha=0.3)
     ax.plot([], [], "o", markerfacecolor="white", markeredgecolor="grey", label="verdict INVALID")
     ax.legend(fontsize=8, loc="best")

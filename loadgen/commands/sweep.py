@@ -43,6 +43,11 @@ def register(subparsers) -> None:
                    help="run the whole sweep N times; repeat.json gives, per point, the mean and "
                         "a 95%% confidence interval of every headline figure")
     add_live_flags(p, "the points run (one exporter for the sweep)")
+    from loadgen.commands.predict import add_predict_flags
+    p.add_argument("--predict", action="store_true",
+                   help="forecast every point first (docs/predict.md): summary.json 'forecast' "
+                        "and frontier.json/png show it beside the measured figures")
+    add_predict_flags(p, prefix="predict-")
     p.set_defaults(func=main)
 
 
@@ -104,7 +109,11 @@ def _main(sc, args: argparse.Namespace, exporter) -> int:
     from loadgen.run.sweep import run_sweep
     if args.repeat > 1:
         return _repeat(sc, args, exporter)
-    d, result = run_sweep(sc, live=not args.json, exporter=exporter)
+    predictor = None
+    if args.predict or args.calibrate:  # --predict: forecasts (loadgen.run.predict)
+        from loadgen.run.predict import Predictor
+        predictor = Predictor(sc, args.device, args.calibrate, model_config=args.model_config)
+    d, result = run_sweep(sc, live=not args.json, exporter=exporter, predictor=predictor)
     if args.json:
         print(json.dumps({"sweep_dir": str(d), **result,
                           "report_command": f"loadgen report {d}"}, default=str))

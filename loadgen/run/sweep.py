@@ -90,7 +90,7 @@ class Sweep:
     """Runs the points of ``sc.sweep``; ``run_fn`` executes one point (the runner by default)."""
 
     def __init__(self, sc: Scenario, run_fn: Optional[RunFn] = None, live: bool = False,
-                 exporter=None):
+                 exporter=None, predictor=None):
         if sc.sweep is None:
             raise ScenarioError("sweep: the scenario has no sweep block "
                                 "(add sweep.values or sweep.search)")
@@ -109,6 +109,7 @@ class Sweep:
         self.plan: Optional[dict] = None    # sweep.json "plan", written before the first point
         self.complete = False               # true once every planned point (or probe) has run
         self.report: Optional[str] = None   # SWEEP_DIR/report.html once written
+        self.predictor = predictor          # --predict: loadgen.run.predict.Predictor, or None
 
     # -- bookkeeping ---------------------------------------------------------------------
     def _check_dir(self) -> None:
@@ -131,6 +132,9 @@ class Sweep:
                "rule": "a point passes when its verdict is VALID"}
         atomic_write_text(self.dir / "sweep.json", dumps(out))       # finite numbers only
         fr = {**frontier(self.points, self.spec.param), "slo": self.slo}
+        from analysis.predict.overlay import overlay    # --predict: forecast beside measured
+        if (fc := overlay(self.points)) is not None:
+            fr["forecast"] = fc
         atomic_write_text(self.dir / "frontier.json", dumps(fr))
         return out
 
@@ -216,6 +220,9 @@ class Sweep:
         if self.managed is not None:    # stopped: the points' roofline spec, calibrated once
             for d in refreeze_after_shared_server([self.dir / p["run_dir"] for p in self.points]):
                 summarize_dir(d, read_meta(d).as_dict(), self.sc.output.report)
+        if self.predictor is not None:  # --predict: summary.json "forecast" (docs/predict.md)
+            from loadgen.run.predict import attach_forecasts
+            attach_forecasts(self.dir, self.points, self.predictor)
         self.complete = True
         out = self._save()
         if self.sc.output.report == "full":
@@ -338,6 +345,6 @@ def _run_point(sc: Scenario, live: bool = False, server=None, label: Optional[st
 
 
 def run_sweep(sc: Scenario, run_fn: Optional[RunFn] = None, live: bool = False,
-              exporter=None) -> tuple[Path, dict]:
-    sw = Sweep(sc, run_fn, live, exporter)
+              exporter=None, predictor=None) -> tuple[Path, dict]:
+    sw = Sweep(sc, run_fn, live, exporter, predictor)
     return sw.dir, sw.run()

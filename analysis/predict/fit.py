@@ -1,0 +1,91 @@
+"""The per-step overheads of a server, fitted to what its calibration probes measured.
+
+    probes: [{"point": LoadPoint, "pairs": [(prompt, output)], "measured": {ttft_ms_p50,
+              tpot_ms_p50, ...}}]  (2–3 short runs of this server; loadgen/commands/predict.py)
+    + StepModel (the roofline floor of this model on this device)
+        ─► fit_overheads() ─► {"overheads": {step_ms, per_seq_ms, prefill_ms, prefill_req_ms},
+                               "residuals": [...],
+                               "rms_rel_error", "iterations", "observations"}
+
+Unknowns θ = (step_ms, per_seq_ms, prefill_ms, prefill_req_ms, turnaround_ms), all ≥ 0
+(step_model.py). Observations: each probe's TPOT p50, TTFT p50 and output throughput (the
+client's turnaround shows only in the last), as relative errors (simulated / measured − 1), so a 5 ms TPOT and a 200 ms TTFT weigh
+alike. The forecast is the simulation (simulate.py), not a closed form, so the fit is
+Gauss–Newton: the Jacobian of the simulated figures in θ by finite differences, each update a
+non-negative least-squares solve (scipy.optimize.nnls), at most ``iterations`` rounds. In a closed
+loop with fixed lengths the simulated TPOT, TTFT and 1 / throughput are linear in θ (the batch in
+every step does not depend on the timings), so a few rounds recover overheads that generated the
+data exactly.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from scipy.optimize import nnls
+
+from analysis.predict.simulate import simulate
+from analysis.predict.step_model import NAMES, Overheads, StepModel
+
+KEYS = ("tpot_ms_p50", "ttft_ms_p50", "output_throughput")
+STEP_MS = 0.1           # finite-difference step of each overhead, ms
+START_MS = 1.0          # where the Gauss-Newton rounds start, ms
+
+
+def _observed(probes: list[dict]) -> list[tuple[int, str, float]]:
+    out = []
+    for i, pr in enumerate(probes):
+        for k in KEYS:
+            v = (pr.get("measured") or {}).get(k)
+            if isinstance(v, (int, float)) and v > 0:
+                out.append((i, k, float(v)))
+    return out
+
+
+def _simulated(model: StepModel, probes: list[dict], theta) -> list[dict]:
+    m = model.with_overheads(Overheads.from_vector(theta))
+    return [simulate(m, pr["pairs"], pr["point"], seed=pr.get("seed", 0)) for pr in probes]
+
+
+def _vector(sims: list[dict], obs) -> np.ndarray:
+    return np.array([(sims[i].get(k) or 0.0) / v - 1.0 for i, k, v in obs])
+
+
+def fit_overheads(model: StepModel, probes: list[dict], iterations: int = 8,
+                  fixed: Optional[dict] = None) -> dict:
+    """Fit θ ≥ 0 to the probes' figures; ``fixed`` pins some overheads (name → ms)."""
+    obs = _observed(probes)
+    if not obs:
+        raise ValueError("fit: no probe measured a TPOT or TTFT p50")
+    fixed = dict(fixed or {})
+    free = [j for j, name in enumerate(NAMES) if name not in fixed]
+    # start at 1 ms each, not 0: with no roofs a zero step takes no time and the simulation is
+    # degenerate there (every figure 0)
+    theta = np.array([float(fixed.get(name, START_MS)) for name in NAMES])
+    rounds = 0
+    for rounds in range(1, iterations + 1):
+        r0 = _vector(_simulated(model, probes, theta), obs)
+        jac = np.zeros((len(obs), len(free)))
+        for c, j in enumerate(free):
+            th = theta.copy()
+            th[j] += STEP_MS
+            jac[:, c] = (_vector(_simulated(model, probes, th), obs) - r0) / STEP_MS
+        # minimise |r0 + J (x − θ_free)| over x ≥ 0  ⇔  nnls(J, J θ_free − r0)
+        x, _ = nnls(jac, jac @ theta[free] - r0) if free else (np.array([]), 0.0)
+        step = np.abs(x - theta[free]).max() if free else 0.0
+        theta[free] = x
+        if step < 1e-6:
+            break
+    sims = _simulated(model, probes, theta)
+    res = []
+    for i, k, v in obs:
+        s = sims[i].get(k)
+        res.append({"probe": i, "figure": k, "measured": v, "fitted": s,
+                    "rel_error": (s / v - 1.0) if s is not None else None})
+    rel = [r["rel_error"] for r in res if r["rel_error"] is not None]
+    return {"overheads": Overheads.from_vector(theta).as_dict(), "residuals": res,
+            "rms_rel_error": float(np.sqrt(np.mean(np.square(rel)))) if rel else None,
+            "iterations": rounds, "observations": len(obs), "fixed": fixed,
+            "method": "Gauss-Newton on the simulated TPOT p50, TTFT p50 and output throughput "
+                      "(relative errors), "
+                      "non-negative least squares per round"}
