@@ -18,7 +18,8 @@ What is here:
                           against llama.cpp
     many_hosts            the Locust engine across K simulated hosts (bench/hosts/: network + time + UTS
                           namespaces): clock offset vs truth, TTFT vs a capture on each worker's veth
-    many_streams          slow streams held at once from one client namespace (toward 100,000)
+    many_streams          slow streams held at once from one client namespace (toward 100,000);
+                          held_streams the same with --procs on one host (record_counts.py: their tally)
     nvml_power_check      the NVML energy path on a GPU host; gpu_check.sh runs the GPU checks in one go
     make_traces           writes scenarios/traces/ (seeded)
     locust_streaming.py   a locustfile (`locust -f bench/locust_streaming.py`), never imported

@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.record_counts import count, print_counts
 from servers.calib import CalibrationServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,17 +58,11 @@ def main() -> int:
         for d in (out / "runs").iterdir():
             with open(d / "records.jsonl") as f:
                 for line in f:
-                    r = json.loads(line)
-                    counts[f"{r['phase']}/{r['status']}"] += 1
-                    if r["status"] != "ok":
-                        errors[f"{r.get('error_kind')}: {(r.get('error') or '')[:80]}"] += 1
+                    count(json.loads(line), counts, errors)
     print(f"{a.streams:,} streams held at once, --procs {a.procs}, {a.tokens} tokens at 1/s: "
           f"exit {p.returncode}, {wall:.0f} s (RLIMIT_NOFILE "
           f"{resource.getrlimit(resource.RLIMIT_NOFILE)})")
-    for k, v in sorted(counts.items()):
-        print(f"  {k:24s} {v:>8,}")
-    for k, v in errors.most_common(10):
-        print(f"  {v:>8,}  {k}")
+    print_counts(counts, errors, 10)
     if p.returncode != 0:
         print(p.stderr[-2000:])
     print(json.dumps({"bench": "held_streams", "streams": a.streams, "procs": a.procs,

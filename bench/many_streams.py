@@ -38,6 +38,7 @@ from typing import Optional
 from bench.hosts import netns
 from bench.hosts.cluster import ROOT, child_env
 from bench.hosts.netns import MASTER_IP, Hosts
+from bench.record_counts import count, print_counts
 from bench.wire import compare, http, pcap
 from bench.wire.capture import Capture
 from bench.wire.scenario import write_prompts
@@ -207,9 +208,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         for f in (out / "runs").glob("*/records.jsonl"):
             for line in open(f):
                 r = json.loads(line)
-                counts[f"{r['phase']}/{r['status']}"] += 1
-                if r["status"] != "ok":
-                    errors[f"{r.get('error_kind')}: {(r.get('error') or '')[:80]}"] += 1
+                count(r, counts, errors)
                 if (r.get("target_url") or urls[0]).rstrip("/") == urls[0]:
                     recs.append(r)
         err_tail = (out / "client.err").read_text()[-1500:]
@@ -260,10 +259,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"  TTFT error vs capture on a sample of {e['n']} streams: mean "
           f"{e['mean'] if e['mean'] is None else round(e['mean'], 3)} ms, p99 "
           f"{e['p99'] if e['p99'] is None else round(e['p99'], 3)} ms (client − wire)")
-    for k, v in sorted(counts.items()):
-        print(f"  {k:24s} {v:>8,}")
-    for k, v in errors.most_common(8):
-        print(f"  {v:>8,}  {k}")
+    print_counts(counts, errors, 8)
     print(json.dumps({"bench": "many_streams", "evidence": "measured",
                       "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                       "streams_asked": n, "streams_held_peak": held, "procs": a.procs,

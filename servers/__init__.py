@@ -5,4 +5,5 @@ loadgen or analysis (tests/test_layering.py).
     servers/vllm/   vLLM's `vllm serve` command line and its self-description (launch helpers)
     servers/calib/  a calibration server whose TTFT/ITL and faults are set by flags or per request,
                     logging each write on the client's clock (`loadgen serve calib`, docs/calib.md)
+    routes.py       the OpenAI paths both HTTP servers answer, registered once
 """

@@ -47,13 +47,13 @@ from typing import Optional
 import numpy as np
 
 from analysis.contract import timing
+from analysis.metrics import client_load
 from analysis.metrics import figures as m
 from analysis.metrics import late_sends
-from analysis.metrics import slo as slo_mod
 from analysis.contract.records import Records, as_records
 
-CPU_FRACTION = slo_mod.CPU_SATURATION      # share of one core over the run
-LOOP_LAG_MS = slo_mod.LOOP_LAG_MS          # p99 event-loop lag, user-space stamps only
+CPU_FRACTION = client_load.CPU_SATURATION  # share of one core over the run
+LOOP_LAG_MS = client_load.LOOP_LAG_MS      # p99 event-loop lag, user-space stamps only
 COALESCED_SHARE = 0.05                     # reads with > 1 token chunk / reads with any
 SCHEDULE_LAG_MS = 10.0                     # default when the SLO gives no max_schedule_lag_ms
 USER_STAMPS = ("user", "mixed")
@@ -90,7 +90,7 @@ def figures(records: Records, meta: dict) -> dict:
     """The figures the rules read; None where the run did not record one."""
     offline = meta.get("mode") == "offline"
     return {"schedule_lag_ms_p99": None if offline else _lag_p99(records),
-            "cpu_fraction": slo_mod.client_cpu(meta),
+            "cpu_fraction": client_load.client_cpu(meta),
             "coalesced_reads_share": coalesced_share(records)[1],
             "loop_lag_ms_p99": (meta.get("client_load") or {}).get("loop_lag_ms_p99"),
             "user_space_stamps": user_space_stamps(meta)}
@@ -170,7 +170,7 @@ def lag_cause(meta: dict, records=None, limit_ms: Optional[float] = None) -> str
                                    else limit_ms)
         if c is not None and c["explains"]:
             return late_sends.cap_text(c)
-    cpu, h = slo_mod.client_cpu(meta), host(meta)
+    cpu, h = client_load.client_cpu(meta), host(meta)
     if cpu is not None and cpu >= CPU_FRACTION:
         return f"the client was saturated (its CPU {cpu:.0%} of a core)"
     mine = f"the client used {cpu:.1%} of a core" if cpu is not None else \

@@ -22,13 +22,10 @@ from typing import Optional
 from analysis.contract import timing
 from analysis.metrics import figures as m
 from analysis.contract.records import Records
+from analysis.metrics.client_load import CPU_SATURATION, LOOP_LAG_MS, client_cpu  # noqa: F401
+from analysis.metrics.saturation import lag_cause
 
 MLPERF_CONF = "mlcommons/inference loadgen/mlperf.conf"
-# Client CPU (fraction of one core over the run) at or above this counts as saturated.
-CPU_SATURATION = 0.9
-# p99 event-loop lag of the client (meta.client_load.loop_lag_ms_p99) above this: saturated where
-# stamps are user-space (analysis.metrics.saturation; kernel receive stamps do not move with it).
-LOOP_LAG_MS = 5.0
 
 
 @dataclass(frozen=True)
@@ -119,15 +116,6 @@ def resolve_slo_lenient(slo: Optional[dict]) -> tuple[dict, Optional[str]]:
 def preset_table() -> list[dict]:
     """The presets as rows (for docs and reports)."""
     return [{"name": k, **asdict(v)} for k, v in PRESETS.items()]
-
-
-def client_cpu(meta: dict) -> Optional[float]:
-    """The client's CPU share of one core (``meta.client_cpu``: a number, or a dict with
-    ``fraction`` / ``mean``), or None when it was not recorded."""
-    cpu = meta.get("client_cpu")
-    if isinstance(cpu, dict):
-        cpu = cpu.get("fraction", cpu.get("mean"))
-    return float(cpu) if isinstance(cpu, (int, float)) else None
 
 
 def streamed(meta: dict) -> bool:
@@ -274,7 +262,6 @@ def verdict(records: Records, meta: dict) -> dict:
         tab, meas, _, _ = m.selections(records)
         lag = m.percentile(timing.per_record(tab)["schedule_lag_ms"][meas], 99)
         lim = float(slo["max_schedule_lag_ms"])
-        from analysis.metrics.saturation import lag_cause   # (it imports this module)
         _check(checks, reasons, "p99_schedule_lag_ms", lag is not None and lag <= lim, lag, lim,
                f"p99 schedule lag {_fmt(lag)} ms > {lim} ms: requests were sent later than "
                f"scheduled, so the offered load was not the scheduled one; "

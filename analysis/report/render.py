@@ -3,6 +3,7 @@
     [("title", text) | ("h", text) | ("p", text) | ("warn", text) | ("table", headers, rows)
      | ("img", base64_png, caption) | ("raw", markdown, html)]  ─► render_md / render_html
 
+The cells and tables the section modules share: pair, fmt, num, missing, group_blocks.
 Shared by the run report (report.py), the sweep report (report_sweep.py) and compare.py. No
 external resource is referenced: the HTML opens offline, from a file or a mail attachment.
 """
@@ -30,6 +31,20 @@ def pair(d: dict, key: str) -> str:
     """``d[key]``'s p50 / p99 for a table cell ("n/a" for a missing one)."""
     v = d.get(key) or {}
     return f"{fmt(v.get('p50'))} / {fmt(v.get('p99'))}"
+
+
+def group_blocks(title: str, text: str, key: str, groups: list[tuple[str, dict]],
+                 sched: bool) -> list[Block]:
+    """One table of per-group figures (analysis.metrics.replicas' shape): replicas
+    (workloads.py), models (served.py)."""
+    rows = [[name, str(u["requests"]), fmt(100 * u["share"]) + " %" if u.get("share") is not None
+             else "n/a", str(u["failed"]), pair(u, "ttft_ms"), pair(u, "tpot_ms"),
+             fmt(u.get("itl_ms_p99")), fmt(u.get("request_throughput")),
+             fmt(u.get("output_throughput")), fmt(u.get("goodput"))] for name, u in groups]
+    return [("h", title), ("p", text),
+            ("table", [key, "requests", "share", "failed",
+                       f"TTFT{' sched.' if sched else ''} p50 / p99 ms", "TPOT p50 / p99 ms",
+                       "ITL p99 ms", "req/s", "output tok/s", "goodput req/s"], rows)]
 
 
 def fmt(x: Any, digits: int = 2) -> str:

@@ -18,14 +18,13 @@ from typing import Optional
 
 from analysis.contract.base import ContractError
 from analysis.contract.meta import RunMeta
-from analysis.report.render import Block, fmt, missing
+from analysis.report.render import Block, fmt, group_blocks, missing
 
 
 def model_blocks(s: dict) -> list[Block]:
     ms = s.get("models")
     if not ms:
         return []
-    from analysis.report.workloads import group_blocks
     return group_blocks("Models (api.models)",
                         "Each model's (or LoRA adapter's) measured requests, as "
                         "api.model_assignment dealt them; rates over the run's window (so they "

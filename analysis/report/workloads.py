@@ -11,7 +11,7 @@ Nothing when the run had none of them.
 """
 from __future__ import annotations
 
-from analysis.report.render import Block, fmt, pair
+from analysis.report.render import Block, fmt, group_blocks, pair
 from analysis.report.served import served_blocks
 from analysis.report.structured import structured_blocks
 
@@ -60,19 +60,6 @@ def reasoning_blocks(s: dict) -> list[Block]:
               ["answer tokens", str(r["answer_tokens"])],
               ["requests with reasoning", str(r["requests_with_reasoning"])]]),
             ("p", r["rule"])]
-
-
-def group_blocks(title: str, text: str, key: str, groups: list[tuple[str, dict]],
-                 sched: bool) -> list[Block]:
-    """One table of per-group figures (analysis.metrics.replicas' shape): replicas, models."""
-    rows = [[name, str(u["requests"]), fmt(100 * u["share"]) + " %" if u.get("share") is not None
-             else "n/a", str(u["failed"]), pair(u, "ttft_ms"), pair(u, "tpot_ms"),
-             fmt(u.get("itl_ms_p99")), fmt(u.get("request_throughput")),
-             fmt(u.get("output_throughput")), fmt(u.get("goodput"))] for name, u in groups]
-    return [("h", title), ("p", text),
-            ("table", [key, "requests", "share", "failed",
-                       f"TTFT{' sched.' if sched else ''} p50 / p99 ms", "TPOT p50 / p99 ms",
-                       "ITL p99 ms", "req/s", "output tok/s", "goodput req/s"], rows)]
 
 
 def replica_blocks(s: dict) -> list[Block]:

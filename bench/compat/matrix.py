@@ -31,17 +31,16 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Optional
 
-import yaml
-
 from bench.compat import models, record, servers
 from bench.compat.features import FEATURE_RUNS, feature_check, feature_scenario
 from bench.compat.paths import REPO, cache_dir
+from bench.compat.run_cli import run_loadgen
+from bench.compat.served import compat_section      # speculative decoding, LoRA (their own starts)
 
 HERE = Path(__file__).resolve().parent
 MAX_TOKENS, PROMPT_TOKENS = 32, 64
@@ -57,7 +56,7 @@ RUNS: dict[str, tuple] = {
                                                          "num_requests": 24}),
 }
 QUICK = ("completions-stream-c1", "chat-stream-c8")
-RUN_TIMEOUT_S = 900
+
 
 def scenario(name: str, url: str, endpoint: str, stream: bool, load: dict, out: Path) -> dict:
     return {
@@ -70,25 +69,6 @@ def scenario(name: str, url: str, endpoint: str, stream: bool, load: dict, out: 
         "load": {"warmup_requests": 2, **load},
         "output": {"dir": str(out), "report": "none"},
     }
-
-
-def run_loadgen(sc: dict, tmp: Path) -> dict:
-    """Write ``sc`` and run the real CLI on it; {rc, wall_s, stdout_tail, stderr_tail, run_dir}."""
-    path = tmp / f"{sc['name']}.yaml"
-    path.write_text(yaml.safe_dump(sc, sort_keys=False))
-    out = Path(sc["output"]["dir"])
-    before = set(out.glob("*")) if out.exists() else set()
-    t0 = time.monotonic()
-    try:
-        p = subprocess.run([sys.executable, "-m", "loadgen", "run", str(path), "--json"], cwd=REPO,
-                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-        rc, so, se = p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, so, se = "timeout", (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else \
-            (e.stdout or ""), str(e)
-    new = sorted(set(out.glob("*")) - before) if out.exists() else []
-    return {"rc": rc, "wall_s": round(time.monotonic() - t0, 1), "stdout_tail": so[-1500:],
-            "stderr_tail": se[-1500:], "run_dir": str(new[-1]) if new else None}
 
 
 def _jsonl(p: Path) -> list[dict]:
@@ -339,7 +319,6 @@ def write_md(results: list[dict], cmd: str, path: Path) -> None:
           "`json_valid`; responses: output tokens = max_tokens. Raw results: docs/compatibility.json.", ""]
     whys = [(r["server"], silent_special_tokens(r["server"])) for r in results]
     L += ["Token-count mismatches explained, per server:", ""] + [f"- {n}: {w}" for n, w in whys if w] + [""]
-    from bench.compat.served import compat_section      # speculative decoding, LoRA (their own starts)
     L += compat_section()
     old = path.read_text() if path.exists() else ""
     if KEEP in old:                    # hand-written sections below the marker survive a rerun

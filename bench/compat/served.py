@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from bench.compat import servers
-from bench.compat.matrix import run_loadgen
 from bench.compat.paths import REPO, cache_dir
+from bench.compat.run_cli import run_loadgen
 
 N = 12
 

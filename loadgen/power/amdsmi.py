@@ -2,7 +2,8 @@
 
 Per GPU in ``power.gpu_indices``: the energy accumulator (``amdsmi_get_energy_count``: accumulator
 x counter_resolution uJ) read every sample, and socket power (``amdsmi_get_power_info``) as the
-timeline. At open the counter is validated against integrated power over a short probe: counters
+timeline. At open the counter is validated against integrated power over a short window
+(``VALIDATE_S``; meta.json keeps its figures as ``probe_counter_w`` / ``probe_samples_w``): counters
 that stand still or disagree by more than ``TOLERANCE`` (reported for some parts, e.g. ROCm/amdsmi
 issue 22) are dropped in favour of integrated power samples, with a warning.
 """
@@ -12,7 +13,7 @@ import time
 
 from loadgen.power.base import PowerSource, Reading, SourceUnavailable
 
-PROBE_S = 1.0
+VALIDATE_S = 1.0
 TOLERANCE = 0.25
 
 
@@ -67,15 +68,15 @@ class AmdSmiSource(PowerSource):
         return None
 
     def _validate(self) -> None:
-        """Counter-derived mean power vs. mean sampled power over PROBE_S."""
+        """Counter-derived mean power vs. mean sampled power over VALIDATE_S."""
         for g in self._gpus:
             dev, h, _ = g
             try:
                 e0, t0 = self._energy_j(h), time.perf_counter()
                 ws = []
-                while time.perf_counter() - t0 < PROBE_S:
+                while time.perf_counter() - t0 < VALIDATE_S:
                     ws.append(self._power_w(h))
-                    time.sleep(PROBE_S / 10)
+                    time.sleep(VALIDATE_S / 10)
                 e1, t1 = self._energy_j(h), time.perf_counter()
             except Exception as e:
                 raise SourceUnavailable(f"{dev}: reading energy/power failed: {e}") from None

@@ -35,7 +35,7 @@ from typing import Callable, Optional, TextIO, Union
 
 import aiohttp
 
-from loadgen.targets.probe import (REFUSED, ProbeError, body_message, fetch_models, one_line,
+from loadgen.targets.reach import (REFUSED, ProbeError, body_message, fetch_models, one_line,
                                   request_headers)
 
 MANAGED_READY_TIMEOUT_S = 600.0     # a managed server may still compile after /health (sweeps)
@@ -167,7 +167,7 @@ async def wait_ready(base_url: str, api_key: Optional[str], headers: Optional[di
                      connect_timeout_s: float, timeout_s: float, health_path: str = "/health",
                      out: Optional[TextIO] = None) -> tuple[dict, ReadyWait]:
     """Wait until GET /v1/models is not 503 and GET ``health_path`` (where the server has one)
-    is 200; see the module doc. Returns the last /v1/models answer (``probe.fetch_models``'s
+    is 200; see the module doc. Returns the last /v1/models answer (``reach.fetch_models``'s
     dict) and the ReadyWait, for the probe request to go on with."""
     base = base_url.rstrip("/")
     wait = ReadyWait(base, timeout_s, out)

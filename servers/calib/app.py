@@ -20,6 +20,7 @@ from aiohttp import web
 from servers.calib.audio import Transcriber
 from servers.calib.chunks import MODEL
 from servers.calib.handler import DEFAULTS, Calibration
+from servers.routes import add_openai_routes
 
 CALIBRATION = web.AppKey("calibration", Calibration)   # app[CALIBRATION]: the server's state
 
@@ -61,14 +62,11 @@ def make_app(defaults: Optional[dict] = None, log: bool = True,
         return web.json_response(resets)
 
     app = web.Application(client_max_size=64 * 2**20)
-    app.router.add_post("/v1/completions", cal.generate)
-    app.router.add_post("/v1/chat/completions", cal.generate)
+    add_openai_routes(app, completions=cal.generate, chat=cal.generate, models=models, health=health,
+                      reset_prefix_cache=reset)
     app.router.add_post("/v1/audio/transcriptions", Transcriber(cal).transcribe)
-    app.router.add_get("/v1/models", models)
-    app.router.add_get("/health", health)
     app.router.add_get("/calib/log", get_log)
     app.router.add_get("/calib/clock", get_clock)
-    app.router.add_post("/reset_prefix_cache", reset)
     app.router.add_get("/calib/resets", get_resets)
     app.router.add_post("/calib/reset", forget)
     app[CALIBRATION] = cal

@@ -40,6 +40,7 @@ from servers.jax.metrics import ServerMetrics
 from servers.jax.requests import QueueFull, RequestTooLong
 from servers.jax.protocol import ApiError, Plan, build_plan
 from servers.jax import responses as responses_api
+from servers.routes import add_openai_routes
 
 log = logging.getLogger(__name__)
 
@@ -351,13 +352,10 @@ def create_app(orchestrator: Any, tokenizer: Any, describe: dict, *, model_name:
                              model_name=model_name, max_model_len=int(max_model_len), api_key=api_key or None,
                              settings=dict(settings or {}), ready=ready,
                              metrics=ServerMetrics(model_name, orchestrator.stats), model_names=names)
-    app.router.add_post("/v1/completions", _completions)
-    app.router.add_post("/v1/chat/completions", _chat)
+    add_openai_routes(app, completions=_completions, chat=_chat, models=_models, health=_health,
+                      reset_prefix_cache=_reset_prefix_cache)
     app.router.add_post("/v1/embeddings", _embeddings)
     app.router.add_post("/v1/responses", _responses)
-    app.router.add_get("/v1/models", _models)
-    app.router.add_get("/health", _health)
     app.router.add_get("/info", _info)
     app.router.add_get("/metrics", _metrics)
-    app.router.add_post("/reset_prefix_cache", _reset_prefix_cache)
     return app

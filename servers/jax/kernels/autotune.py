@@ -24,6 +24,8 @@ import time
 import jax
 import jax.numpy as jnp
 
+from .ffi import ffi_nn, ffi_nt
+
 REPS = 5
 MARGIN = 0.03
 ROTATE_BYTES = 64 << 20
@@ -48,8 +50,6 @@ def race(fx, ff, x, ws: list, reps: int) -> dict:
 
 
 def _measure(layout: str, m: int, k: int, n: int) -> dict:
-    from .dispatch import ffi_nn, ffi_nt
-
     t_start = time.perf_counter()
 
     wshape = (k, n) if layout == "nn" else (n, k)

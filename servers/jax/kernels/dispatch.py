@@ -10,6 +10,7 @@ prefill's hundreds of rows stay on XLA's dot). The kernel splits y's columns ove
 intra-op threads as this process's CPU affinity allows (pinned to one core: one thread), or over
 n threads when forced ($SERVERS_JAX_MATMUL_THREADS=n or configure(threads=n)). In auto mode each
 (layout, M, K, N) is also timed once (autotune.py) and the FFI kernel kept only where it was faster.
+The two kernel calls themselves are ffi.py's (autotune.py times them too).
 Every decision is recorded; describe() is what the server's /info shows under "matmul".
 """
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
+
+from .autotune import time_both
+from .ffi import ffi_nn, ffi_nt  # noqa: F401 (bench/ and tests call them as dispatch.ffi_nn)
 
 log = logging.getLogger("servers.jax.kernels")
 
@@ -118,24 +121,10 @@ def _use_ffi(layout: str, m: int, k: int, n: int) -> Optional[int]:
     if current == "ffi":
         entry = {"use": "ffi"}
     else:                                   # auto: time both once, outside the lock (seconds)
-        from .autotune import time_both
         entry = time_both(layout, m, k, n)
     with _lock:
         got = _state["shapes"].setdefault(key, entry)
         return got.get("threads", 0) if got["use"] == "ffi" else None
-
-
-def ffi_nn(x, w, threads: int = 0):
-    """The FFI kernel, unconditionally (x [M, K] f32, w [K, N] f32 -> [M, N]); threads: 0 = the
-    process's policy (affinity or forced), 1 = this call site runs on one thread."""
-    out = jax.ShapeDtypeStruct((x.shape[0], w.shape[1]), jnp.float32)
-    return jax.ffi.ffi_call("loadgen_matmul_nn", out, vmap_method="sequential")(x, w, threads=np.int32(threads))
-
-
-def ffi_nt(x, e, threads: int = 0):
-    """The FFI kernel, unconditionally (x [M, K] f32, e [N, K] f32 -> x @ e.T [M, N])."""
-    out = jax.ShapeDtypeStruct((x.shape[0], e.shape[0]), jnp.float32)
-    return jax.ffi.ffi_call("loadgen_matmul_nt", out, vmap_method="sequential")(x, e, threads=np.int32(threads))
 
 
 def matmul(x, w):

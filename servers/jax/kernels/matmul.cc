@@ -521,28 +521,23 @@ int lg_threads_for(int64_t M, int64_t K, int64_t N, int64_t pool_threads) {
 using Mat = ffi::Buffer<ffi::F32, 2>;  // (an alias: the macro below would split the template's comma)
 using OutMat = ffi::ResultBuffer<ffi::F32, 2>;
 
+// NT false: w is w[K,N] (x @ w); true: w is e[N,K] (x @ e^T, e not transposed).
 // threads: the call site's attribute, 0 = the process policy above, 1 = one thread.
-static ffi::Error MatmulNN(ffi::ThreadPool pool, Mat x, Mat w, OutMat y, int32_t threads) {
+template <bool NT>
+static ffi::Error Matmul(ffi::ThreadPool pool, Mat x, Mat w, OutMat y, int32_t threads) {
   auto xd = x.dimensions(), wd = w.dimensions(), yd = y->dimensions();
-  if (wd[0] != xd[1] || yd[0] != xd[0] || yd[1] != wd[1])
-    return ffi::Error::InvalidArgument("lg_matmul_nn: shapes do not match x[M,K] @ w[K,N] -> y[M,N]");
-  run_parts(&pool, pool.num_threads(), threads, false, x.typed_data(), w.typed_data(), y->typed_data(), xd[0], xd[1],
-            wd[1]);
+  const int64_t k = NT ? wd[1] : wd[0], n = NT ? wd[0] : wd[1];
+  if (k != xd[1] || yd[0] != xd[0] || yd[1] != n)
+    return ffi::Error::InvalidArgument(NT ? "lg_matmul_nt: shapes do not match x[M,K] @ e[N,K]^T -> y[M,N]"
+                                          : "lg_matmul_nn: shapes do not match x[M,K] @ w[K,N] -> y[M,N]");
+  run_parts(&pool, pool.num_threads(), threads, NT, x.typed_data(), w.typed_data(), y->typed_data(), xd[0], xd[1],
+            n);
   return ffi::Error::Success();
 }
 
-static ffi::Error MatmulNT(ffi::ThreadPool pool, Mat x, Mat e, OutMat y, int32_t threads) {
-  auto xd = x.dimensions(), ed = e.dimensions(), yd = y->dimensions();
-  if (ed[1] != xd[1] || yd[0] != xd[0] || yd[1] != ed[0])
-    return ffi::Error::InvalidArgument("lg_matmul_nt: shapes do not match x[M,K] @ e[N,K]^T -> y[M,N]");
-  run_parts(&pool, pool.num_threads(), threads, true, x.typed_data(), e.typed_data(), y->typed_data(), xd[0], xd[1],
-            ed[0]);
-  return ffi::Error::Success();
-}
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(LgMatmulNN, MatmulNN,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(LgMatmulNN, Matmul<false>,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>().Arg<Mat>().Arg<Mat>().Ret<Mat>().Attr<int32_t>("threads"));
-XLA_FFI_DEFINE_HANDLER_SYMBOL(LgMatmulNT, MatmulNT,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(LgMatmulNT, Matmul<true>,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>().Arg<Mat>().Arg<Mat>().Ret<Mat>().Attr<int32_t>("threads"));

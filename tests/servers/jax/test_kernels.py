@@ -189,3 +189,12 @@ def test_server_matmul_flag_ffi_fallback_and_same_text(tmp_path, kernel_dir, jax
     assert broken["mode"] == "xla" and "/nonexistent/g++" in broken["reason"]
     assert out["broken"][2].count("matmul ffi unavailable") == 1
     assert out["ffi"][1] == out["xla"][1] == out["broken"][1]      # greedy: the same text
+
+
+def test_ffi_refuses_mismatched_shapes_in_both_layouts(ffi):
+    """One handler template serves both layouts: each checks its own K and names its own layout."""
+    x = jnp.ones((2, 8), jnp.float32)
+    with pytest.raises(Exception, match=r"lg_matmul_nn: shapes do not match x\[M,K\] @ w\[K,N\]"):
+        jax.block_until_ready(D.ffi_nn(x, jnp.ones((7, 4), jnp.float32)))
+    with pytest.raises(Exception, match=r"lg_matmul_nt: shapes do not match x\[M,K\] @ e\[N,K\]\^T"):
+        jax.block_until_ready(D.ffi_nt(x, jnp.ones((4, 7), jnp.float32)))

@@ -1,0 +1,27 @@
+"""The client's own load, as the run recorded it, and the limits it is judged against.
+
+    meta ``client_cpu`` (a number, or {"fraction" | "mean"}) ─► client_cpu ─► share of a core or None
+    CPU_SATURATION, LOOP_LAG_MS ─► analysis.metrics.slo (the verdict's checks and notes)
+                                 ─► analysis.metrics.saturation (the saturation figures' limits)
+
+Both the verdict and the saturation figures read these; neither owns them (so neither imports the
+other for them). Pure, no I/O.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+# Client CPU (fraction of one core over the run) at or above this counts as saturated.
+CPU_SATURATION = 0.9
+# p99 event-loop lag of the client (meta.client_load.loop_lag_ms_p99) above this: saturated where
+# stamps are user-space (analysis.metrics.saturation; kernel receive stamps do not move with it).
+LOOP_LAG_MS = 5.0
+
+
+def client_cpu(meta: dict) -> Optional[float]:
+    """The client's CPU share of one core (``meta.client_cpu``: a number, or a dict with
+    ``fraction`` / ``mean``), or None when it was not recorded."""
+    cpu = meta.get("client_cpu")
+    if isinstance(cpu, dict):
+        cpu = cpu.get("fraction", cpu.get("mean"))
+    return float(cpu) if isinstance(cpu, (int, float)) else None
