@@ -21,8 +21,9 @@ from functools import partial
 from typing import Optional
 
 from loadgen.client.wire import kernel_stamps
-from loadgen.client.wire.exchange import DONE_GRACE_S, GOING, SPILL, Exchange
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.exchange import GOING, SPILL, Exchange
+from loadgen.client.http1.policy import DONE_GRACE, ConnPolicy
+from loadgen.client.http1.message import WireResponse
 from loadgen.client.wire.read_mux import ReadMux
 from loadgen.record import now_ns
 
@@ -116,8 +117,7 @@ class Conn:
         if self._grace is not None:
             self._grace.cancel()
             self._grace = None
-        if self.ex.keepalive_s is not None:             # Keep-Alive: timeout=N
-            self.keepalive_s = min(self.keepalive_s, self.ex.keepalive_s)
+        self.keepalive_s = ConnPolicy.window(self.keepalive_s, self.ex.keepalive_s)
         if not self.resp.keep_alive or not self.resp.complete:
             return self.close()
         _wake(self.headers_fut)
@@ -171,9 +171,10 @@ class Conn:
             self.failed(kind, msg, now_ns())
 
     def _done_seen(self, resp: WireResponse) -> None:
-        """The stream had its [DONE]: the message end is awaited ``DONE_GRACE_S`` at most."""
+        """The stream had its [DONE]: the message end is awaited ``DONE_GRACE`` at most (the
+        policy's deadline, armed here)."""
         if self.resp is resp and self.active and not self.closed and self._grace is None:
-            self._grace = self.loop.call_later(DONE_GRACE_S, self._grace_over, self.ex)
+            self._grace = self.loop.call_later(DONE_GRACE.left_s, self._grace_over, self.ex)
 
     def _grace_over(self, ex: Exchange) -> None:
         self._grace = None

@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 from typing import Optional
 
-from loadgen.client.redirects import MAX_HOPS, redirect_target
+from loadgen.client.http1.policy import parses_inline
+from loadgen.client.http1.redirects import Hops
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
 from loadgen.client.wire.record_fill import catch_up_steps, drive, fill_steps
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import WireResponse
 from loadgen.client.wire.pool import WirePool
 from loadgen.record import Record
 
@@ -62,7 +63,7 @@ class WireTransport:
         filler, limits = self.pool.filler, self.limits
         if hangup is not None:                   # load.cancel (loadgen.client.hangup)
             resp.hangup = hangup
-            if hangup.after_tokens is not None:  # the stream parsed inline: tokens counted
+            if parses_inline(hangup):            # the stream parsed inline: tokens counted
                 resp.inline_step = lambda r: StreamStep(
                     rec, tally, limits, r.headers.get("content-encoding"), hangup)
 
@@ -75,19 +76,17 @@ class WireTransport:
     async def send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally,
                    hangup=None) -> None:
         """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError.
-        A redirect is a failed request (``redirect``) unless ``follow_redirects`` is
-        ``same-host`` and it points to the same scheme, host and port (then up to 3 hops)."""
-        url = self.url
-        for _hop in range(MAX_HOPS + 1):
+        Hops (loadgen.client.http1.redirects) decides whether an answer leads to another send
+        (``follow_redirects``); the last answer is filled."""
+        hops = Hops(self.url, self.follow_redirects)
+        while True:
             resp = self._response(rec, tally, hangup)
             try:
-                await self.pool.request("POST", url, headers, data, resp=resp,
+                await self.pool.request("POST", hops.url, headers, data, resp=resp,
                                         on_headers=self._on_headers)
             except asyncio.CancelledError:
                 drive(fill_steps(resp, rec, tally, self.stream, 0, self.limits))
                 raise
-            nxt = redirect_target(url, resp.status, resp.headers.get("location"), self.follow_redirects)
-            if nxt is None:
+            if not hops.follow(resp.status, resp.headers.get("location")):
                 break
-            url = nxt
         await self.pool.fill(resp, rec, tally, stream=self.stream)

@@ -28,7 +28,7 @@ from loadgen.client.stream_step import Limits
 from loadgen.client.wire import kernel_stamps
 from loadgen.client.wire.conn import Conn
 from loadgen.client.wire.record_fill import fill_record
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import WireResponse
 from loadgen.run.senders.clock import clock_estimate, offset_estimate
 from tests.support.source import parse
 from loadgen.client.gevent_wire.conn import GConn

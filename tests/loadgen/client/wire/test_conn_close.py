@@ -14,7 +14,7 @@ import socket
 import pytest
 
 from loadgen.client.wire.conn import Conn
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import WireResponse
 from loadgen.client.wire.read_mux import ReadMux
 from loadgen.client.wire.pool import WirePool
 

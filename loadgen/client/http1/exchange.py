@@ -1,6 +1,6 @@
 """One HTTP/1.1 exchange, sans I/O: every rule of reading an answer, and nothing that reads.
 
-    driver (asyncio conn.Conn | gevent client.gevent_wire.conn.GConn): recvmsg ─► stamp t
+    driver (asyncio wire.conn.Conn | gevent gevent_wire.conn.GConn): recvmsg ─► stamp t
         ─► Exchange.feed(t, bytes) ─► GOING | DONE | FAILED | SPILL        (EOF: .eof(t))
             httptools (C) framing ─► callbacks below ─► that read's body pieces joined ONCE
             ─► inline StreamStep (``step``: the gevent driver) or held in ``resp.reads`` for
@@ -24,10 +24,10 @@ The rules (one copy for both engines):
   stale          a REUSED connection that failed before any byte of the answer (``resp.stale``):
                  never reached the server, the driver may send once more on a fresh one
   [DONE]         the stream step has the record's end (``step.done``); the message end is then
-                 awaited at most ``DONE_GRACE_S``, after which the driver ends the exchange
+                 awaited at most ``policy.DONE_GRACE_S``, after which the driver ends the exchange
                  (not reused); a settled (failed) stream ends it at once
 Status, redirects, whole bodies (gzip/deflate) and the exchange's own failure settle the record
-in settle.py (pure), for every transport (aiohttp's too).
+in wire/settle.py (pure), for every transport (aiohttp's too).
 """
 from __future__ import annotations
 
@@ -35,10 +35,9 @@ from typing import Optional
 
 import httptools
 
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import WireResponse
 
-GOING, DONE, FAILED, SPILL = 0, 1, 2, 3        # what feed / eof answer
-DONE_GRACE_S = 0.25     # after [DONE]: the longest wait for the HTTP message's end
+GOING, DONE, FAILED, SPILL = 0, 1, 2, 3        # what feed / eof answer (plain ints: per read)
 
 
 class Exchange:
