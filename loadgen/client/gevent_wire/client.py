@@ -150,14 +150,13 @@ class GWire:
     def post(self, headers: dict, data: bytes, rec: Record, tally: StreamTally,
              stream: bool, hangup=None) -> None:
         hops = Hops(self.url, self.follow_redirects)
-        resp = WireResponse(max_header_bytes=self.limits.max_header_bytes, hangup=hangup)
+        resp = WireResponse()
         try:
             while True:
-                self._request(hops.url, headers, data, rec, tally, stream, resp)
+                self._request(hops.url, headers, data, rec, tally, stream, resp, hangup)
                 if not hops.follow(resp.status, resp.headers.get("location")):
                     break
-                resp = WireResponse(max_header_bytes=self.limits.max_header_bytes,
-                                    hangup=hangup)
+                resp = WireResponse()
         except gevent.GreenletExit:
             resp.error_kind = resp.error_kind or "cancelled"
             resp.error = resp.error or CANCELLED
@@ -167,7 +166,7 @@ class GWire:
         fill(resp, rec, tally, resp.step, self.limits)
 
     def _request(self, url: str, headers: dict, data: bytes, rec: Record, tally: StreamTally,
-                 stream: bool, resp: WireResponse) -> None:
+                 stream: bool, resp: WireResponse, hangup=None) -> None:
         """One exchange into ``resp`` (the stale-connection retry included)."""
         conn: Optional[GConn] = None
         timer = gevent.Timeout(self.timeout_s)
@@ -180,7 +179,7 @@ class GWire:
                 if conn is None:
                     conn = self._connect(tg)
                 head = request_head("POST", tg, headers, data, close=policy.connection_close())
-                conn.exchange(head, resp, rec, tally, stream, self.limits)
+                conn.exchange(head, resp, rec, tally, stream, self.limits, hangup)
                 if not policy.resend(resp, attempt):   # stale: never reached the server
                     break
                 conn.close()

@@ -30,7 +30,7 @@ from loadgen.client.wire import kernel_stamps
 from loadgen.client.wire.kernel_stamps import process_stamps  # noqa: F401 - the workers import it here
 from loadgen.client.http1.exchange import GOING, Exchange
 from loadgen.client.http1.policy import DONE_GRACE, ConnPolicy, hangup_deadline
-from loadgen.client.http1.message import WireResponse
+from loadgen.client.http1.message import Ask, WireResponse
 from loadgen.record import Record, now_ns
 
 BUFSIZE = 65536
@@ -53,14 +53,14 @@ class GConn:
         self.done = Event() if reader is not None else None
 
     def exchange(self, data: bytes, resp: WireResponse, rec: Record, tally: StreamTally,
-                 stream: bool, limits: Limits) -> None:
+                 stream: bool, limits: Limits, hangup=None) -> None:
         """Send ``data``, then read the answer into ``resp`` (a streamed 2xx body straight into
         ``rec``, its step kept in ``resp.step``). Failures land on ``resp`` (never raises but
-        gevent.Timeout / GreenletExit)."""
+        gevent.Timeout / GreenletExit). ``hangup``: load.cancel's, or None."""
         resp.new_connection = not self.reused
-        resp.stream, resp.max_body_bytes = stream, limits.max_body_bytes
+        ask = Ask(stream, limits.max_header_bytes, limits.max_body_bytes, hangup=hangup)
         self.ex = Exchange(resp, self.reused, lambda r: StreamStep(
-            rec, tally, limits, r.headers.get("content-encoding"), resp.hangup))
+            rec, tally, limits, r.headers.get("content-encoding"), hangup), ask)
         self.active, self.grace = True, False
         if self.reader is not None:
             self.reader.pump()         # reads first: what is ready now is read before this send
@@ -76,7 +76,7 @@ class GConn:
             return
         self.done.clear()
         reader.watch(self)
-        due = hangup_deadline(resp.hangup, resp.sent_at_ns, now_ns())   # load.cancel
+        due = hangup_deadline(hangup, resp.sent_at_ns, now_ns())   # load.cancel
         try:
             self.done.wait(None if due is None else due.left_s)
             if self.active and due is not None and not self.grace:   # the hang-up is due

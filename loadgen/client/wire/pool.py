@@ -35,7 +35,8 @@ from loadgen.client.wire import kernel_stamps
 from loadgen.client.http1.policy import KEEPALIVE_S, ConnPolicy, Idle, Release, hangup_deadline
 from loadgen.client.wire.conn import Conn
 from loadgen.client.wire.record_fill import RecordFiller
-from loadgen.client.http1.message import Target, WireResponse, connect_failure, request_head
+from loadgen.client.http1.message import (DEFAULT_ASK, Ask, Target, WireResponse, connect_failure,
+                                          request_head)
 from loadgen.client.wire.read_mux import ReadMux
 from loadgen.record import Record, now_ns
 
@@ -197,9 +198,12 @@ class WirePool:
     # ---------------------------------------------------------------- requests
     async def request(self, method: str, url: str, headers: Optional[dict] = None, body: bytes = b"",
                       resp: Optional[WireResponse] = None,
-                      on_headers: Optional[Callable[[WireResponse], None]] = None) -> WireResponse:
+                      on_headers: Optional[Callable[[WireResponse], None]] = None,
+                      ask: Ask = DEFAULT_ASK, spill: Optional[Callable] = None,
+                      make_step: Optional[Callable] = None) -> WireResponse:
         """One exchange, filled into ``resp`` (made if not given) and returned. Never raises but
-        ``CancelledError`` (after closing the socket; ``resp`` then says ``cancelled``)."""
+        ``CancelledError`` (after closing the socket; ``resp`` then says ``cancelled``).
+        ``ask``: its bounds and load.cancel's hang-up; ``spill`` / ``make_step``: Conn.begin."""
         if resp is None:
             resp = WireResponse()
         if self._loop is None:
@@ -221,7 +225,7 @@ class WirePool:
                 if conn is None:
                     conn = await asyncio.wait_for(self._connect(tg), self._left(deadline))
                 data = request_head(method, tg, headers, body, close=policy.connection_close())
-                await self._exchange(conn, data, resp, deadline, on_headers)
+                await self._exchange(conn, data, resp, deadline, on_headers, ask, spill, make_step)
                 if not policy.resend(resp, attempt):   # stale: never reached the server
                     break
         except asyncio.TimeoutError:                 # waiting for a slot or connecting
@@ -245,8 +249,9 @@ class WirePool:
         return max(deadline - self._loop.time(), 0)
 
     async def _exchange(self, conn: Conn, data: bytes, resp: WireResponse, deadline: float,
-                        on_headers: Optional[Callable[[WireResponse], None]]) -> None:
-        conn.begin(resp)
+                        on_headers: Optional[Callable[[WireResponse], None]], ask: Ask = DEFAULT_ASK,
+                        spill: Optional[Callable] = None, make_step: Optional[Callable] = None) -> None:
+        conn.begin(resp, ask, spill, make_step)
         resp.new_connection = not conn.reused
         timer = self._loop.call_at(deadline, conn.timed_out, self.timeout_s)
         hang_timer = None
@@ -269,7 +274,7 @@ class WirePool:
                 except OSError as e:
                     conn.failed("connection", f"{type(e).__name__}: {e}", now_ns())
                     return
-            due = hangup_deadline(resp.hangup, resp.sent_at_ns, now_ns())   # load.cancel
+            due = hangup_deadline(ask.hangup, resp.sent_at_ns, now_ns())   # load.cancel
             if due is not None:
                 hang_timer = self._loop.call_later(due.left_s, conn._abort, resp, due.kind,
                                                    due.message)

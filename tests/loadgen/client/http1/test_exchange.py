@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from loadgen.client.http1.exchange import DONE, FAILED, GOING, SPILL, Exchange
-from loadgen.client.http1.message import WireResponse
+from loadgen.client.http1.message import Ask, WireResponse
 
 SSE = b"Content-Type: text/event-stream\r\n"
 JSON = b"Content-Type: application/json\r\n"
@@ -17,9 +17,9 @@ def feed_all(ex: Exchange, *pieces: bytes, t0: int = 1) -> list:
     return [ex.feed(t0 + i, p) for i, p in enumerate(pieces)]
 
 
-def exchange(**kw) -> tuple:
-    resp = WireResponse(**{k: v for k, v in kw.items() if k != "reused"})
-    return resp, Exchange(resp, reused=kw.get("reused", False))
+def exchange(reused: bool = False, **ask) -> tuple:
+    resp = WireResponse()
+    return resp, Exchange(resp, reused=reused, ask=Ask(**ask))
 
 
 # ---------------------------------------------------------------- framing

@@ -42,7 +42,7 @@ def test_late_callbacks_of_a_closed_conn_leave_the_reused_number_alone(kind):
         new.setblocking(False)
         got = []
         mux.watch(fd, lambda: got.append(new.recv(10)))
-        for late in (old.on_readable, old.resume, lambda: old.resp.abort("protocol", "late"),
+        for late in (old.on_readable, old.resume, lambda: old._abort(old.resp, "protocol", "late"),
                      lambda: old.timed_out(1.0), old.close, lambda: old._grace_over(ex)):
             late()
         other.send(b"x")
