@@ -4,7 +4,7 @@
                 ─► client.py (Client: picks the transport, builds body and headers, one Record)
                      ├► wire/ (default for http://): WirePool, kernel receive stamp per read
                      │    (SO_TIMESTAMPNS ─► the perf_counter clock), one epoll for every socket,
-                     │    wire/exchange.py: THE HTTP/1.1 rule set, sans I/O (the Locust users'
+                     │    http1/exchange.py: THE HTTP/1.1 rule set, sans I/O (the Locust users'
                      │    gevent driver feeds it too); the record filled after the reads, in slices
                      └► aiohttp_transport.py (https://, LOADGEN_HTTP=aiohttp): aiohttp session,
                           perf_counter_ns per read as the loop gets it; settled by the same

@@ -19,7 +19,9 @@ reusing connections (``reuse_connections`` false: each request on its own connec
 ``Connection: close``): that server closes them anyway, and a connect is cheaper than a failed
 write and a retry. A server that answers ``Connection: close`` is honoured by aiohttp itself.
 Whether a connection was new is told by ``_Connector`` through a context variable of the
-request's own task (no tracing hooks).
+request's own task (no tracing hooks). Shared with the wire drivers (loadgen.client.http1): the
+redirect hops (``Hops``), the stale count and stop-reuse (``ConnPolicy.stale``), load.cancel's
+hang-up deadline (``hangup_deadline``, armed as ``asyncio.timeout``) and the [DONE] grace.
 """
 from __future__ import annotations
 
@@ -31,18 +33,17 @@ import aiohttp
 from yarl import URL
 
 from loadgen.client.hangup import abort
-from loadgen.client.redirects import MAX_HOPS, REDIRECTS, redirect_target
+from loadgen.client.http1.policy import DONE_GRACE, KEEPALIVE_S, ConnPolicy, hangup_deadline
+from loadgen.client.http1.redirects import Hops, is_redirect
 from loadgen.client.request import SNIPPET
 from loadgen.client.request import fail as _fail
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large
 from loadgen.client.wire import settle
-from loadgen.client.wire.exchange import DONE_GRACE_S
-from loadgen.client.wire.http1 import WireResponse, connect_failure
+from loadgen.client.http1.message import WireResponse, connect_failure
 from loadgen.record import Record, now_ns
 
 READ_BUFSIZE = 4 * 2**20      # aiohttp's default 64 KiB throttles long-context bodies (vllm #39963)
-KEEPALIVE_S = 4.0             # below uvicorn's 5 s keep-alive: never reuse a socket the server closes
 
 # True once the current task's request opened a new connection (set by _Connector, read by
 # AiohttpTransport._post in the same task: coroutines awaited in one task share its context)
@@ -111,10 +112,18 @@ class AiohttpTransport:
         self._session: Optional[aiohttp.ClientSession] = None
         self._fresh: Optional[aiohttp.ClientSession] = None   # retries: never a pooled socket
         self.first_response_headers: Optional[dict] = None    # of the first answer (sut.json)
-        self.retries = 0                         # stale-connection retries so far
-        self.reuse_connections = True            # False after the first (see module doc)
+        self.policy = ConnPolicy(KEEPALIVE_S)    # the stale count; reuse False after the first
         self._response_class = type("Response", (_Response,),
                                     {"max_header_bytes": limits.max_header_bytes})
+
+    @property
+    def retries(self) -> int:
+        """Stale-connection retries so far."""
+        return self.policy.retries
+
+    @property
+    def reuse_connections(self) -> bool:
+        return self.policy.reuse
 
     def _new_session(self, connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
         timeout = aiohttp.ClientTimeout(total=self.timeout_s, connect=self.connect_timeout_s)
@@ -155,8 +164,7 @@ class AiohttpTransport:
             err = f"{type(e).__name__}: {e}"
         rec.retries += 1
         rec.first_sent_at_ns, rec.retry_error = rec.sent_at_ns, err[:SNIPPET]
-        self.retries += 1
-        self.reuse_connections = False
+        self.policy.stale()
         if self._fresh is None:   # from now on no pooling: each request on its own connection
             self._fresh = self._new_session(_Connector(force_close=True, limit=0,
                                                        ttl_dns_cache=None))
@@ -168,33 +176,33 @@ class AiohttpTransport:
                    hangup=None) -> None:
         """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError and
         what no rule here names (the Client makes that a ``client`` error). Redirects are
-        never followed by aiohttp: ``redirects.redirect_target`` decides (see there).
+        never followed by aiohttp: ``redirects.Hops`` decides (see there).
         ``hangup`` (load.cancel): after_tokens counted by the stream step (settled: the
-        response closed); after_ms: ``asyncio.timeout`` from the send, then ``aborted``."""
-        after = getattr(hangup, "after_ms", None)
-        if after is None:
+        response closed); a timed hang-up: ``asyncio.timeout`` from the send, then ``aborted``."""
+        t = now_ns()
+        due = hangup_deadline(hangup, t, t)  # from this send, or the first one (api.retry)
+        if due is None:
             return await self._send(data, headers, rec, tally, hangup)
-        try:                             # from this send, or the first one (api.retry)
-            async with asyncio.timeout(hangup.left_s(now_ns(), now_ns())) as cm:
+        try:
+            async with asyncio.timeout(due.left_s) as cm:
                 await self._send(data, headers, rec, tally, hangup)
         except TimeoutError:
             if not cm.expired():
                 raise
             if rec.status == "pending":
-                abort(rec, hangup.message(), now_ns())
+                abort(rec, due.message, now_ns())
 
     async def _send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally,
                     hangup) -> None:
         url = self._url
+        hops = Hops(str(url), self.follow_redirects)
         try:
-            for _hop in range(MAX_HOPS + 1):
+            while True:
                 async with await self._post(data, headers, rec, url) as resp:
                     if self.first_response_headers is None:
                         self.first_response_headers = dict(resp.headers)
-                    nxt = redirect_target(str(url), resp.status, resp.headers.get("Location"),
-                                          self.follow_redirects)
-                    if nxt is not None:
-                        url = URL(nxt)
+                    if hops.follow(resp.status, resp.headers.get("Location")):
+                        url = URL(hops.url)
                         continue
                     await self._answer(resp, rec, tally, hangup)
                     return
@@ -215,7 +223,7 @@ class AiohttpTransport:
         status = resp.status
         wr = WireResponse(status=status, headers={k.lower(): v for k, v in resp.headers.items()
                                                   if k.lower() != "content-encoding"})
-        if not 200 <= status < 300 and status not in REDIRECTS:
+        if not 200 <= status < 300 and not is_redirect(status):
             wr.reads.append((now_ns(), await resp.content.read(SNIPPET)))     # the snippet
         if settle.status_failure(wr, rec):
             return
@@ -274,7 +282,7 @@ async def read_stream(resp: aiohttp.ClientResponse, rec: Record, tally: StreamTa
         if step.done:                       # [DONE] ends the record: the message end, briefly
             if not resp.content.at_eof():
                 try:
-                    await asyncio.wait_for(_drain(readany), DONE_GRACE_S)
+                    await asyncio.wait_for(_drain(readany), DONE_GRACE.left_s)
                 except asyncio.TimeoutError:
                     resp.close()            # the body stays open: not reused
             break

@@ -108,7 +108,7 @@ class ClientConfig:
     connect_timeout_s: Optional[float] = 30.0
     drop_fields: tuple = ()                     # fields the server rejected (targets.probe)
     limits: Limits = DEFAULT_LIMITS             # api.limits: what one answer may cost the client
-    follow_redirects: str = "never"             # "never" | "same-host" (loadgen.client.redirects)
+    follow_redirects: str = "never"             # "never" | "same-host" (loadgen.client.http1.redirects)
     structured: dict = field(default_factory=dict)  # tools, tool_choice, response_format (chat)
     retry: Any = None                           # api.retry: client.retry.RetryPolicy, or None
     cancel: Any = None                          # load.cancel: client.hangup.HangupRule, or None

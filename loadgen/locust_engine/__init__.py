@@ -3,7 +3,7 @@ It owns what Locust is for (master/worker messages across machines, ``locust -f`
 web UI, users as the unit of concurrency); every rule is shared: the sender's
 (loadgen.run.senders: partition, plan slice, SliceSender, stage gate, session driver, ledger,
 journal, merge, clock-offset record), the request's (loadgen.client.request, stream_step) and
-the HTTP/1.1 exchange's (loadgen.client.gevent_wire, the gevent driver of wire/exchange.py).
+the HTTP/1.1 exchange's (loadgen.client.gevent_wire, the gevent driver of http1/exchange.py).
 
     loadgen CLI process (asyncio world; never imports gevent)                 run.py, cli.py
       a runner.Run (harness.py, _main: the native engine's steps) runs, as senders: ┐

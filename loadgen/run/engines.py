@@ -6,6 +6,8 @@ the Locust engine's API entry, run_locust), so a refusal reads the same whatever
                      beside the load; the Locust users are all the load's)
         --repeat N   both engines; on Locust with local workers only (--master / --worker join
                      one run across machines: repeat it by running the command again)
+        https://     native engine only: the Locust users' client (loadgen.client.gevent_wire)
+                     speaks plain http:// (target.url / target.urls)
     check_flags(engine, workers, master, worker, master_host)   --workers / --master / --worker
                      / --master-host: Locust only, and which combinations work
     workers_error(sc, users, workers)   each Locust worker needs a user (and, for a closed
@@ -31,6 +33,22 @@ def refusal(engine: str, sc, repeat: int = 1, master: bool = False,
         if repeat > 1 and (master or worker):
             return ("--repeat: with --engine locust, local workers only (not --master / "
                     "--worker)")
+        tls = _https(sc)
+        if tls is not None:
+            return (f"{tls[0]}: {tls[1]}: the Locust engine speaks plain http:// only "
+                    "(use --engine native for an https:// target)")
+    return None
+
+
+def _https(sc) -> Optional[tuple]:
+    """(field, url) of the first https:// target URL, or None."""
+    tg = getattr(sc, "target", None) if sc is not None else None
+    if tg is None:
+        return None
+    for field, urls in (("target.url", [tg.url]), ("target.urls", tg.urls or [])):
+        for u in urls:
+            if u is not None and u.lower().startswith("https://"):
+                return field, u
     return None
 
 

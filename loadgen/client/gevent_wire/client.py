@@ -5,7 +5,7 @@
       ─► GConn: the idle kept-alive socket (its keep-alive window, no FIN seen) or a connect
            (gevent socket, TCP_NODELAY, SO_TIMESTAMPNS: kernel_stamps.enable_rx_timestamps; once
            connected, detached into a plain non-blocking socket)
-      ─► request_head (loadgen.client.wire.http1, the wire transport's framing); sent_at_ns
+      ─► request_head (loadgen.client.http1.message, the wire transport's framing); sent_at_ns
          immediately before the send
       ─► the process's ONE reader (reader.py) reads it, GConn.on_readable (gevent_wire/conn.py):
          sock.recvmsg(BUFSIZE, ANCBUFSIZE), each read stamped
@@ -15,16 +15,17 @@
               anything else held (≤ api.limits.max_body_bytes) for ``fill``
       ─► fill: the wire transport's rules, the same code (loadgen.client.wire.settle: pure, no
          asyncio): http_status, ``redirect`` (never followed unless api.follow_redirects
-         same-host: loadgen.client.redirects), ``http``, the stream's end, the whole JSON body
+         same-host: loadgen.client.http1.redirects), ``http``, the stream's end, the whole JSON body
          (gzip/deflate), then the exchange's own failure
-      a REUSED connection that failed before any byte of the answer: sent once more on a fresh
-      one (``retries``, ``first_sent_at_ns``, ``retry_error``); this user then stops reusing
-      (``Connection: close``), as the wire pool does
+      reuse, the keep-alive window, the stale resend and stop-reuse after it, redirect hops:
+      loadgen.client.http1 (ConnPolicy, Hops), the wire pool's rules: a REUSED connection that
+      failed before any byte of the answer is sent once more on a fresh one (``retries``,
+      ``first_sent_at_ns``, ``retry_error``); this user then stops reusing (``Connection: close``)
     execute(wire, headers, body, stream, rec, tally)   what a Locust user calls: ``post``, then
       the native client's record rules (request.fail for what raised, request.finish): a failed
       request is a record, GreenletExit (the run's stop) passes
 
-The read step (gevent_wire/conn.py) feeds the one exchange (``loadgen.client.wire.exchange``), as the
+The read step (gevent_wire/conn.py) feeds the one exchange (``loadgen.client.http1.exchange``), as the
 asyncio wire transport's Conn does, and ``fill`` is ``settle``, as in ``fill.fill_steps``, so one stamped byte stream gives the same Record on either
 engine (tests/loadgen/client/gevent_wire/test_gevent_client.py checks it on the recorded real servers).
 No asyncio, no aiohttp, no geventhttpclient: sockets, gevent waits and httptools only.
@@ -38,12 +39,13 @@ import gevent
 from gevent import monkey
 from gevent import socket as gsocket
 
-from loadgen.client.redirects import MAX_HOPS, redirect_target
+from loadgen.client.http1.policy import ConnPolicy, Idle, Release
+from loadgen.client.http1.redirects import Hops
 from loadgen.client.request import fail, finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
 from loadgen.client.wire import kernel_stamps
-from loadgen.client.wire.http1 import Target, WireResponse, connect_failure, request_head
+from loadgen.client.http1.message import Target, WireResponse, connect_failure, request_head
 from loadgen.client.wire.settle import CANCELLED, settle
 from loadgen.client.gevent_wire.conn import GConn
 from loadgen.client.gevent_wire.reader import Reader, process_reader
@@ -72,9 +74,18 @@ class GWire:
         self.limits, self.follow_redirects = limits, follow_redirects
         self.stamps = stamps
         self.conn: Optional[GConn] = None
-        self.reuse = True                  # False after a stale-connection retry
-        self.retries = self.connections_opened = 0
+        self.policy = ConnPolicy(stop_reuse_after_retry=True)   # keep-alive: the GConn's window
+        self.connections_opened = 0
         self._targets: dict = {}
+
+    @property
+    def retries(self) -> int:
+        return self.policy.retries
+
+    @property
+    def reuse(self) -> bool:
+        """False after a stale-connection resend."""
+        return self.policy.reuse
 
     def close(self) -> None:
         if self.conn is not None:
@@ -115,11 +126,14 @@ class GWire:
             return GConn(raw, tg.key, clock, reader=self.reader)
         raise err if err is not None else OSError(f"no address for {tg.host}")
 
-    def _idle_conn(self, key: tuple) -> Optional[GConn]:
+    def _idle_conn(self, key: tuple, attempt: int) -> Optional[GConn]:
+        if attempt:                        # a resend: fresh (the idle socket already went)
+            return None
         c, self.conn = self.conn, None
         if c is None or c.closed:
             return None
-        if (c.key != key or not self.reuse or now_ns() - c.idle_since_ns > c.keepalive_ns
+        if (c.key != key or self.policy.take(attempt, (now_ns() - c.idle_since_ns) / 1e9,
+                                             c.keepalive_ns / 1e9) is Idle.DROP
                 or c.peer_closed()):
             c.close()
             return None
@@ -127,7 +141,7 @@ class GWire:
         return c
 
     def _release(self, conn: GConn, resp: WireResponse) -> None:
-        if conn.closed or not resp.reusable or not self.reuse or conn.keepalive_ns <= 0:
+        if self.policy.release(resp, conn.keepalive_ns, conn.closed) is Release.CLOSE:
             conn.close()
             return
         conn.idle_since_ns = now_ns()
@@ -135,19 +149,14 @@ class GWire:
 
     def post(self, headers: dict, data: bytes, rec: Record, tally: StreamTally,
              stream: bool, hangup=None) -> None:
-        url = self.url
-        resp = WireResponse(max_header_bytes=self.limits.max_header_bytes, hangup=hangup)
+        hops = Hops(self.url, self.follow_redirects)
+        resp = WireResponse()
         try:
-            for hop in range(MAX_HOPS + 1):
-                if hop:
-                    resp = WireResponse(max_header_bytes=self.limits.max_header_bytes,
-                                        hangup=hangup)
-                self._request(url, headers, data, rec, tally, stream, resp)
-                nxt = redirect_target(url, resp.status, resp.headers.get("location"),
-                                      self.follow_redirects)
-                if nxt is None:
+            while True:
+                self._request(hops.url, headers, data, rec, tally, stream, resp, hangup)
+                if not hops.follow(resp.status, resp.headers.get("location")):
                     break
-                url = nxt
+                resp = WireResponse()
         except gevent.GreenletExit:
             resp.error_kind = resp.error_kind or "cancelled"
             resp.error = resp.error or CANCELLED
@@ -157,22 +166,22 @@ class GWire:
         fill(resp, rec, tally, resp.step, self.limits)
 
     def _request(self, url: str, headers: dict, data: bytes, rec: Record, tally: StreamTally,
-                 stream: bool, resp: WireResponse) -> None:
+                 stream: bool, resp: WireResponse, hangup=None) -> None:
         """One exchange into ``resp`` (the stale-connection retry included)."""
         conn: Optional[GConn] = None
         timer = gevent.Timeout(self.timeout_s)
         timer.start()
         try:
             tg = self._target(url)
+            policy = self.policy
             for attempt in (0, 1):
-                conn = self._idle_conn(tg.key) if attempt == 0 else None
+                conn = self._idle_conn(tg.key, attempt)
                 if conn is None:
                     conn = self._connect(tg)
-                head = request_head("POST", tg, headers, data, close=not self.reuse)
-                conn.exchange(head, resp, rec, tally, stream, self.limits)
-                if not (resp.stale and attempt == 0):
+                head = request_head("POST", tg, headers, data, close=policy.connection_close())
+                conn.exchange(head, resp, rec, tally, stream, self.limits, hangup)
+                if not policy.resend(resp, attempt):   # stale: never reached the server
                     break
-                self._stale(resp)                  # never reached the server: once more, fresh
                 conn.close()
         except gevent.Timeout as e:
             if e is not timer:
@@ -200,11 +209,6 @@ class GWire:
                 self._release(conn, resp)
             if self.stamps is not None:
                 self.stamps.fold(resp)
-
-    def _stale(self, resp: WireResponse) -> None:
-        resp.retry_fresh()
-        self.retries += 1
-        self.reuse = False
 
 
 def execute(wire: GWire, headers: dict, data: bytes, stream: bool, rec: Record,

@@ -7,9 +7,11 @@
       Reader ─► GConn.recv (recvmsg + the user time of it; the reader reads every ready socket
       before it processes any) then GConn.process: SCM_TIMESTAMPNS (REALTIME) − clock.offset_ns
       ─► t (kernel_stamps.ClockMap; no cmsg: the user time) ─► Exchange.feed(t, bytes) (every HTTP/1.1
-      rule: loadgen.client.wire.exchange, the asyncio wire transport's too), a streamed 2xx fed
+      rule: loadgen.client.http1.exchange, the asyncio wire transport's too), a streamed 2xx fed
       to stream_step.StreamStep inline ─► over: the reader lets go, ``done`` set
-    [DONE] with the message still open: the greenlet wakes and waits DONE_GRACE_S at most more.
+    [DONE] with the message still open: the greenlet wakes and waits DONE_GRACE at most more;
+    load.cancel (a timed hang-up): the greenlet's wait bounded by the policy's hangup_deadline (both
+    deadlines returned by loadgen.client.http1.policy, armed here as gevent waits).
 Without a reader (the tests' recorded streams: a socket that never blocks) ``exchange`` reads
 it straight through itself. ``process_stamps()``: the worker process's kernel_stamps.Stamps.
 No asyncio and no geventhttpclient: plain sockets, gevent waits and httptools only.
@@ -26,8 +28,9 @@ from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import Limits, StreamStep
 from loadgen.client.wire import kernel_stamps
 from loadgen.client.wire.kernel_stamps import process_stamps  # noqa: F401 - the workers import it here
-from loadgen.client.wire.exchange import DONE_GRACE_S, GOING, Exchange
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.exchange import GOING, Exchange
+from loadgen.client.http1.policy import DONE_GRACE, ConnPolicy, hangup_deadline
+from loadgen.client.http1.message import Ask, WireResponse
 from loadgen.record import Record, now_ns
 
 BUFSIZE = 65536
@@ -50,14 +53,14 @@ class GConn:
         self.done = Event() if reader is not None else None
 
     def exchange(self, data: bytes, resp: WireResponse, rec: Record, tally: StreamTally,
-                 stream: bool, limits: Limits) -> None:
+                 stream: bool, limits: Limits, hangup=None) -> None:
         """Send ``data``, then read the answer into ``resp`` (a streamed 2xx body straight into
         ``rec``, its step kept in ``resp.step``). Failures land on ``resp`` (never raises but
-        gevent.Timeout / GreenletExit)."""
+        gevent.Timeout / GreenletExit). ``hangup``: load.cancel's, or None."""
         resp.new_connection = not self.reused
-        resp.stream, resp.max_body_bytes = stream, limits.max_body_bytes
+        ask = Ask(stream, limits.max_header_bytes, limits.max_body_bytes, hangup=hangup)
         self.ex = Exchange(resp, self.reused, lambda r: StreamStep(
-            rec, tally, limits, r.headers.get("content-encoding"), resp.hangup))
+            rec, tally, limits, r.headers.get("content-encoding"), hangup), ask)
         self.active, self.grace = True, False
         if self.reader is not None:
             self.reader.pump()         # reads first: what is ready now is read before this send
@@ -73,15 +76,14 @@ class GConn:
             return
         self.done.clear()
         reader.watch(self)
-        hang = getattr(resp.hangup, "after_ms", None)      # load.cancel: from the (first) send
+        due = hangup_deadline(hangup, resp.sent_at_ns, now_ns())   # load.cancel
         try:
-            self.done.wait(None if hang is None else
-                           resp.hangup.left_s(resp.sent_at_ns, now_ns()))
-            if self.active and hang is not None and not self.grace:   # the hang-up is due
-                self.failed(resp, "aborted", resp.hangup.message(), now_ns())
+            self.done.wait(None if due is None else due.left_s)
+            if self.active and due is not None and not self.grace:   # the hang-up is due
+                self.failed(resp, due.kind, due.message, now_ns())
             elif self.active:          # woken by [DONE]: the message end, briefly awaited
                 self.done.clear()
-                self.done.wait(DONE_GRACE_S)
+                self.done.wait(DONE_GRACE.left_s)
                 if self.active:
                     self.ex.finish_after_done()
                     self.close()
@@ -146,7 +148,7 @@ class GConn:
         ex = self.ex
         resp = ex.resp
         if ex.keepalive_s is not None:                  # Keep-Alive: timeout=N
-            self.keepalive_ns = min(self.keepalive_ns, int(ex.keepalive_s * 1e9))
+            self.keepalive_ns = int(ConnPolicy.window(self.keepalive_ns / 1e9, ex.keepalive_s) * 1e9)
         if resp.keep_alive and resp.complete:
             self._end()
         else:

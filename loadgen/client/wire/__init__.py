@@ -5,10 +5,12 @@
              one retried once, fresh; sent_at_ns immediately before the send syscall
            ─► mux.ReadMux: the pool's own epoll, one loop reader for every socket
            ─► conn.Conn.on_readable (the asyncio driver): recvmsg ─► SCM_TIMESTAMPNS ─► kernel_stamps
-                  clock map ─► t ─► exchange.Exchange.feed(t, bytes): THE HTTP/1.1 rule set, sans
-                  I/O (httptools framing, header/1xx/trailer bound, EOF, keep-alive, stale, one
-                  message, body bound; the Locust client's gevent driver feeds the same class)
-                  ─► WireResponse.reads [(t, bytes)]   (http1.py)
+                  clock map ─► t ─► http1.exchange.Exchange.feed(t, bytes): THE HTTP/1.1 rule
+                  set, sans I/O (httptools framing, header/1xx/trailer bound, EOF, keep-alive,
+                  stale, one message, body bound; the Locust client's gevent driver feeds the
+                  same class) ─► WireResponse.reads [(t, bytes)]   (loadgen.client.http1.message)
+           reuse, keep-alive window, stale resend, stop-reuse, load.cancel's timed hang-up, the [DONE]
+           grace: loadgen.client.http1.policy decides and returns deadlines; this driver arms them
            every pool.SWEEP_S (0.25 s) a stream in flight that read nothing since the last
            sweep is parsed (fill.catch_up_steps): one that failed or had its [DONE] on a socket
            left open and quiet ends
@@ -25,6 +27,6 @@ reads that carried more than one token chunk (``coalesced_reads``). A read witho
 stamped in user space; ``stamp_source`` says ``kernel``, ``user`` or ``mixed`` per response and per
 pool. Linux gives kernel stamps; elsewhere the same code path stamps in user space.
 
-May import: httptools, loadgen.record, loadgen.client.sse / request / stream_step / redirects.
+May import: httptools, loadgen.record, loadgen.client.http1 / sse / request / stream_step.
 Nothing else of loadgen (the Locust client, loadgen.client.gevent_wire, imports this).
 """

@@ -21,8 +21,9 @@ from functools import partial
 from typing import Optional
 
 from loadgen.client.wire import kernel_stamps
-from loadgen.client.wire.exchange import DONE_GRACE_S, GOING, SPILL, Exchange
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.exchange import GOING, SPILL, Exchange
+from loadgen.client.http1.policy import DONE_GRACE, ConnPolicy
+from loadgen.client.http1.message import DEFAULT_ASK, Ask, WireResponse
 from loadgen.client.wire.read_mux import ReadMux
 from loadgen.record import now_ns
 
@@ -35,10 +36,6 @@ def _wake(fut: Optional[asyncio.Future]) -> None:
         fut.set_result(None)
 
 
-def _late(*_args) -> None:
-    """A hook of an exchange that is over: a late call changes nothing."""
-
-
 class Conn:
     """One socket, one Exchange at a time. Watched by ``mux`` from creation to ``close`` (an
     idle connection too: a server's FIN is seen before reuse); in ``conns`` for as long."""
@@ -48,6 +45,8 @@ class Conn:
         self.sock, self.key, self.fd = sock, key, sock.fileno()
         self.loop, self.mux, self.clock, self.conns = loop, mux, clock, conns
         self.resp: Optional[WireResponse] = None
+        self.ask: Ask = DEFAULT_ASK
+        self.spill = None                    # the transport's: parse what is held (module doc)
         self.ex: Optional[Exchange] = None
         self.active = self.closed = self.reused = self.paused = False
         self.idle_since = 0.0
@@ -62,10 +61,15 @@ class Conn:
         mux.watch(self.fd, self.on_readable)
 
     # ---------------------------------------------------------------- exchange
-    def begin(self, resp: WireResponse) -> None:
+    def begin(self, resp: WireResponse, ask: Ask = DEFAULT_ASK, spill=None,
+              make_step=None) -> None:
+        """One exchange into ``resp``, bounded as ``ask`` says. ``spill(resp, resume, abort,
+        finish)``: the transport parses what is held (``abort(kind, msg)`` stops the exchange,
+        ``finish()`` says [DONE] was seen; both no-ops once it is over); ``make_step``: the
+        stream parsed inline (load.cancel's token count), or None."""
         self.resp, self.active, self.paused = resp, True, False
-        self.ex = Exchange(resp, self.reused, resp.inline_step)   # load.cancel after_tokens
-        resp.abort, resp.finish = partial(self._abort, resp), partial(self._done_seen, resp)
+        self.ask, self.spill = ask, spill
+        self.ex = Exchange(resp, self.reused, make_step, ask)
         self.headers_fut = self.loop.create_future()
         self.done_fut = self.loop.create_future()
         self._hdr_wait = True
@@ -73,8 +77,7 @@ class Conn:
 
     def idle(self, now: float) -> None:
         """The exchange ended with the connection reusable: park it."""
-        self._unhook()
-        self.active, self.resp, self.ex = False, None, None
+        self.active, self.resp, self.ex, self.spill = False, None, None, None
         self.headers_fut = self.done_fut = None
         self.idle_since = now
 
@@ -116,8 +119,7 @@ class Conn:
         if self._grace is not None:
             self._grace.cancel()
             self._grace = None
-        if self.ex.keepalive_s is not None:             # Keep-Alive: timeout=N
-            self.keepalive_s = min(self.keepalive_s, self.ex.keepalive_s)
+        self.keepalive_s = ConnPolicy.window(self.keepalive_s, self.ex.keepalive_s)
         if not self.resp.keep_alive or not self.resp.complete:
             return self.close()
         _wake(self.headers_fut)
@@ -128,15 +130,21 @@ class Conn:
         server) while the transport parses what is held (``fill.catch_up_steps``), then resume.
         No spill hook (nothing to parse it into): the body is too large."""
         resp = self.resp
-        if resp.on_spill is None:
-            self.ex.fail("too_large", f"response body over {resp.hold_bytes} bytes held", now_ns())
+        if self.spill is None:
+            self.ex.fail("too_large", f"response body over {self.ask.hold_bytes} bytes held",
+                         now_ns())
             return self._over()
         if not self.paused:                  # also while a sweep's catch-up runs: it resumes
             self.paused = True
             self.mux.unwatch(self.fd, self.on_readable)
         if not resp.spilling:
-            resp.spilling = True
-            resp.on_spill(resp, partial(self.resume, resp))
+            self._hand_over(resp)
+
+    def _hand_over(self, resp: WireResponse) -> None:
+        """What ``resp`` holds to the transport's parser; it resumes reading when done."""
+        resp.spilling = True
+        self.spill(resp, partial(self.resume, resp), partial(self._abort, resp),
+                   partial(self._done_seen, resp))
 
     def resume(self, resp: Optional[WireResponse] = None) -> None:
         """After a spill or a catch-up of ``resp``: read again (level-triggered: what waits in
@@ -160,10 +168,9 @@ class Conn:
         """Parse what is held so far without pausing: a stream that settled or had its [DONE]
         while the socket stays open (and quiet) ends within a sweep or two, not at the timeout."""
         resp = self.resp
-        if (self.active and resp.stream and resp.on_spill is not None and not resp.spilling
+        if (self.active and self.ask.stream and self.spill is not None and not resp.spilling
                 and resp.reads):
-            resp.spilling = True
-            resp.on_spill(resp, partial(self.resume, resp))
+            self._hand_over(resp)
 
     def _abort(self, resp: WireResponse, kind: str, msg: str) -> None:
         """The record is decided (a limit, a protocol fault found by the stream step): stop."""
@@ -171,9 +178,10 @@ class Conn:
             self.failed(kind, msg, now_ns())
 
     def _done_seen(self, resp: WireResponse) -> None:
-        """The stream had its [DONE]: the message end is awaited ``DONE_GRACE_S`` at most."""
+        """The stream had its [DONE]: the message end is awaited ``DONE_GRACE`` at most (the
+        policy's deadline, armed here)."""
         if self.resp is resp and self.active and not self.closed and self._grace is None:
-            self._grace = self.loop.call_later(DONE_GRACE_S, self._grace_over, self.ex)
+            self._grace = self.loop.call_later(DONE_GRACE.left_s, self._grace_over, self.ex)
 
     def _grace_over(self, ex: Exchange) -> None:
         self._grace = None
@@ -190,15 +198,9 @@ class Conn:
     def timed_out(self, timeout_s: float) -> None:
         self.failed("timeout", f"no complete answer within {timeout_s:g} s", now_ns())
 
-    def _unhook(self) -> None:
-        """The response's hooks back to this connection dropped (a late call is a no-op anyway):
-        they hold the response itself, a cycle only the held-back cyclic GC would free."""
-        if self.resp is not None:
-            self.resp.abort = self.resp.finish = _late
-
     def close(self) -> None:
         self.active = False
-        self._unhook()
+        self.spill = None
         if not self.closed:
             self.closed = True
             self.conns.discard(self)

@@ -2,14 +2,14 @@
 the one retry a stale pooled connection earns.
 
     request(method, url, headers, body, resp)
-        in-flight slot (limit) ─► an idle connection (LIFO, within its keep-alive window), else
-        connect ─► _exchange: sent_at_ns = perf_counter_ns() immediately before the send syscall,
-        then wait for the headers (``on_headers(resp)``) and the end ─► release (park or close)
-        a REUSED connection that failed before any response byte (send error, reset, EOF before
-        the status line) never reached the server: once more on a fresh connection (``retries``
-        1, ``first_sent_at_ns``, ``retry_error``), and from then on no reuse (``Connection:
-        close`` on every request) when ``stop_reuse_after_retry``. A fresh connection's failure
-        is never retried.
+        in-flight slot (limit) ─► an idle connection (LIFO; ``policy.take``: within its
+        keep-alive window), else connect ─► _exchange: sent_at_ns = perf_counter_ns()
+        immediately before the send syscall, then wait for the headers (``on_headers(resp)``)
+        and the end ─► ``policy.release``: PARK or CLOSE
+        the stale resend and stop-reuse after it: ``policy.resend`` (loadgen.client.http1.policy,
+        the pure rule: a REUSED connection that failed before any response byte, once more
+        fresh; ``retries`` 1, ``first_sent_at_ns``, ``retry_error``; then ``Connection: close``)
+        load.cancel (timed): ``policy.hangup_deadline`` armed as a loop timer from the send
     fill(resp, rec, tally, stream)  the record, through the pool's RecordFiller (sliced)
 
 Timeouts: ``connect_timeout_s`` per connect, ``timeout_s`` from the call to the last byte (slot
@@ -32,13 +32,14 @@ from typing import Callable, Optional
 
 from loadgen.client.sse import StreamTally
 from loadgen.client.wire import kernel_stamps
+from loadgen.client.http1.policy import KEEPALIVE_S, ConnPolicy, Idle, Release, hangup_deadline
 from loadgen.client.wire.conn import Conn
 from loadgen.client.wire.record_fill import RecordFiller
-from loadgen.client.wire.http1 import Target, WireResponse, connect_failure, request_head
+from loadgen.client.http1.message import (DEFAULT_ASK, Ask, Target, WireResponse, connect_failure,
+                                          request_head)
 from loadgen.client.wire.read_mux import ReadMux
 from loadgen.record import Record, now_ns
 
-KEEPALIVE_S = 4.0             # below uvicorn's 5 s keep-alive (aiohttp_transport.KEEPALIVE_S)
 CANCELLED = "the run was interrupted before the request ended"
 SWEEP_S = 0.25                # streams in flight parsed this often (Conn.catch_up): see module doc
 
@@ -58,17 +59,25 @@ class WirePool:
         self.mux = ReadMux(mux)
         self.limit, self.timeout_s, self.connect_timeout_s = limit or 0, timeout_s, connect_timeout_s
         self.keepalive_s = keepalive_s
-        self.stop_reuse_after_retry = stop_reuse_after_retry
-        self.reuse_connections = True
+        self.policy = ConnPolicy(keepalive_s, stop_reuse_after_retry)
         self.filler = RecordFiller()                # fill(): records of finished streams, sliced
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._sem: Optional[asyncio.Semaphore] = None
         self._idle: dict = {}                       # key -> [Conn] (LIFO)
         self._conns: set = set()                    # every open Conn
         self._targets: dict = {}
-        self.retries = self.connections_opened = 0
+        self.connections_opened = 0
         self.coalesced_reads = 0                    # over the records filled by fill()
         self._sweeper: Optional[asyncio.TimerHandle] = None
+
+    @property
+    def retries(self) -> int:
+        """Stale-connection resends so far (the policy's count)."""
+        return self.policy.retries
+
+    @property
+    def reuse_connections(self) -> bool:
+        return self.policy.reuse
 
     async def __aenter__(self) -> "WirePool":
         self.open()
@@ -162,14 +171,17 @@ class WirePool:
             return Conn(sock, tg.key, self._loop, self.mux, clock, self.keepalive_s, self._conns)
         raise err if err is not None else OSError(f"no address for {tg.host}")
 
-    def _idle_conn(self, key: tuple) -> Optional[Conn]:
+    def _idle_conn(self, key: tuple, attempt: int) -> Optional[Conn]:
+        if not self.policy.wants_idle(attempt):
+            return None
         idle = self._idle.get(key)
         now = self._loop.time()
+        take = self.policy.take
         while idle:
             c = idle.pop()
             if c.closed:
                 continue
-            if now - c.idle_since > c.keepalive_s:
+            if take(attempt, now - c.idle_since, c.keepalive_s) is Idle.DROP:
                 c.close()
                 continue
             c.reused = True
@@ -177,7 +189,7 @@ class WirePool:
         return None
 
     def _release(self, conn: Conn, resp: WireResponse) -> None:
-        if conn.closed or not resp.reusable or not self.reuse_connections or conn.keepalive_s <= 0:
+        if self.policy.release(resp, conn.keepalive_s, conn.closed) is Release.CLOSE:
             conn.close()
             return
         conn.idle(self._loop.time())
@@ -186,9 +198,12 @@ class WirePool:
     # ---------------------------------------------------------------- requests
     async def request(self, method: str, url: str, headers: Optional[dict] = None, body: bytes = b"",
                       resp: Optional[WireResponse] = None,
-                      on_headers: Optional[Callable[[WireResponse], None]] = None) -> WireResponse:
+                      on_headers: Optional[Callable[[WireResponse], None]] = None,
+                      ask: Ask = DEFAULT_ASK, spill: Optional[Callable] = None,
+                      make_step: Optional[Callable] = None) -> WireResponse:
         """One exchange, filled into ``resp`` (made if not given) and returned. Never raises but
-        ``CancelledError`` (after closing the socket; ``resp`` then says ``cancelled``)."""
+        ``CancelledError`` (after closing the socket; ``resp`` then says ``cancelled``).
+        ``ask``: its bounds and load.cancel's hang-up; ``spill`` / ``make_step``: Conn.begin."""
         if resp is None:
             resp = WireResponse()
         if self._loop is None:
@@ -204,15 +219,15 @@ class WirePool:
             if self._sem is not None:
                 await asyncio.wait_for(self._sem.acquire(), self._left(deadline))
                 acquired = True
+            policy = self.policy
             for attempt in (0, 1):
-                conn = self._idle_conn(tg.key) if attempt == 0 and self.reuse_connections else None
+                conn = self._idle_conn(tg.key, attempt)
                 if conn is None:
                     conn = await asyncio.wait_for(self._connect(tg), self._left(deadline))
-                data = request_head(method, tg, headers, body, close=not self.reuse_connections)
-                await self._exchange(conn, data, resp, deadline, on_headers)
-                if not (resp.stale and attempt == 0):
+                data = request_head(method, tg, headers, body, close=policy.connection_close())
+                await self._exchange(conn, data, resp, deadline, on_headers, ask, spill, make_step)
+                if not policy.resend(resp, attempt):   # stale: never reached the server
                     break
-                self._stale(resp)                    # never reached the server: once more, fresh
         except asyncio.TimeoutError:                 # waiting for a slot or connecting
             resp.error_kind = "timeout"
             resp.error = f"no complete answer within {self.timeout_s:g} s (no connection)"
@@ -233,16 +248,10 @@ class WirePool:
     def _left(self, deadline: float) -> float:
         return max(deadline - self._loop.time(), 0)
 
-    def _stale(self, resp: WireResponse) -> None:
-        """The first attempt failed on a stale pooled connection: once more, fresh."""
-        resp.retry_fresh()
-        self.retries += 1
-        if self.stop_reuse_after_retry:
-            self.reuse_connections = False
-
     async def _exchange(self, conn: Conn, data: bytes, resp: WireResponse, deadline: float,
-                        on_headers: Optional[Callable[[WireResponse], None]]) -> None:
-        conn.begin(resp)
+                        on_headers: Optional[Callable[[WireResponse], None]], ask: Ask = DEFAULT_ASK,
+                        spill: Optional[Callable] = None, make_step: Optional[Callable] = None) -> None:
+        conn.begin(resp, ask, spill, make_step)
         resp.new_connection = not conn.reused
         timer = self._loop.call_at(deadline, conn.timed_out, self.timeout_s)
         hang_timer = None
@@ -265,11 +274,10 @@ class WirePool:
                 except OSError as e:
                     conn.failed("connection", f"{type(e).__name__}: {e}", now_ns())
                     return
-            hang = resp.hangup
-            if hang is not None and hang.after_ms is not None:   # load.cancel after_ms: from
-                left = hang.left_s(resp.sent_at_ns, now_ns())    # the (first) send
-                hang_timer = self._loop.call_later(left, conn._abort, resp, "aborted",
-                                                   hang.message())
+            due = hangup_deadline(ask.hangup, resp.sent_at_ns, now_ns())   # load.cancel
+            if due is not None:
+                hang_timer = self._loop.call_later(due.left_s, conn._abort, resp, due.kind,
+                                                   due.message)
             await conn.headers_fut
             if resp.error_kind is None and resp.status is not None and on_headers is not None:
                 on_headers(resp)

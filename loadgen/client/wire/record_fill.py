@@ -27,7 +27,7 @@ from typing import Callable, Optional
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large
 from loadgen.client.wire import settle
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import WireResponse
 from loadgen.record import Record, now_ns
 
 
@@ -92,18 +92,20 @@ def _drop(resp: WireResponse) -> int:
     return n
 
 
-def catch_up_steps(resp: WireResponse, rec: Record, tally: StreamTally, limits: Limits, every: int):
+def catch_up_steps(resp: WireResponse, rec: Record, tally: StreamTally, limits: Limits, every: int,
+                   abort: Optional[Callable] = None, finish: Optional[Callable] = None):
     """The pieces read so far of a response in flight through its StreamStep (see module doc);
-    a response that is not a stream and holds over ``max_body_bytes`` is failed ``too_large``."""
+    a response that is not a stream and holds over ``max_body_bytes`` is failed ``too_large``.
+    ``abort(kind, msg)`` / ``finish()``: the connection's (wire.conn.Conn), no-ops once over."""
     if is_stream(resp, True):
         step = _step(resp, rec, tally, limits)
         yield from _consume(resp, step, every, len(resp.reads), drop=True)
-        if step.settled and resp.abort is not None:
-            resp.abort(rec.error_kind or "protocol", rec.error or "")   # stop reading it
-        elif step.done and resp.finish is not None:
-            resp.finish()                         # [DONE]: the message end, briefly awaited
-    elif resp.held > limits.max_body_bytes and resp.abort is not None:
-        resp.abort("too_large", body_too_large(resp.held, limits) or "response too large")
+        if step.settled and abort is not None:
+            abort(rec.error_kind or "protocol", rec.error or "")   # stop reading it
+        elif step.done and finish is not None:
+            finish()                              # [DONE]: the message end, briefly awaited
+    elif resp.held > limits.max_body_bytes and abort is not None:
+        abort("too_large", body_too_large(resp.held, limits) or "response too large")
 
 
 def fill_steps(resp: WireResponse, rec: Record, tally: StreamTally, stream: bool, every: int,

@@ -22,13 +22,13 @@ from __future__ import annotations
 import zlib
 from typing import Optional
 
-from loadgen.client.redirects import REDIRECTS, redirect_message
+from loadgen.client.http1.redirects import REDIRECTS, redirect_message
 from loadgen.client.hangup import abort
 from loadgen.client.request import SNIPPET, apply_body, fail
 from loadgen.client.retry import retry_after_checked
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import Limits, StreamStep, body_too_large, decoder
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import WireResponse
 from loadgen.record import Record, now_ns
 
 CANCELLED = "the run was interrupted before the request ended"

@@ -11,13 +11,15 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Optional
 
-from loadgen.client.redirects import MAX_HOPS, redirect_target
+from loadgen.client.http1.policy import parses_inline
+from loadgen.client.http1.redirects import Hops
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
 from loadgen.client.wire.record_fill import catch_up_steps, drive, fill_steps
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import Ask, WireResponse
 from loadgen.client.wire.pool import WirePool
 from loadgen.record import Record
 
@@ -33,6 +35,8 @@ class WireTransport:
         self.pool = WirePool(limit=max_connections, timeout_s=timeout_s,
                              connect_timeout_s=connect_timeout_s, stop_reuse_after_retry=True)
         self.pool.filler.limits = limits
+        self.ask = Ask(stream=stream, max_header_bytes=limits.max_header_bytes,
+                       max_body_bytes=limits.max_body_bytes)
         self.first_response_headers: Optional[dict] = None   # of the first answer (sut.json)
 
     async def open(self) -> None:
@@ -56,38 +60,39 @@ class WireTransport:
         if self.first_response_headers is None:
             self.first_response_headers = dict(resp.raw_headers)   # names as sent, like aiohttp's
 
-    def _response(self, rec: Record, tally: StreamTally, hangup=None) -> WireResponse:
-        resp = WireResponse(max_header_bytes=self.limits.max_header_bytes,
-                            max_body_bytes=self.limits.max_body_bytes, stream=self.stream)
-        filler, limits = self.pool.filler, self.limits
+    def _exchange_args(self, rec: Record, tally: StreamTally, hangup=None) -> dict:
+        """pool.request's ``ask``, ``spill`` and ``make_step`` for one request (Conn.begin)."""
+        filler, limits, ask, make_step = self.pool.filler, self.limits, self.ask, None
         if hangup is not None:                   # load.cancel (loadgen.client.hangup)
-            resp.hangup = hangup
-            if hangup.after_tokens is not None:  # the stream parsed inline: tokens counted
-                resp.inline_step = lambda r: StreamStep(
-                    rec, tally, limits, r.headers.get("content-encoding"), hangup)
+            ask = Ask(self.stream, limits.max_header_bytes, limits.max_body_bytes, hangup=hangup)
+            if parses_inline(hangup):            # the stream parsed inline: tokens counted
+                make_step = partial(_inline_step, rec, tally, limits, hangup)
 
-        def spill(r: WireResponse, then) -> None:
-            filler.submit(catch_up_steps(r, rec, tally, limits, filler.every), then)
+        def spill(r: WireResponse, then, abort, finish) -> None:
+            filler.submit(catch_up_steps(r, rec, tally, limits, filler.every, abort, finish), then)
 
-        resp.on_spill = spill
-        return resp
+        return {"ask": ask, "spill": spill, "make_step": make_step}
 
     async def send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally,
                    hangup=None) -> None:
         """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError.
-        A redirect is a failed request (``redirect``) unless ``follow_redirects`` is
-        ``same-host`` and it points to the same scheme, host and port (then up to 3 hops)."""
-        url = self.url
-        for _hop in range(MAX_HOPS + 1):
-            resp = self._response(rec, tally, hangup)
+        Hops (loadgen.client.http1.redirects) decides whether an answer leads to another send
+        (``follow_redirects``); the last answer is filled."""
+        hops = Hops(self.url, self.follow_redirects)
+        args = self._exchange_args(rec, tally, hangup)
+        while True:
+            resp = WireResponse()
             try:
-                await self.pool.request("POST", url, headers, data, resp=resp,
-                                        on_headers=self._on_headers)
+                await self.pool.request("POST", hops.url, headers, data, resp=resp,
+                                        on_headers=self._on_headers, **args)
             except asyncio.CancelledError:
                 drive(fill_steps(resp, rec, tally, self.stream, 0, self.limits))
                 raise
-            nxt = redirect_target(url, resp.status, resp.headers.get("location"), self.follow_redirects)
-            if nxt is None:
+            if not hops.follow(resp.status, resp.headers.get("location")):
                 break
-            url = nxt
         await self.pool.fill(resp, rec, tally, stream=self.stream)
+
+
+def _inline_step(rec: Record, tally: StreamTally, limits: Limits, hangup, r: WireResponse) -> StreamStep:
+    """The stream step made once the headers are in (Exchange.make_step): load.cancel's tokens."""
+    return StreamStep(rec, tally, limits, r.headers.get("content-encoding"), hangup)

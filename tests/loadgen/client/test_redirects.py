@@ -1,9 +1,9 @@
-"""Redirects are never followed silently (loadgen/client/redirects.py)."""
+"""Redirects are never followed silently (loadgen/client/http1/redirects.py)."""
 from __future__ import annotations
 
 import pytest
 
-from loadgen.client.redirects import redirect_message, redirect_target
+from loadgen.client.http1.redirects import redirect_message, redirect_target
 
 URL = "http://127.0.0.1:8000/v1/completions"
 

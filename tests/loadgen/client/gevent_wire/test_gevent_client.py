@@ -28,7 +28,7 @@ from loadgen.client.stream_step import Limits
 from loadgen.client.wire import kernel_stamps
 from loadgen.client.wire.conn import Conn
 from loadgen.client.wire.record_fill import fill_record
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import Ask, WireResponse
 from loadgen.run.senders.clock import clock_estimate, offset_estimate
 from tests.support.source import parse
 from loadgen.client.gevent_wire.conn import GConn
@@ -99,9 +99,9 @@ def native(reads, stream: bool, continuous: bool = False, limits: Limits = Limit
     try:
         sock = FakeSock(reads)
         conn = Conn(sock, ("h", 1), loop, _Mux(), CLOCK, 4.0, set())
-        resp = WireResponse(max_header_bytes=limits.max_header_bytes,      # as WireTransport's
-                            max_body_bytes=limits.max_body_bytes, stream=stream)
-        conn.begin(resp)
+        resp = WireResponse()
+        conn.begin(resp, Ask(stream=stream, max_header_bytes=limits.max_header_bytes,   # as
+                             max_body_bytes=limits.max_body_bytes))            # WireTransport's
         while conn.active and not conn.closed:
             conn.on_readable()
         rec = _record()
@@ -115,7 +115,7 @@ def native(reads, stream: bool, continuous: bool = False, limits: Limits = Limit
 def gwire(reads, stream: bool, continuous: bool = False, limits: Limits = Limits()) -> dict:
     """gwire's record of the same reads (GConn.exchange + fill + request.finish)."""
     conn = GConn(FakeSock(reads), ("h", 1), CLOCK)
-    resp = WireResponse(max_header_bytes=limits.max_header_bytes)
+    resp = WireResponse()
     rec, tally = _record(), StreamTally(continuous)
     conn.exchange(b"POST / HTTP/1.1\r\n\r\n", resp, rec, tally, stream, limits)
     fill(resp, rec, tally, resp.step, limits)

@@ -14,7 +14,7 @@ import socket
 import pytest
 
 from loadgen.client.wire.conn import Conn
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import WireResponse
 from loadgen.client.wire.read_mux import ReadMux
 from loadgen.client.wire.pool import WirePool
 
@@ -42,7 +42,7 @@ def test_late_callbacks_of_a_closed_conn_leave_the_reused_number_alone(kind):
         new.setblocking(False)
         got = []
         mux.watch(fd, lambda: got.append(new.recv(10)))
-        for late in (old.on_readable, old.resume, lambda: old.resp.abort("protocol", "late"),
+        for late in (old.on_readable, old.resume, lambda: old._abort(old.resp, "protocol", "late"),
                      lambda: old.timed_out(1.0), old.close, lambda: old._grace_over(ex)):
             late()
         other.send(b"x")

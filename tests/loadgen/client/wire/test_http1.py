@@ -1,7 +1,7 @@
-"""loadgen/client/wire/http1.py: the target URL and the request bytes (pure)."""
+"""loadgen/client/http1/message.py: the target URL and the request bytes (pure)."""
 import pytest
 
-from loadgen.client.wire.http1 import Target, WireResponse, request_head
+from loadgen.client.http1.message import Target, WireResponse, request_head
 
 
 def test_target_parses_host_port_path_and_rejects_https():
@@ -37,7 +37,7 @@ def test_response_content_type_and_stamp_source():
 
 def test_out_of_file_descriptors_is_the_clients_fault():
     import errno
-    from loadgen.client.wire.http1 import connect_failure
+    from loadgen.client.http1.message import connect_failure
     for code in (errno.EMFILE, errno.ENFILE):
         kind, msg = connect_failure(OSError(code, "Too many open files"))
         assert kind == "client" and "--procs" in msg

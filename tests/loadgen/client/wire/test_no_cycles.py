@@ -7,8 +7,8 @@ import gc
 import weakref
 
 from loadgen.client.http_client import Client
-from loadgen.client.wire.exchange import DONE, Exchange
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.exchange import DONE, Exchange
+from loadgen.client.http1.message import WireResponse
 from tests.loadgen.client.wire.support import cfg, spec
 
 ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"

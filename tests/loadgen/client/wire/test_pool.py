@@ -14,7 +14,7 @@ import pytest
 
 from loadgen.client.wire import kernel_stamps
 from loadgen.client.wire.record_fill import fill_record
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import WireResponse
 from loadgen.client.wire.pool import WirePool
 from loadgen.record import now_ns
 from tests.loadgen.client.wire.support import (SSE_BODY, RawServer, blank, cfg, read_request, spec,

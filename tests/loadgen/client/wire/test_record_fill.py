@@ -8,7 +8,7 @@ from loadgen.client.http_client import Client
 from loadgen.client.request import finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.wire.record_fill import RecordFiller, fill_record
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import WireResponse
 from loadgen.record import Record
 from tests.loadgen.client.wire.support import blank, cfg, spec
 

@@ -1,6 +1,6 @@
 """One HTTP/1.1 exchange, sans I/O: every rule of reading an answer, and nothing that reads.
 
-    driver (asyncio conn.Conn | gevent client.gevent_wire.conn.GConn): recvmsg ─► stamp t
+    driver (asyncio wire.conn.Conn | gevent gevent_wire.conn.GConn): recvmsg ─► stamp t
         ─► Exchange.feed(t, bytes) ─► GOING | DONE | FAILED | SPILL        (EOF: .eof(t))
             httptools (C) framing ─► callbacks below ─► that read's body pieces joined ONCE
             ─► inline StreamStep (``step``: the gevent driver) or held in ``resp.reads`` for
@@ -8,12 +8,12 @@
         the driver writes, waits, closes; it decides nothing about the answer
 
 The rules (one copy for both engines):
-  header bound   status line + headers over ``resp.max_header_bytes`` ─► ``too_large``; interim
+  header bound   status line + headers over ``ask.max_header_bytes`` ─► ``too_large``; interim
                  1xx answers (skipped, RFC 9110 §15.2) count against the same bound (a 1xx storm
                  is ``too_large``), and so do trailers and any other bytes after the headers that
                  carry no body (an endless trailer section is ``too_large``, memory bounded)
   body bound     a body held whole (not a stream) whose Content-Length is over
-                 ``resp.max_body_bytes`` ─► ``too_large`` at once; held over ``hold_bytes``:
+                 ``ask.max_body_bytes`` ─► ``too_large`` at once; held over ``ask.hold_bytes``:
                  SPILL (the driver parses what is held) or, not a stream, ``too_large``
   framing / EOF  chunked, Content-Length, or until close (no length, no chunking: EOF ends it);
                  any other EOF is a ``connection`` failure; bad framing is ``protocol``
@@ -24,10 +24,10 @@ The rules (one copy for both engines):
   stale          a REUSED connection that failed before any byte of the answer (``resp.stale``):
                  never reached the server, the driver may send once more on a fresh one
   [DONE]         the stream step has the record's end (``step.done``); the message end is then
-                 awaited at most ``DONE_GRACE_S``, after which the driver ends the exchange
+                 awaited at most ``policy.DONE_GRACE_S``, after which the driver ends the exchange
                  (not reused); a settled (failed) stream ends it at once
 Status, redirects, whole bodies (gzip/deflate) and the exchange's own failure settle the record
-in settle.py (pure), for every transport (aiohttp's too).
+in wire/settle.py (pure), for every transport (aiohttp's too).
 """
 from __future__ import annotations
 
@@ -35,24 +35,28 @@ from typing import Optional
 
 import httptools
 
-from loadgen.client.wire.http1 import WireResponse
+from loadgen.client.http1.message import DEFAULT_ASK, Ask, WireResponse
 
-GOING, DONE, FAILED, SPILL = 0, 1, 2, 3        # what feed / eof answer
-DONE_GRACE_S = 0.25     # after [DONE]: the longest wait for the HTTP message's end
+GOING, DONE, FAILED, SPILL = 0, 1, 2, 3        # what feed / eof answer (plain ints: per read)
 
 
 class Exchange:
-    """One request's answer (module doc). ``step``: a stream step fed inline with each read's
-    body (a streamed 2xx; made by ``make_step(resp)`` once the headers are in), or None.
+    """One request's answer (module doc), bounded as ``ask`` says (message.Ask: the settings,
+    copied once into slots). ``step``: a stream step fed inline with each read's body (a
+    streamed 2xx; made by ``make_step(resp)`` once the headers are in), or None.
     ``parser`` is dropped once the exchange is over: it and the exchange hold each other (its
     callbacks), a cycle that only the cyclic GC would free, which the client holds back while
     it stamps; every request's chunks would then stay in memory until a collection."""
 
     __slots__ = ("resp", "parser", "reused", "nbytes", "quiet", "t", "until_close", "keepalive_s",
-                 "step", "make_step", "over", "_hdrs", "_pieces", "_piece")
+                 "step", "make_step", "over", "_hdrs", "_pieces", "_piece", "stream", "hdr_cap",
+                 "body_cap", "hold_cap")
 
-    def __init__(self, resp: WireResponse, reused: bool = False, make_step=None):
+    def __init__(self, resp: WireResponse, reused: bool = False, make_step=None,
+                 ask: Ask = DEFAULT_ASK):
         self.resp, self.reused, self.make_step = resp, reused, make_step
+        self.stream, self.hdr_cap, self.body_cap, self.hold_cap = (
+            ask.stream, ask.max_header_bytes, ask.max_body_bytes, ask.hold_bytes)
         self.parser = httptools.HttpResponseParser(self)
         self.nbytes = self.quiet = self.t = 0
         self.until_close = False
@@ -100,20 +104,20 @@ class Exchange:
             self.quiet = 0
         elif had_head and not self.over:
             self.quiet += len(data)                # trailers, chunk framing: no body
-            if self.quiet > resp.max_header_bytes:
+            if self.quiet > self.hdr_cap:
                 return self.fail("too_large", f"response trailers or framing over "
-                                 f"{resp.max_header_bytes} bytes (api.limits.max_header_bytes)", t)
+                                 f"{self.hdr_cap} bytes (api.limits.max_header_bytes)", t)
         if self.over:
             self.parser = None
             return FAILED if resp.error_kind else DONE
-        if resp.headers_at_ns is None and self.nbytes > resp.max_header_bytes:
+        if resp.headers_at_ns is None and self.nbytes > self.hdr_cap:
             # httptools has no header limit and builds a long value by concatenation
-            return self.fail("too_large", f"response headers over {resp.max_header_bytes} "
+            return self.fail("too_large", f"response headers over {self.hdr_cap} "
                              "bytes (api.limits.max_header_bytes)", t)
-        if resp.held > resp.hold_bytes:
+        if resp.held > self.hold_cap:
             if not self.streamed():
-                if resp.held > resp.max_body_bytes:
-                    return self.fail("too_large", f"response body over {resp.max_body_bytes} "
+                if resp.held > self.body_cap:
+                    return self.fail("too_large", f"response body over {self.body_cap} "
                                      "bytes (api.limits.max_body_bytes)", t)
                 return GOING
             return SPILL
@@ -163,8 +167,8 @@ class Exchange:
 
     def streamed(self) -> bool:
         """The body is an SSE stream parsed as it comes (a streamed request answered 2xx, not
-        JSON); ``resp.stream`` None (not said): maybe one, never held whole here."""
-        return self.resp.stream is not False and self.resp.sse_body()
+        JSON); ``ask.stream`` None (not said): maybe one, never held whole here."""
+        return self.stream is not False and self.resp.sse_body()
 
     @property
     def done_seen(self) -> bool:
@@ -202,12 +206,12 @@ class Exchange:
         if ka:
             self._keep_alive_timeout(ka)
         if self.streamed():
-            if self.make_step is not None and resp.stream:
+            if self.make_step is not None and self.stream:
                 self.step = resp.step = self.make_step(resp)
         elif "chunked" not in h.get("transfer-encoding", ""):
             cl = h.get("content-length", "")
-            if cl.isdigit() and int(cl) > resp.max_body_bytes:
-                self.fail("too_large", f"response body over {resp.max_body_bytes} bytes "
+            if cl.isdigit() and int(cl) > self.body_cap:
+                self.fail("too_large", f"response body over {self.body_cap} bytes "
                           f"(api.limits.max_body_bytes): Content-Length {cl}", self.t)
 
     def _keep_alive_timeout(self, value: str) -> None:

@@ -1,12 +1,17 @@
-"""Redirects are never followed silently: the pure rule of what a 3xx answer may lead to.
+"""Redirects are never followed silently: the pure rule of what a 3xx answer may lead to, and
+the hop loop every driver runs through it. No I/O.
 
     status, Location, api.follow_redirects ─► redirect_target ─► the next URL, or None (the
-    request fails as ``redirect``, its Location in the error)
+    request fails as ``redirect``, its Location in the error: ``redirect_message``)
+    Hops(url, policy): the drivers' loop (wire, gevent_wire, aiohttp), written once:
+        hops = Hops(url, policy)
+        while True:  send to hops.url ... ; if not hops.follow(status, location): break
 
 ``never`` (default): no redirect is followed. ``same-host``: a 307/308 (the method and body are
 kept, so the prompt is POSTed again) to the same scheme, host and port is followed, up to
 ``MAX_HOPS``; a 301/302/303 would turn the POST into a GET and is never followed. No header ever
-goes to another host, because no request ever does.
+goes to another host, because no request ever does. After ``MAX_HOPS`` hops the last answer
+stands (a 3xx then fails the request as ``redirect``).
 """
 from __future__ import annotations
 
@@ -39,3 +44,27 @@ def redirect_message(status: int, location: Optional[str]) -> str:
     """The ``redirect`` failure's message: the status and where it pointed."""
     return (f"HTTP {status} redirect to {location or '(no Location)'}: not followed "
             "(api.follow_redirects: same-host follows a 307/308 to the same host)")
+
+
+def is_redirect(status: Optional[int]) -> bool:
+    """A 3xx redirect status (followed or not)."""
+    return status in REDIRECTS
+
+
+class Hops:
+    """One request's hop loop (module doc): ``url`` is where the next send goes; ``follow``
+    says whether the answer just read leads to another send (and moves ``url`` there)."""
+
+    __slots__ = ("url", "policy", "hops")
+
+    def __init__(self, url: str, policy: str = "never"):
+        self.url, self.policy, self.hops = url, policy, 0
+
+    def follow(self, status: Optional[int], location: Optional[str]) -> bool:
+        if self.hops >= MAX_HOPS:
+            return False
+        nxt = redirect_target(self.url, status, location, self.policy)
+        if nxt is None:
+            return False
+        self.url, self.hops = nxt, self.hops + 1
+        return True

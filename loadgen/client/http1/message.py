@@ -1,20 +1,36 @@
-"""HTTP/1.1 pieces of one exchange: where it goes (``Target``), what is sent (``request_head``)
-and what came back, as it happened (``WireResponse``). No I/O here.
+"""HTTP/1.1 pieces of one exchange: where it goes (``Target``), what is sent (``request_head``),
+what it is asked to bound (``Ask``: settings) and what came back, as it happened
+(``WireResponse``: results only; the drivers' callbacks live in the drivers). No I/O here.
 
     url ─► Target (host, port, Host header, path; addresses resolved once by the pool)
     method, headers, body ─► request_head ─► bytes (Content-Length framing; ``Connection: close``
                                              once the pool stopped reusing connections)
-    exchange.Exchange fills a WireResponse: status, headers, stamped body pieces, the end or the failure
+    Ask (stream?, header / body / hold bounds, load.cancel's hangup) ─► exchange.Exchange, which
+    fills a WireResponse: status, headers, stamped body pieces, the end or the failure
 """
 from __future__ import annotations
 
 import errno
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 from urllib.parse import urlsplit
 
 USER_AGENT = "loadgen-wire/1"
 _FRAMING = ("host", "content-length", "connection", "transfer-encoding")   # the transport's own
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What one exchange is asked to bound and how its body is read (settings, not results)."""
+
+    stream: Optional[bool] = None                    # the request asked for a stream (None: not said)
+    max_header_bytes: int = 64 * 2**10               # also bounds 1xx answers and trailers
+    max_body_bytes: int = 32 * 2**20                 # a body held whole (not a stream)
+    hold_bytes: int = 1 << 20                        # held above this: spill (or too_large)
+    hangup: Optional[object] = None                  # load.cancel (client.hangup.Hangup), or None
+
+
+DEFAULT_ASK = Ask()
 
 
 @dataclass
@@ -44,22 +60,12 @@ class WireResponse:
     new_connection: bool = False                     # the attempt that answered ran on a fresh connection
     stale: bool = False                              # (internal) reused connection, failed before any byte
     # bounded memory (fill.catch_up_steps): body bytes held in ``reads``, the pieces consumed by the
-    # stream step so far, the step itself, and the hooks the connection and the transport set
+    # stream step so far, the step itself (made by the exchange once the headers are in), and
+    # whether a catch-up of what is held is under way
     held: int = 0
     consumed: int = 0
     step: Optional[object] = None                    # stream_step.StreamStep, once parsing began
-    hold_bytes: int = 1 << 20                        # held above this: spill (or too_large)
-    max_header_bytes: int = 64 * 2**10             # also bounds 1xx answers and trailers
-    max_body_bytes: int = 32 * 2**20                 # a body held whole (not a stream)
-    stream: Optional[bool] = None                    # the request asked for a stream (None: not said)
-    on_spill: Optional[Callable] = field(default=None, repr=False)   # transport: parse what is held
     spilling: bool = False
-    abort: Optional[Callable] = field(default=None, repr=False)      # conn: stop with (kind, msg)
-    finish: Optional[Callable] = field(default=None, repr=False)     # conn: [DONE] seen, end soon
-    # load.cancel (client.hangup.Hangup): after_tokens parses the stream inline (``inline_step``
-    # makes its StreamStep once the headers are in); after_ms: the driver's timer aborts it
-    hangup: Optional[object] = None
-    inline_step: Optional[Callable] = field(default=None, repr=False)
 
     @property
     def stamp_source(self) -> str:
