@@ -1,24 +1,28 @@
 """THE attempt loop of one request, sans I/O: every engine's driver only sends and sleeps.
 
-A per-request feature touches these places now (issue #37, "add a per-request feature"):
-    1. its scenario field (loadgen/scenario/...) and, when it is per request, its rule as a pure
-       module beside hangup.py / retry.py (which request, when, what it changes in the record)
-    2. this module: one step of ``AttemptLoop.play`` (send / wait / done) or one line of
-       ``settle`` / ``cancelled`` — the asyncio driver (http_client.Client.execute) and the
-       gevent driver (locust_engine/request_source.RequestSource.send) follow it unchanged
-    3. the record: a field of analysis/contract/record.py (Record) and, when a fresh or a
+Add a per-request feature — the places it touches now (hang-up, load.cancel, as the example):
+    1. its scenario field: loadgen/scenario/ (hangups.py: ``load.cancel``) and docs/<feature>.md
+    2. its rule, pure, one module: loadgen/client/<rule>.py (hangup.py: which request, when;
+       retry.py: api.retry's waits) — built once per run where the engines build theirs:
+       http_client.ClientConfig (cfg.cancel / cfg.retry, set by run/runner.py and
+       run/procs/child.py) and locust_engine/request_source.RequestSource.__init__
+    3. THIS module, when it changes an attempt: one step of ``AttemptLoop.play`` (SEND / WAIT /
+       DONE) or one line of ``settle`` / ``cancelled``; the two drivers (http_client.Client.
+       execute: asyncio; request_source.RequestSource.send: gevent) follow the steps unchanged
+    4. the record: its field in analysis/contract/record.py (Record) and, when a fresh or a
        cancelled record carries it, ``new_record`` / ``cancelled_record`` below (the only two
-       constructors of a request's Record; the reader decodes, never builds)
-    4. the wire, only when the feature acts inside an exchange (a deadline, a header): the
-       stream step (stream_step.py) or the body/headers rule (request.Shape)
-    5. its summary block (analysis/metrics/...) and its docs page
+       places a Record is built; the reader decodes, never builds)
+    5. the wire, only when it acts inside an exchange: stream_step.py (a per-token rule) or the
+       drivers' deadline timers (client/wire/, client/gevent_wire/, aiohttp_transport.py; one
+       connection policy is issue #37 step 3), request.Shape for a body or header rule
+    6. its summary block (analysis/metrics/, analysis/report/) and analysis/contract/summary
 
     AttemptLoop(rec, retry, hangup)     retry: client.retry.RetryPolicy | None (api.retry);
                                         hangup: client.hangup.Hangup | None (load.cancel, this
                                         request's; HangupRule.of(id, phase))
       play()  a generator; the driver does what each step says and sends back ``now_ns()``:
-          (SEND, Hangup | None)  send one attempt with this hang-up (after_ms counts from the
-                                 FIRST send from the second attempt on: retry.Attempts)
+          (SEND, Hangup | None)  send one attempt with this hang-up (its deadline counts from
+                                 the FIRST send from the second attempt on: retry.Attempts)
           (WAIT, seconds)        sleep (asyncio.sleep / gevent.sleep), cancelled like a request
                                  in flight; then the hang-up may be due (the record ``aborted``)
           (DONE, None)           the request is over: ``settle``

@@ -42,6 +42,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
+import msgspec
+
 from loadgen.client import accuracy
 from loadgen.client.aiohttp_transport import AiohttpTransport
 from loadgen.client.load_monitor import gc_hold, gc_release
@@ -67,8 +69,12 @@ def pick_transport(url: str, wanted: Optional[str] = None) -> str:
     return "wire" if wanted == "wire" and url.startswith("http://") else "aiohttp"
 
 
-@dataclass
-class RequestSpec:
+class RequestSpec(msgspec.Struct):
+    """One request as a driver sends it: the plan's frozen spec (scenario.workload.PromptSpec,
+    alias senders.plan.Spec) with what the sender adds at the send (scheduled time, a session
+    turn's messages/headers, ``want_text``). A msgspec Struct: slots, cheap to build; mutable
+    because the dispatcher stamps ``scheduled_at_ns`` on it when it goes out."""
+
     id: int
     phase: str                                  # "warmup" | "measured"
     prompt: Union[str, list]                    # text, token ids, or (chat) a list of messages
@@ -86,11 +92,10 @@ class RequestSpec:
 
     @classmethod
     def of(cls, p: Any, id: int, phase: str = "measured") -> "RequestSpec":
-        """Request ``id`` of a workload PromptSpec (or a senders.plan.Spec): every engine's."""
-        return cls(id=id, phase=phase, prompt=p.prompt, prompt_tokens=p.prompt_tokens,
-                   max_tokens=p.max_tokens, messages=list(p.messages) if p.messages else None,
-                   images=p.images, expected=getattr(p, "expected", None),
-                   audio=getattr(p, "audio", None))
+        """Request ``id`` of a workload PromptSpec (= senders.plan.Spec): every engine's."""
+        return cls(id, phase, p.prompt, p.prompt_tokens, p.max_tokens, None,
+                   list(p.messages) if p.messages else None, images=p.images,
+                   expected=p.expected, audio=p.audio)
 
 
 @dataclass
