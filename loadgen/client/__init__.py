@@ -10,8 +10,10 @@
                           perf_counter_ns per read as the loop gets it; settled by the same
                           rules (wire/settle.py, stream_step.py)
                      both: a stale reused keep-alive connection is sent once more on a fresh one
-                     hangup.py (load.cancel: which request hangs up and when; ``aborted``) and
-                     retry.py (api.retry, Retry-After): pure rules, every driver only waits
+                     attempt.py: THE attempt loop (send / wait / done; settlement, cancellation,
+                     the two Record constructors), stepped by the asyncio Client and the Locust
+                     request source; hangup.py (load.cancel: which request hangs up and when;
+                     ``aborted``) and retry.py (api.retry, Retry-After): pure rules it applies
                        └► sse_parser.py (pure incremental SSE parser: bytes ─► events), sse.py
                                   (events ─► token tally, re-exports the parser's names,
                                   reasoning vs answer chunks; api.endpoint responses:

@@ -14,7 +14,8 @@
                           the record keeps what was received, status ``aborted``). Streamed or
                           not: the timer is the transport's, not the stream step's. With
                           api.retry the deadline counts from the request's FIRST send
-                          (``since_ns``, set by client.retry.Attempts for every later attempt);
+                          (``since_ns``, set by client.retry.Attempts for every later attempt,
+                          handed to the driver by client/attempt.AttemptLoop's SEND step);
                           one due inside a retry wait ends the request there, never resent
 
 ``status: "aborted"`` is not the interrupt's ``cancelled`` and not a failure (the verdict does

@@ -42,11 +42,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
+import msgspec
+
 from loadgen.client import accuracy
 from loadgen.client.aiohttp_transport import AiohttpTransport
 from loadgen.client.load_monitor import gc_hold, gc_release
 from loadgen.client.request import ENDPOINTS, Shape, base_body, endpoint_path, finish, with_headers
-from loadgen.client.retry import Attempts, RetryPolicy
+from loadgen.client.attempt import DONE, INTERRUPTED, SEND, AttemptLoop, new_record
+from loadgen.client.retry import RetryPolicy
 from loadgen.client.request import fail as _fail
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
 from loadgen.client.wire.transport import WireTransport
@@ -54,7 +57,7 @@ from loadgen.record import Record, now_ns
 
 TRANSPORTS = ("wire", "aiohttp")
 ENV = "LOADGEN_HTTP"          # "aiohttp" forces aiohttp for http:// targets too
-CANCELLED = "the run was interrupted before the request ended"
+CANCELLED = INTERRUPTED         # the one wording (client/attempt.py)
 
 
 def pick_transport(url: str, wanted: Optional[str] = None) -> str:
@@ -66,8 +69,12 @@ def pick_transport(url: str, wanted: Optional[str] = None) -> str:
     return "wire" if wanted == "wire" and url.startswith("http://") else "aiohttp"
 
 
-@dataclass
-class RequestSpec:
+class RequestSpec(msgspec.Struct):
+    """One request as a driver sends it: the plan's frozen spec (scenario.workload.PromptSpec,
+    alias senders.plan.Spec) with what the sender adds at the send (scheduled time, a session
+    turn's messages/headers, ``want_text``). A msgspec Struct: slots, cheap to build; mutable
+    because the dispatcher stamps ``scheduled_at_ns`` on it when it goes out."""
+
     id: int
     phase: str                                  # "warmup" | "measured"
     prompt: Union[str, list]                    # text, token ids, or (chat) a list of messages
@@ -85,11 +92,10 @@ class RequestSpec:
 
     @classmethod
     def of(cls, p: Any, id: int, phase: str = "measured") -> "RequestSpec":
-        """Request ``id`` of a workload PromptSpec (or a senders.plan.Spec): every engine's."""
-        return cls(id=id, phase=phase, prompt=p.prompt, prompt_tokens=p.prompt_tokens,
-                   max_tokens=p.max_tokens, messages=list(p.messages) if p.messages else None,
-                   images=p.images, expected=getattr(p, "expected", None),
-                   audio=getattr(p, "audio", None))
+        """Request ``id`` of a workload PromptSpec (= senders.plan.Spec): every engine's."""
+        return cls(id, phase, p.prompt, p.prompt_tokens, p.max_tokens, None,
+                   list(p.messages) if p.messages else None, images=p.images,
+                   expected=p.expected, audio=p.audio)
 
 
 @dataclass
@@ -194,9 +200,8 @@ class Client:
 
     @staticmethod
     def new_record(spec: RequestSpec) -> Record:
-        return Record(id=spec.id, phase=spec.phase, scheduled_at_ns=spec.scheduled_at_ns,
-                      requested_output_tokens=spec.max_tokens, workload_prompt_tokens=spec.prompt_tokens,
-                      session_id=spec.session_id, turn=spec.turn)
+        return new_record(spec.id, spec.phase, spec.scheduled_at_ns, spec.max_tokens,
+                          spec.prompt_tokens, spec.session_id, spec.turn)
 
     def body(self, spec: RequestSpec) -> bytes:
         return self.shape.body(spec.prompt, spec.max_tokens, spec.messages, spec.images,
@@ -224,39 +229,27 @@ class Client:
         if not self._open:
             _fail(rec, "client", "Client used outside 'async with'")
             return rec
-        tally = self.shape.tally(spec.want_text, spec.expected)
-        cfg = self.cfg
-        hangup = cfg.cancel.of(spec.id, spec.phase) if cfg.cancel is not None else None
-        att = Attempts(cfg.retry, rec, hangup) if cfg.retry is not None else None
+        cfg, t, tally = self.cfg, self._t, None
+        loop = AttemptLoop(rec, cfg.retry,
+                           cfg.cancel.of(spec.id, spec.phase) if cfg.cancel is not None else None)
+        steps = loop.play(rec)
         try:
-            while True:
-                await self._t.send(data, headers, rec, tally,
-                                   hangup if att is None else att.hangup)
-                if att is None:
-                    break
-                wait = att.after(rec, now_ns())      # api.retry (client/retry.py)
-                if wait is None:
-                    break
-                await asyncio.sleep(wait)            # cancelled like a request in flight
-                if not att.again(rec, now_ns()):     # load.cancel came in the wait: aborted
-                    break
-                tally = self.shape.tally(spec.want_text, spec.expected)
+            what, arg = next(steps)
+            while what is not DONE:              # the attempt loop's steps (client/attempt.py)
+                if what is SEND:
+                    tally = self.shape.tally(spec.want_text, spec.expected)
+                    await t.send(data, headers, rec, tally, arg)
+                else:
+                    await asyncio.sleep(arg)     # api.retry: cancelled like a request in flight
+                what, arg = steps.send(now_ns())
         except asyncio.CancelledError:
-            if att is not None:
-                att.close(rec)
-            if rec.status != "ok":              # complete before the interrupt: stays ok
-                rec.status, rec.error_kind, rec.error = "cancelled", "cancelled", CANCELLED
-            if rec.end_at_ns is None:
-                rec.end_at_ns = now_ns()
+            loop.cancelled(rec)
             finish(rec, tally, spec.prompt_tokens)
             raise
         except Exception as e:  # a failed request is a record, whatever raised: loadgen's own fault
             if rec.status == "pending":
                 _fail(rec, "client", f"{type(e).__name__}: {e}")
-        if att is not None:
-            att.close(rec)
-        elif rec.sent_at_ns is not None:
-            rec.attempts = 1
+        loop.settle(rec)
         finish(rec, tally, spec.prompt_tokens)
         if spec.expected is not None:       # a regex answer: matched off this loop, bounded
             await accuracy.settle_async(rec, tally)

@@ -3,8 +3,9 @@
     settle.status_failure: 429 ─► error_kind ``rate_limited``; 429/503 with Retry-After ─►
         rec.retry_after_s (``retry_after``: ASCII delta-seconds or an HTTP-date, bounded parse;
         anything else ignored with its reason, appended to the record's error)
-    Attempts(policy, rec, hangup)   one request's attempts (api.retry on); THE loop of every
-                                    engine (asyncio Client.execute, the Locust request source):
+    Attempts(policy, rec, hangup)   one request's attempts (api.retry on); stepped by THE attempt
+                                    loop (client/attempt.AttemptLoop) that every engine's driver
+                                    drives (asyncio Client.execute, the Locust request source):
         send(..., att.hangup)  ─► load.cancel's Hangup for this attempt: after_ms from the FIRST
                        send (``since_ns``) from the second attempt on
         after(rec) ─► seconds to wait before the next attempt, or None (this one stands); a

@@ -18,7 +18,8 @@ from gevent.event import Event
 from loadgen.client import accuracy, request
 from loadgen.client.balance import Picker
 from loadgen.client.hangup import HangupRule
-from loadgen.client.retry import Attempts, RetryPolicy
+from loadgen.client.attempt import DONE, INTERRUPTED, SEND, AttemptLoop
+from loadgen.client.retry import RetryPolicy
 from loadgen.client.gc_hold import hold_gc, release_gc
 from loadgen.client.stream_step import Limits
 from loadgen.client.gevent_wire.conn import process_stamps
@@ -61,7 +62,7 @@ class RequestSource(SliceSender):
         self.limits = Limits.from_api(a.limits)
         self.hangups = HangupRule.of_scenario(sc)     # load.cancel: by id, as every engine
         self.retry = RetryPolicy.of_api(a)            # api.retry (client/retry.py), or None
-        self.attempts: dict[int, Attempts] = {}       # api.retry: the requests in flight's
+        self.attempts: dict[int, AttemptLoop] = {}    # api.retry: the requests in flight's
         # the shift onto the master's clock (worker.py's ping-pong, else senders.clock's rule)
         self.clock = setup.get("clock_estimate") or estimate_from(setup["clock"])
         self.shift = int(self.clock["shift_ns"])
@@ -147,16 +148,16 @@ class RequestSource(SliceSender):
         spec, sched = got
         rec = self.record(spec, sched)
         self.last_issue_ns = sched
-        self.send(user, rec, spec.prompt, None, None, False, sched, spec.images,
-                  getattr(spec, "expected", None), spec.audio)
+        self.send(user, rec, spec, sched)
 
-    def send(self, user, rec: Record, prompt, messages: Optional[list], headers: Optional[dict],
-             want_text: bool, sched: Optional[int] = None,
-             images: Optional[tuple] = None, expected: Optional[tuple] = None,
-             audio=None) -> None:
-        """The one request path: sleep to ``sched`` (if later), body (request.Shape: a session
-        turn's ``messages`` and ``headers``, ``want_text`` for its answer, ``images``), journal,
-        send, record."""
+    def send(self, user, rec: Record, spec, sched: Optional[int] = None, *,
+             messages: Optional[list] = None, headers: Optional[dict] = None,
+             want_text: bool = False) -> None:
+        """The one request path: sleep to ``sched`` (if later), body (request.Shape: ``spec``'s
+        prompt, images, audio; a session turn's ``messages`` and ``headers``, ``want_text`` for
+        its answer), journal, the attempt loop (client/attempt.py), record."""
+        prompt, images, audio = spec.prompt, spec.images, spec.audio
+        expected = spec.expected
         self.taken(rec)
         self.shape.prepare(rec, prompt, images, audio)     # the native client's record fields
         try:
@@ -174,35 +175,35 @@ class RequestSource(SliceSender):
                     url = rec.target_url + request.endpoint_path(self.shape.endpoint)
                 self.ledger.journal(rec)
                 a = self.sc.api
-                hangup = self.hangups.of(rec.id, rec.phase) if self.hangups else None
-                att = Attempts(self.retry, rec, hangup) if self.retry is not None else None
-                if att is not None:              # an interrupt's snapshot closes it (cancel)
-                    self.attempts[rec.id] = att
+                loop = AttemptLoop(rec, self.retry, self.hangups.of(rec.id, rec.phase)
+                                   if self.hangups else None)
+                if loop.att is not None:         # an interrupt's snapshot closes it (cancel)
+                    self.attempts[rec.id] = loop
                 hdrs = request.with_headers(self.shape.headers, headers)
                 tally = None
+                steps = loop.play(rec)
                 try:
-                    while True:
-                        tally = self.shape.tally(want_text, expected)
-                        user.send(url, hdrs, data, a.stream, rec, tally, a.timeout_s,
-                                  self.limits, hangup if att is None else att.hangup)
-                        wait = att.after(rec, now_ns()) if att is not None else None
-                        if wait is None:
-                            break
-                        gevent.sleep(wait)       # api.retry; a stop (GreenletExit) cancels it
-                        if rec.id not in self.inflight or not att.again(rec, now_ns()):
-                            break                # written (a stop, the drain) / aborted
+                    what, arg = next(steps)
+                    while what is not DONE:      # the attempt loop's steps (client/attempt.py)
+                        if what is SEND:
+                            tally = self.shape.tally(want_text, expected)
+                            user.send(url, hdrs, data, a.stream, rec, tally, a.timeout_s,
+                                      self.limits, arg)
+                        else:
+                            gevent.sleep(arg)    # api.retry; a stop (GreenletExit) cancels it
+                            if rec.id not in self.inflight:
+                                break            # written (a stop, the drain)
+                        what, arg = steps.send(now_ns())
                 finally:
                     if i is not None:
                         self.replicas.done(i)
-                    if att is not None:
+                    if loop.att is not None:
                         self.attempts.pop(rec.id, None)
-                        att.close(rec)
-                    elif rec.sent_at_ns is not None:
-                        rec.attempts = 1
+                    loop.settle(rec)
                 if expected is not None:     # a regex answer: on gevent's thread pool, bounded
                     accuracy.settle_gevent(rec, tally)
         except gevent.GreenletExit:
-            self.cancel(rec, "the run was interrupted before the request ended")
+            self.cancel(rec, INTERRUPTED)
             raise
         self.write(rec)
 
@@ -216,10 +217,10 @@ class RequestSource(SliceSender):
         """``rec`` written as cancelled now (its user may still hold it): a copy, with its
         api.retry attempts so far closed in (client.retry.Attempts.close, as the native
         engine's cancellation does)."""
-        att = self.attempts.get(rec.id)
-        if att is not None:
+        loop = self.attempts.get(rec.id)
+        if loop is not None:
             rec = msgspec.structs.replace(rec, chunks=list(rec.chunks))
-            att.close(rec)
+            loop.close(rec)
         self.write(snapshot(rec, why))
 
     def maybe_finish(self) -> None:
@@ -250,7 +251,7 @@ class RequestSource(SliceSender):
                 self.exhausted = self.exhausted or p is not None
                 self.maybe_finish()
 
-    def interrupt(self, why: str = "the run was interrupted before the request ended") -> None:
+    def interrupt(self, why: str = INTERRUPTED) -> None:
         self.stopped = self.hold = True
         try:
             for rec in list(self.inflight.values()):

@@ -8,6 +8,7 @@ from loadgen.locust_engine.clock import sleep_until
 from loadgen.record import now_ns
 from loadgen.run.senders.sessions import SessionPlayer
 from loadgen.scenario.session_turns import turn_headers
+from loadgen.scenario.workload import PromptSpec
 
 
 class SessionWork:
@@ -46,8 +47,9 @@ class SessionWork:
     def _send(self, user, t):
         rec, node = t.record(), self.node
         node.last_issue_ns = now_ns()
-        node.send(user, rec, t.turn.user, t.messages,
-                  turn_headers(node.sc.api.session_header, t.session_id), True)
+        node.send(user, rec, PromptSpec(t.turn.user, t.turn.user_tokens, t.turn.max_tokens),
+                  messages=t.messages, want_text=True,
+                  headers=turn_headers(node.sc.api.session_header, t.session_id))
         return rec
 
     def stop(self, why: str) -> None:

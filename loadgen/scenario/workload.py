@@ -23,11 +23,13 @@ token each), labelled ``approximate``.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
+import msgspec
 import numpy as np
+
+from msgspec.structs import replace
 
 from loadgen.scenario.model import Dist, ScenarioError, Workload
 from loadgen.scenario.images import pool_for
@@ -39,15 +41,23 @@ from loadgen.scenario.limits import MAX_FILE_ROWS, MAX_TOKENS
 from loadgen.scenario.trace import (TracePrompts, jsonl_objects, positive_int, prompt_text,
                                     read_trace, trace_offsets_ns)
 
-@dataclass(frozen=True)
-class PromptSpec:
-    prompt: Union[str, list]    # a list of texts: one embeddings request of several inputs
-    prompt_tokens: int          # by the workload's counter (see WorkloadPlan.token_count)
-    max_tokens: int
+class PromptSpec(msgspec.Struct, frozen=True):
+    """One request as the plan holds it, from the workload to the wire (the workload's stream
+    leaves ``id``/``phase``/``offset_ns`` at their defaults; senders.plan gives each its id,
+    phase and offset: ``senders.plan.Spec`` is this type). Frozen and cheap to build (a
+    msgspec Struct); the per-send state (scheduled time, session turn, headers) is the
+    client's RequestSpec (http_client.py), made from it by ``RequestSpec.of``."""
+
+    prompt: Union[str, list, None]   # a list of texts: one embeddings request of several inputs
+    prompt_tokens: Optional[int]     # by the workload's counter (see WorkloadPlan.token_count)
+    max_tokens: Optional[int]        # None: a closed loop's owed id (senders.plan.started)
     messages: Optional[tuple] = None   # chat messages as given (trace jsonl); else prompt is the user turn
     images: Optional[tuple] = None     # workload.images: data URLs sent after the text (chat)
     expected: Optional[tuple] = None   # workload.dataset: dataset.Expected (the answer's check)
     audio: Optional[audio_clips.Clip] = None   # workload.audio: the clip sent (transcriptions)
+    id: int = -1                       # senders.plan: the request id (warm-up 0.., measured W..)
+    phase: str = "measured"            # "warmup" | "measured"
+    offset_ns: Optional[int] = None    # from t0 (server/offline); None: closed loop (now)
 
 
 # --- lengths --------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The ``cancelled`` record of a request that never finished: built once, written fast.
 
-    record(item, why, worker, end_ns)   the Record (Ledger.cancelled, merge's owed ids)
+    record(item, why, worker, end_ns)   the Record (Ledger.cancelled, merge's owed ids), built by
+                                        client/attempt.cancelled_record (the one constructor)
     Lines(worker, end_ns).line(item, why)
         ─► one JSON line (redacted, no newline), exactly ``redact(record(...).to_json())``,
            from a template per (phase, why): the numbers spliced in, a fraction of a µs a line
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from loadgen.client.attempt import cancelled_record
 from loadgen.record import Record
 from loadgen.redact import redact
 
@@ -30,12 +32,10 @@ _FIELD = {_ID: "id", _AT: "scheduled_at_ns", _SENT: "sent_at_ns", _MAXT: "max_to
 def record(item, why: str, worker: Optional[str], end_ns: Optional[int]) -> Record:
     """The cancelled Record of ``item`` (its own ``why`` first)."""
     g = getattr
-    return Record(id=item.id, phase=item.phase, scheduled_at_ns=g(item, "scheduled_at_ns", None),
-                  sent_at_ns=g(item, "sent_at_ns", None), end_at_ns=end_ns, status="cancelled",
-                  error_kind="cancelled", error=g(item, "why", None) or why,
-                  requested_output_tokens=g(item, "max_tokens", None),
-                  workload_prompt_tokens=g(item, "prompt_tokens", None), worker=worker,
-                  session_id=g(item, "session_id", None), turn=g(item, "turn", None))
+    return cancelled_record(item.id, item.phase, g(item, "scheduled_at_ns", None), end_ns,
+                            g(item, "why", None) or why, g(item, "max_tokens", None),
+                            g(item, "prompt_tokens", None), g(item, "sent_at_ns", None), worker,
+                            g(item, "session_id", None), g(item, "turn", None))
 
 
 class Lines:
@@ -46,10 +46,8 @@ class Lines:
         self._templates: dict = {}
 
     def _template(self, phase: str, why: str) -> tuple:
-        text = redact(Record(id=_ID, phase=phase, scheduled_at_ns=_AT, sent_at_ns=_SENT,
-                             end_at_ns=_END, status="cancelled", error_kind="cancelled",
-                             error=why, requested_output_tokens=_MAXT,
-                             workload_prompt_tokens=_PT, worker=self.worker).to_json())
+        text = redact(cancelled_record(_ID, phase, _AT, _END, why, _MAXT, _PT, _SENT,
+                                       self.worker).to_json())
         found = sorted((text.index(str(m)), m) for m in _MARKS)
         pieces, pos = [], 0
         for where, m in found:

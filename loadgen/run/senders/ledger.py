@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
+from loadgen.client.attempt import cancelled_record
 from loadgen.record import Record, now_ns
 from loadgen.run.senders import cancelled as cancelled_mod
 
@@ -106,8 +107,7 @@ class Ledger:
             self._fail(e)
             return
         if self.on_done is not None:        # the progress counters: one stand-in record
-            shown = Record(id=-1, phase="measured", scheduled_at_ns=None, status="cancelled",
-                           error_kind="cancelled", error=why, worker=self.tag)
+            shown = cancelled_record(-1, "measured", None, None, why, worker=self.tag)
             for i in ids:
                 shown.id = i
                 self.on_done(shown)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from loadgen.run.senders.partition import owed_closed, owner
@@ -36,22 +35,10 @@ from loadgen.scenario.workload import PromptSpec, WorkloadPlan, build_workload
 DEFAULT_OPEN_USERS = 256     # users (in-flight bound) for a server/offline run without a cap
 
 
-@dataclass(frozen=True)
-class Spec:
-    """One request of the plan (a Locust worker sends it as is; a --procs child makes it a
-    RequestSpec: loadgen.client.http_client is asyncio-bound)."""
-
-    id: int
-    phase: str
-    prompt: object
-    prompt_tokens: Optional[int]
-    max_tokens: int
-    offset_ns: Optional[int]     # from t0 (server/offline); None: closed loop (now)
-    images: Optional[tuple] = None   # workload.images: request k's data URLs (the pool's, dealt
-                                     # in turn: every process builds the same seeded pool)
-    messages: Optional[tuple] = None  # chat messages as given (trace rows)
-    expected: Optional[tuple] = None  # workload.dataset: the answer's check (scenario/dataset.py)
-    audio: object = None             # workload.audio: request k's clip (the pool's, in turn)
+Spec = PromptSpec
+"""One request of the plan: the workload's PromptSpec with its ``id``, ``phase`` and
+``offset_ns`` (from t0; None: closed loop, now) — one frozen type (a Locust worker sends it as
+is; the asyncio engines make it a RequestSpec: loadgen.client.http_client is asyncio-bound)."""
 
 
 def digest(sc: Scenario) -> str:
@@ -127,8 +114,8 @@ class Plan:
         out = []
         for rid, p in enumerate(itertools.islice(self.prompt_streams()[0], self.warmup)):
             if self._mine(rid):
-                out.append(Spec(rid, "warmup", p.prompt, p.prompt_tokens, p.max_tokens, None,
-                                p.images, p.messages, p.expected, p.audio))
+                out.append(Spec(p.prompt, p.prompt_tokens, p.max_tokens, p.messages, p.images,
+                                p.expected, p.audio, rid, "warmup", None))
         return out
 
     def measured_specs(self) -> Iterator[Spec]:
@@ -142,8 +129,8 @@ class Plan:
             if not self._mine(rid):
                 continue
             off = int(offs[i]) if offs is not None else None
-            yield Spec(rid, "measured", p.prompt, p.prompt_tokens, p.max_tokens, off, p.images,
-                       p.messages, p.expected, p.audio)
+            yield Spec(p.prompt, p.prompt_tokens, p.max_tokens, p.messages, p.images,
+                       p.expected, p.audio, rid, "measured", off)
 
     def started(self, warm_started: int, issued: int, t0: Optional[int]
                 ) -> Iterator[tuple[Spec, Optional[int]]]:
@@ -154,7 +141,7 @@ class Plan:
             yield s, None
         if self.sc.load.mode == "concurrency":
             for rid in owed_closed(self.warmup, self.index, self.n, issued):
-                yield Spec(rid, "measured", None, None, None, None), None
+                yield Spec(None, None, None, id=rid, phase="measured"), None
             return
         for s in self.measured_specs():
             yield s, None if t0 is None else t0 + (s.offset_ns or 0)

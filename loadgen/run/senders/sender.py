@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 from typing import Optional, Sequence
 
+from loadgen.client.attempt import new_record
 from loadgen.record import Record
 from loadgen.run.senders.stages import StageGate, even_split
 
@@ -100,9 +101,7 @@ class SliceSender:
 
     @staticmethod
     def record(spec, due: Optional[int]) -> Record:
-        return Record(id=spec.id, phase=spec.phase, scheduled_at_ns=due,
-                      requested_output_tokens=spec.max_tokens,
-                      workload_prompt_tokens=spec.prompt_tokens)
+        return new_record(spec.id, spec.phase, due, spec.max_tokens, spec.prompt_tokens)
 
     def taken(self, rec: Record) -> None:
         self.inflight[rec.id] = rec

@@ -32,6 +32,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Optional
 
+from loadgen.client.attempt import cancelled_record, new_record
 from loadgen.record import Record, now_ns
 from loadgen.run.senders.sender import drain_why
 from loadgen.scenario.session_turns import Conversation
@@ -53,10 +54,8 @@ class Turn:
 
     def record(self) -> Record:
         """The Record its request fills."""
-        return Record(id=self.id, phase="measured", scheduled_at_ns=self.due,
-                      requested_output_tokens=self.turn.max_tokens,
-                      workload_prompt_tokens=self.turn.user_tokens,
-                      session_id=self.session_id, turn=self.k)
+        return new_record(self.id, "measured", self.due, self.turn.max_tokens,
+                          self.turn.user_tokens, self.session_id, self.k)
 
 
 class SessionBook:
@@ -88,11 +87,9 @@ class SessionBook:
         for k, turn, due in conv.rest():
             if self.left == 0:
                 break
-            out.append(Record(
-                id=self.take_id(), phase="measured", scheduled_at_ns=due, end_at_ns=now_ns(),
-                status="cancelled", error_kind="cancelled", error=why,
-                requested_output_tokens=turn.max_tokens, workload_prompt_tokens=turn.user_tokens,
-                session_id=conv.session.id, turn=k))
+            out.append(cancelled_record(
+                self.take_id(), "measured", due, now_ns(), why, turn.max_tokens,
+                turn.user_tokens, session_id=conv.session.id, turn=k))
         conv.closed = True
         return out
 
