@@ -150,6 +150,10 @@ class Record(msgspec.Struct, gc=False):
         """The fields as a dict, in order (shallow: chunks is the same list)."""
         return {f: getattr(self, f) for f in self.__struct_fields__}
 
+    @property
+    def __dict__(self) -> dict:      # vars(rec): a dataclass's view (a copy), not a mapping shim
+        return self.as_dict()
+
     @classmethod
     def read(cls, data, where: str = ""):
         """``data`` (a JSON dict, or a Record already) as a Record; ContractError naming the
