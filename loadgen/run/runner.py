@@ -36,7 +36,7 @@ from loadgen.client.balance import open_client
 from loadgen.client.hangup import HangupRule
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from loadgen.client.load_monitor import ClientLoad
-from loadgen.run.dispatch import Dispatcher, Ledger, closed_stages, spec_factory
+from loadgen.run.dispatch import Dispatcher, Ledger, spec_factory
 from loadgen.run.probe_stream import ProbeStream
 from loadgen.targets.managed import ManagedServer
 from loadgen.run.progress import RunProgress
@@ -55,11 +55,9 @@ from loadgen.run import fdlimit
 from loadgen.run.power_hook import PowerHook
 from loadgen.run.procs.parent import Senders
 from loadgen.run.senders.partition import for_run as processes_for
+from loadgen.run.senders.pacing import Closed, Pacing, pacing_for
 from loadgen.run.senders.plan import Plan
 from loadgen.run.sessions import SessionDriver
-
-T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
-
 
 class Run:
     """State of one run; ``execute()`` is the whole lifecycle."""
@@ -182,9 +180,11 @@ class Run:
                 d = self.dispatcher = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s,
                                                  self.progress.on_send)
                 d.max_in_flight = bound        # no cap: what the descriptors allow (fdlimit.py)
-                if ld.mode != "concurrency" and self.plan.sessions is None:
+                pacing = pacing_for(ld, self.schedule, self.plan.sessions is not None)
+                if pacing.planned:
                     planned = Planned(stream, make, w, n)     # built as sent (planned.py)
-                await self._measure(d, planned, spec_factory(stream, make, w), cap)
+                specs = planned if pacing.planned else spec_factory(stream, make, w)
+                await self._measure(d, pacing, specs, cap)
                 if self.server is not None:
                     self.server_alive_at_end = self.server.alive
                 sut["completion_response_headers"] = sut_mod.keep_headers(
@@ -201,25 +201,19 @@ class Run:
         finally:
             await self._close(ledger, planned)
 
-    async def _measure(self, d: Dispatcher, planned: Optional[Planned], next_spec,
-                       cap: Optional[int]) -> None:
-        """The measured phase between the marks that power, /metrics and client load share."""
-        ld = self.sc.load
+    async def _measure(self, d: Dispatcher, pacing: Pacing, specs, cap: Optional[int]) -> None:
+        """The measured phase between the marks that power, /metrics and client load share:
+        ``pacing`` (the mode's strategy, senders/pacing.py) driven from t0 on ``specs``."""
         await self.mark("measure_start")
         self.cpu.start()
-        self.t0 = now_ns() + (T0_LEAD_NS if ld.mode in ("server", "trace") else 0)
+        self.t0 = now_ns() + pacing.t0_lead_ns
+        pacing.begin(self.t0)
         if self.probe_stream is not None:
             self.probe_stream.start_beside(self.t0)
-        if self.plan.sessions is not None:
-            await self._sessions(d, cap)
-        elif ld.mode == "offline":
-            await d.offline(planned, self.t0, cap)
-        elif ld.mode in ("server", "trace"):     # open loop: the schedule's send times
-            await d.server(planned, self.schedule.offsets_ns, self.t0, cap)
-        elif self.schedule.stages:
-            await closed_stages(d, next_spec, self.schedule.stages, self.t0, ld.num_requests)
+        if pacing.sessions:
+            await self._sessions(d, pacing)
         else:
-            await d.closed(next_spec, cap or 1, self.t0, ld.num_requests, ld.duration_s)
+            await d.measure(pacing, specs, cap)
         self.end = now_ns()
         if self.probe_stream is not None:     # no new probe; those in flight end
             await self.probe_stream.finish()
@@ -250,16 +244,15 @@ class Run:
                            max_tokens=turn.max_tokens, messages=messages, session_id=session.id,
                            turn=k, want_text=True, headers={hdr: session.id} if hdr else None)
 
-    async def _sessions(self, d: Dispatcher, cap: Optional[int]) -> None:
-        """Multi-turn sessions: N concurrent ones, or new ones at the schedule's times."""
+    async def _sessions(self, d: Dispatcher, p: Pacing) -> None:
+        """Multi-turn sessions: new ones at the schedule's times, or N concurrent ones."""
         ld = self.sc.load
-        end = self.t0 + int(ld.duration_s * 1e9) if ld.duration_s else None
         drv = self.session_driver = SessionDriver(d, iter(self.plan.sessions), self._turn_spec,
-                                                  ld.warmup_requests, ld.num_requests, end)
-        if ld.mode == "server":
-            await drv.server(self.schedule.offsets_ns, self.t0)
+                                                  ld.warmup_requests, ld.num_requests, p.end_ns)
+        if p.offsets is not None:
+            await drv.server(p.offsets, self.t0)
         else:
-            await drv.concurrency(cap or 1, self.t0)
+            await drv.concurrency(p.users, self.t0)
 
     async def _close(self, ledger: Ledger, planned: Optional[Planned]) -> None:
         """Whatever happened: every planned request recorded once (but after a second signal),
@@ -294,7 +287,8 @@ class Run:
         self.progress.start("warm-up", w)
         self.dispatcher = Dispatcher(client, ledger, self.stop, self.sc.load.drain_timeout_s,
                                      self.progress.on_send)
-        await self.dispatcher.closed(warm_spec, min(w, cap or w), now_ns(), w, None)
+        warm = Closed(self.sc.load.drain_timeout_s, min(w, cap or w), w).begin(now_ns())
+        await self.dispatcher.measure(warm, warm_spec)
 
     def outcome(self) -> Outcome:
         """How the run went, for meta.json (loadgen.run.outcome; the Locust engine makes its own)."""
