@@ -196,8 +196,7 @@ class LocustRun:
         st, n, status, counts = m["state"], m["n"], m["status"], m["counts"]
         reports = [w.get("report") or {} for w in (st.get("workers") or {}).values()]
         unsent = None       # sessions' closed loop: the turns never started are one count
-        if (self.sc.workload.source == "sessions" and ld.mode == "concurrency"
-                and ld.num_requests and not ld.duration_s):
+        if self.sc.workload.source == "sessions" and ld.unsent_counted:
             unsent = max(0, ld.num_requests - (counts["records"] - ld.warmup_requests))
         return dataclasses.replace(
             out, engine="locust", t0_ns=st.get("t0_ns"), end_ns=st.get("end_ns"),

@@ -191,8 +191,7 @@ class Senders:
                                                   transport)
         ld, n, m = self.run.sc.load, self.n, self.merged or {}
         unsent = None
-        if ld.mode == "concurrency" and not self.run.schedule.stages and ld.num_requests \
-                and not ld.duration_s:
+        if ld.unsent_counted and not self.run.schedule.stages:
             unsent = sum(max(0, (split(ld.num_requests, c.k, n) or 0) - c.final[cn.ISSUED])
                          for c in self.children)
         results = [c.result or {} for c in self.children]

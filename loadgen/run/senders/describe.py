@@ -115,7 +115,7 @@ def process_row(k: int, pid: int, exit_code: Optional[int], res: dict, ld, n: in
             "records": written, "cancelled_unwritten": made,
             "warmup_requests": split(ld.warmup_requests, k, n),
             "planned_requests": (split(count, k, n) or None
-                                 if ld.mode != "concurrency" else None),
+                                 if not ld.closed_loop else None),
             "in_flight_cap": split(ld.in_flight_cap, k, n), "error": res.get("error"),
             "stopped": res.get("stopped"),
             "clock": clock_estimate(True)}   # one host, one CLOCK_MONOTONIC: a Locust worker's record
