@@ -50,7 +50,7 @@ from loadgen.run.harness import RunResult, around
 from loadgen.run.meta import run_meta
 from loadgen.run.outcome import Outcome, Prepared, prepare
 from loadgen.run.planned import Planned
-from loadgen.run.preflight import describe_target
+from loadgen.run.preflight import TargetFacts, describe_target
 from loadgen.run import fdlimit
 from loadgen.run.power_hook import PowerHook
 from loadgen.run.procs.parent import Senders
@@ -63,7 +63,8 @@ class Run:
     """State of one run; ``execute()`` is the whole lifecycle."""
 
     def __init__(self, sc: Scenario, progress: Optional[RunProgress] = None,
-                 server: Optional[ManagedServer] = None, prepared: Optional[Prepared] = None):
+                 server: Optional[ManagedServer] = None, prepared: Optional[Prepared] = None,
+                 senders=None):
         self.sc = sc
         self.shared_server = server          # already running (a sweep's); not stopped here
         self.prepared = prepared or prepare(sc)     # plan, schedule, API key, run dir (outcome.py)
@@ -99,7 +100,8 @@ class Run:
         self.client: Optional[Client] = None    # the measured phase's (meta: its retries)
         # sender processes run by _main, their outcome(out) meta's: client.processes > 1's
         # procs.parent.Senders, or the Locust engine's LocustRun (set before execute())
-        self.senders = None
+        self.senders = senders
+        self.facts: Optional[TargetFacts] = None     # preflight's (frozen)
         self.probe_stream: Optional[ProbeStream] = None   # load.probe
 
     # -- sync shell: run dir, managed server, meta/summary (harness.py, every engine's) -----
@@ -128,8 +130,12 @@ class Run:
 
     # -- async body -------------------------------------------------------------------------
     async def _describe_target(self, base_url: str) -> dict:
-        """Readiness, probe, context fit, sut.json (loadgen.run.preflight; both engines)."""
-        return await describe_target(self, base_url)
+        """Readiness, probe, context fit, sut.json (loadgen.run.preflight; both engines): the
+        target's facts kept (``facts``, frozen), sut.json's form returned."""
+        f = self.facts = await describe_target(self, base_url)
+        self.base_url, self.model, self.drop_fields, self.probe = (
+            f.base_url, f.model, f.drop_fields, f.probe)
+        return f.sut
 
     async def _main(self, base_url: str) -> None:
         self.stop = asyncio.Event()
@@ -156,13 +162,19 @@ class Run:
                 base_url, self.run_dir, tg.metrics_interval_s, headers=a.headers,
                 path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics,
                 timeout_s=min(5.0, a.timeout_s)).start()
-            if self.senders is not None:    # the Locust engine's processes (locust_engine/run.py)
-                return await self.senders.measure(sut)
-            procs = processes_for(self, self.progress.warn)
-            bound = fdlimit.check(self.sc, self.schedule, procs, self.progress)
-            if procs > 1:           # client.processes: N sender processes (loadgen.run.procs)
-                self.senders = Senders(self, procs)
-                return await self.senders.measure(sut)
+            if self.senders is None:    # else the Locust engine's (locust_engine/run.py)
+                procs = processes_for(self, self.progress.warn)
+                bound = fdlimit.check(self.sc, self.schedule, procs, self.progress)
+                if procs > 1:       # client.processes: N sender processes (loadgen.run.procs)
+                    self.senders = Senders(self, procs)
+            if self.senders is not None:
+                try:
+                    await self.senders.measure(sut)
+                finally:
+                    self._took(self.senders)
+                if self.server is not None:
+                    self.server_alive_at_end = self.server.alive
+                return
             cfg = ClientConfig.from_api(a, base_url, model, self.key, self.drop_fields)
             cfg.cancel = HangupRule.of_scenario(self.sc)     # load.cancel (client/hangup.py)
             tg = self.sc.target
@@ -200,6 +212,14 @@ class Run:
             raise
         finally:
             await self._close(ledger, planned)
+
+    def _took(self, s) -> None:
+        """What the sender processes found (they read the run, never write it): the measured
+        window, an interruption (Locust's master told to stop), a crash."""
+        self.t0 = self.t0 if s.t0 is None else s.t0
+        self.end = self.end if s.end is None else s.end
+        self.interrupted = self.interrupted or getattr(s, "interrupted", None)
+        self.crashed = self.crashed or s.crashed
 
     async def _measure(self, d: Dispatcher, pacing: Pacing, specs, cap: Optional[int]) -> None:
         """The measured phase between the marks that power, /metrics and client load share:

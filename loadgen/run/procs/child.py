@@ -99,8 +99,8 @@ class Sender:
         from loadgen.record import RecordWriter, now_ns
         from loadgen.run.dispatch import Dispatcher, Ledger
         from loadgen.run.rundir import api_key
-        from loadgen.run.senders.pacing import Closed, pacing_for
-        from loadgen.run.senders.partition import split, stage_share
+        from loadgen.run.senders.pacing import Closed, slice_pacing
+        from loadgen.run.senders.partition import split
 
         job, ctr, sc = self.job, self.ctr, self.job.sc
         ld, k, n, self._of = sc.load, job.index, job.n, RequestSpec.of
@@ -115,14 +115,8 @@ class Sender:
         key = api_key(sc)                       # registered with redact before any write
         self.writer = RecordWriter(job.path("records", "jsonl"))
         ledger = Ledger(self.writer, self._on_done, tag=str(k))
-        warm, plan, offs = self.plan.warm_specs(), self.plan, self.plan.schedule.offsets_ns
-        cap = split(ld.in_flight_cap, k, n)
-        # its slice of the one scheduler (senders/pacing.py): the users, budget, stage users
-        # and send times that are its share
-        self.pacing = pacing_for(ld, plan.schedule, users=cap or 1,
-                                 num_requests=split(ld.num_requests, k, n),
-                                 stages=stage_share(plan.stages, k, n) if plan.stages else [],
-                                 offsets_ns=offs[k::n] if offs is not None else None)
+        warm, plan, cap = self.plan.warm_specs(), self.plan, split(ld.in_flight_cap, k, n)
+        self.pacing = slice_pacing(ld, plan.schedule, k, n)    # its share of the one scheduler
         if self.pacing.planned:                 # each built as it is sent (planned.py)
             from loadgen.run.planned import Planned
             self.planned = Planned(plan.measured_specs(), RequestSpec.of, plan.warmup + k,

@@ -1,6 +1,7 @@
 """The one scheduler, sans-I/O: per load mode, what is due next and what may be drained.
 
-    pacing_for(load, schedule, ...)  the ONE load-mode switch of the engines (a factory):
+    pacing_for(load, schedule, ...)  the ONE load-mode switch of the engines (a factory);
+    slice_pacing(load, schedule, k, n)  sender k of n's share (a --procs child's), the same:
         offline          Offline    planned: request i due at t0 (MLPerf Offline)
         server | trace   OpenLoop   planned: request i due at t0 + offsets[i]; t0 starts
                                     T0_LEAD_NS after set-up so the first sends are not late
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from loadgen.run.senders.partition import split, stage_share
 from loadgen.run.senders.stages import StageGate
 
 NS = 1_000_000_000
@@ -199,3 +201,14 @@ def pacing_for(load, schedule, sessions: bool = False, *, users: Optional[int] =
     if stages:
         return Staged(t, stages, num, index, users_by_worker)
     return Closed(t, users, num, load.duration_s)
+
+
+def slice_pacing(load, schedule, k: int, n: int) -> Pacing:
+    """Sender ``k`` of ``n``'s pacing: its share (senders.partition) of the users, of
+    num_requests and of each stage's users, and every n-th send time from the k-th."""
+    offs = schedule.offsets_ns
+    stages = schedule.stages if load.closed_loop else None
+    return pacing_for(load, schedule, users=split(load.in_flight_cap, k, n) or 1,
+                      num_requests=split(load.num_requests, k, n),
+                      stages=stage_share(stages, k, n) if stages else [],
+                      offsets_ns=offs[k::n] if offs is not None else None)

@@ -2,8 +2,7 @@
 import numpy as np
 
 from loadgen.run.senders.pacing import (T0_LEAD_NS, Closed, Offline, OpenLoop, Sessions, Staged,
-                                        drain_why, pacing_for)
-from loadgen.run.senders.partition import split, stage_share
+                                        drain_why, pacing_for, slice_pacing)
 from loadgen.scenario.loader import scenario_from_dict
 from loadgen.scenario.schedule import build_schedule, seed_for
 
@@ -99,20 +98,15 @@ def test_stages_gate_users_by_the_stage_running_now(tmp_path):
 
 def test_a_slice_gets_its_share_of_users_budget_stages_and_times(tmp_path):
     sc = _sc(tmp_path, {"mode": "concurrency", "concurrency": 5, "num_requests": 7})
-    sched = build_schedule(sc.load, seed_for(sc))
-    k, n = 1, 2
-    p = pacing_for(sc.load, sched, users=split(5, k, n), num_requests=split(7, k, n),
-                   stages=[]).begin(0)
-    assert (p.users, p.num) == (2, 3)
+    p = slice_pacing(sc.load, build_schedule(sc.load, seed_for(sc)), 1, 2).begin(0)
+    assert (type(p), p.users, p.num) == (Closed, 2, 3)
     st = _sc(tmp_path, {"mode": "concurrency", "duration_s": 1,
                         "stages": [{"concurrency": 3, "duration_s": 1}]})
-    ss = build_schedule(st.load, seed_for(st))
-    share = stage_share(ss.stages, 1, 2)
-    q = pacing_for(st.load, ss, stages=share).begin(0)
-    assert q.users == 1 and q.when(1, 0) is None        # its one user of three
+    q = slice_pacing(st.load, build_schedule(st.load, seed_for(st)), 1, 2).begin(0)
+    assert type(q) is Staged and q.users == 1 and q.when(1, 0) is None   # its one user of 3
     sv = _sc(tmp_path, {"mode": "server", "rate": 10, "num_requests": 6})
     sched = build_schedule(sv.load, seed_for(sv))
-    r = pacing_for(sv.load, sched, offsets_ns=sched.offsets_ns[1::2]).begin(0)
+    r = slice_pacing(sv.load, sched, 1, 2).begin(0)
     assert [r.due(i) for i in range(3)] == [int(o) for o in sched.offsets_ns[1::2]]
 
 
