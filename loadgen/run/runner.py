@@ -7,7 +7,7 @@
         ─► power (power.jsonl) ─► server_metrics.py (server_metrics.jsonl)
         ─► fdlimit.py (RLIMIT_NOFILE raised to the hard limit; one warning line if too few)
         ─► warm-up (phase "warmup", closed loop) ─► [load.probe: probes alone, probe_stream.py]
-        ─► t0 ─► dispatch.py (offline|server|closed)   [+ probes beside it ─► probe_stream.jsonl]
+        ─► t0 ─► dispatch.py drives senders/pacing.py (the mode's strategy)  [+ probe_stream.jsonl]
             planned runs: planned.py builds each request as it is sent (memory: what is in
             flight) ─► Client.execute ─► Record ─► records.jsonl (one write per record)
            (client.processes > 1: loadgen.run.procs, N sender processes, parts merged)

@@ -55,7 +55,7 @@ class SliceSender:
         self.last_issue_ns: Optional[int] = None
 
     def begin(self, t0: int, users_by_worker: Optional[Sequence[int]] = None) -> None:
-        """The measured phase from ``t0`` (the stages end it: the native closed_stages rule)."""
+        """The measured phase from ``t0`` (the stages end it: pacing.Staged, the native rule)."""
         self.t0, plan, ld = t0, self.plan, self.load
         ub = users_by_worker
         if plan.stages and (not ub or len(ub) != plan.n or not sum(ub)):
