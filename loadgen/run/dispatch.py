@@ -183,10 +183,11 @@ class Dispatcher:
 
         async def user(k: int) -> None:
             while not self.stop.is_set():
-                t = pacing.when(k, now_ns())
+                now = now_ns()
+                t = pacing.when(k, now)
                 if t is None:
                     return
-                if t > now_ns():                 # a stage that needs this user starts later
+                if t > now:                      # t0, or a stage that needs this user, later
                     if await sleep_until(t, self.stop):
                         return
                     continue
