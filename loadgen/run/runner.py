@@ -99,7 +99,7 @@ class Run:
         self.drop_fields: tuple = ()            # fields the server rejected, dropped
         self.client: Optional[Client] = None    # the measured phase's (meta: its retries)
         # sender processes run by _main, their outcome(out) meta's: client.processes > 1's
-        # procs.parent.Senders, or the Locust engine's LocustRun (set before execute())
+        # procs.parent.Senders, or the Locust engine's LocustRun (given to Run())
         self.senders = senders
         self.facts: Optional[TargetFacts] = None     # preflight's (frozen)
         self.probe_stream: Optional[ProbeStream] = None   # load.probe
