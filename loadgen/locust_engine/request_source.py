@@ -111,21 +111,6 @@ class RequestSource(SliceSender):
             self.young = YoungGC()               # young objects collected when the hub idles
 
     # -- what a user does ------------------------------------------------------------------
-    def _gate(self, user) -> Optional[int]:
-        """A staged closed loop: the time at which a stage needed ``user`` (SliceSender.gate),
-        or None after it waited (for the stage that needs it, or to the end when none does)."""
-        if self.idle:
-            return now_ns()
-        if user.slot is None:
-            user.slot, self.slots = self.slots, self.slots + 1
-        what, t = self.gate(user.slot, now_ns())
-        if what == "send":
-            return t
-        if not sleep_until(t, lambda: self.stopped or self.exhausted) and what == "idle":
-            self.exhausted = True
-            self.maybe_finish()
-        return None
-
     def serve(self, user) -> None:
         if self.work is not None and self.phase == "measured":
             if not self.work.serve(user):        # no session to play on this user (now)
@@ -133,9 +118,14 @@ class RequestSource(SliceSender):
                 self.changed.wait(0.05 if self.phase != "done" else 1.0)
             return
         t = now_ns()
-        if self.stage_gate is not None:
-            t = self._gate(user)
-            if t is None:
+        if self.stage_gate is not None and not self.idle:   # a staged closed loop
+            if user.slot is None:
+                user.slot, self.slots = self.slots, self.slots + 1
+            what, t = self.gate(user.slot, t)    # SliceSender.gate: its stage's time, or
+            if what != "send":                   # wait for the stage that needs it / the end
+                if not sleep_until(t, lambda: self.stopped or self.exhausted) and what == "idle":
+                    self.exhausted = True
+                    self.maybe_finish()
                 return
         got = self.next(t)
         if got is None:

@@ -27,12 +27,10 @@ from loadgen.run.children import Child
 from loadgen.run.engines import refusal, workers_error
 from loadgen.run.outcome import Outcome, prepare
 from loadgen.run.runner import Run
-from loadgen.run.senders.clock import clock_info
-from loadgen.run.senders.describe import client_load, replicas, transport_info
+from loadgen.run.senders.describe import locust_blocks
 from loadgen.run.senders.journal import Follower, merge_master, worker_status
 from loadgen.run.senders.plan import Plan, users_for
 from loadgen.scenario.model import ScenarioError
-from loadgen.targets.sut import package_versions
 from loadgen.targets.managed import free_port
 
 DEFAULT_PORT = 5557
@@ -57,11 +55,6 @@ def _argv(role: str, opts: LocustOptions, *extra: str) -> list[str]:
     return out + list(extra)
 
 
-def _spawn(argv: list[str], log: Path) -> Child:
-    """In its own session: a terminal Ctrl-C reaches only loadgen, which tells the master."""
-    return Child(argv, log, new_session=True)
-
-
 def _worker_pids(locust_dir: Path) -> dict[int, int]:
     out = {}
     for f in locust_dir.glob("worker-*.json"):
@@ -69,6 +62,11 @@ def _worker_pids(locust_dir: Path) -> dict[int, int]:
             d = json.loads(f.read_text())
             out[int(d["pid"])] = int(d["index"])
     return out
+
+
+def _spawn(argv: list[str], log: Path) -> Child:
+    """In its own session: a terminal Ctrl-C reaches only loadgen, which tells the master."""
+    return Child(argv, log, new_session=True)
 
 
 class LocustRun:
@@ -80,8 +78,8 @@ class LocustRun:
     def __init__(self, sc, opts: LocustOptions, progress=None):
         self.sc, self.opts, self.progress = sc, opts, progress
         self.prep = prepare(sc)         # run_dir, plan, schedule, api key: as the native engine
-        self.run = Run(sc, prepared=self.prep)
-        self.run.senders = self
+        self.run = Run(sc, prepared=self.prep, senders=self)   # read here, never written
+        self.t0 = self.end = self.interrupted = self.crashed = None   # Run._took takes them
         self.users = users_for(sc, self.prep.schedule, opts.workers)
         bad = (refusal("locust", sc, master=opts.master)      # the rules: run/engines.py
                or workers_error(sc, self.users, opts.workers))
@@ -100,10 +98,8 @@ class LocustRun:
     async def measure(self, sut: dict) -> None:
         """Inside runner.Run._main (power and /metrics started): the processes to their end,
         then their parts merged (a second signal or a crash: killed first)."""
-        r = self.run
         self.dir.mkdir(exist_ok=True)
         await self.procs.supervise(self._watch, self._finish)
-        r.server_alive_at_end = r.server.alive if r.server is not None else None
 
     def _spawn_all(self) -> None:
         o, r = self.opts, self.run
@@ -183,39 +179,25 @@ class LocustRun:
         master_rc = self.master.proc.returncode if self.master is not None else None
         counts = merge_master(self.dir, r.run_dir, Plan(self.sc), st, n, status, r.interrupted)
         stopped = st.get("interrupted") and not self.early   # the master was told to stop
-        r.interrupted = r.interrupted or ("SIGTERM" if stopped else None)
-        if self.early or st.get("error") or (master_rc not in (0, None) and not r.interrupted):
+        self.interrupted = r.interrupted or ("SIGTERM" if stopped else None)
+        if self.early or st.get("error") or (master_rc not in (0, None) and not self.interrupted):
             why = st.get("error") or f"locust master exited with {master_rc}"
-            r.crashed = self.early or f"{why} (logs: {self.dir})"    # the CLI prints it
+            self.crashed = self.early or f"{why} (logs: {self.dir})"    # the CLI prints it
         self.merged = {"state": st, "n": n, "status": status, "pids": pids, "counts": counts}
 
     def outcome(self, out: Outcome) -> Outcome:
         """``out`` (runner.Run's: target, power, server metrics, interruption) with what the
         Locust processes did (meta.json, as loadgen.run.meta.run_meta writes it)."""
         m, ld = self.merged, self.sc.load
-        st, n, status, counts = m["state"], m["n"], m["status"], m["counts"]
-        reports = [w.get("report") or {} for w in (st.get("workers") or {}).values()]
+        st, counts = m["state"], m["counts"]
         unsent = None       # sessions' closed loop: the turns never started are one count
-        if (self.sc.workload.source == "sessions" and ld.mode == "concurrency"
-                and ld.num_requests and not ld.duration_s):
+        if self.sc.workload.source == "sessions" and ld.unsent_counted:
             unsent = max(0, ld.num_requests - (counts["records"] - ld.warmup_requests))
         return dataclasses.replace(
             out, engine="locust", t0_ns=st.get("t0_ns"), end_ns=st.get("end_ns"),
             in_flight_cap=st.get("users") or self.users,     # the Locust users bound it
             records_written=counts["records"], unsent_requests=unsent,
-            client_load=dict(client_load(reports, None),   # the one rule (senders/)
-                             scope="the busiest Locust process (gevent hub lag)"),
-            client_connections=replicas([x.get("replicas") for x in reports]),
-            client_transport=transport_info(reports),
-            locust={"workers": n, "users": st.get("users"), "role": st.get("role"),
-                    "users_by_worker": st.get("users_by_worker"),
-                    "clock": clock_info({str(x["index"]): x["clock"] for x in reports
-                                         if x.get("clock") and "index" in x}),
-                    "worker_status": {str(k): v for k, v in sorted(status.items())},
-                    "worker_exit_codes": {str(m["pids"].get(p, p)): c
-                                          for p, c in self.exits.items()},
-                    "worker_reports": reports, "merge": counts, "error": st.get("error"),
-                    "locust_version": package_versions(("locust",))["locust"]})
+            **locust_blocks(st, m["n"], m["status"], self.exits, m["pids"], counts))
 
 
 def run_locust(sc, opts: LocustOptions, progress=None):

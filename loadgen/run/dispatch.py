@@ -1,10 +1,13 @@
-"""Load loops: when each request is handed to the client, and the one-record-per-request ledger.
+"""The asyncio driver of the one scheduler (senders/pacing.py), and the one-record-per-request ledger.
 
-    specs + schedule ─► Dispatcher.offline  (all at t0, up to ``cap`` in flight)
-                     ─► Dispatcher.server   (open loop: one task per request, created at its
-                                             scheduled time whatever earlier ones are doing)
-                     ─► Dispatcher.closed   (N virtual users; scheduled_at = user became free)
+    pacing (senders.pacing.pacing_for: the mode's strategy, begun at t0) + specs
+        ─► Dispatcher.measure   planned (offline, server, trace): request i created as a task
+                                at pacing.due(i) whatever earlier ones are doing (up to ``cap``
+                                in flight); users (closed loop, stages): user k sends whenever
+                                pacing.when(k, now) lets it (scheduled_at = the user was free)
+        ─► drain                until done, stopped, or pacing.drain_due(now, last send)
         each task ─► Client.execute(spec) ─► Ledger.write(Record) (flushed as it ends)
+One process runs this driver with n = 1; each --procs child the same driver on its slice.
 
 Open loop never coordinates omission: ``scheduled_at_ns`` is the schedule's time, fixed before
 the task exists; an in-flight cap only delays ``sent_at_ns``, so the lag shows in the records.
@@ -19,15 +22,13 @@ the stop event is set, nothing more is written (the runner raises it at the end)
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from loadgen.record import Record, now_ns
 from loadgen.run.planned import remainder
 from loadgen.run.senders.clock import MAX_NAP_S, nap_s
 from loadgen.run.senders.ledger import Ledger  # noqa: F401  (the one ledger, re-exported)
-from loadgen.run.senders.sender import drain_why
-from loadgen.run.senders.stages import StageGate
-
+from loadgen.run.senders.pacing import Pacing
 
 
 async def sleep_until(deadline_ns: int, stop: asyncio.Event) -> bool:
@@ -141,16 +142,18 @@ class Dispatcher:
         return issued
 
     # -- ending --------------------------------------------------------------------------------
-    async def drain(self) -> None:
-        """Wait for in-flight tasks until done, stop, or drain_timeout_s after the last send
-        (a capped run keeps sending while it drains); then cancel the rest (each writes a
-        cancelled record)."""
+    async def drain(self, pacing: Optional[Pacing] = None) -> None:
+        """Wait for in-flight tasks until done, stop, or ``pacing.drain_due`` (a planned run:
+        drain_timeout_s after the last send; a capped run keeps sending while it drains; a
+        closed loop: after its duration or last stage); then cancel the rest (each writes a
+        cancelled record). No ``pacing``: the planned rule."""
+        pacing = pacing or Pacing(self.drain_timeout_s)
         while self.tasks and not self.stop.is_set():
-            start = self.last_issue_ns or now_ns()
-            left = (start + int(self.drain_timeout_s * 1e9) - now_ns()) / 1e9
-            if left <= 0:
-                self.cancel_reason = drain_why(self.drain_timeout_s)
+            why = pacing.drain_due(now_ns(), self.last_issue_ns)
+            if why is not None:
+                self.cancel_reason = why
                 break
+            left = pacing.drain_left_s(now_ns(), self.last_issue_ns)
             await asyncio.wait(set(self.tasks), timeout=min(left, MAX_NAP_S * 2))
         await self.cancel_all()
 
@@ -161,96 +164,45 @@ class Dispatcher:
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
 
-    def _unsent(self, specs: Iterable, why: str) -> None:
-        self.ledger.cancel_many(specs, why)
+    # -- the one driver of the pacing strategies (senders/pacing.py) ---------------------------
+    async def measure(self, pacing: Pacing, specs, cap: Optional[int] = None) -> int:
+        """Run ``pacing`` (begun at its t0) to its end and drain; returns how many were issued.
+        Planned (offline, server, trace): ``specs`` a list or a lazy Planned, request i sent
+        at ``pacing.due(i)`` with at most ``cap`` (None: ``max_in_flight``) in flight; the
+        never-sent rest written as cancelled. Users (closed loop, stages): ``specs`` a zero-arg
+        factory; user k sends whenever ``pacing.when(k, now)`` lets it; a closed loop's
+        never-started remainder is the count ``unsent_requests``."""
+        if pacing.planned:
+            self.last_issue_ns = pacing.t0
+            n = len(specs) if pacing.offsets is None else min(len(specs), len(pacing.offsets))
+            issued = await self._planned(specs, n, pacing.due, cap or self.max_in_flight)
+            await self.drain(pacing)
+            self.ledger.cancel_many(remainder(specs, issued, pacing.due),
+                                    "scheduled but never sent: run interrupted")
+            return issued
 
-    # -- the three loops -------------------------------------------------------------------
-    async def offline(self, specs, t0_ns: int, cap: Optional[int]) -> None:
-        """Every request available at t0; at most ``cap`` in flight (None: ``max_in_flight``)."""
-        self.last_issue_ns = t0_ns
-        issued = await self._planned(specs, len(specs), lambda i: t0_ns, cap or self.max_in_flight)
-        await self.drain()
-        self._unsent(remainder(specs, issued, lambda i: t0_ns),
-                     "scheduled but never sent: run interrupted")
-
-    async def server(self, specs, offsets_ns, t0_ns: int, cap: Optional[int]) -> None:
-        """Open loop: request i is sent at t0 + offsets[i], never later by design (but for
-        ``cap``, else ``max_in_flight``: a wait that shows as lag in its record)."""
-        def at(i: int) -> int:
-            return t0_ns + int(offsets_ns[i])
-        n = min(len(specs), len(offsets_ns))
-        issued = await self._planned(specs, n, at, cap or self.max_in_flight)
-        await self.drain()
-        self._unsent(remainder(specs, issued, at), "scheduled but never sent: run interrupted")
-
-    async def closed(self, make_spec: Callable[[], object], users: int, t0_ns: int,
-                     num_requests: Optional[int], duration_s: Optional[float]) -> int:
-        """``users`` virtual users, each sending its next request when its last one ended.
-        Returns how many requests were issued; a stop before ``num_requests`` leaves the rest
-        as the count ``unsent_requests`` (no records: 10^12 of them would never end)."""
-        end_ns = t0_ns + int(duration_s * 1e9) if duration_s else None
-        state = {"issued": 0}
-
-        async def user() -> None:
+        async def user(k: int) -> None:
             while not self.stop.is_set():
-                t = now_ns()
-                if num_requests is not None and state["issued"] >= num_requests:
+                now = now_ns()
+                t = pacing.when(k, now)
+                if t is None:
                     return
-                if end_ns is not None and t >= end_ns:
-                    return
-                state["issued"] += 1
+                if t > now:                      # t0, or a stage that needs this user, later
+                    if await sleep_until(t, self.stop):
+                        return
+                    continue
+                pacing.took()
                 spec = make_spec()
                 spec.scheduled_at_ns = t
                 await self._one(spec, None)
 
-        users_t = [self._spawn(user()) for _ in range(users)]
-        # a user task ends by itself; wait for them (bounded as drain() bounds stragglers)
-        while not self.stop.is_set() and any(not t.done() for t in users_t):
-            if end_ns is not None:
-                over = now_ns() - end_ns - int(self.drain_timeout_s * 1e9)
-                if over > 0:
-                    self.cancel_reason = drain_why(self.drain_timeout_s, "load.duration_s")
-                    break
-            await asyncio.wait([t for t in users_t if not t.done()], timeout=MAX_NAP_S * 2)
-        await self.cancel_all()
-        issued = state["issued"]
-        if num_requests is not None and end_ns is None:
-            self.unsent_requests = max(0, num_requests - issued)
-        return issued
+        make_spec = specs
+        for k in range(pacing.users):            # the user tasks are all that is in flight
+            self._spawn(user(k))
+        await self.drain(pacing)
+        self.unsent_requests = pacing.unsent()
+        return pacing.issued
 
-
-async def closed_stages(d: "Dispatcher", make_spec: Callable[[], object], stages: list[dict],
-                        t0_ns: int, num_requests: Optional[int]) -> int:
-    """Closed loop whose number of users changes by stage: user i sends only while i < the
-    current stage's concurrency (a user over the limit finishes its request, then waits for a
-    stage that needs it); stops at the end of the last stage or after ``num_requests``."""
-    users_n = max(int(s["concurrency"]) for s in stages)
-    gate = StageGate(stages, t0_ns, 0, [users_n])        # the one stage driver (senders/)
-    end_ns = gate.end_ns
-    state = {"issued": 0}
-
-    async def user(i: int) -> None:
-        while not d.stop.is_set():
-            t = gate.when(i, now_ns())
-            if t is None or (num_requests is not None and state["issued"] >= num_requests):
-                return
-            if t > now_ns() and await sleep_until(t, d.stop):
-                return
-            if now_ns() >= end_ns:
-                return
-            state["issued"] += 1
-            spec = make_spec()
-            spec.scheduled_at_ns = now_ns()
-            await d._one(spec, None)
-
-    users = [d._spawn(user(i)) for i in range(users_n)]
-    while not d.stop.is_set() and any(not u.done() for u in users):
-        if now_ns() - end_ns > int(d.drain_timeout_s * 1e9):
-            d.cancel_reason = drain_why(d.drain_timeout_s, "the last stage")
-            break
-        await asyncio.wait([u for u in users if not u.done()], timeout=MAX_NAP_S * 2)
-    await d.cancel_all()
-    return state["issued"]
 
 
 def spec_factory(specs: Iterator, make: Callable[[object, int], object], first_id: int):

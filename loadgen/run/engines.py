@@ -79,11 +79,10 @@ def workers_error(sc, users: int, workers: Optional[int]) -> Optional[str]:
     """``users`` Locust users (senders.plan.users_for) over ``workers``: a one-line error."""
     ld = sc.load
     if workers and users < workers:
-        field = "load.concurrency" if ld.mode == "concurrency" else "load.max_concurrency"
+        field = "load.concurrency" if ld.closed_loop else "load.max_concurrency"
         return (f"{field}: {users} user(s) cannot keep --workers {workers} "
                 "busy (each worker needs at least one Locust user)")
-    if (workers and ld.mode == "concurrency" and ld.num_requests and not ld.duration_s
-            and not ld.stages and users % workers):
+    if workers and ld.unsent_counted and not ld.stages and users % workers:
         return (f"load.concurrency: {users} is not a multiple of --workers "
                 f"{workers} (each worker owns an equal share of "
                 "num_requests; uneven users would end the run at lower "

@@ -43,8 +43,6 @@ def need(sc, schedule) -> int:
     count = schedule.count
     if cap is not None:
         return cap if count is None else min(cap, count)
-    if ld.mode == "offline":
-        return count or 0
     rates = [s["rate"] for s in (schedule.stages or [])] or [schedule.target_rate or 0.0]
     est = int(max(rates) * sc.api.timeout_s) + 1 if max(rates) else (count or 0)
     return min(est, count) if count is not None else est

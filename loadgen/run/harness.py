@@ -61,7 +61,7 @@ def around(run, load: Callable[[str], None]) -> RunResult:
                 base_url = run.server.base_url
             stack.enter_context(affinity(run))
             load(base_url.rstrip("/"))
-            running_after.after_load(run, base_url.rstrip("/"))   # load.cancel: slots freed?
+            run.running_after = running_after.after_load(run, base_url.rstrip("/"))  # load.cancel
     except BaseException as e:
         first = e
         raise

@@ -38,7 +38,7 @@ def run_meta(prep: Prepared, out: Outcome) -> dict:
         "endpoint": sc.api.endpoint, "stream": sc.api.stream,
         "t0_ns": out.t0_ns, "end_ns": out.end_ns,
         "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)",
-        "rate": ld.rate if ld.mode == "server" else None,   # None for stages and traces
+        "rate": sched["target_rate"],       # load.rate; None for stages, traces, closed loops
         "scheduled_rate": sched["scheduled_rate"], "schedule": sched,
         "schedule_seed": planned["schedule_seed"],
         "in_flight_cap": out.in_flight_cap, "num_requests": ld.num_requests,

@@ -19,7 +19,7 @@ from typing import Literal, Optional
 from loadgen.run.rundir import api_key, run_dir_for
 from loadgen.scenario.dataset import check_endpoint
 from loadgen.scenario.model import Scenario
-from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
+from loadgen.scenario.schedule import Schedule, schedule_of, seed_for
 from loadgen.scenario.workload import WorkloadPlan, build_workload
 
 
@@ -46,8 +46,7 @@ def prepare(sc: Scenario) -> Prepared:
     plan = build_workload(sc.workload)
     if plan.dataset is not None:        # workload.dataset: messages rows need a chat endpoint
         check_endpoint(plan.dataset, sc.workload.dataset.path, sc.api.endpoint)
-    schedule = build_schedule(sc.load, seed_for(sc),
-                              plan.trace_offsets(sc.load) if sc.load.mode == "trace" else None)
+    schedule = schedule_of(sc.load, seed_for(sc), plan)
     key = api_key(sc)
     return Prepared(sc, plan, schedule, run_dir_for(sc), key)
 

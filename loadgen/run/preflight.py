@@ -6,12 +6,13 @@
                      with the run's body: fields the server rejects dropped or a stop) [exit 2]
            context_fit.py (largest prompt + output within the server's stated context)         [exit 2]
         ─► sut.py (/v1/models, headers, /info, client host ─► sut.json)
-    It sets run.base_url, run.model, run.drop_fields, run.probe (meta.json "probe"); ``run`` is
-    a runner.Run (the Locust engine hands its own Run the same way).
+        ─► TargetFacts (frozen): base_url, model, drop_fields, probe (meta.json "probe"), sut
+    ``run`` is read, never written (a runner.Run: sc, key, server, plan, run_dir, progress;
+    the Locust engine hands its own Run the same way); runner.Run keeps the facts.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from analysis.metrics import slo as slo_mod
 from loadgen.client.http_client import ClientConfig
@@ -30,7 +31,18 @@ def startup_get_s(api) -> float:
     return min(api.connect_timeout_s, api.timeout_s)
 
 
-async def describe_target(run, base_url: str) -> dict:
+@dataclass(frozen=True)
+class TargetFacts:
+    """What preflight found of the target: the URL and model to ask, the fields it rejected
+    (dropped from every request), the probe's findings (meta.json "probe"), sut.json's form."""
+    base_url: str
+    model: str
+    drop_fields: tuple
+    probe: dict
+    sut: dict
+
+
+async def describe_target(run, base_url: str) -> TargetFacts:
     """The model to ask for (api.model, else /v1/models' first id) and sut.json's first form;
     first the wait for readiness (loadgen.targets.ready), then with api.probe the checks of
     loadgen.targets.probe and the context fit (loadgen.targets.context_fit) (ProbeError: exit 2)."""
@@ -54,7 +66,6 @@ async def describe_target(run, base_url: str) -> dict:
     if model is None:
         raise ScenarioError(f"api.model: not given, and {base_url}/v1/models named no model "
                             f"({models.get('error') or 'status ' + str(models.get('status'))})")
-    run.base_url, run.model = base_url, model
     for other in (run.sc.target.replica_urls or [])[1:]:   # every replica ready, same model
         more, _ = await ready_mod.wait_ready(
             other, run.key, a.headers, get_s,
@@ -76,17 +87,16 @@ async def describe_target(run, base_url: str) -> dict:
         res.context = context
         if res.warnings and res.status == "ok":
             res.status = "warning"
-        run.drop_fields = tuple(res.dropped_fields)
-        run.probe = res.to_dict()
+        drop, probe = tuple(res.dropped_fields), res.to_dict()
     else:
-        run.probe = {"status": "skipped", "warnings": warnings, "dropped_fields": [],
-                      "ready": ready.describe()}
+        drop, probe = (), {"status": "skipped", "warnings": warnings, "dropped_fields": [],
+                           "ready": ready.describe()}
     warn = getattr(run.progress, "warn", None)
-    for w in run.probe["warnings"]:
+    for w in probe["warnings"]:
         if warn is not None:
             warn(w)
     sut = sut_mod.describe_sut(base_url, models,
                                run.server.describe() if run.server else None, model,
                                a.endpoint, own, accelerators=run.sc.target.accelerators)
     write_json(run.run_dir / "sut.json", sut)
-    return sut
+    return TargetFacts(base_url, model, drop, probe, sut)

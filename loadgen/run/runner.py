@@ -7,7 +7,7 @@
         ─► power (power.jsonl) ─► server_metrics.py (server_metrics.jsonl)
         ─► fdlimit.py (RLIMIT_NOFILE raised to the hard limit; one warning line if too few)
         ─► warm-up (phase "warmup", closed loop) ─► [load.probe: probes alone, probe_stream.py]
-        ─► t0 ─► dispatch.py (offline|server|closed)   [+ probes beside it ─► probe_stream.jsonl]
+        ─► t0 ─► dispatch.py drives senders/pacing.py (the mode's strategy)  [+ probe_stream.jsonl]
             planned runs: planned.py builds each request as it is sent (memory: what is in
             flight) ─► Client.execute ─► Record ─► records.jsonl (one write per record)
            (client.processes > 1: loadgen.run.procs, N sender processes, parts merged)
@@ -36,7 +36,7 @@ from loadgen.client.balance import open_client
 from loadgen.client.hangup import HangupRule
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from loadgen.client.load_monitor import ClientLoad
-from loadgen.run.dispatch import Dispatcher, Ledger, closed_stages, spec_factory
+from loadgen.run.dispatch import Dispatcher, Ledger, spec_factory
 from loadgen.run.probe_stream import ProbeStream
 from loadgen.targets.managed import ManagedServer
 from loadgen.run.progress import RunProgress
@@ -50,22 +50,21 @@ from loadgen.run.harness import RunResult, around
 from loadgen.run.meta import run_meta
 from loadgen.run.outcome import Outcome, Prepared, prepare
 from loadgen.run.planned import Planned
-from loadgen.run.preflight import describe_target
+from loadgen.run.preflight import TargetFacts, describe_target
 from loadgen.run import fdlimit
 from loadgen.run.power_hook import PowerHook
 from loadgen.run.procs.parent import Senders
 from loadgen.run.senders.partition import for_run as processes_for
+from loadgen.run.senders.pacing import Closed, Pacing, pacing_for
 from loadgen.run.senders.plan import Plan
 from loadgen.run.sessions import SessionDriver
-
-T0_LEAD_NS = 20_000_000     # t0 a little after set-up so the first sends are not born late
-
 
 class Run:
     """State of one run; ``execute()`` is the whole lifecycle."""
 
     def __init__(self, sc: Scenario, progress: Optional[RunProgress] = None,
-                 server: Optional[ManagedServer] = None, prepared: Optional[Prepared] = None):
+                 server: Optional[ManagedServer] = None, prepared: Optional[Prepared] = None,
+                 senders=None):
         self.sc = sc
         self.shared_server = server          # already running (a sweep's); not stopped here
         self.prepared = prepared or prepare(sc)     # plan, schedule, API key, run dir (outcome.py)
@@ -100,8 +99,9 @@ class Run:
         self.drop_fields: tuple = ()            # fields the server rejected, dropped
         self.client: Optional[Client] = None    # the measured phase's (meta: its retries)
         # sender processes run by _main, their outcome(out) meta's: client.processes > 1's
-        # procs.parent.Senders, or the Locust engine's LocustRun (set before execute())
-        self.senders = None
+        # procs.parent.Senders, or the Locust engine's LocustRun (given to Run())
+        self.senders = senders
+        self.facts: Optional[TargetFacts] = None     # preflight's (frozen)
         self.probe_stream: Optional[ProbeStream] = None   # load.probe
 
     # -- sync shell: run dir, managed server, meta/summary (harness.py, every engine's) -----
@@ -130,8 +130,12 @@ class Run:
 
     # -- async body -------------------------------------------------------------------------
     async def _describe_target(self, base_url: str) -> dict:
-        """Readiness, probe, context fit, sut.json (loadgen.run.preflight; both engines)."""
-        return await describe_target(self, base_url)
+        """Readiness, probe, context fit, sut.json (loadgen.run.preflight; both engines): the
+        target's facts kept (``facts``, frozen), sut.json's form returned."""
+        f = self.facts = await describe_target(self, base_url)
+        self.base_url, self.model, self.drop_fields, self.probe = (
+            f.base_url, f.model, f.drop_fields, f.probe)
+        return f.sut
 
     async def _main(self, base_url: str) -> None:
         self.stop = asyncio.Event()
@@ -158,13 +162,19 @@ class Run:
                 base_url, self.run_dir, tg.metrics_interval_s, headers=a.headers,
                 path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics,
                 timeout_s=min(5.0, a.timeout_s)).start()
-            if self.senders is not None:    # the Locust engine's processes (locust_engine/run.py)
-                return await self.senders.measure(sut)
-            procs = processes_for(self, self.progress.warn)
-            bound = fdlimit.check(self.sc, self.schedule, procs, self.progress)
-            if procs > 1:           # client.processes: N sender processes (loadgen.run.procs)
-                self.senders = Senders(self, procs)
-                return await self.senders.measure(sut)
+            if self.senders is None:    # else the Locust engine's (locust_engine/run.py)
+                procs = processes_for(self, self.progress.warn)
+                bound = fdlimit.check(self.sc, self.schedule, procs, self.progress)
+                if procs > 1:       # client.processes: N sender processes (loadgen.run.procs)
+                    self.senders = Senders(self, procs)
+            if self.senders is not None:
+                try:
+                    await self.senders.measure(sut)
+                finally:
+                    self._took(self.senders)
+                if self.server is not None:
+                    self.server_alive_at_end = self.server.alive
+                return
             cfg = ClientConfig.from_api(a, base_url, model, self.key, self.drop_fields)
             cfg.cancel = HangupRule.of_scenario(self.sc)     # load.cancel (client/hangup.py)
             tg = self.sc.target
@@ -182,9 +192,11 @@ class Run:
                 d = self.dispatcher = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s,
                                                  self.progress.on_send)
                 d.max_in_flight = bound        # no cap: what the descriptors allow (fdlimit.py)
-                if ld.mode != "concurrency" and self.plan.sessions is None:
+                pacing = pacing_for(ld, self.schedule, self.plan.sessions is not None)
+                if pacing.planned:
                     planned = Planned(stream, make, w, n)     # built as sent (planned.py)
-                await self._measure(d, planned, spec_factory(stream, make, w), cap)
+                specs = planned if pacing.planned else spec_factory(stream, make, w)
+                await self._measure(d, pacing, specs, cap)
                 if self.server is not None:
                     self.server_alive_at_end = self.server.alive
                 sut["completion_response_headers"] = sut_mod.keep_headers(
@@ -201,25 +213,27 @@ class Run:
         finally:
             await self._close(ledger, planned)
 
-    async def _measure(self, d: Dispatcher, planned: Optional[Planned], next_spec,
-                       cap: Optional[int]) -> None:
-        """The measured phase between the marks that power, /metrics and client load share."""
-        ld = self.sc.load
+    def _took(self, s) -> None:
+        """What the sender processes found (they read the run, never write it): the measured
+        window, an interruption (Locust's master told to stop), a crash."""
+        self.t0 = self.t0 if s.t0 is None else s.t0
+        self.end = self.end if s.end is None else s.end
+        self.interrupted = self.interrupted or getattr(s, "interrupted", None)
+        self.crashed = self.crashed or s.crashed
+
+    async def _measure(self, d: Dispatcher, pacing: Pacing, specs, cap: Optional[int]) -> None:
+        """The measured phase between the marks that power, /metrics and client load share:
+        ``pacing`` (the mode's strategy, senders/pacing.py) driven from t0 on ``specs``."""
         await self.mark("measure_start")
         self.cpu.start()
-        self.t0 = now_ns() + (T0_LEAD_NS if ld.mode in ("server", "trace") else 0)
+        self.t0 = now_ns() + pacing.t0_lead_ns
+        pacing.begin(self.t0)
         if self.probe_stream is not None:
             self.probe_stream.start_beside(self.t0)
-        if self.plan.sessions is not None:
-            await self._sessions(d, cap)
-        elif ld.mode == "offline":
-            await d.offline(planned, self.t0, cap)
-        elif ld.mode in ("server", "trace"):     # open loop: the schedule's send times
-            await d.server(planned, self.schedule.offsets_ns, self.t0, cap)
-        elif self.schedule.stages:
-            await closed_stages(d, next_spec, self.schedule.stages, self.t0, ld.num_requests)
+        if pacing.sessions:
+            await self._sessions(d, pacing)
         else:
-            await d.closed(next_spec, cap or 1, self.t0, ld.num_requests, ld.duration_s)
+            await d.measure(pacing, specs, cap)
         self.end = now_ns()
         if self.probe_stream is not None:     # no new probe; those in flight end
             await self.probe_stream.finish()
@@ -250,16 +264,15 @@ class Run:
                            max_tokens=turn.max_tokens, messages=messages, session_id=session.id,
                            turn=k, want_text=True, headers={hdr: session.id} if hdr else None)
 
-    async def _sessions(self, d: Dispatcher, cap: Optional[int]) -> None:
-        """Multi-turn sessions: N concurrent ones, or new ones at the schedule's times."""
+    async def _sessions(self, d: Dispatcher, p: Pacing) -> None:
+        """Multi-turn sessions: new ones at the schedule's times, or N concurrent ones."""
         ld = self.sc.load
-        end = self.t0 + int(ld.duration_s * 1e9) if ld.duration_s else None
         drv = self.session_driver = SessionDriver(d, iter(self.plan.sessions), self._turn_spec,
-                                                  ld.warmup_requests, ld.num_requests, end)
-        if ld.mode == "server":
-            await drv.server(self.schedule.offsets_ns, self.t0)
+                                                  ld.warmup_requests, ld.num_requests, p.end_ns)
+        if p.offsets is not None:
+            await drv.server(p.offsets, self.t0)
         else:
-            await drv.concurrency(cap or 1, self.t0)
+            await drv.concurrency(p.users, self.t0)
 
     async def _close(self, ledger: Ledger, planned: Optional[Planned]) -> None:
         """Whatever happened: every planned request recorded once (but after a second signal),
@@ -294,7 +307,8 @@ class Run:
         self.progress.start("warm-up", w)
         self.dispatcher = Dispatcher(client, ledger, self.stop, self.sc.load.drain_timeout_s,
                                      self.progress.on_send)
-        await self.dispatcher.closed(warm_spec, min(w, cap or w), now_ns(), w, None)
+        warm = Closed(self.sc.load.drain_timeout_s, min(w, cap or w), w).begin(now_ns())
+        await self.dispatcher.measure(warm, warm_spec)
 
     def outcome(self) -> Outcome:
         """How the run went, for meta.json (loadgen.run.outcome; the Locust engine makes its own)."""

@@ -98,15 +98,16 @@ def _out(metric, value, t0: float, leaked, reason) -> dict:
             "leaked": leaked, "reason": reason}
 
 
-def after_load(run, base_url: str) -> None:
-    """harness.around's step: ``run.running_after`` set when load.cancel asks for the check."""
+def after_load(run, base_url: str) -> Optional[dict]:
+    """harness.around's step: the check when load.cancel asks for it (meta.json
+    ``running_after``), else None; ``run`` is read, never written."""
     sc = run.sc
     if sc.load.cancel is None or not sc.target.scrape_metrics or run.interrupted or run.hurry:
-        return
+        return None
     headers = dict(sc.api.headers)
     if getattr(run, "key", None):
         headers["Authorization"] = f"Bearer {run.key}"
-    run.running_after = check(base_url, sc.target.metrics_path, headers)
+    return check(base_url, sc.target.metrics_path, headers)
 
 
 def console_line(summary: dict) -> Optional[str]:

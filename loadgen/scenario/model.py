@@ -192,6 +192,24 @@ class Load(Strict):
         limits.check_plan(self)
         return self
 
+    # the load mode's facts, named once here (the engines ask these, not ``mode``; the pacing
+    # of each mode is loadgen.run.senders.pacing's)
+    @property
+    def closed_loop(self) -> bool:
+        """Mode concurrency: virtual users send as they become free (no schedule of times)."""
+        return self.mode == "concurrency"
+
+    @property
+    def traced(self) -> bool:
+        """Mode trace: the trace file's timestamps are the schedule."""
+        return self.mode == "trace"
+
+    @property
+    def unsent_counted(self) -> bool:
+        """A closed loop bounded by num_requests alone: what a stop left unstarted is one count
+        (meta.json ``unsent_requests``), never records."""
+        return self.closed_loop and bool(self.num_requests) and not self.duration_s
+
     @property
     def in_flight_cap(self) -> Optional[int]:
         """The limit on requests in flight: None means unbounded (open-loop server)."""

@@ -154,6 +154,12 @@ def seed_for(sc) -> int:
     return seed if seed is not None else sc.workload.seed + 1
 
 
+def schedule_of(load, seed: int, workload) -> Schedule:
+    """``build_schedule`` with a trace's times taken from ``workload`` (a WorkloadPlan) in mode
+    trace: the one place a schedule is built for a run (outcome.prepare, senders/plan.Plan)."""
+    return build_schedule(load, seed, workload.trace_offsets(load) if load.traced else None)
+
+
 def build_schedule(load, seed: int, trace_offsets: Optional[np.ndarray] = None) -> Schedule:
     """Schedule for a ``scenario.Load``; ``seed`` makes it reproducible. Trace mode takes the
     trace's offsets (``loadgen.scenario.trace.trace_offsets_ns``, already scaled and bounded)."""

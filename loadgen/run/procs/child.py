@@ -99,6 +99,7 @@ class Sender:
         from loadgen.record import RecordWriter, now_ns
         from loadgen.run.dispatch import Dispatcher, Ledger
         from loadgen.run.rundir import api_key
+        from loadgen.run.senders.pacing import Closed, slice_pacing
         from loadgen.run.senders.partition import split
 
         job, ctr, sc = self.job, self.ctr, self.job.sc
@@ -114,14 +115,12 @@ class Sender:
         key = api_key(sc)                       # registered with redact before any write
         self.writer = RecordWriter(job.path("records", "jsonl"))
         ledger = Ledger(self.writer, self._on_done, tag=str(k))
-        warm = self.plan.warm_specs()
-        if ld.mode != "concurrency":            # planned: each built as it is sent (planned.py)
+        warm, plan, cap = self.plan.warm_specs(), self.plan, split(ld.in_flight_cap, k, n)
+        self.pacing = slice_pacing(ld, plan.schedule, k, n)    # its share of the one scheduler
+        if self.pacing.planned:                 # each built as it is sent (planned.py)
             from loadgen.run.planned import Planned
-            plan, offs = self.plan, self.plan.schedule.offsets_ns
-            self.offsets = offs[k::n] if offs is not None else None   # its share of the times
             self.planned = Planned(plan.measured_specs(), RequestSpec.of, plan.warmup + k,
                                    len(range(k, plan.count, n)), step=n)
-        cap = split(ld.in_flight_cap, k, n)
         cfg = ClientConfig.from_api(sc.api, job.base_url, job.model, key, job.drop_fields)
         cfg.cancel = HangupRule.of_scenario(sc)      # load.cancel: the same ids in every process
         size = cap or max(1, len(self.planned or ()) or split(ld.num_requests, k, n) or 1)
@@ -132,8 +131,9 @@ class Sender:
                 ctr[cn.STATE] = cn.WARMING
                 if warm and not self.stop.is_set():
                     d = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s, self._on_send)
-                    await d.closed(functools.partial(self._spec, iter(warm), cn.WARM_ISSUED),
-                                   min(len(warm), cap or len(warm)), now_ns(), len(warm), None)
+                    p = Closed(ld.drain_timeout_s, min(len(warm), cap or len(warm)), len(warm))
+                    await d.measure(p.begin(now_ns()),
+                                    functools.partial(self._spec, iter(warm), cn.WARM_ISSUED))
                 self.counting.start("measured")
                 cn.mirror(self.counting, ctr)
                 ctr[cn.STATE] = cn.READY
@@ -146,7 +146,9 @@ class Sender:
                 self.load.start()
                 self.dispatcher = Dispatcher(client, ledger, self.stop, ld.drain_timeout_s,
                                              self._on_send)
-                await self._measure(self.dispatcher, self.t0, cap)
+                specs = self.planned if self.pacing.planned else functools.partial(
+                    self._spec, self.plan.measured_specs(), cn.ISSUED)   # ids W+k, W+k+n, ..
+                await self.dispatcher.measure(self.pacing.begin(self.t0), specs, cap)
         except BaseException as e:
             self.error = f"{type(e).__name__}: {e}"
             if self.dispatcher is not None:
@@ -156,34 +158,13 @@ class Sender:
             raise
         finally:
             if self.planned:                    # never built, never sent: one line each
-                offs, t0 = self.offsets, self.t0
+                offs, t0 = self.pacing.offsets, self.t0
                 at = None if t0 is None or offs is None else (lambda j: t0 + int(offs[j]))
                 ledger.cancel_many(self.planned.rest(0, at, ledger.written),
                                    "scheduled but never sent: run ended early")
             if self.load.result is None and self.t0 is not None:
                 self.load.stop()
             self.writer.close()
-
-    async def _measure(self, d, t0: int, cap) -> None:
-        from loadgen.run.dispatch import closed_stages, sleep_until
-        from loadgen.run.senders.partition import split, stage_share
-
-        ld, k, n = self.job.sc.load, self.job.index, self.job.n
-        if ld.mode in ("server", "trace"):
-            await d.server(self.planned, self.offsets, t0, cap)
-            return
-        if await sleep_until(t0, self.stop):
-            return
-        if ld.mode == "offline":
-            await d.offline(self.planned, t0, cap)
-            return
-        specs = self.plan.measured_specs()      # a closed loop: its slice, ids W+k, W+k+n, ...
-        num = split(ld.num_requests, k, n)
-        make_spec = functools.partial(self._spec, specs, cn.ISSUED)
-        if self.plan.stages:
-            await closed_stages(d, make_spec, stage_share(self.plan.stages, k, n), t0, num)
-        else:
-            await d.closed(make_spec, cap or 1, t0, num, ld.duration_s)
 
     def result(self) -> dict:
         c = self.client

@@ -3,6 +3,8 @@
     Senders.measure: spawn N children ─► all READY ─► t0 = now + T0_LEAD_NS ─► "go t0" ─► the
       live bar from their counters ─► all exited ─► senders.merge ─► records.jsonl
     Senders.outcome: meta.json's ``client_processes`` (Child.row), client load, transport
+    ``run`` (runner.Run) is read, never written: its t0, end and crashed are this object's
+    (``t0``, ``end``, ``crashed``), which the runner takes when ``measure`` returns.
 
 Signals: the parent's first SIGINT/SIGTERM (runner: run.stop) is forwarded as SIGTERM; each
 child stops issuing and writes every unfinished request "cancelled". A second one: the
@@ -60,6 +62,7 @@ class Senders:
         self.children = children.Children()
         self.failure: Optional[str] = None
         self.merged: Optional[dict] = None
+        self.t0 = self.end = self.crashed = None    # the runner takes them (Run._took)
         self.count = planned_count(ld.mode, run.schedule.count, ld.num_requests, ld.duration_s)
 
     def _spawn(self) -> None:
@@ -95,14 +98,12 @@ class Senders:
     def _show(self) -> None:
         """The live bar: the children's counters summed (measured phase after t0)."""
         cn.show_phase(self.run.progress, [c.ctr.snapshot() for c in self.children],
-                      self.run.t0 is not None)
+                      self.t0 is not None)
 
     async def measure(self, sut: dict) -> None:
         run = self.run
         self.dir.mkdir(parents=True, exist_ok=True)
         await self.children.supervise(self._phases, self._finish, self._aborted)
-        if run.server is not None:
-            run.server_alive_at_end = run.server.alive
         first = next((c.result for c in self.children if c.result), None) or {}
         if first.get("first_response_headers"):
             from loadgen.run.rundir import write_json
@@ -120,13 +121,13 @@ class Senders:
         if not run.stop.is_set() and self.failure is None:
             await run.mark("measure_start")
             run.cpu.start()
-            run.t0 = now_ns() + T0_LEAD_NS
+            self.t0 = now_ns() + T0_LEAD_NS
             for c in self.children:
-                c.say(f"go {run.t0}")
+                c.say(f"go {self.t0}")
             run.progress.start("measured", self.count)
         await self._wait(cn.DONE)
-        if run.t0 is not None:
-            run.end = now_ns()
+        if self.t0 is not None:
+            self.end = now_ns()
             await run.mark("measure_end")
 
     def _aborted(self, e: BaseException) -> None:
@@ -144,7 +145,7 @@ class Senders:
         self._merge()
         if self.failure is not None:
             lost = self.merged["cancelled_unwritten"] if self.merged else 0
-            self.run.crashed = self.run.crashed or (
+            self.crashed = self.crashed or (
                 f"{self.failure}: {lost} request(s) it never recorded are 'cancelled' in "
                 f"records.jsonl (log: {self.dir / 'client.*.log'})")
 
@@ -155,7 +156,7 @@ class Senders:
         if not c.failed:
             return
         plan = Plan(self.run.sc, c.k, self.n, self.run.plan, self.run.schedule)
-        for s, at in plan.started(c.ctr[cn.WARM_ISSUED], c.ctr[cn.ISSUED], self.run.t0):
+        for s, at in plan.started(c.ctr[cn.WARM_ISSUED], c.ctr[cn.ISSUED], self.t0):
             yield merge_mod.Owed(s.id, s.phase, at, s.max_tokens, s.prompt_tokens)
 
     def _why(self, c: Child) -> str:
@@ -172,7 +173,7 @@ class Senders:
             run.writer.close()          # empty: the merge writes records.jsonl
         self.merged = merge_mod.merge(
             [Path(c.job.path("records", "jsonl")) for c in kids], [self._owed(c) for c in kids],
-            [self._why(c) for c in kids], run.run_dir / "records.jsonl", run.end or now_ns())
+            [self._why(c) for c in kids], run.run_dir / "records.jsonl", self.end or now_ns())
         for c in kids:                  # records.jsonl holds them now; logs only when written
             c.final = c.ctr.snapshot()
             c.ctr.close()
@@ -191,8 +192,7 @@ class Senders:
                                                   transport)
         ld, n, m = self.run.sc.load, self.n, self.merged or {}
         unsent = None
-        if ld.mode == "concurrency" and not self.run.schedule.stages and ld.num_requests \
-                and not ld.duration_s:
+        if ld.unsent_counted and not self.run.schedule.stages:
             unsent = sum(max(0, (split(ld.num_requests, c.k, n) or 0) - c.final[cn.ISSUED])
                          for c in self.children)
         results = [c.result or {} for c in self.children]

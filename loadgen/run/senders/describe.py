@@ -9,6 +9,8 @@ the --procs children (procs/parent.py) and the Locust workers (locust_engine/run
         ─► replicas(): each URL's sends summed over every sender, in the senders' URL order
     each sender's client_transport / client_connections block
         ─► transport(), connections(): one block as one process would write it (counts summed)
+    the Locust master's state, worker status and reports ─► locust_blocks(): client_load,
+        client_connections, client_transport and the ``locust`` block of meta.json
 Pure.
 """
 from __future__ import annotations
@@ -115,7 +117,28 @@ def process_row(k: int, pid: int, exit_code: Optional[int], res: dict, ld, n: in
             "records": written, "cancelled_unwritten": made,
             "warmup_requests": split(ld.warmup_requests, k, n),
             "planned_requests": (split(count, k, n) or None
-                                 if ld.mode != "concurrency" else None),
+                                 if not ld.closed_loop else None),
             "in_flight_cap": split(ld.in_flight_cap, k, n), "error": res.get("error"),
             "stopped": res.get("stopped"),
             "clock": clock_estimate(True)}   # one host, one CLOCK_MONOTONIC: a Locust worker's record
+
+
+def locust_blocks(st: dict, n: int, status: dict, exits: dict, pids: dict, counts: dict) -> dict:
+    """meta.json's client blocks and ``locust`` block of a Locust run: ``st`` the master's state
+    (master.json), ``status`` each worker's, ``exits`` worker pid ─► exit code (``pids``: pid ─►
+    index), ``counts`` the merge's."""
+    from loadgen.run.senders.clock import clock_info
+    from loadgen.targets.sut import package_versions
+    reports = [w.get("report") or {} for w in (st.get("workers") or {}).values()]
+    return {"client_load": dict(client_load(reports, None),   # the one rule
+                                scope="the busiest Locust process (gevent hub lag)"),
+            "client_connections": replicas([x.get("replicas") for x in reports]),
+            "client_transport": transport_info(reports),
+            "locust": {"workers": n, "users": st.get("users"), "role": st.get("role"),
+                       "users_by_worker": st.get("users_by_worker"),
+                       "clock": clock_info({str(x["index"]): x["clock"] for x in reports
+                                            if x.get("clock") and "index" in x}),
+                       "worker_status": {str(k): v for k, v in sorted(status.items())},
+                       "worker_exit_codes": {str(pids.get(p, p)): c for p, c in exits.items()},
+                       "worker_reports": reports, "merge": counts, "error": st.get("error"),
+                       "locust_version": package_versions(("locust",))["locust"]}}

@@ -29,7 +29,7 @@ from typing import Iterator, Optional
 
 from loadgen.run.senders.partition import owed_closed, owner
 from loadgen.scenario.model import Scenario
-from loadgen.scenario.schedule import Schedule, build_schedule, seed_for
+from loadgen.scenario.schedule import Schedule, schedule_of, seed_for
 from loadgen.scenario.workload import PromptSpec, WorkloadPlan, build_workload
 
 DEFAULT_OPEN_USERS = 256     # users (in-flight bound) for a server/offline run without a cap
@@ -82,13 +82,12 @@ class Plan:
         self.sc, self.index, self.n = sc, index, n_workers
         self.workload: WorkloadPlan = workload if workload is not None else \
             build_workload(sc.workload)
-        self.schedule: Schedule = schedule if schedule is not None else build_schedule(
-            sc.load, seed_for(sc),
-            self.workload.trace_offsets(sc.load) if sc.load.mode == "trace" else None)
+        self.schedule: Schedule = schedule if schedule is not None else schedule_of(
+            sc.load, seed_for(sc), self.workload)
         self.warmup = sc.load.warmup_requests
         self.count = measured_count(sc, self.schedule)
         self.sessions = self.workload.sessions is not None     # multi-turn (sessions.py)
-        self.stages = self.schedule.stages if sc.load.mode == "concurrency" else None
+        self.stages = self.schedule.stages if sc.load.closed_loop else None
 
     def _mine(self, rid: int) -> bool:
         return owner(rid, self.warmup, self.n) == self.index
@@ -99,14 +98,14 @@ class Plan:
         trace's warm-up (and a sessions run's: single turns) has a stream of its own
         (workload.warmup_specs: no trace block), so a trace's measured request W+i is row i."""
         stream = iter(self.workload)
-        if self.sc.load.mode == "trace" or self.sessions:
+        if self.sc.load.traced or self.sessions:
             return self.workload.warmup_specs(), stream
         return stream, stream
 
     def _stream(self) -> Iterator[tuple[int, PromptSpec]]:
         """(id, prompt) of the measured requests, from id W on (a trace's from row 0)."""
         stream = self.prompt_streams()[1]
-        if self.sc.load.mode != "trace":
+        if not self.sc.load.traced:
             stream = itertools.islice(stream, self.warmup, None)
         return enumerate(stream, self.warmup)
 
@@ -139,7 +138,7 @@ class Plan:
         those, or its whole planned slice timed from ``t0`` (a closed loop's: no prompt)."""
         for s in self.warm_specs()[:warm_started]:
             yield s, None
-        if self.sc.load.mode == "concurrency":
+        if self.sc.load.closed_loop:
             for rid in owed_closed(self.warmup, self.index, self.n, issued):
                 yield Spec(None, None, None, id=rid, phase="measured"), None
             return

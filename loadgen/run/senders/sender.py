@@ -5,8 +5,9 @@ It owns no loop, no socket and no clock of its own (the caller passes ``now``); 
     SliceSender(plan, load)        plan: senders/plan.Plan (this sender's warm-up + measured
                                    slice); load: scenario.load (duration, drain timeout, cap)
       phase                        idle ─► warm ─► idle (warm-up done) ─► measured ─► done
-      begin(t0, users_by_worker)   the measured phase starts at t0: concurrency stages
-                                   (stages.StageGate: this sender's users per stage; the
+      begin(t0, users_by_worker)   the measured phase starts at t0: the mode's strategy of
+                                   the one scheduler (pacing.pacing_for, begun at t0):
+                                   concurrency stages (this sender's users per stage: the
                                    reported counts, else an even split) or load.duration_s
                                    bound ``end_ns``
       next(now) ─► (Spec, due)     the next request and its scheduled_at: warm-up: now;
@@ -20,6 +21,7 @@ It owns no loop, no socket and no clock of its own (the caller passes ``now``); 
                                    requests still in flight: the reason each is cancelled
       warm_done / settled          the warm-up slice is drained / the measured phase is over
     drain_why(timeout_s, after)    the one wording of a drain timeout's cancelled records
+                                   (pacing.py's, re-exported)
 Pure: no asyncio, no gevent.
 """
 from __future__ import annotations
@@ -29,14 +31,11 @@ from typing import Optional, Sequence
 
 from loadgen.client.attempt import new_record
 from loadgen.record import Record
+from loadgen.run.senders.pacing import Pacing, drain_why, pacing_for
 from loadgen.run.senders.stages import StageGate, even_split
 
 NS = 1_000_000_000
-
-
-def drain_why(timeout_s: float, after: str = "the last send") -> str:
-    """Why a request still in flight ``timeout_s`` after ``after`` is cancelled."""
-    return f"not finished {timeout_s:g} s after {after} (load.drain_timeout_s)"
+__all__ = ["SliceSender", "drain_why"]
 
 
 class SliceSender:
@@ -47,7 +46,7 @@ class SliceSender:
         self.warm = collections.deque(plan.warm_specs())
         self.measured = plan.measured_specs()
         self.closed = plan.schedule.offsets_ns is None
-        self.stage_gate: Optional[StageGate] = None   # concurrency stages, from begin on
+        self.pacing: Optional[Pacing] = None     # the mode's strategy, from begin on
         self.slots = 0                           # users seen in a staged run (local index)
         self.phase = "idle"                      # idle | warm | measured | done
         self.inflight: dict[int, Record] = {}
@@ -57,16 +56,20 @@ class SliceSender:
         self.last_issue_ns: Optional[int] = None
 
     def begin(self, t0: int, users_by_worker: Optional[Sequence[int]] = None) -> None:
-        """The measured phase from ``t0`` (the stages end it: the native closed_stages rule)."""
+        """The measured phase from ``t0`` (the stages end it: pacing.Staged, the native rule)."""
         self.t0, plan, ld = t0, self.plan, self.load
-        if plan.stages:
-            ub = users_by_worker
-            if not ub or len(ub) != plan.n or not sum(ub):
-                ub = even_split(ld.in_flight_cap, plan.n)
-            self.stage_gate = StageGate(plan.stages, t0, plan.index, ub)
-            self.end_ns = self.stage_gate.end_ns
-        elif self.closed and ld.duration_s and not plan.sessions:
-            self.end_ns = t0 + int(ld.duration_s * NS)
+        ub = users_by_worker
+        if plan.stages and (not ub or len(ub) != plan.n or not sum(ub)):
+            ub = even_split(ld.in_flight_cap, plan.n)
+        self.pacing = pacing_for(ld, plan.schedule, bool(plan.sessions), stages=plan.stages or [],
+                                 index=plan.index, users_by_worker=ub).begin(t0)
+        if not plan.sessions:                    # sessions: the session player's own end
+            self.end_ns = self.pacing.end_ns
+
+    @property
+    def stage_gate(self) -> Optional[StageGate]:
+        """Concurrency stages' gate (from begin on), else None."""
+        return getattr(self.pacing, "gate", None)
 
     @property
     def idle(self) -> bool:
@@ -94,7 +97,7 @@ class SliceSender:
     def gate(self, slot: int, now: int) -> tuple[str, Optional[int]]:
         """A staged closed loop: may local user ``slot`` send at ``now`` (its request's
         scheduled_at, so a request belongs to the stage that let it go)?"""
-        when = self.stage_gate.when(slot, now)
+        when = self.pacing.free_at(slot, now)
         if when is None:                         # no stage from now on needs it
             return "idle", self.end_ns
         return ("wait", when) if when > now else ("send", now)

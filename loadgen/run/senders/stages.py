@@ -13,7 +13,7 @@
     StageGate.when(k, t): local user k at time t: now if a stage running at t needs it, else
         the start of the next stage that does, else None (no stage from t on does).
 
-Pure (no asyncio, no gevent): the native closed loop (dispatch.closed_stages, also in each
+Pure (no asyncio, no gevent): the native closed loop (pacing.Staged via Dispatcher.measure, in each
 --procs child) and the Locust worker (locust_engine/request_source.py) ask it before each
 request of a staged closed loop, and only wait and send.
 """
