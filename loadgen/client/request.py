@@ -5,10 +5,8 @@
         ─► apply_body (non-streaming JSON) / end_stream (after the last event) / fail
         ─► finish: first-chunk/first-token times, usage vs chunk counts, mismatch, sources
 
-No I/O, no asyncio, no aiohttp and no gevent here (only json, loadgen.record, loadgen.redact,
-loadgen.client.sse and loadgen.client.structured, the tool-call / JSON checks run in ``finish``,
-as does loadgen.client.accuracy's grade of a workload.dataset answer;
-loadgen.client.responses, the Responses API's whole answer in ``apply_body``):
+No I/O, no asyncio, no aiohttp, no gevent here (json, loadgen.record/redact, client.sse; in ``finish``
+client.structured's tool-call / JSON checks and client.accuracy's grade; client.responses in ``apply_body``):
 ``loadgen.client.http_client`` (asyncio) and ``loadgen.locust_engine`` (gevent-patched processes) both import
 it, so the two engines build the same bodies and fill the same records by construction.
 ``api`` below is anything with the ``scenario.Api`` fields used (``client.ClientConfig`` too).
