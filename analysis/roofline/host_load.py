@@ -88,17 +88,17 @@ def between(a: dict, b: dict) -> dict:
     la = b.get("loadavg")
     out = {"loadavg_1m": round(la[0], 2) if la else None, "ncpu": ncpu, "other_cpus": None,
            "steal_fraction": None, "seconds": round(b["t"] - a["t"], 2)}
+    wall = b["t"] - a["t"]
+    sa_s, sb_s = a.get("server_cpu_s"), b.get("server_cpu_s")
+    server = None
+    if sa_s is not None and sb_s is not None and wall > 0:   # the system under test
+        server = max(0.0, (sb_s - sa_s) / wall)
+        out["server_cpus"] = round(server, 2)
     sa, sb = a.get("stat"), b.get("stat")
-    if sa and sb and ncpu and sb[0] > sa[0]:
+    if sa and sb and ncpu and sb[0] > sa[0]:      # /proc/stat moved on: the host's share
         total, idle, steal = (y - x for x, y in zip(sa, sb))
         busy_cpus = (total - idle - steal) / total * ncpu
-        wall = b["t"] - a["t"]
         own = (b["own_cpu_s"] - a["own_cpu_s"]) / wall if wall > 0 else 0.0
-        sa_s, sb_s = a.get("server_cpu_s"), b.get("server_cpu_s")
-        server = None
-        if sa_s is not None and sb_s is not None and wall > 0:   # the system under test
-            server = max(0.0, (sb_s - sa_s) / wall)
-            out["server_cpus"] = round(server, 2)
         out["other_cpus"] = round(max(0.0, busy_cpus - own - (server or 0.0)), 2)
         out["steal_fraction"] = round(steal / total, 4)
     return out
