@@ -120,6 +120,11 @@ class Model(BaseModel):
         return out
 
 
+class Open(Model):
+    """An open block (see the module docstring): the keys readers use named, the rest kept."""
+    CLOSED = False
+
+
 def schema_version_field():
     return Field(None, description=f"the contract's version ({SCHEMA_VERSION}); absent in run "
                                    "directories written before the contract")

@@ -15,11 +15,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from analysis.contract.base import Model, schema_version_field
+from analysis.contract.base import Model, Open, schema_version_field
 
-
-class Open(Model):
-    CLOSED = False
 
 
 class Figure(Model):

@@ -13,13 +13,10 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, field_validator
 
-from analysis.contract.base import Model, schema_version_field
+from analysis.contract.base import Model, Open, schema_version_field
 
 Mode = Literal["offline", "server", "concurrency", "trace"]
 
-
-class Open(Model):
-    CLOSED = False
 
 
 class Schedule(Open):

@@ -14,12 +14,9 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from analysis.contract.base import Model, schema_version_field
+from analysis.contract.base import Model, Open, schema_version_field
 from analysis.contract.summary_blocks import Audio, Cancel, ModelFigures, Retries
 
-
-class Open(Model):
-    CLOSED = False
 
 
 class Stats(Model):
@@ -170,22 +167,10 @@ class Roofline(Open):
     batch1: Optional[Batch1] = None
 
 
-class Replica(Open):
+class Replica(ModelFigures):
     """One replica of target.urls (analysis.metrics.replicas): its requests and figures, rates
-    over the run's window."""
+    over the run's window (the figures of a model of api.models, and its url)."""
     url: str
-    requests: int = 0
-    completed: int = 0
-    failed: int = 0
-    cancelled: int = 0
-    share: Optional[float] = None
-    ttft_ms: Optional[dict[str, Optional[float]]] = None
-    tpot_ms: Optional[dict[str, Optional[float]]] = None
-    itl_ms_p99: Optional[float] = None
-    e2el_ms_p50: Optional[float] = None
-    request_throughput: Optional[float] = None
-    output_throughput: Optional[float] = None
-    goodput: Optional[float] = None
 
 
 class Replicas(Open):

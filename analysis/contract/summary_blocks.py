@@ -14,11 +14,8 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from analysis.contract.base import Model
+from analysis.contract.base import Model, Open
 
-
-class Open(Model):
-    CLOSED = False
 
 
 class ModelFigures(Open):

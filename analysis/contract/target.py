@@ -12,11 +12,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from analysis.contract.base import Model, schema_version_field
+from analysis.contract.base import Model, Open, schema_version_field
 
-
-class Open(Model):
-    CLOSED = False
 
 
 class ClientHost(Open):
