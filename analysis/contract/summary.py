@@ -15,7 +15,8 @@ from typing import Any, Optional
 from pydantic import Field
 
 from analysis.contract.base import Model, Open, schema_version_field
-from analysis.contract.summary_blocks import Audio, Cancel, ModelFigures, Retries
+from analysis.contract.summary_blocks import Audio, Cancel, Energy, ModelFigures, Retries
+from analysis.contract.summary_roofline import Roofline
 
 
 
@@ -110,61 +111,6 @@ class SteadyState(Open):
     output_throughput: Optional[float] = None
     request_throughput: Optional[float] = None
     mean_in_flight: Optional[float] = None
-
-
-class Energy(Open):
-    """analysis.energy (or "unmeasured" with the reason)."""
-    status: Optional[str] = None
-    reason: Optional[str] = None
-    energy_j: Optional[float] = None
-    j_per_output_token: Optional[float] = None
-
-
-class RooflineDevice(Open):
-    name: Optional[str] = None
-    evidence: Optional[str] = None
-    mem_bandwidth: Optional[float] = Field(None, description="bytes/s")
-    measured_at: Optional[Any] = None
-
-
-class InFlightLevel(Open):
-    """One level of analysis.roofline.by_concurrency: the inter-token gaps with exactly
-    ``in_flight`` requests in flight, their ITL p50 (measured) vs the decode floor (calculated)."""
-    in_flight: int
-    batch: Optional[int] = None
-    gaps: int = 0
-    itl_p50_ms: Optional[float] = None
-    context_len: Optional[float] = None
-    floor_ms: Optional[float] = None
-    achieved_bandwidth: Optional[float] = Field(None, description="bytes/s")
-    mbu: Optional[float] = None
-    broken: bool = False
-    reason: Optional[str] = None
-
-
-class Batch1(Open):
-    """Level 1 of by_in_flight: the batch-1 decode step through HTTP; reason set exactly when
-    mbu is None."""
-    mbu: Optional[float] = None
-    itl_p50_ms: Optional[float] = None
-    floor_ms: Optional[float] = None
-    gaps: int = 0
-    context_len: Optional[float] = None
-    reason: Optional[str] = None
-
-
-class Roofline(Open):
-    """The roofline frozen into the run (analysis.roofline): MBU and the floors it used; the
-    decode step by requests in flight (absent in summaries written before it)."""
-    mbu: Optional[float] = None
-    tpot_p50_ms: Optional[float] = None
-    decode_floor_ms: Optional[float] = None
-    prefill_floor_ms: Optional[float] = None
-    device: Optional[RooflineDevice] = None
-    by_in_flight: Optional[list[InFlightLevel]] = None
-    by_in_flight_dropped: Optional[int] = Field(
-        None, description="inter-token gaps dropped: the in-flight count changed inside them")
-    batch1: Optional[Batch1] = None
 
 
 class Replica(ModelFigures):

@@ -1,4 +1,4 @@
-"""summary.json's blocks of the per-feature figures (load.cancel, api.retry, audio, api.models),
+"""summary.json's blocks of the per-feature figures (load.cancel, api.retry, audio, api.models, energy),
 and the check that a summary holds no NaN / Infinity.
 
     analysis.metrics.hangups / audio / models ─► these blocks ─► analysis.contract.summary.Summary
@@ -67,6 +67,61 @@ class Audio(Open):
     format: Optional[Any] = None
     pool: Optional[Any] = None
     rule: Optional[str] = None
+
+
+class EnergySeries(Open):
+    """One power source/device over the window (analysis.energy.window)."""
+    source: Optional[str] = None
+    device: Optional[Any] = None
+    scope: Optional[str] = None
+    method: Optional[str] = None
+    evidence: Optional[str] = None
+    energy_j: Optional[float] = None
+    avg_power_w: Optional[float] = None
+    samples: Optional[int] = None
+    included_in_total: Optional[bool] = None
+
+
+class EnergyWindow(Open):
+    start_ns: Optional[int] = None
+    end_ns: Optional[int] = None
+    duration_s: Optional[float] = None
+
+
+class AboveIdle(Open):
+    """Gross energy minus idle power x duration (not the headline)."""
+    status: Optional[str] = None
+    reason: Optional[str] = None
+    j_per_output_token: Optional[float] = None
+
+
+class PerRequestEnergy(Open):
+    """Each interval's energy split across the requests in flight (prefill + decode)."""
+    mean_j: Optional[float] = None
+    p50_j: Optional[float] = None
+    p99_j: Optional[float] = None
+    mean_prefill_j: Optional[float] = None
+    mean_decode_j: Optional[float] = None
+
+
+class Energy(Open):
+    """analysis.energy (or "unmeasured" with the reason)."""
+    status: Optional[str] = None
+    reason: Optional[str] = None
+    energy_j: Optional[float] = None
+    j_per_output_token: Optional[float] = None
+    avg_power_w: Optional[float] = None
+    output_tokens_per_j: Optional[float] = None
+    j_per_request: Optional[float] = None
+    window: Optional[EnergyWindow] = None
+    window_rule: Optional[str] = None
+    method: Optional[str] = None
+    warnings: Optional[list[str]] = None
+    unmeasured_parts: Optional[list[Any]] = None
+    sources: Optional[list[Any]] = None
+    series: Optional[list[EnergySeries]] = None
+    above_idle: Optional[AboveIdle] = None
+    per_request: Optional[PerRequestEnergy] = None
 
 
 def nonfinite_keys(data: Any, prefix: str = "") -> list[str]:

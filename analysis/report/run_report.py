@@ -36,7 +36,10 @@ from analysis.report.cost_accuracy import accuracy_blocks, cost_blocks
 from analysis.report.served import prefix_blocks
 from analysis.report.audio import audio_blocks
 from analysis.report.hangups import aborted_blocks, counts, retry_blocks
+from analysis.contract import Summary
 from analysis.contract.records import Records
+from analysis.contract.summary import Embeddings, Stats, SteadyState
+from analysis.contract.summary_blocks import AboveIdle, Energy, EnergyWindow, PerRequestEnergy
 
 __all__ = ["build_sections", "write_report", "write_any", "render_md", "render_html", "fmt"]
 
@@ -52,21 +55,21 @@ EMBEDDINGS_ROWS = (("e2el_ms", "E2E from send"), ("e2el_from_scheduled_ms", "E2E
                    ("schedule_lag_ms", "schedule lag"))
 
 
-def _embeddings_rows(e: dict) -> list[list]:
-    lat = e.get("latency_ms") or {}
+def _embeddings_rows(e: Embeddings) -> list[list]:
+    lat = e.latency_ms or Stats()
     return [["latency p50 / p90 / p99 (ms)",
-             " / ".join(fmt(lat.get(k), 3) for k in ("p50", "p90", "p99")), "measured"],
-            ["request throughput (req/s)", fmt(e.get("request_throughput"), 3), "measured"],
-            ["input throughput (tokens/s)", fmt(e.get("input_token_throughput")),
+             " / ".join(fmt(x, 3) for x in (lat.p50, lat.p90, lat.p99)), "measured"],
+            ["request throughput (req/s)", fmt(e.request_throughput, 3), "measured"],
+            ["input throughput (tokens/s)", fmt(e.input_token_throughput),
              "measured (tokens: " + (", ".join(f"{k} {v}" for k, v in
-                                              (e.get("prompt_tokens_source") or {}).items())
+                                              e.prompt_tokens_source.items())
                                      or "none") + ")"],
-            ["inputs embedded per second", fmt(e.get("input_throughput"), 3), "measured"],
-            ["inputs per request (mean)", fmt(e.get("inputs_per_request"), 3), "measured"]]
+            ["inputs embedded per second", fmt(e.input_throughput, 3), "measured"],
+            ["inputs per request (mean)", fmt(e.inputs_per_request, 3), "measured"]]
 
 
-def _headline(s: dict) -> list[Block]:
-    emb = s.get("embeddings")
+def _headline(s: dict, typed: Summary) -> list[Block]:
+    emb = typed.embeddings
     key = s["headline_ttft"]
     label = "TTFT from scheduled" if key == "ttft_from_scheduled_ms" else "TTFT from send"
     v = s["verdict"]
@@ -78,7 +81,7 @@ def _headline(s: dict) -> list[Block]:
         ["request throughput (req/s)", fmt(s["request_throughput"], 3), "measured"],
     ] if not emb else _embeddings_rows(emb)
     rows += [
-        *_steady_rows(s.get("steady_state")),
+        *_steady_rows(typed.steady_state),
         ["goodput (req/s meeting the SLOs)",
          fmt(s["goodput"], 3) if s["goodput"] is not None else "n/a (no SLO configured)",
          "measured"],
@@ -88,28 +91,28 @@ def _headline(s: dict) -> list[Block]:
     ]
     out: list[Block] = [("h", "Headline"), ("table", ["figure", "value", "evidence"], rows),
                         ("p", f"Window: {s['window']['rule']}.")]
-    st = s.get("steady_state")
+    st = typed.steady_state
     if st:
-        out.append(("p", f"Steady-state window ({st['status']}): {st['rule']}"
-                         + (f"; unavailable: {st['reason']}" if st.get("reason") else "")
+        out.append(("p", f"Steady-state window ({st.status}): {st.rule}"
+                         + (f"; unavailable: {st.reason}" if st.reason else "")
                          + ". The figures above without \"steady-state\" use the full window."))
     return out
 
 
-def _steady_rows(st) -> list[list]:
+def _steady_rows(st: Optional[SteadyState]) -> list[list]:
     """Headline rows of the steady-state window (analysis.metrics.steady), next to the full-window ones."""
     if not st:
         return []
-    if st.get("status") != "ok":
-        return [["steady-state window", missing(st.get("reason"), "no steady-state window"),
+    if st.status != "ok":
+        return [["steady-state window", missing(st.reason, "no steady-state window"),
                  "calculated"]]
-    return [["steady-state output throughput (tokens/s)", fmt(st["output_throughput"]),
+    return [["steady-state output throughput (tokens/s)", fmt(st.output_throughput),
              "measured"],
-            ["steady-state request throughput (req/s)", fmt(st["request_throughput"], 3),
+            ["steady-state request throughput (req/s)", fmt(st.request_throughput, 3),
              "measured"],
             ["steady-state window (s) / level / mean in flight",
-             f"{fmt(st['duration_s'], 3)} / {fmt(st.get('level'))} / "
-             f"{fmt(st['mean_in_flight'], 2)}", "measured"]]
+             f"{fmt(st.duration_s, 3)} / {fmt(st.level)} / "
+             f"{fmt(st.mean_in_flight, 2)}", "measured"]]
 
 
 def _verdict(s: dict) -> list[Block]:
@@ -136,16 +139,16 @@ def _client(s: dict) -> list[Block]:
             ["achieved send rate (req/s)", fmt(c["achieved_send_rate"], 3), "measured"],
             ["schedule's own rate (req/s)", fmt(c["schedule_rate"], 3), "calculated"],
             ["target rate (req/s)", fmt(c["target_rate"], 3) if c["target_rate"] is not None
-             else missing(None, f"no target rate: mode {s.get('mode')} sets none"
-                          if s.get("mode") != "server" else "load.stages or a trace set the rate"),
+             else missing(None, f"no target rate: mode {s['mode']} sets none"
+                          if s["mode"] != "server" else "load.stages or a trace set the rate"),
              "configured"],
             ["saturated", str(c["saturated"]), "calculated"]]
     return out + [("table", ["figure", "value", "evidence"], rows)]
 
 
-def _latencies(s: dict) -> list[Block]:
+def _latencies(s: dict, typed: Summary) -> list[Block]:
     """Every latency distribution; an embeddings run's only (no first token: no TTFT/TPOT/ITL)."""
-    names = EMBEDDINGS_ROWS if s.get("embeddings") else METRIC_ROWS
+    names = EMBEDDINGS_ROWS if typed.embeddings else METRIC_ROWS
     rows = [[label] + [fmt(s[k][c], 3) for c in PCT_COLS] for k, label in names]
     return [("h", "Latency percentiles (ms, measured; numpy linear percentiles)"),
             ("table", ["metric", *PCT_COLS], rows)]
@@ -171,45 +174,48 @@ def _tokens(s: dict) -> list[Block]:
     return [("h", "Token-count provenance"), ("table", ["item", "value"], rows)]
 
 
-def _energy(s: dict) -> list[Block]:
+def _status(block: Optional[Energy | AboveIdle]) -> Optional[str]:
+    """A block's status; "unmeasured" when it has none (absent, or written without one)."""
+    return block.status if block and "status" in block.model_fields_set else "unmeasured"
+
+
+def _energy(typed: Summary) -> list[Block]:
     """Headline energy figures with their evidence, per scope and per source; why when missing."""
-    e = s.get("energy") or {}
-    st = e.get("status", "unmeasured")
+    e = typed.energy or Energy()
+    st = _status(e)
     out: list[Block] = [("h", f"Energy ({st})")]
-    if e.get("reason"):
-        out.append(("p", f"reason: {e['reason']}"))
-    out += [("warn", w) for w in e.get("warnings") or []]
-    if e.get("energy_j") is None:
+    if e.reason:
+        out.append(("p", f"reason: {e.reason}"))
+    out += [("warn", w) for w in e.warnings or []]
+    if e.energy_j is None:
         return out
-    win = e.get("window") or {}
-    rows = [["energy in the window (J)", fmt(e["energy_j"], 3), st],
-            ["window (s)", fmt(win.get("duration_s"), 3), "measured"],
-            ["average power (W)", fmt(e.get("avg_power_w"), 2), st],
-            ["J / output token", fmt(e.get("j_per_output_token"), 4), st],
-            ["output tokens / J", fmt(e.get("output_tokens_per_j"), 4), st],
-            ["J / request (J/token x mean output)", fmt(e.get("j_per_request"), 4), st]]
-    idle = e.get("above_idle") or {}
+    win = e.window or EnergyWindow()
+    rows = [["energy in the window (J)", fmt(e.energy_j, 3), st],
+            ["window (s)", fmt(win.duration_s, 3), "measured"],
+            ["average power (W)", fmt(e.avg_power_w, 2), st],
+            ["J / output token", fmt(e.j_per_output_token, 4), st],
+            ["output tokens / J", fmt(e.output_tokens_per_j, 4), st],
+            ["J / request (J/token x mean output)", fmt(e.j_per_request, 4), st]]
+    idle = e.above_idle or AboveIdle()
     rows.append(["above idle J / output token",
-                 fmt(idle.get("j_per_output_token"), 4) if idle.get("status") == "measured"
-                 else missing(idle.get("reason"), "no idle baseline was measured"),
-                 idle.get("status", "unmeasured")])
-    pr = e.get("per_request") or {}
-    if pr.get("mean_j") is not None:
+                 fmt(idle.j_per_output_token, 4) if idle.status == "measured"
+                 else missing(idle.reason, "no idle baseline was measured"), _status(idle)])
+    pr = e.per_request or PerRequestEnergy()
+    if pr.mean_j is not None:
         rows.append(["per request J mean / p50 / p99 (prefill + decode)",
-                     f"{fmt(pr['mean_j'], 3)} / {fmt(pr.get('p50_j'), 3)} / "
-                     f"{fmt(pr.get('p99_j'), 3)} ({fmt(pr.get('mean_prefill_j'), 3)} + "
-                     f"{fmt(pr.get('mean_decode_j'), 3)})", "calculated (split)"])
+                     f"{fmt(pr.mean_j, 3)} / {fmt(pr.p50_j, 3)} / {fmt(pr.p99_j, 3)} "
+                     f"({fmt(pr.mean_prefill_j, 3)} + {fmt(pr.mean_decode_j, 3)})",
+                     "calculated (split)"])
     out.append(("table", ["figure", "value", "evidence"], rows))
-    srcs = [[f"{x.get('source')}/{x.get('device')}", x.get("scope"), x.get("method"),
-             fmt(x.get("energy_j"), 3), fmt(x.get("avg_power_w"), 2), x.get("samples"),
-             "yes" if x.get("included_in_total") else "no", x.get("evidence")]
-            for x in e.get("series") or []]
+    srcs = [[f"{x.source}/{x.device}", x.scope, x.method, fmt(x.energy_j, 3),
+             fmt(x.avg_power_w, 2), x.samples, "yes" if x.included_in_total else "no", x.evidence]
+            for x in e.series or []]
     if srcs:
         out.append(("table", ["source/device", "scope", "method", "J", "W", "samples",
                               "in total", "evidence"], srcs))
-    out += [("p", f"not measured: {u}") for u in e.get("unmeasured_parts") or []]
-    out += [("p", f"Energy window: {e['window_rule']}.")] if e.get("window_rule") else []
-    return out + [("p", f"Method: {e.get('method')}.")]
+    out += [("p", f"not measured: {u}") for u in e.unmeasured_parts or []]
+    out += [("p", f"Energy window: {e.window_rule}.")] if e.window_rule else []
+    return out + [("p", f"Method: {e.method}.")]
 
 
 def build_sections(run_dir: str | Path, with_plots: bool = True,
@@ -221,13 +227,14 @@ def build_sections(run_dir: str | Path, with_plots: bool = True,
     blocks: list[Block] = [("title", f"loadgen report — {Path(run_dir).name}"),
                            ("p", f"mode: {s['mode']}; records: {len(records)} "
                                  f"({s['requests_warmup']} warm-up excluded)")]
-    blocks += _headline(s) + _verdict(s) + _client(s) + _latencies(s)
-    blocks += workload_blocks(s) + _plots(records, s, run_dir, with_plots)
+    typed = Summary.read(s)                               # the blocks read as attributes
+    blocks += _headline(s, typed) + _verdict(s) + _client(s) + _latencies(s, typed)
+    blocks += workload_blocks(s) + _plots(records, typed, run_dir, with_plots)
     blocks += accuracy_blocks(s) + cost_blocks(s)        # workload.dataset, cost (issue 30)
     blocks += prefix_blocks(s, meta)                     # prefix cache (issue 31): hits vs misses
     blocks += aborted_blocks(s) + retry_blocks(s) + audio_blocks(s)   # load.cancel, api.retry, audio
-    blocks += _failures(s) + _tokens(s) + _energy(s) + _server_metrics(run_dir)
-    blocks += conditions.roofline_blocks(s.get("roofline"))   # frozen spec (run_roofline)
+    blocks += _failures(s) + _tokens(s) + _energy(typed) + _server_metrics(run_dir)
+    blocks += conditions.roofline_blocks(typed.roofline)   # frozen spec (run_roofline)
     rows = [[c["item"], c["value"], c["evidence"]]
             for c in conditions.conditions_table(s, meta, sut, records)]
     blocks += [("h", "Comparison conditions"), ("table", ["condition", "value", "evidence"], rows)]
@@ -248,18 +255,18 @@ def _server_metrics(run_dir) -> list[Block]:
     return [("raw", md, page)]
 
 
-def _plots(records: Records, s: dict, run_dir, with_plots: bool) -> list[Block]:
+def _plots(records: Records, s: Summary, run_dir, with_plots: bool) -> list[Block]:
     """Distributions (CDF), per-second time series (throughput, in flight, power), timeline."""
     out: list[Block] = [("h", "Distributions and time series")]
     if not with_plots:
         return out + [("p", "plots not requested")]
-    server = open_loop(s["mode"])
-    est = {"estimate"} | {x.get("name") for x in (s.get("energy") or {}).get("sources") or []
+    server = open_loop(s.mode)
+    e = s.energy or Energy()
+    est = {"estimate"} | {x.get("name") for x in e.sources or []     # power_sources.json's dicts
                           if isinstance(x, dict) and x.get("evidence") == "estimated"}
     ts = series.run_series(records, summary_mod.load_power(run_dir), estimated_names=est)
-    asked = not str((s.get("energy") or {}).get("reason") or "").startswith(
-        "no power source configured")
-    for img, note in (plots.cdf_png(records, server, s.get("slo")),
+    asked = not str(e.reason or "").startswith("no power source configured")
+    for img, note in (plots.cdf_png(records, server, s.slo),
                       plots.timeseries_png(ts, power_asked=asked),   # none asked: no power panel
                       plots.timeline_png(records, server)):
         out.append(("img", img, note) if img else ("p", note))
