@@ -37,6 +37,8 @@ class Workload(Open):
     token_count: Optional[str] = None
     seed: Optional[int] = None
     file_prompts: Optional[int] = None
+    prefix: Optional[dict[str, Any]] = Field(None, description="workload.prefix: groups, tokens")
+    shared_prefix_tokens: Optional[int] = None
     trace: Optional[dict[str, Any]] = None
     sessions: Optional[dict[str, Any]] = None
     images: Optional[dict[str, Any]] = Field(

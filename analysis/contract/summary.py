@@ -17,6 +17,9 @@ from pydantic import Field
 from analysis.contract.base import Model, Open, schema_version_field
 from analysis.contract.summary_blocks import Audio, Cancel, Energy, ModelFigures, Retries
 from analysis.contract.summary_roofline import Roofline
+from analysis.contract.summary_server import SpecDecode
+from analysis.contract.summary_workload import (Images, ProbeStream, Reasoning, Sessions,
+                                                Stage)
 
 
 
@@ -249,14 +252,14 @@ class Summary(Model):
     slo: Optional[dict[str, Any]] = None
     verdict: Optional[Verdict] = None
     steady_state: Optional[SteadyState] = None
-    stages: Optional[list[dict[str, Any]]] = None
-    sessions: Optional[dict[str, Any]] = None
+    stages: Optional[list[Stage]] = None
+    sessions: Optional[Sessions] = None
     replicas: Optional[Replicas] = None
-    images: Optional[dict[str, Any]] = Field(
+    images: Optional[Images] = Field(
         None, description="workload.images: requests with images, images sent, their shape")
-    probe_stream: Optional[dict[str, Any]] = Field(
+    probe_stream: Optional[ProbeStream] = Field(
         None, description="load.probe: the side stream alone vs under the main load")
-    reasoning: Optional[dict[str, Any]] = None
+    reasoning: Optional[Reasoning] = None
     embeddings: Optional[Embeddings] = None
     structured: Optional[Structured] = Field(None, description="tool calls and response_format: "
                                              "parsed / valid shares beside the latencies")
@@ -267,7 +270,7 @@ class Summary(Model):
     models: Optional[dict[str, ModelFigures]] = Field(
         None, description="api.models: per model its share of the measured requests and the "
         "replicas' figures (analysis.metrics.models); None with one model")
-    spec_decode: Optional[dict[str, Any]] = Field(
+    spec_decode: Optional[SpecDecode] = Field(
         None, description="speculative decoding: the server's draft/accept counters over the "
         "window and the client's tokens per chunk (analysis.server.spec_decode)")
     accuracy: Optional[Accuracy] = Field(None, description="workload.dataset: the answers "

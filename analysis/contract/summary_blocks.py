@@ -15,6 +15,7 @@ from typing import Any, Optional
 from pydantic import Field
 
 from analysis.contract.base import Model, Open
+from analysis.contract.summary_workload import P50P99
 
 
 
@@ -25,8 +26,8 @@ class ModelFigures(Open):
     failed: int = 0
     cancelled: int = 0
     share: Optional[float] = None
-    ttft_ms: Optional[dict[str, Optional[float]]] = None
-    tpot_ms: Optional[dict[str, Optional[float]]] = None
+    ttft_ms: Optional[P50P99] = None
+    tpot_ms: Optional[P50P99] = None
     itl_ms_p99: Optional[float] = None
     e2el_ms_p50: Optional[float] = None
     request_throughput: Optional[float] = None

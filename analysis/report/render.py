@@ -13,6 +13,10 @@ import html
 import math
 from typing import Any, Optional
 
+from analysis.contract.summary import Stats
+from analysis.contract.summary_blocks import ModelFigures
+from analysis.contract.summary_workload import P50P99
+
 Block = tuple
 CSS = """body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1100px;
 margin:0 auto;padding:1em 2em 3em;color:#1f2328;line-height:1.45}
@@ -27,20 +31,20 @@ figure{margin:1em 0}img{max-width:100%;border:1px solid #e1e4e8}
 figcaption{font-size:13px;color:#57606a}"""
 
 
-def pair(d: dict, key: str) -> str:
-    """``d[key]``'s p50 / p99 for a table cell ("n/a" for a missing one)."""
-    v = d.get(key) or {}
-    return f"{fmt(v.get('p50'))} / {fmt(v.get('p99'))}"
+def pair(v: Optional[P50P99 | Stats]) -> str:
+    """A latency's p50 / p99 for a table cell ("n/a" for a missing one)."""
+    v = v or P50P99()
+    return f"{fmt(v.p50)} / {fmt(v.p99)}"
 
 
-def group_blocks(title: str, text: str, key: str, groups: list[tuple[str, dict]],
+def group_blocks(title: str, text: str, key: str, groups: list[tuple[str, ModelFigures]],
                  sched: bool) -> list[Block]:
     """One table of per-group figures (analysis.metrics.replicas' shape): replicas
     (workloads.py), models (served.py)."""
-    rows = [[name, str(u["requests"]), fmt(100 * u["share"]) + " %" if u.get("share") is not None
-             else "n/a", str(u["failed"]), pair(u, "ttft_ms"), pair(u, "tpot_ms"),
-             fmt(u.get("itl_ms_p99")), fmt(u.get("request_throughput")),
-             fmt(u.get("output_throughput")), fmt(u.get("goodput"))] for name, u in groups]
+    rows = [[name, str(u.requests), fmt(100 * u.share) + " %" if u.share is not None
+             else "n/a", str(u.failed), pair(u.ttft_ms), pair(u.tpot_ms), fmt(u.itl_ms_p99),
+             fmt(u.request_throughput), fmt(u.output_throughput), fmt(u.goodput)]
+            for name, u in groups]
     return [("h", title), ("p", text),
             ("table", [key, "requests", "share", "failed",
                        f"TTFT{' sched.' if sched else ''} p50 / p99 ms", "TPOT p50 / p99 ms",
