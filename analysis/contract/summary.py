@@ -15,11 +15,11 @@ from typing import Any, Optional
 from pydantic import Field
 
 from analysis.contract.base import Model, Open, schema_version_field
-from analysis.contract.summary_blocks import Audio, Cancel, Energy, ModelFigures, Retries
+from analysis.contract.summary_blocks import Audio, Cancel, Energy, ModelFigures, Retries, Slo
 from analysis.contract.summary_roofline import Roofline
 from analysis.contract.summary_server import SpecDecode
-from analysis.contract.summary_workload import (Images, ProbeStream, Reasoning, Sessions,
-                                                Stage)
+from analysis.contract.summary_workload import (Images, P50P99, ProbeStream, Reasoning,
+                                                Sessions, Stage)
 
 
 
@@ -148,8 +148,8 @@ class StructuredGroup(Open):
                                           "answer's text parse as JSON")
     valid_share: Optional[float] = Field(None, description="... and validate against the schema")
     checked: Optional[int] = Field(None, description="answers checked against a schema")
-    ttft_ms: Optional[dict[str, Optional[float]]] = None
-    e2el_ms: Optional[dict[str, Optional[float]]] = None
+    ttft_ms: Optional[P50P99] = None
+    e2el_ms: Optional[P50P99] = None
     invalid_examples: list[str] = Field(default_factory=list)
 
 
@@ -249,7 +249,7 @@ class Summary(Model):
     warnings: list[str] = Field(default_factory=list)
     token_counts: Optional[TokenCounts] = None
     client: Optional[Client] = None
-    slo: Optional[dict[str, Any]] = None
+    slo: Optional[Slo] = None
     verdict: Optional[Verdict] = None
     steady_state: Optional[SteadyState] = None
     stages: Optional[list[Stage]] = None

@@ -10,12 +10,14 @@ kept as computed.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from pydantic import Field
 
 from analysis.contract.base import Model, Open
 from analysis.contract.summary_workload import P50P99
+
+Num = Union[int, float]          # a limit as the scenario gave it (200 stays 200)
 
 
 
@@ -68,6 +70,21 @@ class Audio(Open):
     format: Optional[Any] = None
     pool: Optional[Any] = None
     rule: Optional[str] = None
+
+
+class Slo(Open):
+    """The effective SLO (analysis.metrics.slo.resolve_slo): a preset's limits, overridden by
+    any given explicitly; ``source`` says where they came from."""
+    preset: Optional[str] = None
+    ttft_ms: Optional[Num] = None
+    tpot_ms: Optional[Num] = None
+    itl_ms: Optional[Num] = None
+    e2el_ms: Optional[Num] = None
+    percentile: Optional[Num] = None
+    max_schedule_lag_ms: Optional[Num] = None
+    min_rate_fraction: Optional[Num] = None
+    source: Optional[str] = None
+    error: Optional[str] = Field(None, description="an unknown preset: the error, and no limit")
 
 
 class EnergySeries(Open):

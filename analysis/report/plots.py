@@ -18,6 +18,7 @@ from typing import Optional
 
 import numpy as np
 
+from analysis.contract.summary_blocks import Slo
 from analysis.contract import timing
 from analysis.metrics import figures as m
 from analysis.contract.records import Records
@@ -93,7 +94,7 @@ def _slo_line(ax, limit: Optional[float], data_max: float) -> None:
 
 
 def cdf_png(records: Records, from_scheduled: bool,
-            slo: Optional[dict] = None) -> tuple[Optional[str], str]:
+            slo: Optional[dict | Slo] = None) -> tuple[Optional[str], str]:
     """CDFs of TTFT (from scheduled too in server mode), TPOT and token-weighted ITL; dotted and
     dashed verticals at p50 and p99, a red line at each configured SLO limit."""
     plt = pyplot()
@@ -105,19 +106,20 @@ def cdf_png(records: Records, from_scheduled: bool,
     del s
     if not ttft.size and not itl.size:
         return None, "no completed requests with timings to plot"
-    slo = slo or {}
+    slo = Slo.read(slo)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     panels = ((axes[0], [("TTFT from send", ttft)] + ([("TTFT from scheduled", ttft_s)]
-                                                        if from_scheduled else []), "ttft_ms"),
-              (axes[1], [("TPOT", tpot)], "tpot_ms"),
-              (axes[2], [("ITL (token-weighted)", itl)], "itl_ms"))
-    for ax, curves, key in panels:
+                                                        if from_scheduled else []), "ttft_ms",
+               slo.ttft_ms),
+              (axes[1], [("TPOT", tpot)], "tpot_ms", slo.tpot_ms),
+              (axes[2], [("ITL (token-weighted)", itl)], "itl_ms", slo.itl_ms))
+    for ax, curves, key, limit in panels:
         drawn = False
         for i, (label, vals) in enumerate(curves):
             if vals.size:
                 _cdf(ax, vals, COLORS[i], label)
                 drawn = True
-        _slo_line(ax, slo.get(key), max((float(v.max()) for _, v in curves if v.size),
+        _slo_line(ax, limit, max((float(v.max()) for _, v in curves if v.size),
                                         default=0.0))
         if not drawn:
             ax.text(0.5, 0.5, "no data", ha="center", transform=ax.transAxes)

@@ -15,6 +15,8 @@ from typing import Optional
 
 import numpy as np
 
+from analysis.contract.summary import Stats, Summary
+from analysis.contract.summary_blocks import Energy, Slo
 from analysis.report.plots import COLORS, NO_MPL, encode, pyplot
 
 LABELS = {"load.concurrency": "concurrency (requests in flight, client cap)",
@@ -44,13 +46,20 @@ def _slo_hline(ax, limit: Optional[float], data_max: float, pct: float) -> None:
                 transform=ax.transAxes, fontsize=8, va="top")
 
 
-def _q(s: dict, key: str, q: str) -> float:
-    v = (s.get(key) or {}).get(q)
+def _q(stats: Optional[Stats], q: str) -> float:
+    """``q`` ("p50" | "p99") of a summary's distribution, NaN when it has none."""
+    v = None if stats is None else (stats.p50 if q == "p50" else stats.p99)
     return float("nan") if v is None else float(v)
 
 
+def _dists(s: Summary) -> tuple[Optional[Stats], Optional[Stats]]:
+    """(the headline TTFT, TPOT) of one point's summary."""
+    ttft = s.ttft_from_scheduled_ms if s.headline_ttft == "ttft_from_scheduled_ms" else s.ttft_ms
+    return ttft, s.tpot_ms
+
+
 def latency_vs_load_png(points: list[dict], param: str,
-                        slo: Optional[dict]) -> tuple[Optional[str], str]:
+                        slo: Optional[dict | Slo]) -> tuple[Optional[str], str]:
     """TTFT (the headline kind) and TPOT p50 / p99 against the swept value, SLO limits drawn."""
     plt = pyplot()
     if plt is None:
@@ -58,18 +67,17 @@ def latency_vs_load_png(points: list[dict], param: str,
     if not points:
         return None, "no sweep point has a summary"
     x = [p["value"] for p in points]
-    key = points[0]["summary"].get("headline_ttft") or "ttft_ms"
-    slo = slo or {}
+    sched = points[0]["summary"].headline_ttft == "ttft_from_scheduled_ms"
+    slo = Slo.read(slo)
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
-    for ax, k, name, lim in ((axes[0], key, "TTFT" + (" from scheduled" if "sched" in key
-                                                       else ""), slo.get("ttft_ms")),
-                             (axes[1], "tpot_ms", "TPOT", slo.get("tpot_ms"))):
+    for ax, i, name, lim in ((axes[0], 0, "TTFT" + (" from scheduled" if sched else ""),
+                              slo.ttft_ms), (axes[1], 1, "TPOT", slo.tpot_ms)):
         top = 0.0
         for q, ls, c in (("p50", "-", COLORS[0]), ("p99", "--", COLORS[1])):
-            ys = [_q(p["summary"], k, q) for p in points]
+            ys = [_q(_dists(p["summary"])[i], q) for p in points]
             ax.plot(x, ys, ls, marker="o", color=c, label=f"{name} {q}")
             top = max([top] + [y for y in ys if y == y])
-        _slo_hline(ax, lim, top, slo.get("percentile") or 99)
+        _slo_hline(ax, lim, top, slo.percentile or 99)
         ax.set_xlabel(LABELS.get(param, param))
         _xscale(ax, x)
         ax.set_ylabel("ms")
@@ -84,18 +92,17 @@ def throughput_latency_png(points: list[dict], param: str) -> tuple[Optional[str
     plt = pyplot()
     if plt is None:
         return None, NO_MPL
-    pts = [p for p in points if p["summary"].get("output_throughput") is not None]
+    pts = [p for p in points if p["summary"].output_throughput is not None]
     if not pts:
         return None, "no sweep point has an output throughput"
-    x = [p["summary"]["output_throughput"] for p in pts]
-    key = pts[0]["summary"].get("headline_ttft") or "ttft_ms"
+    x = [p["summary"].output_throughput for p in pts]
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
-    for ax, k, name in ((axes[0], key, "TTFT"), (axes[1], "tpot_ms", "TPOT")):
+    for ax, i, name in ((axes[0], 0, "TTFT"), (axes[1], 1, "TPOT")):
         for q, ls, c in (("p50", "-", COLORS[0]), ("p99", "--", COLORS[1])):
-            ax.plot(x, [_q(p["summary"], k, q) for p in pts], ls, marker="o", color=c,
+            ax.plot(x, [_q(_dists(p["summary"])[i], q) for p in pts], ls, marker="o", color=c,
                     label=f"{name} {q}")
         for p, xi in zip(pts, x):
-            ax.annotate(f"{p['value']:g}", (xi, _q(p["summary"], k, "p99")), fontsize=8,
+            ax.annotate(f"{p['value']:g}", (xi, _q(_dists(p["summary"])[i], "p99")), fontsize=8,
                         textcoords="offset points", xytext=(3, 3))
         ax.set_xlabel("output throughput (tokens/s)")
         ax.set_ylabel("ms")
@@ -111,11 +118,11 @@ def energy_png(points: list[dict], param: str) -> tuple[Optional[str], str]:
     plt = pyplot()
     if plt is None:
         return None, NO_MPL
-    rows = [(p["value"], (p["summary"].get("energy") or {})) for p in points]
-    have = [(v, e["j_per_output_token"], e.get("status")) for v, e in rows
-            if e.get("j_per_output_token") is not None]
+    rows = [(p["value"], p["summary"].energy or Energy()) for p in points]
+    have = [(v, e.j_per_output_token, e.status) for v, e in rows
+            if e.j_per_output_token is not None]
     if not have:
-        why = {e.get("reason") or e.get("status") for _, e in rows} - {None}
+        why = {e.reason or e.status for _, e in rows} - {None}
         return None, ("J/token not plotted: energy unmeasured at every point ("
                       + "; ".join(sorted(map(str, why))) + ")")
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
@@ -139,11 +146,11 @@ def roofline_png(points: list[dict], curve: Optional[list[dict]]) -> tuple[Optio
     plt = pyplot()
     if plt is None:
         return None, NO_MPL
-    pts = [p for p in points if (p.get("roofline") or {}).get("status") == "calculated"
-           and p["roofline"].get("tpot_p50_ms") is not None]
+    pts = [p for p in points if p["roofline"]["status"] == "calculated"
+           and p["roofline"]["tpot_p50_ms"] is not None]
     if not pts or not curve:
-        why = next((p["roofline"].get("reason") for p in points if p.get("roofline")
-                    and p["roofline"].get("status") != "calculated"), "no point has a TPOT")
+        why = next((p["roofline"]["reason"] for p in points
+                    if p["roofline"]["status"] != "calculated"), "no point has a TPOT")
         return None, f"roofline plot not shown: {why}"
     b = np.array([c["batch"] for c in curve])
     mem = np.array([np.nan if c["decode_step"]["memory_s"] is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from analysis.contract.summary import Summary
 from analysis.report.render import Block, fmt, pair
 
 
@@ -17,25 +18,25 @@ def _pct(x: Optional[float]) -> str:
 
 
 
-def structured_blocks(s: dict) -> list[Block]:
-    st = s.get("structured")
+def structured_blocks(s: dict | Summary) -> list[Block]:
+    st = Summary.read(s).structured
     if not st:
         return []
     rows, examples = [], []
-    for name, label in (("tools", "tools offered"), ("response_format", "response_format")):
-        g = st.get(name)
+    for g, name, label in ((st.tools, "tools", "tools offered"),
+                           (st.response_format, "response_format", "response_format")):
         if not g:
             continue
-        called = (f"{g.get('called')} ({_pct(g.get('called_share'))}), {g.get('tool_calls_total')} "
+        called = (f"{g.called} ({_pct(g.called_share)}), {g.tool_calls_total} "
                   "calls" if name == "tools" else "")
-        rows.append([label, str(g["requests"]), called, _pct(g.get("parsed_share")),
-                     _pct(g.get("valid_share")), pair(g, "ttft_ms"), pair(g, "e2el_ms")])
-        examples += [f"{label}: {e}" for e in g.get("invalid_examples") or []]
+        rows.append([label, str(g.requests), called, _pct(g.parsed_share),
+                     _pct(g.valid_share), pair(g.ttft_ms), pair(g.e2el_ms)])
+        examples += [f"{label}: {e}" for e in g.invalid_examples]
     out: list[Block] = [
         ("h", "Tool calls and structured output"),
         ("p", "How many requests asked, how many answers parse as JSON (tools: the final call's "
               "arguments) and how many validate against the schema (the tool's parameters, or "
-              f"response_format's). Rule: {st.get('rule') or 'n/a'}."),
+              f"response_format's). Rule: {st.rule or 'n/a'}."),
         ("table", ["requests with", "requests", "answered with a tool call", "parsed", "valid",
                    "TTFT p50 / p99 ms", "E2E p50 / p99 ms"], rows)]
     if examples:

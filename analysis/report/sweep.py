@@ -20,7 +20,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract import RunMeta, Summary
 from analysis.contract.rundir import read_sweep
+from analysis.contract.summary import Stats
+from analysis.contract.summary_blocks import Energy
+from analysis.contract.sweep import SweepFile
 from analysis.report import compare
 from analysis.report import conditions
 from analysis.report import manifest
@@ -40,21 +44,22 @@ def load_sweep(sweep_dir: str | Path) -> dict:
     problem = sweep_problem(d)              # one line: the file and what is wrong with it
     if problem:
         raise ValueError(problem)
-    sw = read_sweep(d)                      # through analysis.contract
-    if sw is None:
+    raw = read_sweep(d)                     # through analysis.contract
+    if raw is None:
         raise ValueError(f"{d / 'sweep.json'}: unreadable (absent or not a JSON object)")
+    sw = SweepFile.read(raw, "sweep.json")
     points, missing = [], []
-    for p in sorted(sw.get("points") or [], key=lambda p: p.get("value", 0)):
-        rd = d / str(p.get("run_dir", ""))
+    for p in sorted(sw.points, key=lambda p: p.value):
+        rd = d / p.run_dir
         if not (rd / "records.jsonl").is_file():
-            missing.append(f"{p.get('value')}: {rd} holds no records.jsonl")
+            missing.append(f"{p.value}: {rd} holds no records.jsonl")
             continue
         records, meta, sut = summary_mod.load_run(rd)
-        s = summary_mod.summary_of(rd)      # summary.json through the contract, else computed
-        points.append({"value": p["value"], "dir": rd, "summary": s, "meta": meta, "sut": sut,
+        s = Summary.read(summary_mod.summary_of(rd))   # summary.json through the contract
+        points.append({"value": p.value, "dir": rd, "summary": s, "meta": meta, "sut": sut,
                        "records": records,
                        "roofline": run_roofline.sweep_point(rd, records)})   # frozen device.json
-    return {"sweep": sw, "points": points, "missing": missing, "state": sweep_state(d, sw)}
+    return {"sweep": sw, "points": points, "missing": missing, "state": sweep_state(d, raw)}
 
 
 def status_line(sweep_dir: str | Path) -> str:
@@ -67,7 +72,7 @@ def status_line(sweep_dir: str | Path) -> str:
 def roofline_curve(points: list[dict]) -> Optional[list[dict]]:
     """serving_bounds for decode batches 1..max(slots, largest measured batch), at the first
     calculated point's context and prompt length (the sweep keeps the workload fixed)."""
-    ok = [p for p in points if p["roofline"].get("status") == "calculated"]
+    ok = [p for p in points if p["roofline"]["status"] == "calculated"]
     if not ok:
         return None
     from analysis.roofline import bounds
@@ -85,20 +90,24 @@ def roofline_curve(points: list[dict]) -> Optional[list[dict]]:
             for b in batches]
 
 
+def headline_ttft(s: Summary) -> Optional[Stats]:
+    """The TTFT distribution the summary's headline uses (from send, or from scheduled)."""
+    return s.ttft_from_scheduled_ms if s.headline_ttft == "ttft_from_scheduled_ms" else s.ttft_ms
+
+
 def _points_table(points: list[dict], param: str) -> Block:
     rows = []
     for p in points:
-        s, e = p["summary"], p["summary"].get("energy") or {}
-        key = s.get("headline_ttft") or "ttft_ms"
-        v = s.get("verdict") or {}
-        rows.append([f"{p['value']:g}", s.get("requests_completed"), s.get("requests_failed"),
-                     fmt(s.get("request_throughput"), 3), fmt(s.get("output_throughput"), 1),
-                     fmt((s.get("steady_state") or {}).get("output_throughput"), 1),
-                     fmt(s.get("goodput"), 3), fmt((s.get(key) or {}).get("p50")),
-                     fmt((s.get(key) or {}).get("p99")), fmt((s.get("tpot_ms") or {}).get("p50")),
-                     fmt((s.get("tpot_ms") or {}).get("p99")),
-                     f"{fmt(e.get('j_per_output_token'), 4)} ({e.get('status', 'unmeasured')})",
-                     "VALID" if v.get("valid") else "INVALID", p["dir"].name])
+        s: Summary = p["summary"]
+        e = s.energy or Energy()
+        ttft, tpot = headline_ttft(s) or Stats(), s.tpot_ms or Stats()
+        st = s.steady_state.output_throughput if s.steady_state else None
+        status = e.status if "status" in e.model_fields_set else "unmeasured"
+        rows.append([f"{p['value']:g}", s.requests_completed, s.requests_failed,
+                     fmt(s.request_throughput, 3), fmt(s.output_throughput, 1), fmt(st, 1),
+                     fmt(s.goodput, 3), fmt(ttft.p50), fmt(ttft.p99), fmt(tpot.p50),
+                     fmt(tpot.p99), f"{fmt(e.j_per_output_token, 4)} ({status})",
+                     "VALID" if s.verdict and s.verdict.valid else "INVALID", p["dir"].name])
     return ("table", [param.split(".")[-1], "ok", "failed", "req/s", "out tok/s",
                       "steady out tok/s", "goodput",
                       "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "J/token", "verdict",
@@ -107,14 +116,13 @@ def _points_table(points: list[dict], param: str) -> Block:
 
 def _steady_note(points: list[dict]) -> str:
     """The steady-state rule under the points table; n/a cells say why in each run's report."""
-    st = next((p["summary"].get("steady_state") for p in points
-               if p["summary"].get("steady_state")), None)
+    st = next((p["summary"].steady_state for p in points if p["summary"].steady_state), None)
     if not st:
         return "steady out tok/s: n/a (summaries written before the steady-state window existed)"
-    bad = [f"{p['value']:g}: {p['summary']['steady_state'].get('reason') or 'no reason recorded'}"
-           for p in points
-           if (p["summary"].get("steady_state") or {}).get("status") not in (None, "ok")]
-    return (f"steady out tok/s: output tokens/s over the steady-state window ({st['rule']})"
+    bad = [f"{p['value']:g}: {p['summary'].steady_state.reason or 'no reason recorded'}"
+           for p in points if p["summary"].steady_state
+           and p["summary"].steady_state.status not in (None, "ok")]
+    return (f"steady out tok/s: output tokens/s over the steady-state window ({st.rule})"
             + (f"; unavailable at {'; '.join(bad)}" if bad else "") + ".")
 
 
@@ -122,16 +130,16 @@ def _roofline_table(points: list[dict]) -> list[Block]:
     rows = []
     for p in points:
         r = p["roofline"]
-        if r.get("status") != "calculated":
+        if r["status"] != "calculated":
             rows.append([f"{p['value']:g}", "n/a", "n/a", "n/a", "n/a", "n/a",
-                         r.get("reason") or "no reason recorded"])
+                         r["reason"] or "no reason recorded"])
             continue
         st = r["bounds"]["decode_step"]
         ms = lambda x: None if x is None else x * 1e3  # noqa: E731
         rows.append([f"{p['value']:g}", r["bounds"]["batch"], fmt(ms(st["memory_s"]), 4),
                      fmt(ms(st["compute_s"]), 4), fmt(r["tpot_p50_ms"], 4),
                      fmt(r["mbu"], 3), r["bounds"]["tpot_binding"]])
-    first = next((p["roofline"] for p in points if p["roofline"].get("status") == "calculated"),
+    first = next((p["roofline"] for p in points if p["roofline"]["status"] == "calculated"),
                  None)
     note = (f"Device {first['device']['name']} ({first['device']['how']}"
             + (", recomputed, not the spec frozen into the run" if first['device']['source']
@@ -159,51 +167,51 @@ def _frontier(d: Path, with_plots: bool) -> list[Block]:
     return out
 
 
-def _search(sw: dict) -> list[Block]:
-    s = sw.get("search")
+def _search(sw: SweepFile) -> list[Block]:
+    s = sw.search
     if not s:
         return []
-    if s.get("kind") == "max_concurrency_under_slo":
-        state = "converged" if s.get("converged") else f"stopped: {s.get('stopped')}"
+    state = "converged" if s.converged else f"stopped: {s.stopped}"
+    if s.kind == "max_concurrency_under_slo":
         return [("h", "Max concurrency under the SLO (search)"),
-                ("p", f"max passing concurrency {fmt(s.get('max_passing_concurrency'))}, first "
-                      f"failing {fmt(s.get('min_failing_concurrency'))}, goodput there "
-                      f"{fmt(s.get('goodput_at_answer'), 3)} req/s, {len(s.get('probes') or [])} "
-                      f"probes, {state} ({sw.get('rule')})")]
-    state = "converged" if s.get("converged") else f"stopped: {s.get('stopped')}"
+                ("p", f"max passing concurrency {fmt(s.max_passing_concurrency)}, first "
+                      f"failing {fmt(s.min_failing_concurrency)}, goodput there "
+                      f"{fmt(s.goodput_at_answer, 3)} req/s, {len(s.probes)} "
+                      f"probes, {state} ({sw.rule})")]
     return [("h", "Max rate under the SLO (search)"),
-            ("p", f"max passing rate {fmt(s.get('max_passing_rate'), 3)} req/s, first failing "
-                  f"{fmt(s.get('min_failing_rate'), 3)} req/s, {len(s.get('probes') or [])} "
-                  f"probes, {state} (tolerance {s.get('tolerance')}; {sw.get('rule')})"
-                  + (f"; goodput at the answer {fmt(s['goodput_at_answer'], 3)} req/s"
-                     if s.get("goodput_at_answer") is not None else ""))]
+            ("p", f"max passing rate {fmt(s.max_passing_rate, 3)} req/s, first failing "
+                  f"{fmt(s.min_failing_rate, 3)} req/s, {len(s.probes)} "
+                  f"probes, {state} (tolerance {s.tolerance}; {sw.rule})"
+                  + (f"; goodput at the answer {fmt(s.goodput_at_answer, 3)} req/s"
+                     if s.goodput_at_answer is not None else ""))]
 
 
 def build_sweep_sections(sweep_dir: str | Path, with_plots: bool = True) -> list[Block]:
     d = Path(sweep_dir)
     data = load_sweep(d)
     sw, pts = data["sweep"], data["points"]
-    param = sw.get("param", "value")
+    param = sw.param
     state = data["state"]
     out: list[Block] = [("title", f"loadgen sweep report — {d.name}")]
     if state["complete"] is False:          # first: the sweep did not finish
         out.append(("warn", state["headline"]))
     planned = f" of {len(state['planned'])} planned" if state["planned"] is not None else ""
-    out.append(("p", f"scenario {sw.get('scenario')}; mode {sw.get('mode')}; swept "
+    out.append(("p", f"scenario {sw.scenario}; mode {sw.mode}; swept "
                      f"{param}; {len(pts)}{planned} point(s) with runs"))
     out += [("warn", f"point {m}") for m in data["missing"]]
     if not pts:
         return out + [("p", "No point has a run directory with records: nothing to report.")]
-    slo = pts[0]["summary"].get("slo") or {}
+    slo = pts[0]["summary"].slo or {}
     from analysis.roofline import run_device # `loadgen report SWEEP --device`: labelled
     dev = run_device.for_run(pts[0]["dir"])
-    if dev.get("source") == "override":
-        out.append(("warn", f"Roofline recomputed against {dev.get('how')}, not the specs "
+    if dev["source"] == "override":
+        out.append(("warn", f"Roofline recomputed against {dev['how']}, not the specs "
                             "frozen into the points (this report is written beside the sweep's "
                             "own)."))
     out += [("h", "Points (measured)"), _points_table(pts, param), ("p", _steady_note(pts))]
-    out += [("warn", f"{p['value']:g} ({p['dir'].name}): {(p['meta'].get('cache_hygiene') or {})['warning']}")
-            for p in pts if (p["meta"].get("cache_hygiene") or {}).get("warning")]  # prefix cache
+    hygiene = [(p, RunMeta.read(p["meta"]).cache_hygiene) for p in pts]     # prefix cache
+    out += [("warn", f"{p['value']:g} ({p['dir'].name}): {h.warning}")
+            for p, h in hygiene if h and h.warning]
     out += _search(sw)
     out += _frontier(d, with_plots)
     out.append(("h", "Curves"))

@@ -113,4 +113,4 @@ def workload_blocks(s: dict | Summary) -> list[Block]:
     """Every workload section of summary.json (read once, as the typed Summary)."""
     t = Summary.read(s)
     return (stage_blocks(t) + session_blocks(t) + reasoning_blocks(t) + replica_blocks(t)
-            + probe_blocks(t) + image_blocks(t) + structured_blocks(s) + served_blocks(t))
+            + probe_blocks(t) + image_blocks(t) + structured_blocks(t) + served_blocks(t))

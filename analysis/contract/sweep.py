@@ -1,0 +1,50 @@
+"""sweep.json: a sweep's points (one run directory each), its plan and its search result.
+
+    loadgen/run/sweep.py ─► sweep.json ─► analysis.report.sweep_state.sweep_problem (the one-line
+        fault of a garbled file) ─► SweepFile.read ─► analysis.report.sweep (read as attributes)
+
+Open: the keys the report reads are named and typed (a misspelt one is an AttributeError, not a
+silent None), the rest kept as loadgen wrote them. ``Num`` keeps a number as written (a
+concurrency of 4 prints as 4).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from pydantic import Field
+
+from analysis.contract.base import Open
+
+Num = Union[int, float]
+
+
+class SweepPoint(Open):
+    """One finished point: the swept value and its run directory (a name inside the sweep)."""
+    value: Num
+    run_dir: str = ""
+
+
+class Search(Open):
+    """sweep.search: the max rate (or concurrency) under the SLO, and how the search ended."""
+    kind: Optional[str] = None
+    converged: bool = False
+    stopped: Optional[str] = None
+    tolerance: Optional[Num] = None
+    probes: list[Any] = Field(default_factory=list)
+    max_passing_rate: Optional[Num] = None
+    min_failing_rate: Optional[Num] = None
+    max_passing_concurrency: Optional[Num] = None
+    min_failing_concurrency: Optional[Num] = None
+    goodput_at_answer: Optional[float] = None
+
+
+class SweepFile(Open):
+    """sweep.json as the sweep report reads it."""
+    scenario: Optional[str] = None
+    param: str = "value"
+    mode: Optional[str] = None
+    rule: Optional[str] = None
+    complete: Optional[bool] = None
+    plan: Optional[dict[str, Any]] = None
+    points: list[SweepPoint] = Field(default_factory=list)
+    search: Optional[Search] = None
