@@ -166,6 +166,17 @@ class Accuracy(Open):
     fraction: Optional[float] = None
     ci95: Optional[list[float]] = Field(None, description="[low, high], Wilson score, z 1.96")
     reason: Optional[str] = None
+    requests: Optional[int] = None
+    unchecked: dict[str, int] = Field(default_factory=dict, description="why not checkable: count")
+    dataset: Optional[str] = None
+    rule: Optional[str] = None
+    ci_rule: Optional[str] = None
+
+
+class CostInputs(Open):
+    """The prices and amounts the cost figures were computed from."""
+    usd_per_hour: Optional[float] = None
+    usd_per_kwh: Optional[float] = None
 
 
 class CostBlock(Open):
@@ -178,6 +189,7 @@ class CostBlock(Open):
     usd_per_million_total_tokens: Optional[float] = None
     window_usd: Optional[float] = None
     how: dict[str, str] = Field(default_factory=dict)
+    inputs: Optional[CostInputs] = None
 
 
 class PrefixCache(Open):

@@ -37,14 +37,23 @@ class ModelFigures(Open):
     goodput: Optional[float] = None
 
 
+class RunningAfter(Open):
+    """meta.json's running_after (loadgen.run.running_after): the server's running gauge."""
+    metric: Optional[str] = None
+    value: Optional[Any] = Field(None, description="a number once checked (leaked not null)")
+    waited_s: Optional[Any] = None
+    leaked: Optional[bool] = None
+    reason: Optional[str] = None
+
+
 class Cancel(Open):
     """load.cancel (analysis.metrics.hangups.cancel_block): the requests the client hung up on."""
     requests_aborted: int = 0
     with_first_token: int = 0
-    ttft_ms: Optional[dict[str, Any]] = Field(None, description="stats of their TTFT (ms)")
+    ttft_ms: Optional[P50P99] = Field(None, description="stats of their TTFT (ms)")
     ttft_rule: Optional[str] = None
-    output_tokens_received: Optional[int] = None
-    server_running_after: Optional[dict[str, Any]] = Field(
+    output_tokens_received: int = 0
+    server_running_after: Optional[RunningAfter] = Field(
         None, description="meta.json's running_after: the server's running gauge after the run")
     leaked: Optional[bool] = None
 
@@ -56,11 +65,21 @@ class Retries(Open):
     wait_s: Optional[float] = None
 
 
+class Spread(Open):
+    """Per-request figures' spread (the slowest is the min of a speed)."""
+    mean: Optional[float] = None
+    min: Optional[float] = None
+    p50: Optional[float] = None
+    p90: Optional[float] = None
+    p99: Optional[float] = None
+    max: Optional[float] = None
+
+
 class Audio(Open):
     """api.endpoint transcriptions (analysis.metrics.audio): RTFx, audio seconds sent."""
     rtfx: Optional[float] = None
     rtfx_reason: Optional[str] = None
-    rtfx_per_request: Optional[dict[str, Any]] = None
+    rtfx_per_request: Optional[Spread] = None
     audio_s_total: Optional[float] = None
     audio_s_per_request: Optional[float] = None
     requests: int = 0

@@ -143,7 +143,7 @@ def conditions_table(summary: dict, meta: dict, sut: dict, records: Records) -> 
     accuracy = meta.accuracy
     if accuracy and summary.accuracy:        # the check ran: its figure, not the dict
         from analysis.report.cost_accuracy import accuracy_text
-        accuracy = (f"{accuracy_text(summary.accuracy.as_dict())} ({accuracy.get('dataset')})"
+        accuracy = (f"{accuracy_text(summary.accuracy)} ({accuracy.get('dataset')})"
                     if isinstance(accuracy, dict) else accuracy)
     prec, prec_evidence = precision(info, sut)
     device, dev, dev_evidence = _device(info, sut)
