@@ -24,6 +24,8 @@ class ClientHost(Open):
     memory_bytes: Optional[int] = None
     python: Optional[str] = None
     platform: Optional[str] = None
+    machine: Optional[str] = None
+    processor: Optional[str] = None
     packages: dict[str, Optional[str]] = Field(default_factory=dict)
 
 

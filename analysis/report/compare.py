@@ -26,7 +26,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from analysis.contract import SCHEMA_VERSION, Summary, read_meta, read_sut
+from analysis.contract import SCHEMA_VERSION, RunMeta, Summary, Sut, read_meta, read_sut
+from analysis.contract.summary import Stats
+from analysis.contract.summary_blocks import Energy, Slo
 from analysis.contract.base import reading
 from analysis.report import manifest as man_mod
 from analysis.metrics import noise
@@ -56,7 +58,7 @@ def load_summary(run_dir: Path) -> dict:
         return summary_mod._finite(summary_mod.summarize_run(run_dir))
 
 
-def stored_disagrees(run_dir: Path, fresh: dict) -> list[str]:
+def stored_disagrees(run_dir: Path, fresh: dict | Summary) -> list[str]:
     """'RUN: summary.json says goodput (req/s) inf, its records give 0.567' per table figure
     where the run's summary.json (this contract version) differs from ``fresh`` (the records'
     figures); [] when it agrees or is absent. A summary.json that does not read: ContractError
@@ -68,7 +70,7 @@ def stored_disagrees(run_dir: Path, fresh: dict) -> list[str]:
         stored = Summary.read_file(path)
     if stored.schema_version != SCHEMA_VERSION:      # an older writer: recomputed, not compared
         return []
-    stored = stored.as_dict()
+    stored, fresh = Summary.read(stored.as_dict()), Summary.read(fresh)   # as the file holds it
     out = []
     for label, key in METRICS:
         if key is None:
@@ -118,16 +120,18 @@ def mean_summary(summaries: list[dict]) -> dict:
     """The table's view of a repeat series: each figure the mean over its runs, counts summed,
     VALID only if every run is."""
     out = dict(summaries[0])
+    typed = [Summary.read(s) for s in summaries]
     for k in ("duration_s", "request_throughput", "output_throughput", "goodput"):
-        out[k] = _mean([s.get(k) for s in summaries])
+        out[k] = _mean([getattr(t, k) for t in typed])          # named fields: a typo raises
     for k in summary_mod.LATENCY_KEYS:
-        out[k] = {f: _mean([(s.get(k) or {}).get(f) for s in summaries])
-                  for f in summary_mod.STAT_FIELDS}
-    for k in ("requests_completed", "requests_failed"):
-        out[k] = sum(s.get(k) or 0 for s in summaries)
-    out["energy"] = {**(summaries[0].get("energy") or {}), "j_per_output_token": _mean(
-        [(s.get("energy") or {}).get("j_per_output_token") for s in summaries])}
-    out["verdict"] = {"valid": all((s.get("verdict") or {}).get("valid") for s in summaries)}
+        dists = [getattr(t, k) or Stats() for t in typed]
+        out[k] = {f: _mean([getattr(x, f) for x in dists]) for f in summary_mod.STAT_FIELDS}
+    out["requests_completed"] = sum(t.requests_completed for t in typed)
+    out["requests_failed"] = sum(t.requests_failed for t in typed)
+    out["energy"] = {**(typed[0].energy.as_dict() if typed[0].energy else {}),   # the first's
+                     "j_per_output_token": _mean([t.energy.j_per_output_token if t.energy
+                                                  else None for t in typed])}
+    out["verdict"] = {"valid": all(t.verdict and t.verdict.valid for t in typed)}
     return out
 
 
@@ -148,22 +152,23 @@ def _noise(a: Path, b: Path, ra: list[Path], rb: list[Path]) -> dict:
 def conditions(run_dir: str | Path, summary: Optional[dict] = None) -> dict:
     """{"must": {group: {field: value} | None}, "other": {field: value}} of one run."""
     d = Path(run_dir)
-    meta, sut = _typed(read_meta, d), _typed(read_sut, d)
-    sc = man_mod.load_scenario_tree(d)
-    s = summary if summary is not None else load_summary(d)
+    meta, sut = RunMeta.read(_typed(read_meta, d)), Sut.read(_typed(read_sut, d))
+    sc = man_mod.load_scenario_tree(d)                  # the user's scenario, as a tree
+    s = Summary.read(summary if summary is not None else load_summary(d))
     m = man_mod.manifest(d)
     wl = sc.get("workload")
-    if wl is None and meta.get("workload"):
-        wl = {k: meta["workload"].get(k) for k in WORKLOAD_META_KEYS}
+    if wl is None and meta.workload:
+        wl = {k: getattr(meta.workload, k) for k in WORKLOAD_META_KEYS}   # named fields
     if wl is not None:
         wl = {**wl, "dataset_sha256": m["dataset"]["sha256"]}
-    slo = s.get("slo") or (slo_mod.resolve_slo_lenient(meta["slo"])[0] if meta.get("slo")
-                           else None)
-    mode = meta.get("mode") or (sc.get("load") or {}).get("mode")
-    info = sut.get("server_info") or {}
+    slo = s.slo or (Slo.read(slo_mod.resolve_slo_lenient(meta.slo)[0]) if meta.slo else None)
+    mode = meta.mode or (sc.get("load") or {}).get("mode")
+    info = sut.server_info or {}                        # the server's own /info
     load = {k: v for k, v in (sc.get("load") or {}).items() if k != "mode"} or {
-        k: meta.get(k) for k in ("rate", "in_flight_cap", "num_requests", "duration_s")}
-    other = {"model": meta.get("model") or sut.get("model"),
+        "rate": meta.rate, "in_flight_cap": meta.in_flight_cap,
+        "num_requests": meta.num_requests, "duration_s": meta.duration_s}
+    host = m["hardware"]["client_host"]
+    other = {"model": meta.model or sut.model,
              "api": {k: (sc.get("api") or {}).get(k) for k in ("endpoint", "stream",
                                                                "ignore_eos", "include_usage")},
              "load": load,
@@ -173,11 +178,11 @@ def conditions(run_dir: str | Path, summary: Optional[dict] = None) -> dict:
              "device": m["hardware"]["server_device"],
              "versions": {"loadgen": m["tool"]["loadgen"],
                           **{k: v for k, v in info.items() if str(k).endswith("version")}},
-             "client host": (m["hardware"]["client_host"] or {}).get("hostname"),
+             "client host": host["hostname"] if host else None,
              "power sources": m["hardware"]["power_sources"],
              "scenario sha256": (m["scenario"]["sha256"] or "")[:16] or None}
     return {"must": {"scenario type": {"mode": mode} if mode else None, "workload": wl,
-                     "slo": {k: slo.get(k) for k in SLO_KEYS} if slo else None},
+                     "slo": {k: getattr(slo, k) for k in SLO_KEYS} if slo else None},
             "other": flatten(other)}
 
 
@@ -201,12 +206,12 @@ METRICS = (("completed / failed", None), ("duration (s)", "duration_s"),
            ("ITL p99 (ms)", ("itl_ms", "p99")), ("E2E p99 (ms)", ("e2el_ms", "p99")))
 
 
-def _label(label: str, s: dict) -> str:
+def _label(label: str, s: Summary) -> str:
     """A METRICS label as it reads for summary ``s``: the TTFT rows say which TTFT they are
     (open loop: from the schedule; else from the send)."""
     if not label.startswith("TTFT "):
         return label
-    start = "scheduled" if s.get("headline_ttft") == "ttft_from_scheduled_ms" else "send"
+    start = "scheduled" if s.headline_ttft == "ttft_from_scheduled_ms" else "send"
     return label.replace("TTFT ", f"TTFT from {start} ", 1)
 
 
@@ -215,11 +220,12 @@ NOISE_LABELS = {**noise.LABELS, "ttft_ms_p50": "TTFT from send p50 (ms)",
                 "ttft_ms_p99": "TTFT from send p99 (ms)"}
 
 
-def _value(s: dict, key) -> Optional[float]:
+def _value(s: Summary, key) -> Optional[float]:
+    """A METRICS figure of ``s`` (named fields: a key not in the contract raises)."""
     if isinstance(key, tuple):
-        k = (s.get("headline_ttft") or "ttft_ms") if key[0] == "ttft" else key[0]
-        return (s.get(k) or {}).get(key[1])
-    return s.get(key)
+        k = (s.headline_ttft or "ttft_ms") if key[0] == "ttft" else key[0]
+        return getattr(getattr(s, k) or Stats(), key[1])
+    return getattr(s, key)
 
 
 def _cell(v: Optional[float], base: Optional[float]) -> str:
@@ -232,19 +238,20 @@ def _cell(v: Optional[float], base: Optional[float]) -> str:
 
 def metric_rows(summaries: list[dict]) -> list[list[str]]:
     """One row per figure, one column per run; later runs show the change vs the first."""
-    rows = []
+    rows, summaries = [], [Summary.read(s) for s in summaries]
     for label, key in METRICS:
         if key is None:
-            rows.append([label] + [f"{s.get('requests_completed')} / {s.get('requests_failed')}"
+            rows.append([label] + [f"{s.requests_completed} / {s.requests_failed}"
                                    for s in summaries])
             continue
         base = _value(summaries[0], key)
         rows.append([_label(label, summaries[0])] + [_cell(_value(s, key), base if i else None)
                                for i, s in enumerate(summaries)])
-    e = [s.get("energy") or {} for s in summaries]
+    e = [s.energy or Energy() for s in summaries]
     rows.append(["J / output token"] + [
-        f"{fmt(x.get('j_per_output_token'), 4)} ({x.get('status', 'unmeasured')})" for x in e])
-    rows.append(["verdict"] + ["VALID" if (s.get("verdict") or {}).get("valid") else "INVALID"
+        f"{fmt(x.j_per_output_token, 4)} "
+        f"({x.status if 'status' in x.model_fields_set else 'unmeasured'})" for x in e])
+    rows.append(["verdict"] + ["VALID" if s.verdict and s.verdict.valid else "INVALID"
                                for s in summaries])
     return rows
 

@@ -17,7 +17,10 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+from analysis.contract import RunMeta, Sut
+from analysis.contract.meta import Workload
 from analysis.contract.rundir import read_dict, read_json as contract_json, read_scenario
+from analysis.contract.target import ClientHost
 
 MANIFEST_VERSION = 1
 CHUNK = 1 << 20
@@ -68,11 +71,11 @@ def _identity(path: Optional[str], base: Path) -> dict:
             "status": "not hashed: the file is not reachable from here"}
 
 
-def _schedule_seed(meta: dict, sc: dict, wl_seed: Optional[int]) -> dict:
+def _schedule_seed(meta: RunMeta, sc: dict, wl_seed: Optional[int]) -> dict:
     """The arrival schedule's seed: meta.schedule_seed, else load.seed, else workload seed + 1
     (the runner's default)."""
-    if meta.get("schedule_seed") is not None:
-        return {"schedule": meta["schedule_seed"], "schedule_rule": "recorded (meta.json)"}
+    if meta.schedule_seed is not None:
+        return {"schedule": meta.schedule_seed, "schedule_rule": "recorded (meta.json)"}
     if (sc.get("load") or {}).get("seed") is not None:
         return {"schedule": sc["load"]["seed"], "schedule_rule": "load.seed"}
     return {"schedule": None if wl_seed is None else wl_seed + 1,
@@ -82,66 +85,73 @@ def _schedule_seed(meta: dict, sc: dict, wl_seed: Optional[int]) -> dict:
 def manifest(run_dir: str | Path) -> dict:
     """The manifest dict of one run directory."""
     d = Path(run_dir)
-    meta, sut = read_dict(d, "meta.json"), read_dict(d, "sut.json")   # through the models
-    sc = load_scenario_tree(d)
-    wl_meta = meta.get("workload") or {}
+    has_sut = bool(read_dict(d, "sut.json"))
+    meta = RunMeta.read(read_dict(d, "meta.json"))                 # through the models
+    sut = Sut.read(read_dict(d, "sut.json"))
+    sc = load_scenario_tree(d)                # the user's resolved scenario, as a tree
+    wl_meta = meta.workload or Workload()
     wl_sc = sc.get("workload") or {}
-    info = sut.get("server_info") or {}
-    managed = sut.get("managed_server") or {}
-    host = sut.get("client_host") or {}
-    seed = wl_sc.get("seed", wl_meta.get("seed"))
-    tok = wl_meta.get("tokenizer") or wl_sc.get("tokenizer")
-    src = wl_meta.get("source") or wl_sc.get("source")
+    info = sut.server_info or {}              # the server's own /info, as it gave it
+    managed = sut.managed_server
+    host = sut.client_host
+    packages = host.packages if host else {}
+    seed = wl_sc.get("seed", wl_meta.seed)
+    tok = wl_meta.tokenizer or wl_sc.get("tokenizer")
+    src = wl_meta.source or wl_sc.get("source")
     sfile = d / "scenario.yaml"
     return {
         "manifest_version": MANIFEST_VERSION,
-        "tool": {"loadgen": meta.get("loadgen_version") or
-                 (host.get("packages") or {}).get("loadgen"), "python": host.get("python"),
-                 "packages": {k: v for k, v in (host.get("packages") or {}).items() if v}},
-        "scenario": {"name": sc.get("name") or meta.get("scenario"),
+        "tool": {"loadgen": meta.loadgen_version or packages.get("loadgen"),
+                 "python": host.python if host else None,
+                 "packages": {k: v for k, v in packages.items() if v}},
+        "scenario": {"name": sc.get("name") or meta.scenario,
                      "sha256": canonical_sha256({k: v for k, v in sc.items() if k != "output"})
                      if sc else None,
                      "file_sha256": file_sha256(sfile),
                      "status": "hashed" if sc else "no scenario.yaml in the run directory"},
-        "dataset": {"source": src, **(_identity(wl_meta.get("path") or wl_sc.get("path"), d)
+        "dataset": {"source": src, **(_identity(wl_meta.path or wl_sc.get("path"), d)
                                       if src not in (None, "synthetic") else
                                       {"path": None, "sha256": None,
                                        "status": f"synthetic prompts, seed {seed}"}),
-                    "prompts_in_file": wl_meta.get("file_prompts"),
-                    "token_count": wl_meta.get("token_count")},
+                    "prompts_in_file": wl_meta.file_prompts,
+                    "token_count": wl_meta.token_count},
         "tokenizer": {"client": tok, **(_identity(tok, d) if tok not in (None, "words", "bytes")
                                         else {"sha256": None, "status": f"built-in ({tok})"
                                               if tok else "not recorded"}),
                       "server": info.get("tokenizer")},
         "seeds": {"workload": seed, **_schedule_seed(meta, sc, seed),
                   "server": (info.get("server") or {}).get("seed")},
-        "server": {"kind": managed.get("kind") or ("external" if sut else None),
-                   "argv": managed.get("argv"), "settings": info.get("server"),
-                   "target_url": sut.get("target_url") or meta.get("target_url"),
+        "server": {"kind": (managed.kind if managed else None)
+                           or ("external" if has_sut else None),
+                   "argv": managed.argv if managed else None, "settings": info.get("server"),
+                   "target_url": sut.target_url or meta.target_url,
                    "weights": info.get("weights"),
-                   "status": "recorded" if managed.get("argv") else
+                   "status": "recorded" if managed and managed.argv else
                    "argv not recorded" if managed else
-                   "flags unknown: loadgen did not start this server" if sut else
+                   "flags unknown: loadgen did not start this server" if has_sut else
                    "no sut.json"},
-        "hardware": {"client_host": {k: host.get(k) for k in (
-                         "hostname", "cpu_count", "cpu_affinity", "memory_bytes", "platform",
-                         "machine", "processor")} if host else None,
+        "hardware": {"client_host": {"hostname": host.hostname, "cpu_count": host.cpu_count,
+                                     "cpu_affinity": host.cpu_affinity,
+                                     "memory_bytes": host.memory_bytes, "platform": host.platform,
+                                     "machine": host.machine, "processor": host.processor}
+                     if host else None,
                      "server_device": {k: info.get(k) for k in (
                          "device_kind", "device_count", "backend")} if info else None,
                      "power_sources": [s.get("name") if isinstance(s, dict) else s
-                                       for s in meta.get("power_sources") or []]},
+                                       for s in meta.power_sources or []]},
     }
 
 
 
-def _host(h: dict) -> str:
-    if not h:
+def _host(raw: dict) -> str:
+    if not raw:
         return "not recorded"
-    parts = [f"{h['cpu_affinity']} usable CPUs" if h.get("cpu_affinity") else None,
-             f"of {h['cpu_count']}" if h.get("cpu_count") else None,
-             f"{h['memory_bytes'] / 2**30:.1f} GiB" if h.get("memory_bytes") else None,
-             h.get("platform"), h.get("processor")]
-    return f"{h.get('hostname') or 'unnamed host'} (" + ", ".join(p for p in parts if p) + ")"
+    h = ClientHost.read(raw)
+    parts = [f"{h.cpu_affinity} usable CPUs" if h.cpu_affinity else None,
+             f"of {h.cpu_count}" if h.cpu_count else None,
+             f"{h.memory_bytes / 2**30:.1f} GiB" if h.memory_bytes else None,
+             h.platform, h.processor]
+    return f"{h.hostname or 'unnamed host'} (" + ", ".join(p for p in parts if p) + ")"
 
 
 def manifest_rows(man: dict) -> list[list[str]]:
@@ -171,8 +181,8 @@ def manifest_rows(man: dict) -> list[list[str]]:
                          + (f"; settings {sv['settings']}" if sv["settings"] else ""),
          "recorded" if sv["argv"] else "unmeasured"],
         ["hardware", f"client {_host(host)}; server device "
-                     + (f"{dev.get('device_kind')} x{dev.get('device_count')} "
-                        f"({dev.get('backend')})" if dev else "not recorded (no /info)")
+                     + (f"{dev['device_kind']} x{dev['device_count']} "
+                        f"({dev['backend']})" if dev else "not recorded (no /info)")
                      + f"; power sources {', '.join(map(str, hw['power_sources'])) or 'none'}",
          "recorded"],
     ]
