@@ -58,6 +58,18 @@ class Probe(Open):
     warnings: list[str] = Field(default_factory=list)
 
 
+class HostLoad(Open):
+    """analysis.roofline.host_load.over_run: the whole host over the measured phase."""
+    busy: Optional[bool] = None
+    reasons: list[Any] = Field(default_factory=list)
+    loadavg_1m: Optional[float] = None
+    ncpu: Optional[int] = None
+    other_cpus: Optional[float] = None
+    server_cpus: Optional[float] = Field(None, description="the managed server's CPUs, apart")
+    steal_fraction: Optional[float] = None
+    seconds: Optional[float] = None
+
+
 class ClientTransport(Open):
     """Client.transport_info(): wire | aiohttp, the stamp source (kernel | user | mixed), clock."""
     transport: Optional[str] = None
@@ -139,7 +151,7 @@ class RunMeta(Model):
     probe: Optional[Probe] = None
     client_connections: Optional[dict[str, Any]] = None
     client_transport: Optional[ClientTransport] = None
-    host_load: Optional[dict[str, Any]] = Field(
+    host_load: Optional[HostLoad] = Field(
         None, description="the whole host over the measured phase (analysis.roofline.host_load: "
                           "loadavg_1m, ncpu, other_cpus, steal_fraction, seconds, busy, reasons)")
     calibration: Optional[dict[str, Any]] = Field(

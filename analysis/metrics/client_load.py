@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from analysis.contract.meta import RunMeta
+
 # Client CPU (fraction of one core over the run) at or above this counts as saturated.
 CPU_SATURATION = 0.9
 # p99 event-loop lag of the client (meta.client_load.loop_lag_ms_p99) above this: saturated where
@@ -18,10 +20,9 @@ CPU_SATURATION = 0.9
 LOOP_LAG_MS = 5.0
 
 
-def client_cpu(meta: dict) -> Optional[float]:
-    """The client's CPU share of one core (``meta.client_cpu``: a number, or a dict with
-    ``fraction`` / ``mean``), or None when it was not recorded."""
-    cpu = meta.get("client_cpu")
-    if isinstance(cpu, dict):
-        cpu = cpu.get("fraction", cpu.get("mean"))
-    return float(cpu) if isinstance(cpu, (int, float)) else None
+def client_cpu(meta: dict | RunMeta) -> Optional[float]:
+    """The client's CPU share of one core (``meta.client_cpu``: a number, or an older writer's
+    dict with ``fraction`` / ``mean``, read as the number by RunMeta), or None when it was not
+    recorded."""
+    cpu = RunMeta.read(meta).client_cpu
+    return float(cpu) if cpu is not None else None

@@ -21,14 +21,15 @@ from typing import Optional
 
 import numpy as np
 
+from analysis.contract.meta import RunMeta
 from analysis.metrics import figures as m
 
 EXPLAINS = 0.5          # share of the late sends the cap held for the cap to be their cause
 
 
-def held_by_cap(records, meta: dict, limit_ms: float) -> Optional[dict]:
+def held_by_cap(records, meta: dict | RunMeta, limit_ms: float) -> Optional[dict]:
     """{"late": n, "held": k, "cap": c, "explains": bool} (see the module doc), or None."""
-    cap = (meta or {}).get("in_flight_cap")
+    cap = RunMeta.read(meta).in_flight_cap
     if not isinstance(cap, int) or isinstance(cap, bool) or cap <= 0:
         return None
     tab, meas, _, _ = m.selections(records)

@@ -47,6 +47,7 @@ from typing import Optional
 import numpy as np
 
 from analysis.contract import timing
+from analysis.contract.meta import ClientLoad, ClientTransport, HostLoad, RunMeta
 from analysis.metrics import client_load
 from analysis.metrics import figures as m
 from analysis.metrics import late_sends
@@ -59,12 +60,12 @@ SCHEDULE_LAG_MS = 10.0                     # default when the SLO gives no max_s
 USER_STAMPS = ("user", "mixed")
 
 
-def user_space_stamps(meta: dict) -> bool:
+def user_space_stamps(meta: RunMeta) -> bool:
     """Does a late event loop move the stamps? True for user-space stamps (aiohttp, Locust, a
     ``mixed`` wire run) and for runs that did not record how they stamped (older runs)."""
-    tr = meta.get("client_transport") or {}
-    src = tr.get("stamp_source")
-    return src in USER_STAMPS or tr.get("transport") == "aiohttp" or src is None
+    tr = meta.client_transport or ClientTransport()
+    src = tr.stamp_source
+    return src in USER_STAMPS or tr.transport == "aiohttp" or src is None
 
 
 def coalesced_share(records: Records) -> tuple[Optional[int], Optional[float]]:
@@ -86,13 +87,17 @@ def coalesced_share(records: Records) -> tuple[Optional[int], Optional[float]]:
     return out
 
 
-def figures(records: Records, meta: dict) -> dict:
+def _loop_lag(meta: RunMeta) -> Optional[float]:
+    return meta.client_load.loop_lag_ms_p99 if meta.client_load else None
+
+
+def figures(records: Records, meta: RunMeta) -> dict:
     """The figures the rules read; None where the run did not record one."""
-    offline = meta.get("mode") == "offline"
+    offline = meta.mode == "offline"
     return {"schedule_lag_ms_p99": None if offline else _lag_p99(records),
             "cpu_fraction": client_load.client_cpu(meta),
             "coalesced_reads_share": coalesced_share(records)[1],
-            "loop_lag_ms_p99": (meta.get("client_load") or {}).get("loop_lag_ms_p99"),
+            "loop_lag_ms_p99": _loop_lag(meta),
             "user_space_stamps": user_space_stamps(meta)}
 
 
@@ -137,34 +142,35 @@ _TEXT = {
 }
 
 
-def host(meta: dict) -> Optional[dict]:
+def host(meta: dict | RunMeta) -> Optional[HostLoad]:
     """meta ``host_load`` (the measured phase's host load, as the runner recorded it), or None
     when the run did not record it."""
-    h = meta.get("host_load")
-    return h if isinstance(h, dict) and h.get("busy") is not None else None
+    h = RunMeta.read(meta).host_load
+    return h if h is not None and h.busy is not None else None
 
 
-def _host_evidence(h: dict) -> str:
+def _host_evidence(h: HostLoad) -> str:
     parts = []
-    server = h.get("server_cpus")
+    server = h.server_cpus
     if server is not None:          # the managed server is the system under test: apart
         parts.append(f"the managed server used {server:.1f} CPUs")
-    if h.get("other_cpus") is not None and h.get("ncpu"):
-        parts.append(f"other processes {h['other_cpus']:.1f} of {h['ncpu']} CPUs"
+    if h.other_cpus is not None and h.ncpu:
+        parts.append(f"other processes {h.other_cpus:.1f} of {h.ncpu} CPUs"
                      if server is not None else
-                     f"other processes used {h['other_cpus']:.1f} of {h['ncpu']} CPUs")
-    if h.get("steal_fraction") is not None:
-        parts.append(f"steal {h['steal_fraction']:.0%}")
-    if h.get("loadavg_1m") is not None:
-        parts.append(f"load average {h['loadavg_1m']:.1f}")
+                     f"other processes used {h.other_cpus:.1f} of {h.ncpu} CPUs")
+    if h.steal_fraction is not None:
+        parts.append(f"steal {h.steal_fraction:.0%}")
+    if h.loadavg_1m is not None:
+        parts.append(f"load average {h.loadavg_1m:.1f}")
     return ", ".join(parts) or "no figures"
 
 
-def lag_cause(meta: dict, records=None, limit_ms: Optional[float] = None) -> str:
+def lag_cause(meta: dict | RunMeta, records=None, limit_ms: Optional[float] = None) -> str:
     """Why sends were late, in words, from what the run recorded: the in-flight cap when the
     records show it held the late sends (analysis.metrics.late_sends; ``records`` given), the
     client's own CPU against ``CPU_FRACTION``, the host's load (meta ``host_load``: other
     processes, the managed server counted apart), else what is not known."""
+    meta = RunMeta.read(meta)
     if records is not None:
         c = late_sends.held_by_cap(records, meta, SCHEDULE_LAG_MS if limit_ms is None
                                    else limit_ms)
@@ -175,25 +181,25 @@ def lag_cause(meta: dict, records=None, limit_ms: Optional[float] = None) -> str
         return f"the client was saturated (its CPU {cpu:.0%} of a core)"
     mine = f"the client used {cpu:.1%} of a core" if cpu is not None else \
         "the client's CPU was not recorded"
-    if h is not None and h["busy"]:
+    if h is not None and h.busy:
         return (f"the host was busy with other work ({_host_evidence(h)}) while {mine}: the "
                 "host, not loadgen's own load, delayed the sends; rerun on a quieter host (or "
                 "give the server its own CPUs: target.server.cpus)")
     if h is not None:
-        lag = (meta.get("client_load") or {}).get("loop_lag_ms_p99")
+        lag = _loop_lag(meta)
         loop = f", event-loop lag p99 {lag:.1f} ms" if lag is not None else ""
         return (f"{mine} and the host was not busy ({_host_evidence(h)}{loop}): the client's "
                 "event loop held sends back")
     return f"{mine}; the host's load was not recorded"
 
 
-def _host_block(h: Optional[dict], moved: list[dict]) -> Optional[dict]:
+def _host_block(h: Optional[HostLoad], moved: list[dict]) -> Optional[dict]:
     if h is None:
         return None
-    return {**h, "explains": [r["rule"] for r in moved], "evidence": _host_evidence(h)}
+    return {**h.as_dict(), "explains": [r["rule"] for r in moved], "evidence": _host_evidence(h)}
 
 
-def _host_warning(h: dict, moved: list[dict], meta: dict) -> str:
+def _host_warning(h: HostLoad, moved: list[dict], meta: RunMeta) -> str:
     text = f"host busy during the run: {_host_evidence(h)}"
     for r in moved:
         text += (f"; schedule lag p99 {r['value']:.1f} ms > {r['limit']:g} ms: "
@@ -207,19 +213,19 @@ def _cap_warning(c: dict, moved: list[dict]) -> str:
             + late_sends.cap_text(c))
 
 
-def per_process(records: Records, meta: dict, lim: dict) -> Optional[list[dict]]:
+def per_process(records: Records, meta: RunMeta, lim: dict) -> Optional[list[dict]]:
     """[{"process", "figures", "reasons"}] for each of meta's ``client_processes``; None for a
     one-process run. A process's records are those whose ``worker`` is its index."""
     records = as_records(records)
-    procs = meta.get("client_processes")
+    procs = meta.client_processes
     if not procs:
         return None
     out = []
     for p in procs:
-        k = p.get("index")
+        k = p.index
         mine = [r for r in records if r.worker == str(k)]
-        pmeta = dict(meta, client_cpu=p.get("cpu_util"),
-                     client_load={"loop_lag_ms_p99": p.get("loop_lag_ms_p99")})
+        pmeta = meta.model_copy(update={"client_cpu": p.cpu_util, "client_load": ClientLoad(
+            loop_lag_ms_p99=p.loop_lag_ms_p99)})
         fig = figures(mine, pmeta)
         reasons = [dict(r, process=k) for r in judge(fig, lim)]
         out.append({"process": k, "figures": fig, "reasons": reasons})
@@ -234,10 +240,10 @@ def warning(reason: dict) -> str:
     return text
 
 
-def saturation(records: Records, meta: dict, slo: Optional[dict]) -> dict:
+def saturation(records: Records, meta: dict | RunMeta, slo: Optional[dict]) -> dict:
     """{"saturated", "reasons", "warnings", "figures", "limits"} of one run (module docstring);
     with several sender processes also "processes" (each one's figures and reasons)."""
-    meta = meta or {}
+    meta = RunMeta.read(meta)
     fig, lim = figures(records, meta), limits(slo)
     procs = per_process(records, meta, lim)
     reasons = judge(fig, lim) if procs is None else [r for p in procs for r in p["reasons"]]
@@ -246,14 +252,14 @@ def saturation(records: Records, meta: dict, slo: Optional[dict]) -> dict:
     lagged = [r for r in reasons if r["rule"] == "schedule_lag_ms_p99"]
     if cap is not None and cap["explains"] and lagged:   # the cap held them: a known cause
         by_cap, reasons = lagged, [r for r in reasons if r["rule"] != "schedule_lag_ms_p99"]
-    elif h is not None and h["busy"] and not any(r["rule"] == "cpu_fraction" for r in reasons):
+    elif h is not None and h.busy and not any(r["rule"] == "cpu_fraction" for r in reasons):
         moved = lagged                                   # the host's doing
         reasons = [r for r in reasons if r["rule"] != "schedule_lag_ms_p99"]
     warnings = [warning(r) + (f" ({lag_cause(meta)})" if r["rule"] == "schedule_lag_ms_p99"
                               and procs is None else "") for r in reasons]
     if by_cap:
         warnings.insert(0, _cap_warning(cap, by_cap))
-    if h is not None and h["busy"]:
+    if h is not None and h.busy:
         warnings.insert(0, _host_warning(h, moved, meta))
     out = {"saturated": bool(reasons), "reasons": reasons, "warnings": warnings,
            "figures": fig, "limits": lim, "host": _host_block(h, moved),

@@ -24,6 +24,8 @@ from analysis.metrics import figures as m
 from analysis.contract.records import Records
 from analysis.metrics.client_load import CPU_SATURATION, LOOP_LAG_MS, client_cpu  # noqa: F401
 from analysis.metrics.saturation import lag_cause
+from analysis.contract.meta import RunMeta
+from analysis.contract.summary_blocks import Slo
 
 MLPERF_CONF = "mlcommons/inference loadgen/mlperf.conf"
 
@@ -118,9 +120,9 @@ def preset_table() -> list[dict]:
     return [{"name": k, **asdict(v)} for k, v in PRESETS.items()]
 
 
-def streamed(meta: dict) -> bool:
+def streamed(meta: dict | RunMeta) -> bool:
     """Whether the run streamed its answers (meta.json ``stream``; unrecorded: assumed so)."""
-    return meta.get("stream") is not False
+    return RunMeta.read(meta).stream is not False
 
 
 def not_streamed_why(keys) -> str:
@@ -147,7 +149,8 @@ def goodput_fields(records: Records, slo: dict, meta: dict, win,
     """summary.json's ``goodput`` (requests/s meeting every configured limit) and
     ``goodput_rule`` (the limits it judged, and how); goodput None when no limit is configured
     or one needs a streamed run that this one was not."""
-    keys = [k for k in LIMIT_KEYS if slo.get(k) is not None]
+    limits = Slo.read(slo)
+    keys = [k for k in LIMIT_KEYS if getattr(limits, k) is not None]     # named: a typo raises
     if not keys:
         return {"goodput": None, "goodput_rule": "not computed: no per-request limit configured "
                 "(slo.ttft_ms, tpot_ms, itl_ms, e2el_ms)"}
@@ -159,7 +162,7 @@ def goodput_fields(records: Records, slo: dict, meta: dict, win,
         frm = " from scheduled" if from_scheduled and k in ("ttft_ms", "e2el_ms") else ""
         worst = " (largest per request)" if k == "itl_ms" else ""
         used.append(f"{NAMES[k]}{frm}{worst} ≤ {slo[k]:g} ms")
-    rule = "requests/s meeting every limit: " + ", ".join(used) + f" ({slo.get('source')})"
+    rule = "requests/s meeting every limit: " + ", ".join(used) + f" ({limits.source})"
     if "tpot_ms" in keys or "itl_ms" in keys:
         rule += "; a request without a TPOT/ITL value (≤ 1 output token) fails that limit"
     return {"goodput": m.goodput(records, slo, win, from_scheduled), "goodput_rule": rule}
@@ -175,7 +178,7 @@ def _fmt(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
-def verdict(records: Records, meta: dict) -> dict:
+def verdict(records: Records, meta: dict | RunMeta) -> dict:
     """MLPerf-style verdict over the measured phase.
 
     INVALID (every failing rule listed in ``reasons``) when: no request completed; the run was
@@ -188,10 +191,12 @@ def verdict(records: Records, meta: dict) -> dict:
     event-loop lag p99 above LOOP_LAG_MS is a note where stamps are user-space (with kernel
     receive stamps it moves none; the schedule-lag check covers late sends).
     """
-    mode = meta.get("mode")
+    meta = RunMeta.read(meta)
+    mode = meta.mode
     server = m.open_loop(mode)
-    slo, slo_error = resolve_slo_lenient(meta.get("slo"))
-    q = float(slo["percentile"])
+    resolved, slo_error = resolve_slo_lenient(meta.slo)
+    slo = Slo.read(resolved)
+    q = float(slo.percentile)
     recs = m.measured(records)
     done = m.completed(recs)
     checks: list[dict] = []
@@ -199,17 +204,18 @@ def verdict(records: Records, meta: dict) -> dict:
     notes: list[str] = []
 
     if slo_error:
-        _check(checks, reasons, "slo_preset", False, slo.get("preset"), None, slo_error)
+        _check(checks, reasons, "slo_preset", False, slo.preset, None, slo_error)
     _check(checks, reasons, "completed", bool(done), len(done), ">0",
            "no measured request completed")
-    _check(checks, reasons, "not_interrupted", not meta.get("interrupted"),
-           bool(meta.get("interrupted")), False, "the run was interrupted")
+    _check(checks, reasons, "not_interrupted", not meta.interrupted,
+           bool(meta.interrupted), False, "the run was interrupted")
     nf, nc = len(m.failed(recs)), len(m.cancelled(recs))
     _check(checks, reasons, "no_failures", nf == 0, nf, 0,
            f"{nf} measured request(s) failed (rule: any failure makes the run INVALID)")
     _check(checks, reasons, "no_cancelled", nc == 0, nc, 0,
            f"{nc} measured request(s) were cancelled before they ended")
-    lost = {k: v for k, v in ((meta.get("locust") or {}).get("worker_status") or {}).items()
+    workers = (meta.locust or {}).get("worker_status") or {}     # the Locust engine's block
+    lost = {k: v for k, v in workers.items()
             if v in ("dead", "never_ready")}            # a Locust worker lost (issue 32)
     if lost:
         _check(checks, reasons, "workers_lost", False, sorted(lost), [],
@@ -218,12 +224,12 @@ def verdict(records: Records, meta: dict) -> dict:
                + " (their unfinished requests are cancelled, naming the worker)")
 
     dur = m.duration_s(m.window(records))
-    min_dur = float(meta.get("min_duration_s") or 0.0)
+    min_dur = float(meta.min_duration_s or 0.0)
     _check(checks, reasons, "min_duration_s", dur is not None and dur >= min_dur, dur, min_dur,
            f"duration {_fmt(dur)} s < min_duration_s {min_dur}" if dur is not None else
            f"no measured window (no measured request was sent and ended), so no duration to "
            f"hold against min_duration_s {min_dur:g}")
-    min_q = int(meta.get("min_queries") or 0)
+    min_q = int(meta.min_queries or 0)
     _check(checks, reasons, "min_queries", len(done) >= min_q, len(done), min_q,
            f"{len(done)} completed requests < min_queries {min_q}")
 
@@ -234,7 +240,7 @@ def verdict(records: Records, meta: dict) -> dict:
     label = {"ttft_ms": "TTFT" + (" from scheduled" if server else ""), "tpot_ms": "TPOT",
              "itl_ms": "ITL", "e2el_ms": "E2E" + (" from scheduled" if server else "")}
     for key in LIMIT_KEYS:
-        limit = slo.get(key)
+        limit = getattr(slo, key)                     # LIMIT_KEYS: named fields of Slo
         if limit is None:
             continue
         v = m.percentile(series[key], q)
@@ -250,8 +256,8 @@ def verdict(records: Records, meta: dict) -> dict:
 
     if server:
         sent = m.stamp_rate(records, "sent_at_ns")      # of the measured records (arrays)
-        sched = m.stamp_rate(records, "scheduled_at_ns") or meta.get("scheduled_rate")
-        frac = float(slo["min_rate_fraction"])
+        sched = m.stamp_rate(records, "scheduled_at_ns") or meta.scheduled_rate
+        frac = float(slo.min_rate_fraction)
         ok = sent is not None and sched is not None and sent >= frac * sched
         _check(checks, reasons, "send_rate", ok, sent,
                None if sched is None else frac * sched,
@@ -261,7 +267,7 @@ def verdict(records: Records, meta: dict) -> dict:
                                             if sent is None else "no scheduled rate is known"))
         tab, meas, _, _ = m.selections(records)
         lag = m.percentile(timing.per_record(tab)["schedule_lag_ms"][meas], 99)
-        lim = float(slo["max_schedule_lag_ms"])
+        lim = float(slo.max_schedule_lag_ms)
         _check(checks, reasons, "p99_schedule_lag_ms", lag is not None and lag <= lim, lag, lim,
                f"p99 schedule lag {_fmt(lag)} ms > {lim} ms: requests were sent later than "
                f"scheduled, so the offered load was not the scheduled one; "
@@ -275,8 +281,8 @@ def verdict(records: Records, meta: dict) -> dict:
             _check(checks, reasons, "client_cpu", cpu < CPU_SATURATION, cpu, CPU_SATURATION,
                    f"client CPU {cpu:.2f} of a core ≥ {CPU_SATURATION}: the client may be the "
                    "bottleneck")
-        loop = (meta.get("client_load") or {}).get("loop_lag_ms_p99")
-        kernel = (meta.get("client_transport") or {}).get("stamp_source") == "kernel"
+        loop = meta.client_load.loop_lag_ms_p99 if meta.client_load else None
+        kernel = bool(meta.client_transport) and meta.client_transport.stamp_source == "kernel"
         if loop is not None and loop > LOOP_LAG_MS and not kernel:  # kernel stamps: lag moves none
             notes.append(f"client event-loop lag p99 {loop:.1f} ms > {LOOP_LAG_MS} ms: arrival "
                          "stamps may be late (see summary.client)")
