@@ -70,6 +70,14 @@ class HostLoad(Open):
     seconds: Optional[float] = None
 
 
+class CostPrice(Open):
+    """The scenario's cost block (loadgen.scenario.cost.cost_meta): the prices as given."""
+    usd_per_hour: Optional[float] = Field(None, description="per accelerator")
+    usd_per_kwh: Optional[float] = None
+    accelerators: Optional[int] = None
+    accelerators_source: Optional[str] = None
+
+
 class ClientTransport(Open):
     """Client.transport_info(): wire | aiohttp, the stamp source (kernel | user | mixed), clock."""
     transport: Optional[str] = None
@@ -164,7 +172,7 @@ class RunMeta(Model):
         None, description="load.probe: the side stream asked for and sent (probe_stream.jsonl)")
     device_spec: Optional[str] = Field(None, description="a device-spec file for the roofline")
     accuracy: Optional[Any] = Field(None, description="an accuracy check, when one ran")
-    cost: Optional[dict[str, Any]] = Field(
+    cost: Optional[CostPrice] = Field(
         None, description="the scenario's cost block: usd_per_hour (per accelerator), usd_per_kwh, "
                           "accelerators (analysis.metrics.cost prices the run with them)")
     running_after: Optional[dict[str, Any]] = Field(

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 from typing import Optional
 
+from analysis.contract.meta import CostPrice, RunMeta
 from analysis.contract.records import as_records
+from analysis.contract.summary_blocks import Energy
 
 J_PER_KWH = 3.6e6
 FIGURES = ("usd_per_million_output_tokens", "usd_per_million_input_tokens",
@@ -61,22 +63,23 @@ def _sum(recs: list, key: str) -> Optional[int]:
     return None if not vals or any(v is None for v in vals) else int(sum(vals))
 
 
-def cost_block(price: Optional[dict], duration_s: Optional[float], done: list,
+def cost_block(price: Optional[dict | CostPrice], duration_s: Optional[float], done: list,
                goodput_recs: Optional[list], goodput_why: Optional[str],
-               energy: Optional[dict]) -> Optional[dict]:
+               energy: Optional[dict | Energy]) -> Optional[dict]:
     """The "cost" object; None when the scenario gave no cost block. ``done``: completed measured
     records; ``goodput_recs``: those meeting every SLO limit (None: no SLO judged, why in
     ``goodput_why``); ``energy``: summary.json's energy block."""
     if not price:
         return None
-    hourly, kwh = price.get("usd_per_hour"), price.get("usd_per_kwh")
-    acc = int(price.get("accelerators") or 1)
+    price = CostPrice.read(price)
+    hourly, kwh = price.usd_per_hour, price.usd_per_kwh
+    acc = int(price.accelerators or 1)
     usd = window_usd(duration_s, hourly, acc)
     out_tok, in_tok = _sum(done, "output_tokens"), _sum(done, "prompt_tokens")
     slo_tok = _sum(goodput_recs, "output_tokens") if goodput_recs is not None else None
-    energy = energy or {}
-    estimated = energy.get("status") == "estimated"      # never priced (as capacity.py's J/tok)
-    jpt = None if estimated else energy.get("j_per_output_token")
+    energy = Energy.read(energy)
+    estimated = energy.status == "estimated"      # never priced (as capacity.py's J/tok)
+    jpt = None if estimated else energy.j_per_output_token
     how: dict[str, str] = {}
     no_time = ("null: no usd_per_hour in the scenario's cost block" if hourly is None else
                "null: no measurement window (no measured request was sent and ended)"
@@ -109,25 +112,25 @@ def cost_block(price: Optional[dict], duration_s: Optional[float], done: list,
     how["energy_usd_per_million_output_tokens"] = (
         "null: no usd_per_kwh in the scenario's cost block" if kwh is None else
         "null: energy estimated, not measured: an estimate is not priced (as "
-        "joules_per_output_token)" + (f" ({energy['reason']})" if energy.get("reason") else "")
+        "joules_per_output_token)" + (f" ({energy.reason})" if energy.reason else "")
         if estimated else
-        f"null: energy {energy.get('status') or 'unmeasured'}"
-        + (f" ({energy['reason']})" if energy.get("reason") else "") if jpt is None else
-        f"{jpt:.6g} J/output token (energy block, {energy.get('status')}) × 1e6 ÷ 3.6e6 J/kWh "
+        f"null: energy {energy.status or 'unmeasured'}"
+        + (f" ({energy.reason})" if energy.reason else "") if jpt is None else
+        f"{jpt:.6g} J/output token (energy block, {energy.status}) × 1e6 ÷ 3.6e6 J/kWh "
         f"× ${kwh:g}/kWh")
     return {**figs, "window_usd": usd, "how": how,
             "inputs": {"usd_per_hour": hourly, "usd_per_kwh": kwh, "accelerators": acc,
-                       "accelerators_source": price.get("accelerators_source"),
+                       "accelerators_source": price.accelerators_source,
                        "window_s": duration_s, "output_tokens": out_tok, "input_tokens": in_tok,
                        "goodput_output_tokens": slo_tok,
-                       "energy_j": None if estimated else energy.get("energy_j"),
+                       "energy_j": None if estimated else energy.energy_j,
                        "j_per_output_token": jpt}}
 
 
 def run_cost(records: list, meta: dict, slo: dict, summary: dict, from_scheduled: bool
              ) -> Optional[dict]:
     """cost_block for one run's records and its summary so far (duration_s, goodput, energy)."""
-    price = meta.get("cost")
+    price = RunMeta.read(meta).cost
     if not price:
         return None
     from analysis.metrics import figures as m

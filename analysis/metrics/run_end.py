@@ -25,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract.meta import RunMeta
 from analysis.metrics.figures import field
 from analysis.contract.records import Records
 from analysis.contract.rundir import read_scenario
@@ -34,16 +35,15 @@ RULE = ("a clean end: meta.json written (the runner's last word, after every pla
         "(or is a closed loop's unsent count)")
 
 
-def _planned_from_meta(meta: dict) -> Optional[int]:
-    if meta.get("duration_s") is not None and not (meta.get("schedule") or {}).get(
-            "scheduled_count"):
+def _planned_from_meta(meta: RunMeta) -> Optional[int]:
+    count = meta.schedule.scheduled_count if meta.schedule else None
+    if meta.duration_s is not None and not count:
         return None
-    if (meta.get("workload") or {}).get("sessions"):   # schedule counts sessions, not turns
-        return meta.get("num_requests") if meta.get("duration_s") is None else None
-    count = (meta.get("schedule") or {}).get("scheduled_count")
+    if meta.workload and meta.workload.sessions:   # schedule counts sessions, not turns
+        return meta.num_requests if meta.duration_s is None else None
     if count is not None:
         return int(count)
-    return meta.get("num_requests") if meta.get("duration_s") is None else None
+    return meta.num_requests if meta.duration_s is None else None
 
 
 def _planned_from_scenario(run_dir: Path) -> Optional[int]:
@@ -57,14 +57,15 @@ def _planned_from_scenario(run_dir: Path) -> Optional[int]:
     return n
 
 
-def run_end(run_dir: str | Path, records: Records, meta: Optional[dict] = None) -> dict:
+def run_end(run_dir: str | Path, records: Records,
+            meta: Optional[dict | RunMeta] = None) -> dict:
     """How the run in ``run_dir`` ended (see the module docstring). ``meta``: meta.json's content
     when the caller has it (default: read); whether meta.json exists is read from the directory."""
     d = Path(run_dir)
     present = (d / "meta.json").is_file()
-    meta = meta or {}
+    meta = RunMeta.read(meta)
     measured = len(records) - field(records, "phase").count("warmup")
-    unsent = int(meta.get("unsent_requests") or 0) if present else 0
+    unsent = int(meta.unsent_requests or 0) if present else 0
     planned = _planned_from_meta(meta) if present else _planned_from_scenario(d)
     accounted = measured + unsent
     without = max(0, planned - accounted) if planned is not None else None
@@ -81,7 +82,7 @@ def run_end(run_dir: str | Path, records: Records, meta: Optional[dict] = None) 
             reasons.append(f"{without} of {planned} planned measured requests have no record "
                            f"(records.jsonl holds {measured}"
                            + (f", {unsent} unsent counted" if unsent else "") + ")")
-        written = meta.get("records_written")
+        written = meta.records_written
         if isinstance(written, int) and written > len(records):
             reasons.append(f"records.jsonl holds {len(records)} records of the {written} "
                            "meta.json says were written")

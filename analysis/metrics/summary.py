@@ -24,7 +24,9 @@ from analysis.atomic import write_text
 from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut, sanity
 from analysis.contract.records import Records, read_table
 from analysis.contract.sanity import record_faults, slack_for
-from analysis.contract.summary_blocks import nonfinite_keys
+from analysis.contract.meta import ClientTransport
+from analysis.contract.summary import SteadyState
+from analysis.contract.summary_blocks import Energy, nonfinite_keys
 from analysis.contract.rundir import read_json, read_rows
 from analysis.metrics import figures as m
 from analysis.metrics import slo as slo_mod
@@ -71,13 +73,14 @@ def energy_block(records: Records, meta: dict, power_rows: Optional[list[dict]],
     steady-state method; records of every phase, as that window is a time slice and warm-up
     requests still running in it drew power and produced tokens in it), else ``win`` with the
     measured records. ``window_rule`` says which (present when a window was used)."""
-    if steady and steady.get("status") == "ok":
-        win, recs = (steady["start_ns"], steady["end_ns"]), list(records)
-        rule = f"steady-state window: {steady['rule']}"
+    st = SteadyState.read(steady) if steady else None
+    if st and st.status == "ok":
+        win, recs = (st.start_ns, st.end_ns), list(records)
+        rule = f"steady-state window: {st.rule}"
     else:
         recs = m.measured(records)
         rule = "full window: " + m.WINDOW_RULE + (
-            f" (steady-state window unavailable: {steady.get('reason')})" if steady else "")
+            f" (steady-state window unavailable: {st.reason})" if st else "")
     out = _energy_block(recs, meta, power_rows, win)
     if out.get("window") is not None:  # a window was used (the no-source object stays as it is)
         out["window_rule"] = rule
@@ -86,7 +89,7 @@ def energy_block(records: Records, meta: dict, power_rows: Optional[list[dict]],
 
 def _energy_block(recs: Records, meta: dict, power_rows: Optional[list[dict]],
                   win: Optional[tuple[int, int]]) -> dict:
-    sources = meta.get("power_sources")
+    sources = RunMeta.read(meta).power_sources
     if _no_power(sources):
         return {"status": "unmeasured", "reason": "no power source configured"}
     from analysis.energy.window import energy_summary
@@ -100,23 +103,24 @@ def _energy_block(recs: Records, meta: dict, power_rows: Optional[list[dict]],
         return {"status": "unmeasured", "reason": f"energy_summary failed: {type(e).__name__}: {e}"}
 
 
-def _transport_figures(recs: Records, meta: dict) -> dict:
+def _transport_figures(recs: Records, meta: RunMeta) -> dict:
     """How the client stamped (meta ``client_transport``) and how many of the measured records'
     (of ``recs``) reads carried more than one token chunk (``coalesced_reads``: all but the last chunk of such
     a read share its stamp, so may be late), as a share of the reads that carried any token
     chunk (distinct chunk stamps). None where the transport does not count them (aiohttp)."""
-    tr = meta.get("client_transport") or {}
+    tr = meta.client_transport or ClientTransport()
     coalesced, share = saturation_mod.coalesced_share(recs)
-    return {"transport": tr.get("transport"), "stamp_source": tr.get("stamp_source"),
+    return {"transport": tr.transport, "stamp_source": tr.stamp_source,
             "coalesced_reads": coalesced, "coalesced_reads_share": share,
             "coalesced_reads_rule": "reads with > 1 token chunk / reads with any token chunk, "
                                     "measured records"}
 
 
-def client_block(records: Records, meta: dict, slo: dict) -> dict:
+def client_block(records: Records, meta: dict | RunMeta, slo: dict) -> dict:
     """Client health: CPU share, loop lag, schedule lag; ``saturated`` with ``reasons``
     ([{"rule", "value", "limit"}], analysis.metrics.saturation: only what changed the measurement)
     and one warning line per reason; the transport, its stamp source and the coalesced reads."""
+    meta = RunMeta.read(meta)
     cpu = _client_cpu(meta)
     sat = saturation_mod.saturation(records, meta, slo)
     return {**_transport_figures(records, meta),
@@ -127,11 +131,11 @@ def client_block(records: Records, meta: dict, slo: dict) -> dict:
             "lag_growth_rule": "median lag, last third − first third",
             "achieved_send_rate": m.stamp_rate(records, "sent_at_ns"),
             "schedule_rate": m.stamp_rate(records, "scheduled_at_ns"),
-            "target_rate": meta.get("rate"), "meta_scheduled_rate": meta.get("scheduled_rate"),
+            "target_rate": meta.rate, "meta_scheduled_rate": meta.scheduled_rate,
             "saturated": sat["saturated"], "reasons": sat["reasons"],
             "saturation_limits": sat["limits"], "warnings": sat["warnings"],
             "host": sat["host"],     # the host's load over the run (meta host_load), or None
-            **({"processes": sat["processes"]} if sat.get("processes") else {}),
+            **({"processes": sat["processes"]} if "processes" in sat else {}),
             "evidence": "measured" if cpu is not None else "unmeasured"}
 
 
@@ -181,9 +185,9 @@ def summarize(records: Records, meta: dict, power_rows: Optional[list[dict]] = N
             "ITL and chunk gaps use their first stamps only (records' chunks_unstamped counts "
             "the rest); TTFT, TPOT, E2E and token counts include every chunk")
     out["token_counts"] = m.token_provenance(records)
-    out["client"] = client_block(records, meta, slo)
+    out["client"] = client_block(records, mm, slo)
     out["slo"] = slo
-    out["verdict"] = slo_mod.verdict(records, meta)
+    out["verdict"] = slo_mod.verdict(records, mm)
     out["steady_state"] = steady_window(records, meta)
     out["stages"] = stage_summaries(records, meta)
     out["sessions"] = sessions_block(records)
@@ -199,7 +203,7 @@ def summarize(records: Records, meta: dict, power_rows: Optional[list[dict]] = N
     out["accuracy"] = accuracy_block(records, meta)     # workload.dataset: answers checked
     out["cost"] = run_cost(records, meta, slo, out, server)   # the scenario's cost block
     out["evidence"] = {"latencies": "measured (client-side, perf_counter_ns)",
-                       "throughput": "measured", "energy": out["energy"].get("status")}
+                       "throughput": "measured", "energy": Energy.read(out["energy"]).status}
     out["audio"] = audio_block(records, meta)                 # transcriptions: RTFx
     return out
 
@@ -265,14 +269,14 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
     records, file_meta, _sut, faults = read_checked(run_dir)
     meta = file_meta if meta is None else RunMeta.read(meta).as_dict()
     src = Path(run_dir) / "power_sources.json"
-    if not meta.get("power_sources") and src.is_file():  # the sampler's own description
+    if not RunMeta.read(meta).power_sources and src.is_file():  # the sampler's own description
         meta = {**meta, "power_sources": _read_json(src).get("sources") or []}
     from analysis.server.metrics import server_metrics_summary
     summary = summarize(records, meta, load_power(run_dir))
     from analysis.metrics.run_end import run_end      # no meta.json / records missing: INVALID
     end = run_end(run_dir, read_table(Path(run_dir) / "records.jsonl").records, meta)
     summary["verdict"] = with_faults(slo_mod.with_run_end(summary["verdict"], end), faults,
-                                     records, end.get("planned"))
+                                     records, end["planned"])
     summary["server_metrics"] = server_metrics_summary(run_dir)
     summary["prefix_cache"] = prefix_cache_block(records, summary["server_metrics"])
     probes = Path(run_dir) / "probe_stream.jsonl"        # load.probe's side stream
