@@ -44,6 +44,15 @@ class HostLoad(Open):
     attempts: Optional[list[dict[str, Any]]] = None
 
 
+class CacheSave(Open):
+    """Where and when the calibration cache saved a calibration."""
+    version: Optional[int] = None
+    path: Optional[str] = None
+    saved_at: Optional[str] = None
+    saved_by_pid: Optional[int] = None
+    saved_on: Optional[str] = None
+
+
 class SpecMeta(Open):
     """A calibration's provenance (analysis.roofline.calibrate); {} for a catalogue entry."""
     evidence: Optional[str] = Field(None, description="measured, or measured (busy host: ...)")
@@ -54,9 +63,8 @@ class SpecMeta(Open):
     platform: Optional[str] = None
     methods: Optional[dict[str, Any]] = None
     host_load: Optional[HostLoad] = None
-    cache: Optional[dict[str, Any]] = Field(
-        None, description="the calibration cache's save: version, path, saved_at, saved_by_pid, "
-                          "saved_on (analysis.roofline.calib_cache)")
+    cache: Optional[CacheSave] = Field(
+        None, description="the calibration cache's save (analysis.roofline.calib_cache)")
 
 
 class DeviceSpec(Model):

@@ -14,6 +14,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import Field, field_validator
 
 from analysis.contract.base import Model, Open, schema_version_field
+from analysis.contract.device import HostLoad as CalibrationHostLoad
 
 Mode = Literal["offline", "server", "concurrency", "trace"]
 
@@ -58,16 +59,10 @@ class Probe(Open):
     warnings: list[str] = Field(default_factory=list)
 
 
-class HostLoad(Open):
-    """analysis.roofline.host_load.over_run: the whole host over the measured phase."""
-    busy: Optional[bool] = None
-    reasons: list[Any] = Field(default_factory=list)
-    loadavg_1m: Optional[float] = None
-    ncpu: Optional[int] = None
-    other_cpus: Optional[float] = None
+class HostLoad(CalibrationHostLoad):
+    """analysis.roofline.host_load.over_run: the whole host over the measured phase (the
+    calibration's host-load block, and the managed server's CPUs counted apart)."""
     server_cpus: Optional[float] = Field(None, description="the managed server's CPUs, apart")
-    steal_fraction: Optional[float] = None
-    seconds: Optional[float] = None
 
 
 class CostPrice(Open):

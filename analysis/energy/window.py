@@ -18,6 +18,7 @@ from typing import Optional
 
 import numpy as np
 
+from analysis.contract.power import PowerSource
 from analysis.contract.rundir import read_power, read_power_sources
 from analysis.energy import series as es
 from analysis.energy.split import distribution, split_energy, token_events
@@ -154,8 +155,9 @@ def energy_summary(power_rows: list[dict], records: Records,
                    window: Optional[tuple[int, int]], sources: list[dict]) -> dict:
     """The summary's "energy" object; see the module docstring and docs/energy.md."""
     records = as_records(records)
-    warnings = [f"{s.get('name')}: {w}" for s in sources for w in s.get("warnings", [])]
-    live = [s for s in sources if s.get("name") != "none"]
+    typed = [PowerSource.of(s) for s in sources]
+    warnings = [f"{s.name}: {w}" for s in typed for w in s.warnings]
+    live = [s for s in typed if s.name != "none"]
     if not live and not any(r.get("kind") in ("energy_j", "power_w") for r in power_rows):
         return _unmeasured("no power source configured (power.sources: [none])", sources, warnings)
     series, marks = _series(power_rows)
@@ -167,7 +169,7 @@ def energy_summary(power_rows: list[dict], records: Records,
     dur = (end - start) / 1e9
     idle = (marks["idle_start"], marks["idle_end"]) if {"idle_start", "idle_end"} <= marks.keys() \
         else None
-    est_names = {s["name"] for s in sources if s.get("evidence") == "estimated"} | {"estimate"}
+    est_names = {s.name for s in typed if s.evidence == "estimated"} | {"estimate"}
     figs = [_series_figures(k, s, start, end, idle,
                             "estimated" if k[0] in est_names else "measured")
             for k, s in sorted(series.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))]
@@ -184,9 +186,8 @@ def energy_summary(power_rows: list[dict], records: Records,
     if any(f["method"] == "counter" for f in meas) and dur < MIN_WINDOW_S:
         warnings.append(f"window {dur:.1f} s < {MIN_WINDOW_S:.0f} s: counters update about every"
                         " 100 ms, so edge error is a larger share; prefer >= 60 s")
-    missing = [f"{s.get('name')}: {s.get('status') or 'not described'}"
-               + (f": {s['reason']}" if s.get("reason") else "")
-               for s in live if s.get("status") != "ok"]
+    missing = [f"{s.name}: {s.status or 'not described'}" + (f": {s.reason}" if s.reason else "")
+               for s in live if s.status != "ok"]
     missing += [f"{f['source']}/{f['device']}: {f['reason']}" for f in figs if f["energy_j"] is None]
     base = {"window": {"start_ns": start, "end_ns": end, "duration_s": dur, "from": win_from},
             "unmeasured_parts": missing,
@@ -197,8 +198,8 @@ def energy_summary(power_rows: list[dict], records: Records,
     if est:
         e = sum(f["energy_j"] for f in est)
         estimated = {"evidence": "estimated", **_headline(e, start, end, tokens, mean_out),
-                     "methods": sorted({s.get("method", "?") for s in sources
-                                        if s.get("evidence") == "estimated"})}
+                     "methods": sorted({s.method or "?" for s in typed
+                                        if s.evidence == "estimated"})}
     if not meas:
         why = "; ".join(missing) or "no measured energy in the window"
         if estimated:

@@ -25,6 +25,7 @@ from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, S
 from analysis.contract.records import Records, read_table
 from analysis.contract.sanity import record_faults, slack_for
 from analysis.contract.meta import ClientTransport
+from analysis.contract.power import PowerSource
 from analysis.contract.summary import SteadyState
 from analysis.contract.summary_blocks import Energy, nonfinite_keys
 from analysis.contract.rundir import read_json, read_rows
@@ -58,7 +59,8 @@ _client_cpu = slo_mod.client_cpu  # the same CPU figure as the verdict's
 def _no_power(sources) -> bool:
     names = []
     for s in sources or []:
-        names.append(s if isinstance(s, str) else (s.get("kind") or s.get("name") or s.get("source")))
+        src = PowerSource.of(s)
+        names.append(s if isinstance(s, str) else (src.kind or src.name or src.source))
     return not names or all(n in (None, "none") for n in names)
 
 

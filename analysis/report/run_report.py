@@ -37,6 +37,7 @@ from analysis.report.served import prefix_blocks
 from analysis.report.audio import audio_blocks
 from analysis.report.hangups import aborted_blocks, counts, retry_blocks
 from analysis.contract import Summary
+from analysis.contract.power import PowerSource
 from analysis.contract.records import Records
 from analysis.contract.summary import Embeddings, Stats, SteadyState
 from analysis.contract.summary_blocks import AboveIdle, Energy, EnergyWindow, PerRequestEnergy
@@ -262,8 +263,8 @@ def _plots(records: Records, s: Summary, run_dir, with_plots: bool) -> list[Bloc
         return out + [("p", "plots not requested")]
     server = open_loop(s.mode)
     e = s.energy or Energy()
-    est = {"estimate"} | {x.get("name") for x in e.sources or []     # power_sources.json's dicts
-                          if isinstance(x, dict) and x.get("evidence") == "estimated"}
+    described = [PowerSource.read(x) for x in e.sources or [] if isinstance(x, dict)]
+    est = {"estimate"} | {src.name for src in described if src.evidence == "estimated"}
     ts = series.run_series(records, summary_mod.load_power(run_dir), estimated_names=est)
     asked = not str(e.reason or "").startswith("no power source configured")
     for img, note in (plots.cdf_png(records, server, s.slo),

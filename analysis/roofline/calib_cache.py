@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract.device import CacheSave, HostLoad, SpecMeta
+
 try:
     import fcntl
 except ImportError:          # not POSIX: no lock, the write is still atomic
@@ -105,10 +107,11 @@ def provenance(spec, by_this_run: bool) -> Optional[dict]:
     meta = getattr(spec, "meta", None) or {}
     if "host_load" not in meta and "cache" not in meta:
         return None
-    cache, load = meta.get("cache") or {}, meta.get("host_load") or {}
-    return {"by_this_run": by_this_run, "path": cache.get("path"), "version": cache.get("version"),
-            "saved_at": cache.get("saved_at"), "saved_by_pid": cache.get("saved_by_pid"),
-            "measured_at": meta.get("date"), "measured_on": meta.get("host"),
-            "evidence": meta.get("evidence"), "busy": load.get("busy"),
-            "busy_reasons": load.get("reasons") or [], "loadavg_1m": load.get("loadavg_1m"),
-            "other_cpus": load.get("other_cpus"), "steal_fraction": load.get("steal_fraction")}
+    sm = SpecMeta.read(meta)
+    cache, load = sm.cache or CacheSave(), sm.host_load or HostLoad()
+    return {"by_this_run": by_this_run, "path": cache.path, "version": cache.version,
+            "saved_at": cache.saved_at, "saved_by_pid": cache.saved_by_pid,
+            "measured_at": sm.date, "measured_on": sm.host,
+            "evidence": sm.evidence, "busy": load.busy,
+            "busy_reasons": load.reasons, "loadavg_1m": load.loadavg_1m,
+            "other_cpus": load.other_cpus, "steal_fraction": load.steal_fraction}

@@ -23,7 +23,8 @@ import socket
 from pathlib import Path
 from typing import Optional
 
-from analysis.contract import SCHEMA_VERSION, ContractError, Device
+from analysis.contract import SCHEMA_VERSION, ContractError, Device, RunMeta, Sut
+from analysis.contract.device import SpecMeta
 from analysis.contract.rundir import read_json, read_meta
 from analysis.roofline import devices
 from analysis.roofline.calibrate import DEFAULT_PATH
@@ -36,17 +37,16 @@ _OVERRIDE: contextvars.ContextVar[Optional[dict]] = contextvars.ContextVar("devi
                                                                            default=None)
 
 
-def server_info(sut: dict) -> dict:
+def server_info(sut: dict | Sut) -> dict:
     """The server's own description (JAX /info) in sut.json, or {} (as analysis.report.sut)."""
-    info = sut.get("server_info") or (sut.get("managed_server") or {}).get("info")
-    return info if isinstance(info, dict) else {}
+    return Sut.read(sut).info
 
 
-def resolve(meta: dict, sut: dict, calibration: Path = DEFAULT_PATH):
+def resolve(meta: dict | RunMeta, sut: dict | Sut, calibration: Path = DEFAULT_PATH):
     """(spec, how it was chosen) at run time: a spec file named in meta (``device_spec``); else
     the catalogue entry matching the server's device name; else this host's calibration when it
     was measured on the run's host for the same kind of device (cpu vs not); else (None, why)."""
-    path = meta.get("device_spec")
+    path = RunMeta.read(meta).device_spec
     if isinstance(path, str):
         try:
             return devices.load_spec(path), f"spec file {path}"
@@ -63,12 +63,13 @@ def resolve(meta: dict, sut: dict, calibration: Path = DEFAULT_PATH):
             spec = devices.load_spec(cal)
         except (OSError, ValueError, KeyError):
             spec = None
-        host = (sut.get("client_host") or {}).get("hostname")
-        same_kind = (spec is not None and (spec.meta.get("kind") == "cpu")
-                     == (info.get("backend") == "cpu"))
-        if spec is not None and host and spec.meta.get("host") == host and same_kind:
-            return spec, (f"local calibration {calibration} (measured on {host} at "
-                          f"{spec.meta.get('date')})")
+        sut = Sut.read(sut)
+        host = sut.client_host.hostname if sut.client_host else None
+        sm = SpecMeta.read(spec.meta) if spec is not None else SpecMeta()
+        same_kind = (spec is not None and (sm.kind == "cpu")
+                     == (info.get("backend") == "cpu"))          # info: the server's /info
+        if spec is not None and host and sm.host == host and same_kind:
+            return spec, f"local calibration {calibration} (measured on {host} at {sm.date})"
     return None, ("no device spec: the server's device is not in analysis.roofline.devices, no "
                   "spec file was named (meta.device_spec) and no local calibration of this host "
                   "matches")

@@ -26,6 +26,7 @@ from typing import Optional
 import numpy as np
 
 from analysis.contract import timing
+from analysis.contract.device import SpecMeta
 from analysis.contract.records import Records, as_records, read_records
 from analysis.contract.rundir import read_dict
 from analysis.roofline import by_concurrency, run_device, model_cost, bounds
@@ -69,13 +70,13 @@ def _device_block(device: Optional[dict], dtype: str) -> Optional[dict]:
     spec = (device or {}).get("spec")
     if spec is None:
         return None
-    bw = spec.mem_bandwidth
-    out = {"name": spec.name, "evidence": spec.meta.get("evidence") or (bw.evidence if bw else None),
+    bw, sm = spec.mem_bandwidth, SpecMeta.read(spec.meta)       # the spec file's provenance
+    out = {"name": spec.name, "evidence": sm.evidence or (bw.evidence if bw else None),
            "mem_bandwidth": spec.bandwidth(), "peak_flops": spec.peak_flops(dtype), "dtype": dtype,
-           "measured_at": spec.meta.get("date"), "host": spec.meta.get("host"),
-           "source": device.get("source"), "how": device.get("how")}
-    if device.get("source") == "override":
-        out["frozen"] = device.get("frozen")
+           "measured_at": sm.date, "host": sm.host,
+           "source": device["source"], "how": device["how"]}          # run_device.for_run's
+    if device["source"] == "override":
+        out["frozen"] = device["frozen"]
     return out
 
 
