@@ -20,13 +20,51 @@ Mode = Literal["offline", "server", "concurrency", "trace"]
 
 
 
+Num = Union[int, float]          # a configured number as given (a rate of 2 stays 2)
+
+
+class StageShape(Open):
+    """One stage of load.stages as the schedule describes it."""
+    index: int
+    rate: Optional[Num] = None
+    concurrency: Optional[int] = None
+    start_s: Num = 0
+    duration_s: Num = 0
+
+
+class ImagesShape(Open):
+    """workload.images: the pool the prompts' images came from."""
+    count: Optional[int] = None
+    width: Optional[int] = None
+    height: Optional[int] = None
+    format: Optional[str] = None
+    pool: Optional[Any] = None
+    bytes_mean: Optional[float] = None
+    bytes_max: Optional[int] = None
+
+
+class AudioShape(Open):
+    """workload.audio as given: the clips' seconds, sample rate, format, pool."""
+    seconds: Optional[Any] = None
+    sample_rate: Optional[Any] = None
+    format: Optional[Any] = None
+    pool: Optional[Any] = None
+
+
+class ProbeAsked(Open):
+    """load.probe: the side stream asked for."""
+    rate: Optional[Num] = None
+    prompt_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+
+
 class Schedule(Open):
     """loadgen.scenario.schedule.Schedule.describe(): what the seeded schedule holds."""
     mode: Optional[str] = None
     target_rate: Optional[float] = None
     scheduled_count: Optional[int] = None
     scheduled_rate: Optional[float] = None
-    stages: Optional[list[dict[str, Any]]] = None
+    stages: Optional[list[StageShape]] = None
     time_scale: Optional[float] = None
 
 
@@ -42,8 +80,9 @@ class Workload(Open):
     shared_prefix_tokens: Optional[int] = None
     trace: Optional[dict[str, Any]] = None
     sessions: Optional[dict[str, Any]] = None
-    images: Optional[dict[str, Any]] = Field(
+    images: Optional[ImagesShape] = Field(
         None, description="workload.images: count, width, height, format, pool, bytes_mean/max")
+    audio: Optional[AudioShape] = None
 
 
 class ClientLoad(Open):
@@ -163,7 +202,7 @@ class RunMeta(Model):
     locust: Optional[dict[str, Any]] = Field(None, description="the Locust engine's workers")
     client_processes: Optional[list[ClientProcess]] = Field(
         None, description="client.processes > 1: each sender process (records' worker = index)")
-    probe_stream: Optional[dict[str, Any]] = Field(
+    probe_stream: Optional[ProbeAsked] = Field(
         None, description="load.probe: the side stream asked for and sent (probe_stream.jsonl)")
     device_spec: Optional[str] = Field(None, description="a device-spec file for the roofline")
     accuracy: Optional[Any] = Field(None, description="an accuracy check, when one ran")

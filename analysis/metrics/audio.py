@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from analysis.contract.meta import AudioShape, RunMeta
 from analysis.contract.timing import e2el_ms
 from analysis.metrics import figures as m
 
@@ -46,13 +47,14 @@ def audio_block(records: list, meta: Optional[dict]) -> Optional[dict]:
         reason = "no completed request with audio"
     elif not d:
         reason = "no measured window (no request was sent and ended)"
-    shape = (((meta or {}).get("workload") or {}).get("audio")) or {}
+    wl = RunMeta.read(meta).workload
+    shape = (wl.audio if wl else None) or AudioShape()
     return {"rtfx": total / d if done and d else None,
             "rtfx_reason": reason,
             "rtfx_per_request": {k: s[k] for k in STAT_FIELDS} if per else None,
             "audio_s_total": total if done else None,
             "audio_s_per_request": total / len(done) if done else None,
             "requests": len(done), "requests_sent": len(sent),
-            "seconds": shape.get("seconds"), "sample_rate": shape.get("sample_rate"),
-            "format": shape.get("format"), "pool": shape.get("pool"),
+            "seconds": shape.seconds, "sample_rate": shape.sample_rate,
+            "format": shape.format, "pool": shape.pool,
             "rule": RTFX_RULE}

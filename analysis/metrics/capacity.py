@@ -27,6 +27,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from analysis.contract.summary_blocks import Energy
 from analysis.metrics import figures as m
 
 INTERACTIVITY_RULE = ("per request 1000 / TPOT_ms (TPOT = (e2e − TTFT) / (output_tokens − 1)), "
@@ -74,15 +75,16 @@ def per_accelerator(value: Optional[float], n: Optional[int],
     return value / n, None
 
 
-def joules_per_output_token(energy: Optional[dict]) -> tuple[Optional[float], Optional[str]]:
+def joules_per_output_token(energy: Optional[dict | Energy]) -> tuple[Optional[float],
+                                                                      Optional[str]]:
     """(J/token, None) from a measured energy block, else (None, reason)."""
-    e = energy or {}
-    status = e.get("status")
+    e = Energy.read(energy)
+    status = e.status
     if status != "measured":
-        why = e.get("reason") or "energy not measured"
+        why = e.reason or "energy not measured"
         return None, (f"energy {status or 'unmeasured'}: {why}" if status == "estimated"
                       else f"power not measured: {why}")
-    j = e.get("j_per_output_token")
+    j = e.j_per_output_token
     if j is None:
         return None, "energy measured but no output token in its window"
     return float(j), None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from analysis.contract.meta import RunMeta
 from analysis.metrics import figures as m
 from analysis.contract.record import Record
 from analysis.contract.records import Records
@@ -57,7 +58,7 @@ def embeddings_block(records: Records, meta: Optional[dict] = None) -> Optional[
     """The summary's "embeddings" object, or None when the run sent no embeddings request
     (meta's endpoint, else the records' ``inputs``, decides)."""
     recs = embeddings_records(records)
-    if not recs and (meta or {}).get("endpoint") != "embeddings":
+    if not recs and RunMeta.read(meta).endpoint != "embeddings":
         return None
     done = m.completed(recs)
     win = m.window(records)

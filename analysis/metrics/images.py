@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.contract.meta import ImagesShape, RunMeta
 from analysis.contract.records import Records
 
 
@@ -22,12 +23,13 @@ def images_block(records: Records, meta: Optional[dict]) -> Optional[dict]:
     if not any(vals):                               # the usual run: none (at C speed)
         return None
     recs = [r for r, v in zip(meas, vals) if v]
-    shape = (((meta or {}).get("workload") or {}).get("images")) or {}
+    wl = RunMeta.read(meta).workload
+    shape = (wl.images if wl else None) or ImagesShape()
     total = sum(r.input_images for r in recs)
     done = m.completed(recs)
     usage = [r.prompt_tokens for r in done if r.prompt_tokens_source == "usage"]
     return {"requests": len(recs), "images": total, "per_request": total / len(recs),
-            "width": shape.get("width"), "height": shape.get("height"),
-            "format": shape.get("format"), "bytes_mean": shape.get("bytes_mean"),
-            "pool": shape.get("pool"),
+            "width": shape.width, "height": shape.height,
+            "format": shape.format, "bytes_mean": shape.bytes_mean,
+            "pool": shape.pool,
             "usage_prompt_tokens_mean": sum(usage) / len(usage) if usage else None}

@@ -29,6 +29,7 @@ from typing import Optional
 
 import numpy as np
 
+from analysis.contract.meta import RunMeta
 from analysis.metrics import figures as m
 from analysis.metrics import significance as sig
 from analysis.metrics import slo as slo_mod
@@ -75,8 +76,9 @@ def _events(records: Records, meta: dict, what: str) -> Optional[list[tuple[int,
     if what == "requests":
         return [(r.end_at_ns, 1.0) for r in done]
     if what == "goodput":        # None where the summary's is (no limit, or not streamed)
-        slo, _ = slo_mod.resolve_slo_lenient(meta.get("slo"))
-        server = m.open_loop(meta.get("mode"))
+        mm = RunMeta.read(meta)
+        slo, _ = slo_mod.resolve_slo_lenient(mm.slo)
+        server = m.open_loop(mm.mode)
         if slo_mod.goodput_fields(records, slo, meta, m.window(records), server)["goodput"] is None:
             return None
         return [(r.end_at_ns, 1.0) for r in recs if m.meets_slo(r, slo, server)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from analysis.contract.meta import ProbeAsked, RunMeta
 from analysis.metrics import figures as m
 from analysis.contract.records import Records, as_records
 
@@ -51,9 +52,9 @@ def probe_block(rows: Records, meta: Optional[dict] = None) -> Optional[dict]:
             "tpot_p50": _ratio(under["tpot_ms"]["p50"], alone["tpot_ms"]["p50"]),
             "tpot_p99": _ratio(under["tpot_ms"]["p99"], alone["tpot_ms"]["p99"]),
             "e2el_p50": _ratio(under["e2el_ms_p50"], alone["e2el_ms_p50"])}
-    asked = ((meta or {}).get("probe_stream") or {})
-    return {"rate": asked.get("rate"), "prompt_tokens": asked.get("prompt_tokens"),
-            "output_tokens": asked.get("output_tokens"), "alone": alone, "under_load": under,
+    asked = RunMeta.read(meta).probe_stream or ProbeAsked()
+    return {"rate": asked.rate, "prompt_tokens": asked.prompt_tokens,
+            "output_tokens": asked.output_tokens, "alone": alone, "under_load": under,
             "slowdown": slow,
             "rule": "TTFT from send on both sides; slowdown = under load / alone (None where a "
                     "side has no value)"}

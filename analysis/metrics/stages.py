@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Optional
 
 from analysis.metrics import figures as m
+from analysis.contract.meta import RunMeta
 from analysis.contract.records import RecordIn, Records
 
 NS = 1_000_000_000
@@ -40,17 +41,18 @@ def stage_summary(records: Records, lo: int, hi: int) -> dict:
             "output_throughput": tokens / dur if dur > 0 and done else None}
 
 
-def stage_summaries(records: Records, meta: dict) -> Optional[list[dict]]:
+def stage_summaries(records: Records, meta: Optional[dict | RunMeta]) -> Optional[list[dict]]:
     """summary.json's "stages": one object per stage of meta's schedule, or None without stages."""
-    stages = ((meta or {}).get("schedule") or {}).get("stages")
-    t0 = (meta or {}).get("t0_ns")
+    meta = RunMeta.read(meta)
+    stages = meta.schedule.stages if meta.schedule else None
+    t0 = meta.t0_ns
     if not stages or t0 is None:
         return None
     out = []
     for s in stages:
-        lo = t0 + int(round(s["start_s"] * NS))
-        hi = lo + int(round(s["duration_s"] * NS))
-        out.append({"index": s["index"], "rate": s.get("rate"),
-                    "concurrency": s.get("concurrency"), "start_s": s["start_s"],
-                    "duration_s": s["duration_s"], **stage_summary(records, lo, hi)})
+        lo = t0 + int(round(s.start_s * NS))
+        hi = lo + int(round(s.duration_s * NS))
+        out.append({"index": s.index, "rate": s.rate, "concurrency": s.concurrency,
+                    "start_s": s.start_s, "duration_s": s.duration_s,
+                    **stage_summary(records, lo, hi)})
     return out
