@@ -17,7 +17,7 @@ from pydantic import Field
 from analysis.contract.base import Model, Open, schema_version_field
 from analysis.contract.summary_blocks import Audio, Cancel, Energy, ModelFigures, Retries, Slo
 from analysis.contract.summary_roofline import Roofline
-from analysis.contract.summary_server import SpecDecode
+from analysis.contract.summary_server import ServerMetrics, SpecDecode
 from analysis.contract.summary_workload import (Images, P50P99, ProbeStream, Reasoning,
                                                 Sessions, Stage)
 
@@ -277,7 +277,7 @@ class Summary(Model):
                                              "parsed / valid shares beside the latencies")
     energy: Optional[Energy] = None
     evidence: Optional[dict[str, Any]] = None
-    server_metrics: Optional[dict[str, Any]] = None
+    server_metrics: Optional[ServerMetrics] = None
     roofline: Optional[Roofline] = None
     models: Optional[dict[str, ModelFigures]] = Field(
         None, description="api.models: per model its share of the measured requests and the "

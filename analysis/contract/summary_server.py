@@ -1,14 +1,17 @@
-"""summary.json's blocks of what the server said (speculative decoding), typed for the readers.
+"""summary.json's blocks of what the server said (speculative decoding, its /metrics figures),
+typed for the readers.
 
     analysis.server.spec_decode.spec_decode_summary (+ analysis.metrics.bursts.bursts_block)
         ─► SpecDecode (summary.json "spec_decode") ─► analysis.report.served (report, console)
+    analysis.server.metrics.server_metrics_summary ─► ServerMetrics (summary "server_metrics")
+        ─► analysis.report.server_metrics (the report's section)
 
 Open blocks: the keys readers use are named and typed (a misspelt one is an AttributeError, not a
 silent None), the rest kept as computed. A figure the server did not give is None, never 0.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from pydantic import Field
 
@@ -57,3 +60,51 @@ class SpecDecode(Open):
     mean_acceptance_length: Optional[float] = None
     per_position: Optional[list[SpecPosition]] = None
     client: Optional[SpecClient] = None
+
+
+class ServerFigure(Open):
+    """One figure from the server's /metrics (analysis.server.metrics): its value over the
+    window, unit and evidence; a histogram percentile also its bucket and how it was placed."""
+    value: Optional[float] = None
+    unit: Optional[str] = None
+    evidence: Optional[str] = None
+    metric: Optional[str] = None
+    reason: Optional[str] = None
+    count: Optional[Any] = Field(None, description="observations (the server's counter)")
+    display: Optional[str] = None
+    bound: Optional[str] = Field(None, description="point | upper | lower")
+    bucket_ms: Optional[list[Optional[float]]] = None
+
+
+class ScrapeWindow(Open):
+    """The scrapes that bracket the measured window."""
+    start_lead_ms: Optional[float] = None
+    end_lag_ms: Optional[float] = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class TtftDecomposition(Open):
+    """client TTFT = network/client + server queue + server prefill + server other."""
+    status: Optional[str] = None
+    reason: Optional[str] = None
+    client_ttft_mean_ms: Optional[float] = None
+    client_requests: Optional[int] = None
+    server_requests: Optional[Any] = None
+    network_client_ms: Optional[float] = None
+    server_queue_ms: Optional[float] = None
+    server_prefill_ms: Optional[float] = None
+    server_other_ms: Optional[float] = None
+    residual_ms: Optional[float] = None
+    queue_share: Optional[float] = None
+
+
+class ServerMetrics(Open):
+    """summary.json "server_metrics" (analysis.server.metrics.server_metrics_summary)."""
+    status: Optional[str] = None
+    reason: Optional[str] = None
+    source: Optional[str] = None
+    scrapes: Optional[int] = None
+    scrapes_failed: Optional[int] = None
+    window: Optional[ScrapeWindow] = None
+    figures: dict[str, ServerFigure] = Field(default_factory=dict)
+    ttft_decomposition: Optional[TtftDecomposition] = None

@@ -13,6 +13,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from analysis.contract.summary import Summary
+from analysis.contract.summary_server import ServerFigure, ServerMetrics, TtftDecomposition
 from analysis.server.metrics import server_metrics_summary
 
 LABELS = {"server_ttft": "Server TTFT (mean)", "server_queue": "Queue time (mean)",
@@ -26,15 +28,15 @@ LABELS = {"server_ttft": "Server TTFT (mean)", "server_queue": "Queue time (mean
           "server_generation_tokens": "Generated tokens (server count)"}
 
 
-def _fmt(f: dict) -> str:
-    v = f.get("value")
+def _fmt(f: ServerFigure) -> str:
+    v = f.value
     if v is None:
         return "—"
-    if f.get("display"):          # a histogram percentile: its bucket, resolution or bound
-        return f["display"]
-    if f["unit"] == "ms":
-        return f"{v:.2f} ms (n={f.get('count')})"
-    if f["unit"] == "fraction":
+    if f.display:          # a histogram percentile: its bucket, resolution or bound
+        return f.display
+    if f.unit == "ms":
+        return f"{v:.2f} ms (n={f.count})"
+    if f.unit == "fraction":
         return f"{v * 100:.1f} %"
     return f"{v:g}"
 
@@ -42,63 +44,65 @@ def _fmt(f: dict) -> str:
 TTFT_QUANTILES = ("server_ttft_p50", "server_ttft_p99")
 
 
-def clamp_to_client(f: dict, client_max_ms) -> dict:
+def clamp_to_client(f: dict | ServerFigure, client_max_ms) -> ServerFigure:
     """A server TTFT percentile interpolated inside its bucket above the client's largest TTFT
     (from send, which holds the server's TTFT and the network) cannot be: the interpolation
     assumed observations spread evenly over the bucket. Shown as an upper bound at the client's
     maximum, the interpolated value named."""
-    v = f.get("value")
-    if client_max_ms is None or f.get("bound") != "point" or v is None or v <= client_max_ms:
+    f = ServerFigure.read(f)
+    v = f.value
+    if client_max_ms is None or f.bound != "point" or v is None or v <= client_max_ms:
         return f
-    lo, hi = (f.get("bucket_ms") or [None, None])[:2]
-    return {**f, "value": client_max_ms, "bound": "upper",
-            "display": f"≤ {client_max_ms:.2f} ms (the client's largest TTFT; interpolating in "
-                       f"bucket {lo:g}–{hi:g} ms gave ≈ {v:.2f} ms, above every request the "
-                       f"client saw; n={f.get('count')})"}
+    lo, hi = (f.bucket_ms or [None, None])[:2]
+    return f.model_copy(update={
+        "value": client_max_ms, "bound": "upper",
+        "display": f"≤ {client_max_ms:.2f} ms (the client's largest TTFT; interpolating in "
+                   f"bucket {lo:g}–{hi:g} ms gave ≈ {v:.2f} ms, above every request the "
+                   f"client saw; n={f.count})"})
 
 
-def _table_rows(summary: dict, client_max_ms=None) -> list[tuple[str, str, str, str]]:
+def _table_rows(summary: ServerMetrics, client_max_ms=None) -> list[tuple[str, str, str, str]]:
     rows = []
-    for key, f in summary.get("figures", {}).items():
+    for key, f in summary.figures.items():            # by figure name
         if key in TTFT_QUANTILES:
             f = clamp_to_client(f, client_max_ms)
-        rows.append((LABELS.get(key, key), _fmt(f), f["evidence"],
-                     f.get("reason") or f.get("metric") or ""))
+        rows.append((LABELS.get(key, key), _fmt(f), f.evidence, f.reason or f.metric or ""))
     return rows
 
 
-def _decomp_text(dec: dict) -> str:
-    if dec.get("status") != "calculated":
-        return f"TTFT decomposition unmeasured: {dec.get('reason')}"
+def _decomp_text(dec: TtftDecomposition) -> str:
+    if dec.status != "calculated":
+        return f"TTFT decomposition unmeasured: {dec.reason}"
 
     def ms(v):
         return "unmeasured" if v is None else f"{v:.2f} ms"
-    text = (f"Client TTFT {ms(dec['client_ttft_mean_ms'])} (mean of {dec['client_requests']} "
-            f"requests; the server counted {dec.get('server_requests')}) = "
-            f"network/client {ms(dec['network_client_ms'])} + server queue "
-            f"{ms(dec['server_queue_ms'])} + server prefill {ms(dec['server_prefill_ms'])} + "
-            f"server other {ms(dec['server_other_ms'])}; residual (client − queue − prefill) "
-            f"{ms(dec['residual_ms'])}")
-    if dec.get("queue_share") is not None:
-        text += f"; queueing is {dec['queue_share'] * 100:.1f} % of client TTFT"
-    if dec.get("reason"):
-        text += f" ({dec['reason']})"
+    text = (f"Client TTFT {ms(dec.client_ttft_mean_ms)} (mean of {dec.client_requests} "
+            f"requests; the server counted {dec.server_requests}) = "
+            f"network/client {ms(dec.network_client_ms)} + server queue "
+            f"{ms(dec.server_queue_ms)} + server prefill {ms(dec.server_prefill_ms)} + "
+            f"server other {ms(dec.server_other_ms)}; residual (client − queue − prefill) "
+            f"{ms(dec.residual_ms)}")
+    if dec.queue_share is not None:
+        text += f"; queueing is {dec.queue_share * 100:.1f} % of client TTFT"
+    if dec.reason:
+        text += f" ({dec.reason})"
     return text + ". Evidence: calculated from measured client and server means."
 
 
-def render_section(sm: dict, client_max_ms=None) -> tuple[str, str]:
+def render_section(sm: dict | ServerMetrics, client_max_ms=None) -> tuple[str, str]:
     """(markdown, html) of the "Server metrics" section from a server_metrics summary dict;
     ``client_max_ms``: the client's largest TTFT (from send), which bounds the server's."""
-    if sm["status"] != "measured":
-        md = f"## Server metrics\n\nUnmeasured: {sm['reason']}.\n"
-        return md, f"<h2>Server metrics</h2><p>Unmeasured: {html.escape(str(sm['reason']))}.</p>"
+    sm = ServerMetrics.read(sm)
+    if sm.status != "measured":
+        md = f"## Server metrics\n\nUnmeasured: {sm.reason}.\n"
+        return md, f"<h2>Server metrics</h2><p>Unmeasured: {html.escape(str(sm.reason))}.</p>"
     rows = _table_rows(sm, client_max_ms)
-    w = sm["window"]
-    head = (f"Scraped from {sm['source']} ({sm['scrapes']} scrapes); window edges "
-            f"{w['start_lead_ms']:.1f} ms before t0 and {w['end_lag_ms']:.1f} ms after the end"
-            + (f"; {sm['scrapes_failed']} failed scrapes" if sm.get("scrapes_failed") else "")
-            + "".join(f"; {n}" for n in w.get("notes") or []) + ".")
-    dec = _decomp_text(sm["ttft_decomposition"])
+    w = sm.window
+    head = (f"Scraped from {sm.source} ({sm.scrapes} scrapes); window edges "
+            f"{w.start_lead_ms:.1f} ms before t0 and {w.end_lag_ms:.1f} ms after the end"
+            + (f"; {sm.scrapes_failed} failed scrapes" if sm.scrapes_failed else "")
+            + "".join(f"; {n}" for n in w.notes) + ".")
+    dec = _decomp_text(sm.ttft_decomposition)
     md = ["## Server metrics", "", head, "", "| Figure | Value | Evidence | Source / reason |",
           "|---|---|---|---|"]
     md += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
@@ -122,6 +126,7 @@ def _client_ttft_max(run_dir):
         return None
     from analysis.metrics.summary import summary_of
     try:
-        return (summary_of(run_dir).get("ttft_ms") or {}).get("max")
+        ttft = Summary.read(summary_of(run_dir)).ttft_ms
+        return ttft.max if ttft else None
     except (OSError, ValueError):      # the bound is a refinement: never the section's end
         return None

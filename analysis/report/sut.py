@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from analysis.contract.target import Sut
 from analysis.roofline.model_spec import shape_in_sut
 
 
@@ -43,28 +44,28 @@ def model_shape(sut: dict) -> Optional[dict]:
     return shape_in_sut(sut)
 
 
-def server_info(sut: dict) -> dict:
+def server_info(sut: dict | Sut) -> dict:
     """The server's own description (JAX /info) from sut.json, or {} for a server without one."""
-    info = sut.get("server_info") or find_key(sut, "server_info", "info")
+    raw = sut.as_dict() if isinstance(sut, Sut) else sut
+    info = Sut.read(sut).server_info or find_key(raw, "server_info", "info")
     return info if isinstance(info, dict) else {}
 
 
-def launch_description(sut: dict) -> tuple[Optional[str], dict]:
+def launch_description(sut: dict | Sut) -> tuple[Optional[str], dict]:
     """(kind, description) of a server loadgen started itself: sut.json's ``managed_server.sut``
     (servers.vllm.describe.describe_server: flags, version, GPUs), or (None, {}) for an external
     one."""
-    ms = sut.get("managed_server")
-    if not isinstance(ms, dict):
+    ms = Sut.read(sut).managed_server
+    if ms is None:
         return None, {}
-    desc = ms.get("sut")
-    return ms.get("kind"), (desc if isinstance(desc, dict) else {})
+    return ms.kind, (ms.sut if isinstance(ms.sut, dict) else {})
 
 
 VERSION_SOURCES = (("server", "GET /version"), ("package", "package metadata"),
                    ("cli", "vllm --version"))
 
 
-def server_software(sut: dict, info: dict) -> tuple[dict, list[str]]:
+def server_software(sut: dict | Sut, info: dict) -> tuple[dict, list[str]]:
     """({name: version text}, [where each came from]) for the server side of the versions row:
     the server's /info (``*version`` keys), the managed server's recorded version (GET /version,
     package metadata or ``vllm --version``), an external server's GET /version, the header."""
@@ -81,15 +82,16 @@ def server_software(sut: dict, info: dict) -> tuple[dict, list[str]]:
         server[kind or "server"] = "version not recorded (" + "; ".join(
             str(v.get("reason")) for k, v in ver.items()
             if k in ("server", "package", "cli") and isinstance(v, dict)) + ")"
-    own = sut.get("server_version")
-    if (isinstance(own, dict) and isinstance(own.get("version"), str)
-            and not any(own["version"] in str(v) for v in server.values())):
-        src = own.get("source") or "GET /version"
-        server["version"] = f"{own['version']} ({src})"
+    typed = Sut.read(sut)
+    own = typed.server_version
+    if (own is not None and isinstance(own.version, str)
+            and not any(own.version in str(v) for v in server.values())):
+        src = own.source or "GET /version"
+        server["version"] = f"{own.version} ({src})"
         sources.append(src)
-    elif isinstance(own, dict) and own.get("reason") and not server:
-        server["version"] = f"not recorded: {own['reason']}"
-    header = (sut.get("response_headers") or {}).get("server")
+    elif own is not None and own.reason and not server:
+        server["version"] = f"not recorded: {own.reason}"
+    header = (typed.response_headers or {}).get("server")        # HTTP headers: a mapping
     if header:
         server["server header"] = header
         sources.append("response header")
