@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from analysis.contract.summary import Summary
+
 X = "interactivity_tok_s.p50"
 Y = "output_throughput_per_accelerator"
 Y_COST = "cost.usd_per_million_output_tokens"
@@ -29,18 +31,20 @@ RULE = ("on_frontier: no other point has x ≥ and y ≥ (y ≤ for a cost) with
         "ties are both on it; a point without x or y is excluded")
 
 
-def capacity_row(summary: dict) -> dict:
+def capacity_row(summary: dict | Summary) -> dict:
     """A sweep point's frontier figures from its summary (analysis.metrics.capacity), the
     reasons of those that are null, and the cost per million output tokens when the summary has
     one (read, never computed here)."""
-    usd = (summary.get("cost") or {}).get("usd_per_million_output_tokens")
+    s = Summary.read(summary)
+    usd = s.cost.usd_per_million_output_tokens if s.cost else None
     old = "summary written before the capacity figures (loadgen report RUN_DIR recomputes it)"
-    return {"interactivity_tok_s": {k: (summary.get("interactivity_tok_s") or {}).get(k)
-                                    for k in ("p50", "p10")},
-            "output_throughput_per_accelerator": summary.get("output_throughput_per_accelerator"),
-            "joules_per_output_token": summary.get("joules_per_output_token"),
-            "capacity_reasons": (summary.get("capacity") or {}).get("reasons", {
-                "interactivity_tok_s": old, "output_throughput_per_accelerator": old}),
+    inter, cap = s.interactivity_tok_s, s.capacity
+    return {"interactivity_tok_s": {"p50": inter.p50 if inter else None,
+                                    "p10": inter.p10 if inter else None},
+            "output_throughput_per_accelerator": s.output_throughput_per_accelerator,
+            "joules_per_output_token": s.joules_per_output_token,
+            "capacity_reasons": cap.reasons if cap and "reasons" in cap.model_fields_set else {
+                "interactivity_tok_s": old, "output_throughput_per_accelerator": old},
             **({"cost": {"usd_per_million_output_tokens": usd}} if usd is not None else {})}
 
 

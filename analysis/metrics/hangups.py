@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from analysis.contract.meta import RunMeta
+from analysis.contract.summary_blocks import RunningAfter
 from analysis.metrics import figures as m
 from analysis.server import sanity
 
@@ -37,12 +39,13 @@ def checked_after(running_after: Optional[dict]) -> Optional[dict]:
     """meta.json's ``running_after`` through the sanity gate: a ``leaked`` verdict stands only
     on a value that is a finite number ≥ 0; else (NaN, Inf, text, or an old meta.json's
     ``{value: null, leaked: true}``) ``leaked`` None and ``value`` None, with the reason."""
-    if not isinstance(running_after, dict):
+    if not isinstance(running_after, (dict, RunningAfter)):
         return None
-    after = dict(running_after)
-    if after.get("leaked") is None:
+    typed = RunningAfter.read(running_after)
+    after = dict(running_after) if isinstance(running_after, dict) else typed.as_dict()
+    if typed.leaked is None:
         return after
-    c = sanity.gauge(after.get("value"), f"the running gauge ({after.get('metric')})")
+    c = sanity.gauge(typed.value, f"the running gauge ({typed.metric})")
     if not c.ok:
         after.update(value=None, leaked=None,
                      reason=f"{c.reason}: whether the server freed the slots is unknown")
@@ -51,29 +54,31 @@ def checked_after(running_after: Optional[dict]) -> Optional[dict]:
 
 def leak_warning(running_after: Optional[dict]) -> Optional[str]:
     """One warning line when the server's running gauge stayed above 0 after the run."""
-    after = checked_after(running_after)
-    if not after or not after.get("leaked"):
+    checked = checked_after(running_after)
+    after = RunningAfter.read(checked) if checked else None
+    if not after or not after.leaked:
         return None
-    waited = sanity.number(after.get("waited_s")).value
-    return (f"the server still reported {after['value']:g} running request(s) "
-            f"({after.get('metric')}) {'' if waited is None else f'{waited:g} s '}after the "
+    waited = sanity.number(after.waited_s).value
+    return (f"the server still reported {after.value:g} running request(s) "
+            f"({after.metric}) {'' if waited is None else f'{waited:g} s '}after the "
             "run ended: it did not free the slots of the requests the client hung up on")
 
 
-def cancel_block(records: list, meta: dict) -> Optional[dict]:
+def cancel_block(records: list, meta: dict | RunMeta) -> Optional[dict]:
     ab = aborted(records)
-    after = checked_after(meta.get("running_after"))
+    after = checked_after(RunMeta.read(meta).running_after)
     if not ab and after is None:
         return None
     ttfts = [m.ttft_ms(r) for r in ab]
     got = [x for x in ttfts if x is not None]
     toks = [r.output_tokens or r.chunk_output_tokens or 0 for r in ab]
-    leaked = after.get("leaked") if after is not None else None
+    typed = RunningAfter.read(after) if after is not None else None
+    leaked = typed.leaked if typed is not None else None
     if after is None:
         why = ("no leak check: it runs with load.cancel and target.scrape_metrics on, after a "
                "run that was not interrupted")
     else:
-        why = after.get("reason") if leaked is not False else None
+        why = typed.reason if leaked is not False else None
         if leaked is None and not why:
             why = "the leak check gave no verdict and no reason"
     return {"requests_aborted": len(ab), "with_first_token": len(got),
@@ -89,7 +94,7 @@ def fill(out: dict, records: list, meta: dict) -> None:
     out["requests_aborted"] = len(aborted(records))
     out["cancel"] = cancel_block(records, meta)
     out["retries"] = retries_block(records)
-    warn = leak_warning(meta.get("running_after"))
+    warn = leak_warning(RunMeta.read(meta).running_after)
     if warn:
         out.setdefault("warnings", []).append(warn)
 

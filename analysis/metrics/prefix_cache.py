@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from analysis.contract.summary_server import ServerFigure, ServerMetrics
 from analysis.metrics import figures as m
 from analysis.server import sanity
 
@@ -37,15 +38,17 @@ NO_USAGE = ("the server sent no usage.prompt_tokens_details.cached_tokens (vLLM:
             "--enable-prompt-tokens-details; servers.jax: --prefix-cache on)")
 
 
-def _server_rate(server_metrics: Optional[dict]) -> tuple[Optional[float], Optional[str]]:
+def _server_rate(server_metrics: Optional[dict | ServerMetrics]
+                 ) -> tuple[Optional[float], Optional[str]]:
     if not server_metrics:
         return None, "no server metrics (the /metrics scraper did not run)"
-    if server_metrics.get("status") != "measured":
-        return None, f"server metrics unmeasured: {server_metrics.get('reason')}"
-    fig = (server_metrics.get("figures") or {}).get("prefix_cache_hit_rate") or {}
-    if fig.get("value") is None:
-        return None, fig.get("reason") or "the server exposes no prefix-cache counters"
-    c = sanity.number(fig["value"], "server prefix-cache hit rate")
+    sm = ServerMetrics.read(server_metrics)
+    if sm.status != "measured":
+        return None, f"server metrics unmeasured: {sm.reason}"
+    fig = sm.figures.get("prefix_cache_hit_rate") or ServerFigure()    # figures: by name
+    if fig.value is None:
+        return None, fig.reason or "the server exposes no prefix-cache counters"
+    c = sanity.number(fig.value, "server prefix-cache hit rate")
     if c.ok and not 0 <= c.value <= 1:
         c = sanity.Checked(None, f"server prefix-cache hit rate {c.value:g} outside [0, 1]")
     return (float(c.value), None) if c.ok else (None, c.reason)
