@@ -38,6 +38,13 @@ class Search(Open):
     goodput_at_answer: Optional[float] = None
 
 
+class SweepPlan(Open):
+    """sweep.json "plan", written before the first point (loadgen/run/sweep_plan.py)."""
+    values: Optional[list[Num]] = Field(None, description="a values sweep: every value planned")
+    search: Optional[str] = Field(None, description="a search: its kind (its probes unknown)")
+    max_probes: Optional[int] = None
+
+
 class SweepFile(Open):
     """sweep.json as the sweep report reads it."""
     scenario: Optional[str] = None
@@ -45,6 +52,6 @@ class SweepFile(Open):
     mode: Optional[str] = None
     rule: Optional[str] = None
     complete: Optional[bool] = None
-    plan: Optional[dict[str, Any]] = None
+    plan: Optional[SweepPlan] = None
     points: list[SweepPoint] = Field(default_factory=list)
     search: Optional[Search] = None

@@ -22,6 +22,8 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract.sweep import SweepFile, SweepPlan, SweepPoint
+
 POINT_DIR = re.compile(r"^(concurrency|rate)-[0-9][0-9.e+-]*$")
 
 
@@ -53,19 +55,20 @@ def sweep_problem(sweep_dir: str | Path) -> Optional[str]:
     return None
 
 
-def _done(d: Path, p: dict) -> bool:
-    return (d / str(p.get("run_dir")) / "records.jsonl").is_file()
+def _done(d: Path, p: SweepPoint) -> bool:
+    return (d / p.run_dir / "records.jsonl").is_file()
 
 
-def sweep_state(sweep_dir: str | Path, sw: dict) -> dict:
-    """Planned / done / missing / half-written points of the sweep at ``sweep_dir``."""
+def sweep_state(sweep_dir: str | Path, sw: dict | SweepFile) -> dict:
+    """Planned / done / missing / half-written points of the sweep at ``sweep_dir`` (``sw``: a
+    sweep.json that sweep_problem passed, read as SweepFile)."""
     d = Path(sweep_dir)
-    points = [p for p in sw.get("points") or [] if isinstance(p, dict)]
-    listed = {str(p.get("run_dir")) for p in points}
-    done = sorted(p["value"] for p in points if _done(d, p))
-    plan = sw.get("plan") if isinstance(sw.get("plan"), dict) else None
-    planned = sorted(set(plan["values"])) if plan and isinstance(plan.get("values"), list) \
-        else None
+    sw = SweepFile.read(sw, "sweep.json")
+    points = sw.points
+    listed = {p.run_dir for p in points}
+    done = sorted(p.value for p in points if _done(d, p))
+    plan = sw.plan
+    planned = sorted(set(plan.values)) if plan and plan.values is not None else None
     missing = [v for v in planned if v not in done] if planned is not None else []
     half = []
     for sub in sorted(d.iterdir()) if d.is_dir() else []:
@@ -73,15 +76,15 @@ def sweep_state(sweep_dir: str | Path, sw: dict) -> dict:
             why = ("records.jsonl without summary.json" if (sub / "records.jsonl").is_file()
                    and not (sub / "summary.json").is_file() else "not listed in sweep.json")
             half.append({"run_dir": sub.name, "why": why})
-    flag = sw.get("complete")
+    flag = sw.complete
     amiss = bool(missing or half or flag is False)
     complete = False if amiss else (True if flag is True else None)
     return {"complete": complete, "planned": planned, "done": done, "missing": missing,
-            "half_written": half, "search": (plan or {}).get("search"),
+            "half_written": half, "search": plan.search if plan else None,
             "headline": _headline(complete, planned, done, missing, half, plan)}
 
 
-def _headline(complete, planned, done, missing, half, plan) -> str:
+def _headline(complete, planned, done, missing, half, plan: Optional[SweepPlan]) -> str:
     of = f" of {len(planned)} planned" if planned is not None else ""
     head = f"{len(done)}{of} point(s) done"
     if complete is not False:
@@ -91,7 +94,7 @@ def _headline(complete, planned, done, missing, half, plan) -> str:
         parts.append("not run: " + ", ".join(f"{v:g}" for v in missing))
     if half:
         parts.append("half-written: " + ", ".join(f"{h['run_dir']} ({h['why']})" for h in half))
-    if plan and plan.get("search") and not missing:
-        parts.append(f"the {plan['search']} search did not finish")
+    if plan and plan.search and not missing:
+        parts.append(f"the {plan.search} search did not finish")
     return ("INCOMPLETE sweep: " + "; ".join(parts) + " — the sweep was stopped before its end; "
             "rerun the same `loadgen sweep` to finish it (finished points are reused)")
