@@ -1,7 +1,10 @@
-"""sweep.json: a sweep's points (one run directory each), its plan and its search result.
+"""sweep.json: a sweep's points (one run directory each), its plan and its search result; and
+frontier.json, its throughput-interactivity frontier.
 
     loadgen/run/sweep.py ─► sweep.json ─► analysis.report.sweep_state.sweep_problem (the one-line
         fault of a garbled file) ─► SweepFile.read ─► analysis.report.sweep (read as attributes)
+    loadgen/run/sweep.py ─► frontier.json ─► Frontier.read ─► analysis.report.plots_frontier,
+        compare_frontier, sweep (the frontier section)
 
 Open: the keys the report reads are named and typed (a misspelt one is an AttributeError, not a
 silent None), the rest kept as loadgen wrote them. ``Num`` keeps a number as written (a
@@ -55,3 +58,31 @@ class SweepFile(Open):
     plan: Optional[SweepPlan] = None
     points: list[SweepPoint] = Field(default_factory=list)
     search: Optional[Search] = None
+
+
+class FrontierPoint(Open):
+    """One point of frontier.json (analysis.metrics.frontier): its load, x, y and verdict."""
+    run: Optional[str] = None
+    param: Optional[str] = None
+    value: Optional[Num] = None
+    x: Optional[Num] = Field(None, description="interactivity: tokens/s per user (p50)")
+    y: Optional[Num] = Field(None, description="output tokens/s per accelerator (or the cost)")
+    on_frontier: Optional[bool] = None
+    valid: Optional[bool] = None
+
+
+class Excluded(Open):
+    """A point left off the frontier: the figure it lacks, and why."""
+    run: Optional[str] = None
+    missing: Optional[str] = None
+    reason: Optional[str] = None
+
+
+class Frontier(Open):
+    """frontier.json (loadgen/run/sweep.py), or compare_frontier.frontier_of's recomputed one."""
+    points: list[FrontierPoint] = Field(default_factory=list)
+    excluded: list[Excluded] = Field(default_factory=list)
+    line: list[list[Optional[float]]] = Field(default_factory=list)
+    y: Optional[str] = None
+    y_better: Optional[str] = None
+    slo: Optional[dict[str, Any]] = None

@@ -23,6 +23,7 @@ import math
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract.sweep import Frontier
 from analysis.contract.rundir import read_json, read_sweep
 from analysis.metrics import frontier as fr_mod
 from analysis.report import compare as cmp
@@ -128,6 +129,9 @@ def plot(res: dict) -> tuple[Optional[bytes], str]:
                         title="frontiers: " + " vs ".join(res["sweeps"]))
 
 
+VERDICT = {True: "VALID", False: "INVALID", None: "n/a"}
+
+
 def blocks(res: dict, png: Optional[bytes] = None, note: str = "") -> list[Block]:
     out: list[Block] = [("title", "loadgen compare (frontiers) — " + " vs ".join(res["sweeps"]))]
     if not res["comparable"]:
@@ -139,16 +143,14 @@ def blocks(res: dict, png: Optional[bytes] = None, note: str = "") -> list[Block
     if res.get("at"):
         out += [("h", f"At {res['at']['at_interactivity']:g} tokens/s per user"),
                 ("p", ahead_line(res["at"]))]
-    for f in res["frontiers"]:
-        rows = [[point_label(p.get("param"), p.get("value")), fmt(p.get("x"), 1),
-                 fmt(p.get("y"), 1), "yes" if p.get("on_frontier") else "no",
-                 {True: "VALID", False: "INVALID"}.get(p.get("valid"), "n/a"), p.get("run")]
-                for p in f.get("points") or []]
-        out += [("h", f"Frontier of {f['name']}"),
+    for raw in res["frontiers"]:
+        f = Frontier.read(raw)
+        rows = [[point_label(p.param, p.value), fmt(p.x, 1), fmt(p.y, 1),
+                 "yes" if p.on_frontier else "no", VERDICT[p.valid], p.run] for p in f.points]
+        out += [("h", f"Frontier of {raw['name']}"),
                 ("table", ["load", "tok/s per user (p50)", "out tok/s per accelerator",
                            "on frontier", "verdict", "run"], rows)]
-        out += [("warn", f"{e['run']}: {e['missing']} is null: {e['reason']}")
-                for e in f.get("excluded") or []]
+        out += [("warn", f"{e.run}: {e.missing} is null: {e.reason}") for e in f.excluded]
     if png is not None:
         out.append(("img", base64.b64encode(png).decode("ascii"), note))
     elif note:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.contract.rundir import read_json
+from analysis.contract.sweep import Frontier
 from analysis.report.plots import COLORS, NO_MPL, pyplot
 
 Y_LABELS = {"output_throughput_per_accelerator": "output tokens/s per accelerator",
@@ -50,36 +51,35 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
     plt = pyplot()
     if plt is None:
         return None, NO_MPL
-    drawn = [(n, fr, [p for p in fr.get("points") or [] if _finite(p.get("x"), p.get("y"))])
-             for n, fr in named]
+    typed = [(n, fr, Frontier.read(fr)) for n, fr in named]
+    drawn = [(n, fr, [p for p in t.points if _finite(p.x, p.y)]) for n, fr, t in typed]
     if not any(pts for _, _, pts in drawn):
-        why = "; ".join(f"{e.get('run')}: {e.get('reason')}" for _, fr, _ in drawn
-                        for e in (fr.get("excluded") or [])[:3])
+        why = "; ".join(f"{e.run}: {e.reason}" for _, _, t in typed for e in t.excluded[:3])
         return None, "frontier not drawn: no point has both interactivity and throughput" + (
             f" ({why})" if why else "")
     from analysis.report import plots_forecast      # sweep --predict: the forecast beside
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
-    xs_all = [p["x"] for _, _, pts in drawn for p in pts]
-    ys_all = [p["y"] for _, _, pts in drawn for p in pts]
+    xs_all = [p.x for _, _, pts in drawn for p in pts]
+    ys_all = [p.y for _, _, pts in drawn for p in pts]
     for _, fr, _ in drawn:
         xs_all, ys_all = (xs_all + plots_forecast.extent(fr)[0], ys_all + plots_forecast.extent(fr)[1])
     ax.set_xlim(0, max(xs_all + [slo_interactivity_min(slo) or 0]) * 1.12)  # from 0: ratios read
     ax.set_ylim(0, max(ys_all) * 1.15 or 1)                                  # true
     placed: list = []                       # label anchors on screen: nearby ones stack upward
-    for i, (name, fr, pts) in enumerate(drawn):
+    for i, ((name, fr, pts), (_, _, t)) in enumerate(zip(drawn, typed)):
         c = COLORS[i % len(COLORS)]
-        line = [pt for pt in fr.get("line") or [] if len(pt) == 2 and _finite(*pt)]
+        line = [pt for pt in t.line if len(pt) == 2 and _finite(*pt)]
         if line:
             ax.plot([a for a, _ in line], [b for _, b in line], "-", color=c, lw=2,
                     label=f"{name} frontier" if len(drawn) > 1 else "frontier")
         for p in pts:
-            ok = p.get("valid") is not False
-            ax.plot(p["x"], p["y"], "o", ms=7 if p.get("on_frontier") else 5,
+            ok = p.valid is not False
+            ax.plot(p.x, p.y, "o", ms=7 if p.on_frontier else 5,
                     markerfacecolor=c if ok else "white", markeredgecolor=c)
-            at = ax.transData.transform((p["x"], p["y"]))
+            at = ax.transData.transform((p.x, p.y))
             up = sum(1 for q in placed if abs(q[0] - at[0]) < 30 and abs(q[1] - at[1]) < 12)
             placed.append(at)
-            ax.annotate(point_label(p.get("param"), p.get("value")), (p["x"], p["y"]),
+            ax.annotate(point_label(p.param, p.value), (p.x, p.y),
                         fontsize=8, textcoords="offset points", xytext=(4, 4 + 10 * up),
                         color=c)
         forecast = plots_forecast.draw(ax, fr, c) or False
@@ -88,7 +88,8 @@ def frontier_png(named: list[tuple[str, dict]], slo: Optional[dict] = None,
         ax.axvspan(0, bound, color="#c0392b", alpha=0.12,
                    label=f"below TPOT SLO {slo['tpot_ms']:g} ms (< {bound:.3g} tok/s per user)")
         ax.axvline(bound, color="#c0392b", lw=1)
-    y_key = drawn[0][1].get("y", "output_throughput_per_accelerator")
+    first = typed[0][2]
+    y_key = first.y if "y" in first.model_fields_set else "output_throughput_per_accelerator"
     ax.set_xlabel("interactivity: tokens/s per user (p50 of 1000 / TPOT)")
     ax.set_ylabel(Y_LABELS.get(y_key, y_key))
     ax.set_title(f"{title} [measured" + ("; dashed: forecast]" if drawn and forecast else "]"))

@@ -24,7 +24,7 @@ from analysis.contract import RunMeta, Summary
 from analysis.contract.rundir import read_sweep
 from analysis.contract.summary import Stats
 from analysis.contract.summary_blocks import Energy
-from analysis.contract.sweep import SweepFile
+from analysis.contract.sweep import Frontier, SweepFile
 from analysis.report import compare
 from analysis.report import conditions
 from analysis.report import manifest
@@ -154,15 +154,15 @@ def _frontier(d: Path, with_plots: bool) -> list[Block]:
     from analysis.report import compare_frontier, plots_frontier
     fr = compare_frontier.frontier_of(d)
     out: list[Block] = [("h", "Throughput–interactivity frontier")]
-    rows = [[plots_frontier.point_label(p.get("param"), p.get("value")), fmt(p.get("x"), 1),
-             fmt(p.get("y"), 1), "yes" if p.get("on_frontier") else "no", p.get("run")]
-            for p in fr.get("points") or []]
+    f = Frontier.read(fr)
+    rows = [[plots_frontier.point_label(p.param, p.value), fmt(p.x, 1), fmt(p.y, 1),
+             "yes" if p.on_frontier else "no", p.run] for p in f.points]
     out.append(("table", ["load", "tok/s per user (p50)", "out tok/s per accelerator",
                           "on frontier", "run"], rows))
-    out += [("p", f"{e['run']}: {e['missing']} n/a: {e['reason']}") for e in fr.get("excluded") or []]
+    out += [("p", f"{e.run}: {e.missing} n/a: {e.reason}") for e in f.excluded]
     if with_plots:
         import base64
-        png, note = plots_frontier.frontier_png([(d.name, fr)], fr.get("slo"))
+        png, note = plots_frontier.frontier_png([(d.name, fr)], f.slo)
         out.append(("img", base64.b64encode(png).decode("ascii"), note) if png else ("p", note))
     return out
 
