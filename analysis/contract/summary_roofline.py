@@ -49,8 +49,8 @@ class Decode(Open):
 class Prefill(Open):
     """Each request's prefill floor for its own prompt; the request nearest its floor."""
     requests: int = 0
-    floor_ms: Optional[float] = None
-    ttft_ms: Optional[float] = None
+    floor_ms: Optional[float] = Field(None, description="the nearest request's prefill floor")
+    ttft_ms: Optional[float] = Field(None, description="its measured TTFT")
     prompt_tokens: Optional[Num] = None
     floor_over_ttft: Optional[float] = None
     binding: Optional[str] = None

@@ -10,11 +10,12 @@ prints as 2, not 2.00). A missing figure is None, never 0.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 from pydantic import Field
 
 from analysis.contract.base import Open
+from analysis.contract.meta import ImagesShape, StageShape
 
 Num = Union[int, float]
 
@@ -25,17 +26,13 @@ class P50P99(Open):
     p99: Optional[float] = None
 
 
-class Stage(Open):
-    """One stage of load.stages (analysis.metrics.stages), on its own window."""
-    index: int
-    rate: Optional[Num] = None
-    concurrency: Optional[int] = None
-    start_s: Num = 0
-    duration_s: Num = 0
+class Stage(StageShape):
+    """One stage of load.stages (meta.json's schedule) and its figures (analysis.metrics.stages),
+    on its own window."""
     requests: int = 0
     completed: int = 0
     failed: int = 0
-    achieved_send_rate: Optional[float] = None
+    achieved_send_rate: Optional[float] = Field(None, description="measured sends per second")
     ttft_from_scheduled_ms: Optional[P50P99] = None
     tpot_ms: Optional[P50P99] = None
     itl_ms_p99: Optional[float] = None
@@ -99,14 +96,10 @@ class ProbeStream(Open):
     rule: Optional[str] = None
 
 
-class Images(Open):
-    """workload.images (analysis.metrics.images): requests with images, their shape."""
+class Images(ImagesShape):
+    """workload.images (analysis.metrics.images): requests with images, and the pool's shape
+    (meta.json's workload.images)."""
     requests: int = 0
     images: int = 0
     per_request: Optional[float] = None
-    width: Optional[int] = None
-    height: Optional[int] = None
-    format: Optional[str] = None
-    bytes_mean: Optional[float] = None
-    pool: Optional[Any] = None
     usage_prompt_tokens_mean: Optional[float] = None
