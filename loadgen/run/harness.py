@@ -5,7 +5,8 @@ native engine, and its --procs parent inside it) and the Locust engine's CLI sid
     around(run, load) ─► rundir.claim (made and locked) ─► scenario.yaml (resolved; secrets
         redacted) ─► the target: a sweep's shared server | target.server started (managed.py,
         stopped on the way out) | target.url(s) ─► affinity: with target.server.cpus, loadgen
-        on the remaining CPUs ─► load(base_url): the engine's (readiness, probe, sut.json,
+        on the remaining CPUs ─► server_traces (an OTLP receiver; spans joined after the
+        load) ─► load(base_url): the engine's (readiness, probe, sut.json,
         power, /metrics, the measured phase, records.jsonl) ─► finish: meta.json (run.meta())
         ─► device.json (calibration.freeze_device) ─► summary.json (rundir.defer_summary: not
         now after a big interrupted run) ─► the signal handlers as they were, the claim released
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from loadgen.run import running_after
+from loadgen.run import running_after, server_traces
 from loadgen.run.calibration import freeze_device
 from loadgen.run.meta import write_meta
 from loadgen.run.rundir import claim, defer_summary, release, resolved_yaml, summarize_dir
@@ -60,6 +61,7 @@ def around(run, load: Callable[[str], None]) -> RunResult:
                                                                run.run_dir))
                 base_url = run.server.base_url
             stack.enter_context(affinity(run))
+            stack.enter_context(server_traces.receiving(run))   # server_traces: OTLP, joined
             load(base_url.rstrip("/"))
             run.running_after = running_after.after_load(run, base_url.rstrip("/"))  # load.cancel
     except BaseException as e:
