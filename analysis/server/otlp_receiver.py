@@ -67,7 +67,10 @@ class _Handler(BaseHTTPRequestHandler):
             rx.refused("body shorter than its Content-Length")
             return self._answer(400, b'{"error":"short body"}')
         as_json = "json" in (self.headers.get("Content-Type") or "").lower()
-        rx.take(spans_mod.decode(body, as_json=as_json, max_spans=rx.room()))
+        d = spans_mod.decode(body, as_json=as_json, max_spans=rx.room())
+        rx.take(d)
+        if d.reason is not None:              # OTLP/HTTP: a body that does not parse is a 400
+            return self._answer(400, b'{"error":"not an OTLP trace export"}')
         if as_json:
             return self._answer(200, b"{}")
         return self._answer(200, b"", "application/x-protobuf")
