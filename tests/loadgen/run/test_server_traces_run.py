@@ -40,8 +40,8 @@ def tree(url, port, tmp_path, name, processes=1, traceparent=True):
             "load": {"mode": "concurrency", "concurrency": 4, "num_requests": N,
                      "warmup_requests": 1},
             "client": {"processes": processes},
-            "server_traces": {"otlp_port": port, "wait_s": 5, "quiet_s": 0.3},
-            "output": {"dir": str(tmp_path), "run_name": name, "report": "none"}}
+            "server_traces": {"otlp_port": port, "wait_s": 5, "quiet_s": 0.1},
+            "output": {"dir": str(tmp_path), "run_name": name, "report": "text"}}
 
 
 def check(res, server):
@@ -70,9 +70,11 @@ def check(res, server):
 
 def test_one_process_every_record_gets_what_the_server_sent(traced, tmp_path):
     server, port = traced
-    recs = check(run_scenario(scenario_from_dict(tree(server.url, port, tmp_path, "one"))),
-                 server)
+    res = run_scenario(scenario_from_dict(tree(server.url, port, tmp_path, "one")))
+    recs = check(res, server)
     assert len({r["trace_id"] for r in recs}) == len(recs)
+    md = (res.run_dir / "report.md").read_text()
+    assert "## Server traces" in md and "12 of 12 traced requests joined" in md
 
 
 def test_traceparent_off_joins_nothing_and_says_why(traced, tmp_path):
@@ -84,9 +86,22 @@ def test_traceparent_off_joins_nothing_and_says_why(traced, tmp_path):
     st = json.loads((res.run_dir / "summary.json").read_text())["server_timing"]
     assert st["status"].startswith("n/a: no record carries a trace id")
     assert st["phases"]["queue_ms"]["p50"] is None
+    assert "n/a: no record carries a trace id" in (res.run_dir / "report.md").read_text()
 
 
 @pytest.mark.slow
 def test_two_processes(traced, tmp_path):
     server, port = traced
     check(run_scenario(scenario_from_dict(tree(server.url, port, tmp_path, "two", 2))), server)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("locust") is None, reason="the locust extra is not installed")
+def test_locust_engine(traced, tmp_path):
+    import yaml
+    from loadgen.locust_engine.run import LocustOptions, run_locust
+    from loadgen.scenario.loader import load_scenario
+    server, port = traced
+    p = tmp_path / "loc.yaml"
+    p.write_text(yaml.safe_dump(tree(server.url, port, tmp_path, "loc")))
+    check(run_locust(load_scenario(p), LocustOptions(workers=2, scenario_path=str(p))), server)
