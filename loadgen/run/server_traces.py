@@ -8,13 +8,18 @@
         ─► server_spans.json {endpoint, joined, unmatched_spans, bad_spans{reason: n}, ...}
            (analysis.server.timing_summary reads it for summary.json ``server_timing``)
 
-A port that cannot be bound is one line naming server_traces.otlp_port (exit 2). A load that
-raised is not joined (the receiver is stopped; no wait). Nothing here runs on the sending loop.
+A managed vLLM (target.server kind vllm) is started with the tracing flags pointing at the
+receiver (``traced_spec``: --otlp-traces-endpoint, --collect-detailed-traces all, OTLP over
+HTTP/protobuf) unless its args set them; the receiver is started before it and stopped after
+it (vLLM flushes its spans when it stops). A port that cannot be bound is one line naming
+server_traces.otlp_port (exit 2). A load that raised is not joined (the receiver is stopped; no
+wait). Nothing here runs on the sending loop.
 """
 from __future__ import annotations
 
 import contextlib
 import sys
+from typing import Optional
 
 from analysis.server.otlp_receiver import Receiver
 from analysis.server.spans_join import join_file
@@ -46,6 +51,15 @@ def receiving(run):
     finally:
         rx.stop()
     settle(run, rx)
+
+
+def traced_spec(spec, rx: Optional[Receiver]):
+    """``spec`` (target.server) for the run: a vLLM one with its spans sent to ``rx``."""
+    if rx is None or spec is None or spec.kind != "vllm":
+        return spec
+    args = {"otlp_traces_endpoint": rx.endpoint, "collect_detailed_traces": "all", **spec.args}
+    env = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", **spec.env}
+    return spec.model_copy(update={"args": args, "env": env})
 
 
 def settle(run, rx: Receiver) -> dict:

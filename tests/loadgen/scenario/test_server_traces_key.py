@@ -33,3 +33,21 @@ def test_a_taken_port_is_one_line_naming_the_key(tmp_path):
         with pytest.raises(ScenarioError, match=r"^server_traces.otlp_port: cannot listen"):
             with receiving(run):
                 pass
+
+
+def test_a_managed_vllm_is_started_with_the_tracing_flags():
+    from loadgen.run.server_traces import traced_spec
+    from servers.vllm.argv import build_vllm_argv
+    rx = SimpleNamespace(endpoint="http://127.0.0.1:4318/v1/traces")
+    sc = scenario_from_dict({**BASE, "target": {"server": {"kind": "vllm", "model": "m",
+                                                            "args": {"max_num_batched_tokens": 8}}},
+                             "server_traces": {"otlp_port": 4318}})
+    spec = traced_spec(sc.target.server, rx)
+    argv = build_vllm_argv(spec, 8000, prefix=["vllm"])
+    i = argv.index("--otlp-traces-endpoint")
+    assert argv[i + 1] == rx.endpoint and "--collect-detailed-traces" in argv
+    assert "--max-num-batched-tokens" in argv
+    assert spec.env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] == "http/protobuf"
+    assert sc.target.server.args == {"max_num_batched_tokens": 8}      # the scenario untouched
+    jax = scenario_from_dict({**BASE, "target": {"server": {"kind": "jax"}}}).target.server
+    assert traced_spec(jax, rx) is jax and traced_spec(sc.target.server, None) is sc.target.server
