@@ -56,5 +56,11 @@ class TraceContext:
         i = rec.id & _MASK
         tid = rec.trace_id = f"{self.prefix}{i:016x}"
         out = dict(headers)
-        out[HEADER] = f"00-{tid}-{(i + 1) & _MASK or 1:016x}-01"
+        out[HEADER] = f"00-{tid}-{(i + 1) & _MASK or 1:016x}-01"     # span_id(i), inlined
         return out
+
+
+def span_id(request_id: int) -> str:
+    """The parent span id sent for ``request_id``: loadgen's own span of that request
+    (--otlp-endpoint: loadgen/run/client_spans.py) has this id, so the server's span is its child."""
+    return f"{((request_id & _MASK) + 1) & _MASK or 1:016x}"

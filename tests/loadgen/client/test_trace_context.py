@@ -61,3 +61,10 @@ def test_users_own_traceparent_wins_unjoined():
 def test_client_config_carries_the_switch():
     assert ClientConfig.from_api(Api(traceparent=False), "http://x", "m", None).traceparent is False
     assert TraceContext.of(ClientConfig.from_api(Api(), "http://x", "m", None)).on
+
+
+def test_span_id_is_the_parent_id_sent():
+    from loadgen.client.trace_context import span_id
+    tc = TraceContext(prefix="1111111111111111")
+    for i in (0, 1, 77, 2**64 - 1, 2**64):
+        assert TP.match(tc.stamp({}, rec(i))["traceparent"]).group(2) == span_id(i)
