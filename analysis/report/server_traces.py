@@ -9,6 +9,7 @@ Nothing when the run had no ``server_traces`` (docs/server-traces.md).
 """
 from __future__ import annotations
 
+from analysis.report.plots import COLORS, NO_MPL, encode, pyplot
 from analysis.report.render import Block, fmt
 
 PHASES = (("queue_ms", "queue"), ("prefill_ms", "prefill"), ("decode_ms", "decode"),
@@ -18,7 +19,33 @@ PARTS = (("queue_ms", "queue"), ("prefill_ms", "prefill"), ("server_other_ms", "
          ("rest_ms", "rest (network, HTTP, client)"), ("client_ttft_ms", "client TTFT"))
 
 
-def server_timing_blocks(s: dict) -> list[Block]:
+def split_png(sp: dict):
+    """Stacked bars of the TTFT split: the median request, the slowest 1 % (mean), then the ten
+    slowest requests (a waterfall, slowest on top); (base64 PNG or None, caption)."""
+    plt = pyplot()
+    if plt is None:
+        return None, NO_MPL
+    rows = [("median request", sp.get("p50")), ("slowest 1 % (mean)", sp.get("slowest_1pct"))]
+    rows += [(f"request {r.get('id')}", r) for r in sp.get("slowest") or []]
+    rows = [(label, r) for label, r in rows if r]
+    if not rows:
+        return None, "no joined request with a client TTFT to split"
+    fig, ax = plt.subplots(figsize=(9, 0.35 * len(rows) + 1.2))
+    y = list(range(len(rows)))[::-1]
+    left = [0.0] * len(rows)
+    for i, (k, label) in enumerate(PARTS[:4]):
+        w = [max(0.0, r.get(k) or 0.0) for _, r in rows]
+        ax.barh(y, w, left=left, color=COLORS[i], label=label)
+        left = [a + b for a, b in zip(left, w)]
+    ax.set_yticks(y, [label for label, _ in rows], fontsize=8)
+    ax.set_xlabel("ms of the client's TTFT")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    return encode(fig, plt), ("TTFT split per request (queue, prefill, the server's other time, "
+                              "the rest: network, HTTP, client); negative parts drawn as 0")
+
+
+def server_timing_blocks(s: dict, with_plots: bool = False) -> list[Block]:
     st = s.get("server_timing")
     if not st:
         return []
@@ -46,4 +73,7 @@ def server_timing_blocks(s: dict) -> list[Block]:
         out.append(("table", ["part", "median request ms",
                               f"slowest 1 % ({(slow or {}).get('requests', 0)}) mean ms"],
                     [[label, fmt(med.get(k)), fmt((slow or {}).get(k))] for k, label in PARTS]))
+        if with_plots:
+            img, note = split_png(sp)
+            out.append(("img", img, note) if img else ("p", note))
     return out

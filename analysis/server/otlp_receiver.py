@@ -141,7 +141,7 @@ class Receiver:
         self._srv.receiver = self                   # type: ignore[attr-defined]
         self._srv.open = set()
         self._thread = threading.Thread(target=self._srv.serve_forever, name="otlp-receiver",
-                                        kwargs={"poll_interval": 0.1}, daemon=True)
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 

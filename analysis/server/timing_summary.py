@@ -11,7 +11,8 @@
                          (server TTFT − queue − prefill) + rest (client TTFT − server TTFT: the
                          network, HTTP and the client) = the client TTFT, exactly;
                          Stats of each part, the median request's split (``p50``) and the mean
-                         split of the slowest 1 % by client TTFT (``slowest_1pct``)
+                         split of the slowest 1 % by client TTFT (``slowest_1pct``), the
+                         splits of the ten slowest requests with their ids (``slowest``)
 A bad span never reaches a record (spans.timing refused it: counted in bad_spans with its
 reason); a missing phase is null, never 0.
 """
@@ -27,6 +28,7 @@ from analysis.metrics import figures as m
 from analysis.server.spans import ATTRS
 
 FILE = "server_spans.json"
+SLOWEST = 10                 # requests in ttft_split.slowest (the report's waterfall)
 PARTS = ("queue_ms", "prefill_ms", "server_other_ms", "rest_ms")
 COUNTS = ("unmatched_spans", "bad_spans", "refused_bodies", "dropped_spans", "foreign_spans",
           "duplicate_spans")
@@ -80,7 +82,11 @@ def server_timing_block(run_dir: str | Path, records) -> Optional[dict]:
                          else "n/a: the server sent no span for these requests (is its OTLP "
                               "export pointed at the receiver? docs/server-traces.md)")
     out["phases"] = {k: m.stats([_get(t, k) for _, t in joined]) for k in ATTRS}
-    rows = [s for s in (split(t, ttft_ms(r)) for r, t in joined) if s is not None]
+    rows = []
+    for r, t in joined:
+        row = split(t, ttft_ms(r))
+        if row is not None:
+            rows.append({**row, "id": r.id})
     out["ttft_split"] = _split_block(rows)
     return out
 
@@ -89,6 +95,7 @@ def _split_block(rows: list[dict]) -> dict:
     out: dict[str, Any] = {k: m.stats([r[k] for r in rows]) for k in PARTS}
     if not rows:
         out["p50"] = out["slowest_1pct"] = None
+        out["slowest"] = []
         return out
     ranked = sorted(rows, key=lambda r: r["client_ttft_ms"])
     out["p50"] = ranked[(len(ranked) - 1) // 2]          # the median request (lower)
@@ -96,4 +103,5 @@ def _split_block(rows: list[dict]) -> dict:
     out["slowest_1pct"] = {k: sum(r[k] for r in tail) / len(tail)
                            for k in (*PARTS, "client_ttft_ms")}
     out["slowest_1pct"]["requests"] = len(tail)
+    out["slowest"] = ranked[-SLOWEST:][::-1]              # the waterfall: slowest first
     return out

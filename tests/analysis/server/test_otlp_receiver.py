@@ -12,7 +12,7 @@ from tests.analysis.server.otlp_bodies import GOOD, Q, js, pb, tid
 
 @pytest.fixture(scope="module")
 def rx():
-    with Receiver(0, max_body_bytes=1 << 20, max_spans=50, read_timeout_s=0.3) as r:
+    with Receiver(0, max_body_bytes=1 << 20, max_spans=50, read_timeout_s=0.15) as r:
         yield r
 
 

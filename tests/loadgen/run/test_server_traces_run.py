@@ -65,6 +65,11 @@ def check(res, server):
     parts = sum(split["p50"][k] for k in ("queue_ms", "prefill_ms", "server_other_ms", "rest_ms"))
     assert parts == pytest.approx(split["p50"]["client_ttft_ms"], abs=1e-6)
     assert split["rest_ms"]["min"] >= 0          # the client saw its first token after the server
+    slow = split["slowest"]
+    assert len(slow) == 10 and slow[0]["client_ttft_ms"] >= slow[-1]["client_ttft_ms"]
+    for row in slow:                              # each request's parts add up to its TTFT
+        assert sum(row[k] for k in ("queue_ms", "prefill_ms", "server_other_ms", "rest_ms")) \
+            == pytest.approx(row["client_ttft_ms"], abs=0.1)
     return recs
 
 
@@ -105,3 +110,15 @@ def test_locust_engine(traced, tmp_path):
     p = tmp_path / "loc.yaml"
     p.write_text(yaml.safe_dump(tree(server.url, port, tmp_path, "loc")))
     check(run_locust(load_scenario(p), LocustOptions(workers=2, scenario_path=str(p))), server)
+
+
+def test_the_split_plot_draws_the_median_the_tail_and_the_slowest():
+    from analysis.report.server_traces import server_timing_blocks, split_png
+    row = {"queue_ms": 1.0, "prefill_ms": 2.0, "server_other_ms": 0.5, "rest_ms": 0.7,
+           "client_ttft_ms": 4.2, "id": 3}
+    sp = {"p50": row, "slowest_1pct": {**row, "requests": 1}, "slowest": [row, row]}
+    img, note = split_png(sp)
+    assert img and "TTFT split" in note
+    st = {"status": "ok", "joined": 1, "records_traced": 1, "phases": {}, "ttft_split": sp}
+    kinds = [b[0] for b in server_timing_blocks({"server_timing": st}, with_plots=True)]
+    assert kinds == ["h", "p", "table", "p", "table", "img"]
