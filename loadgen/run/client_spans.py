@@ -24,29 +24,12 @@ from typing import Iterator, Optional
 
 import msgspec
 
+from analysis.contract.record import Record
 from loadgen.client.trace_context import span_id
 
 BATCH = 512
 TIMEOUT_S = 10.0
-
-
-class _Rec(msgspec.Struct):
-    id: int
-    phase: str = "measured"
-    trace_id: Optional[str] = None
-    scheduled_at_ns: Optional[int] = None
-    sent_at_ns: Optional[int] = None
-    first_sent_at_ns: Optional[int] = None
-    first_token_at_ns: Optional[int] = None
-    end_at_ns: Optional[int] = None
-    status: str = "pending"
-    error_kind: Optional[str] = None
-    http_status: Optional[int] = None
-    prompt_tokens: Optional[int] = None
-    output_tokens: Optional[int] = None
-
-
-_dec = msgspec.json.Decoder(_Rec).decode
+_dec = msgspec.json.Decoder(Record).decode      # the record type itself (after the run)
 
 
 def _attr(key: str, v) -> dict:
@@ -59,7 +42,7 @@ def _attr(key: str, v) -> dict:
     return {"key": key, "value": {"stringValue": str(v)}}
 
 
-def span_of(r: _Rec, offset_ns: int) -> Optional[dict]:
+def span_of(r: Record, offset_ns: int) -> Optional[dict]:
     """One record's span (OTLP/JSON), or None without a trace id or any time."""
     start = r.first_sent_at_ns or r.sent_at_ns or r.scheduled_at_ns
     if not r.trace_id or start is None:

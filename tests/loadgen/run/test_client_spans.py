@@ -41,9 +41,8 @@ def records(tmp_path, n=5):
         r = Record(id=i, phase="measured", scheduled_at_ns=1_000 + i, sent_at_ns=2_000 + i,
                    first_token_at_ns=5_000_000 + i, end_at_ns=9_000_000 + i, status="ok",
                    http_status=200, prompt_tokens=8, output_tokens=3)
-        tp = tc.stamp({}, r)["traceparent"]
+        tc.stamp({}, r)                               # sets r.trace_id as a send would
         lines.append(r.to_json())
-        r.id = tp                                     # keep the header beside (test only)
     lines.append(Record(id=n, phase="measured").to_json())      # never sent: no span
     (tmp_path / "records.jsonl").write_text("\n".join(lines) + "\n")
     return tc
