@@ -50,6 +50,19 @@ def _d(t, text: str):
 
 
 NS = Optional[int]
+MS = Optional[float]
+
+
+class ServerTiming(msgspec.Struct, gc=False):
+    """The server's own span of one request (OTLP, joined by trace id after the load:
+    analysis.server.spans_join), in milliseconds; null: the span did not say."""
+    queue_ms: _d(MS, "gen_ai.latency.time_in_queue") = None
+    prefill_ms: _d(MS, "gen_ai.latency.time_in_model_prefill") = None
+    decode_ms: _d(MS, "gen_ai.latency.time_in_model_decode") = None
+    server_ttft_ms: _d(MS, "gen_ai.latency.time_to_first_token") = None
+    server_e2e_ms: _d(MS, "gen_ai.latency.e2e") = None
+    scheduler_ms: _d(MS, "gen_ai.latency.time_in_scheduler") = None
+    source: _d(str, "where the span came from: otlp-protobuf | otlp-json") = "otlp"
 
 
 class Record(msgspec.Struct, gc=False):
@@ -137,6 +150,11 @@ class Record(msgspec.Struct, gc=False):
     attempt_log: _d(Optional[list[tuple[Optional[int], int, Optional[int], Optional[str]]]],
                     "api.retry: [http_status, sent_at_ns, end_at_ns, error_kind] per "
                     "attempt") = None
+    # server_traces (docs/server-traces.md): the W3C trace id sent in this request's
+    # traceparent (loadgen.client.trace_context), and the server's span joined to it
+    trace_id: _d(Optional[str], "32-hex W3C trace id sent in traceparent (api.traceparent)") = None
+    server_timing: _d(Optional[ServerTiming], "the server's span of this request (server_traces), "
+                      "ms") = None
 
     def to_json(self) -> str:
         """One JSON line (no newline), the fields in order; non-ASCII text stays UTF-8. A text

@@ -311,4 +311,8 @@ class Summary(Model):
                           "gauge after the run (analysis.metrics.hangups)")
     retries: Optional[Retries] = Field(
         None, description="api.retry: {requests, attempts, wait_s} (apart from requests_retried)")
+    server_timing: Optional[dict[str, Any]] = Field(
+        None, description="server_traces: the server's spans joined per request: status (ok | "
+        "n/a: reason), joined, bad_spans, phases (Stats per phase, ms), ttft_split (queue / "
+        "prefill / server_other / rest; analysis.server.timing_summary)")
 

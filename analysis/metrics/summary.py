@@ -287,6 +287,8 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
     summary["roofline"] = roofline_for_run(run_dir, records)
     from analysis.server.spec_decode import spec_decode_summary   # counters + client bursts
     summary["spec_decode"] = spec_decode_summary(run_dir, records)
+    from analysis.server.timing_summary import server_timing_block   # server_traces' spans
+    summary["server_timing"] = server_timing_block(run_dir, records)
     from analysis.metrics.capacity import capacity_fields   # per user, per accelerator, J/token
     summary.update(capacity_fields(summary, records, _sut))
     return summary

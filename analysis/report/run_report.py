@@ -34,6 +34,7 @@ from analysis.report.render import Block, fmt, missing, render_html, render_md
 from analysis.report.workloads import workload_blocks
 from analysis.report.cost_accuracy import accuracy_blocks, cost_blocks
 from analysis.report.served import prefix_blocks
+from analysis.report.server_traces import server_timing_blocks
 from analysis.report.audio import audio_blocks
 from analysis.report.hangups import aborted_blocks, counts, retry_blocks
 from analysis.contract import Summary
@@ -233,6 +234,7 @@ def build_sections(run_dir: str | Path, with_plots: bool = True,
     blocks += workload_blocks(s) + _plots(records, typed, run_dir, with_plots)
     blocks += accuracy_blocks(s) + cost_blocks(s)        # workload.dataset, cost (issue 30)
     blocks += prefix_blocks(s, meta)                     # prefix cache (issue 31): hits vs misses
+    blocks += server_timing_blocks(s, with_plots)        # server_traces (issue 39): spans joined
     blocks += aborted_blocks(s) + retry_blocks(s) + audio_blocks(s)   # load.cancel, api.retry, audio
     blocks += _failures(s) + _tokens(s) + _energy(typed) + _server_metrics(run_dir)
     blocks += conditions.roofline_blocks(typed.roofline)   # frozen spec (run_roofline)

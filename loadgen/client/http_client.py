@@ -52,6 +52,7 @@ from loadgen.client.attempt import DONE, INTERRUPTED, SEND, AttemptLoop, new_rec
 from loadgen.client.retry import RetryPolicy
 from loadgen.client.request import fail as _fail
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits
+from loadgen.client.trace_context import TraceContext
 from loadgen.client.wire.transport import WireTransport
 from loadgen.record import Record, now_ns
 
@@ -119,6 +120,7 @@ class ClientConfig:
     retry: Any = None                           # api.retry: client.retry.RetryPolicy, or None
     cancel: Any = None                          # load.cancel: client.hangup.HangupRule, or None
     mix: Any = None                             # api.models: a scenario.model_mix.ModelMix (or None)
+    traceparent: bool = True                    # api.traceparent (client/trace_context.py)
 
     @classmethod
     def from_api(cls, api: Any, base_url: str, model: str, api_key: Optional[str],
@@ -133,7 +135,8 @@ class ClientConfig:
                    follow_redirects=getattr(api, "follow_redirects", "never"),
                    structured=dict(getattr(api, "structured", None) or {}),
                    retry=RetryPolicy.of_api(api),
-                   mix=getattr(api, "mix", None))
+                   mix=getattr(api, "mix", None),
+                   traceparent=getattr(api, "traceparent", True))
 
 
 def build_base_body(cfg: ClientConfig) -> dict:
@@ -162,6 +165,7 @@ class Client:
         self.url = cfg.base_url.rstrip("/") + endpoint_path(cfg.endpoint)
         self.transport = pick_transport(self.url, transport)
         self.shape = Shape(cfg, cfg.model, cfg.api_key, cfg.drop_fields)   # Locust's too
+        self.trace = TraceContext.of(cfg)       # traceparent per request (trace_context.py)
         self._t: Any = None                     # the transport, kept after close (describe)
         self._open = False
 
@@ -222,7 +226,7 @@ class Client:
         self.shape.prepare(rec, spec.prompt, spec.images, spec.audio)
         try:
             data = self.body_for(spec, rec)
-            headers = self.headers(spec)
+            headers = self.trace.stamp(self.headers(spec), rec)
         except (TypeError, ValueError) as e:
             _fail(rec, "client", f"cannot build the request body: {e}")
             return rec

@@ -6,6 +6,8 @@
 
 ``--engine locust`` hands the same scenario to loadgen/locust_engine (same run directory).
 ``--procs N|auto`` sets client.processes: N sender processes (loadgen/run/procs), one run.
+``--otlp-endpoint URL`` exports loadgen's own span of every request after the run
+(loadgen/run/client_spans.py; docs/server-traces.md).
 ``--metrics-port P`` serves live Prometheus metrics on 127.0.0.1:P/metrics from its own process
 while the run goes (loadgen/live; docs/live-metrics.md).
 
@@ -57,6 +59,10 @@ def register(subparsers) -> None:
                    help="sender processes of the native engine (scenario client.processes; "
                         "default 1): each its own event loop and connections, one share of "
                         "the schedule each, one records.jsonl; auto: the usable CPUs - 1")
+    p.add_argument("--otlp-endpoint", default=None, metavar="URL", type=otlp_url,
+                   help="after the run, export loadgen's own span of every request (OTLP/JSON) "
+                        "to URL, e.g. http://127.0.0.1:4318/v1/traces: the server's span is its "
+                        "child (docs/server-traces.md)")
     add_live_flags(p)
     g = p.add_argument_group("locust engine (--engine locust)")
     g.add_argument("--workers", type=int, default=None, metavar="N",
@@ -123,6 +129,7 @@ def main(args: argparse.Namespace) -> int:
         if live is not None:
             live.close()
     summary = result.summary or {}
+    _export_spans(result.run_dir, args)
     if args.json:
         print(json.dumps({"run_dir": str(result.run_dir), "interrupted": result.interrupted,
                           "summary": result.summary}, default=str))
@@ -147,6 +154,25 @@ def main(args: argparse.Namespace) -> int:
         print("loadgen: no measured request was recorded (nothing was sent in the measured phase)",
               file=sys.stderr)
     return code
+
+
+def otlp_url(v: str) -> str:
+    """--otlp-endpoint's value: an http(s) URL (argparse: one line, exit 2)."""
+    if not v.startswith(("http://", "https://")):
+        raise argparse.ArgumentTypeError(f"an http:// or https:// URL, got {v!r}")
+    return v
+
+
+def _export_spans(run_dir, args: argparse.Namespace) -> None:
+    """--otlp-endpoint: loadgen's spans after the run (run/client_spans.py); a failure warns."""
+    if args.otlp_endpoint is None:
+        return
+    from loadgen.run.client_spans import export
+    out = export(run_dir, args.otlp_endpoint)
+    if out["error"]:
+        print(f"loadgen: warning: spans not exported: {out['error']}", file=sys.stderr)
+    elif not args.json:
+        print(f"spans: {out['spans']} exported to {args.otlp_endpoint}")
 
 
 def exit_code(summary: dict, fail_on_invalid: bool) -> int:
@@ -196,6 +222,7 @@ def _repeat(sc, args: argparse.Namespace, live=None) -> int:
                 raise SystemExit(res)
         else:
             res = run_live(live, scenario, progress)
+        _export_spans(res.run_dir, args)
         if res.summary is not None and not args.json:
             print_summary(res.summary, str(res.run_dir))
         codes.append(130 if res.interrupted else exit_code(res.summary or {}, args.fail_on_invalid))

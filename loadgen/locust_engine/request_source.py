@@ -24,6 +24,7 @@ from loadgen.client.gc_hold import hold_gc, release_gc
 from loadgen.client.stream_step import Limits
 from loadgen.client.gevent_wire.conn import process_stamps
 from loadgen.client.gevent_wire.reader import process_reader
+from loadgen.client.trace_context import TraceContext
 from loadgen.locust_engine import user as user_mod
 from loadgen.locust_engine.clock import LagSampler, sleep_until
 from loadgen.locust_engine.idle import YoungGC
@@ -51,6 +52,7 @@ class RequestSource(SliceSender):
         # the native client's request shape: body, headers, record fields, the tally
         self.shape = request.Shape(a, setup["model"], api_key,
                                    tuple(setup.get("drop_fields") or ()))
+        self.trace = TraceContext.of(a)          # traceparent per request (client/trace_context)
         # target.urls: each request's replica picked here (balance.Picker, the native rule;
         # worker i starts its round-robin turns at URL i, as sender process i does natively)
         urls = sc.target.replica_urls
@@ -169,7 +171,7 @@ class RequestSource(SliceSender):
                                    if self.hangups else None)
                 if loop.att is not None:         # an interrupt's snapshot closes it (cancel)
                     self.attempts[rec.id] = loop
-                hdrs = request.with_headers(self.shape.headers, headers)
+                hdrs = self.trace.stamp(request.with_headers(self.shape.headers, headers), rec)
                 tally = None
                 steps = loop.play(rec)
                 try:

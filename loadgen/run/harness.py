@@ -3,9 +3,11 @@ native engine, and its --procs parent inside it) and the Locust engine's CLI sid
 (locust_engine/run.py) call ``around``; only the ``load`` they pass differs.
 
     around(run, load) ─► rundir.claim (made and locked) ─► scenario.yaml (resolved; secrets
-        redacted) ─► the target: a sweep's shared server | target.server started (managed.py,
-        stopped on the way out) | target.url(s) ─► affinity: with target.server.cpus, loadgen
-        on the remaining CPUs ─► load(base_url): the engine's (readiness, probe, sut.json,
+        redacted) ─► server_traces (an OTLP receiver; spans joined after the load and the
+        server's stop) ─► the target: a sweep's shared server | target.server started
+        (managed.py, stopped on the way out; a vLLM one with the tracing flags) | target.url(s)
+        ─► affinity: with target.server.cpus, loadgen on the remaining CPUs
+        ─► load(base_url): the engine's (readiness, probe, sut.json,
         power, /metrics, the measured phase, records.jsonl) ─► finish: meta.json (run.meta())
         ─► device.json (calibration.freeze_device) ─► summary.json (rundir.defer_summary: not
         now after a big interrupted run) ─► the signal handlers as they were, the claim released
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from loadgen.run import running_after
+from loadgen.run import running_after, server_traces
 from loadgen.run.calibration import freeze_device
 from loadgen.run.meta import write_meta
 from loadgen.run.rundir import claim, defer_summary, release, resolved_yaml, summarize_dir
@@ -55,9 +57,10 @@ def around(run, load: Callable[[str], None]) -> RunResult:
                         f"{run.shared_server.proc.poll()}; {run.shared_server.log_path})")
                 run.server = run.shared_server
                 base_url = run.server.base_url
-            elif run.sc.target.server is not None:
-                run.server = stack.enter_context(ManagedServer(run.sc.target.server,
-                                                               run.run_dir))
+            rx = stack.enter_context(server_traces.receiving(run))   # server_traces: OTLP
+            if run.shared_server is None and run.sc.target.server is not None:
+                run.server = stack.enter_context(ManagedServer(
+                    server_traces.traced_spec(run.sc.target.server, rx), run.run_dir))
                 base_url = run.server.base_url
             stack.enter_context(affinity(run))
             load(base_url.rstrip("/"))

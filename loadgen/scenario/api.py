@@ -60,6 +60,9 @@ class Api(Strict):
     # a 3xx answer is a failed request of kind "redirect" (its Location in the error); same-host:
     # a 307/308 to the same scheme, host and port is followed (up to 3 hops); never another host
     follow_redirects: Literal["never", "same-host"] = "never"
+    # a W3C traceparent on every request (loadgen.client.trace_context; records keep trace_id);
+    # false: none (a server that rejects unknown headers)
+    traceparent: bool = True
     # chat only: {"type": "json_object"} | {"type": "json_schema", "json_schema": {name, schema,
     # strict}}; each answer is checked against it after the stream (loadgen.scenario.structured)
     response_format: Optional[ResponseFormat] = None

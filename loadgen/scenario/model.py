@@ -18,6 +18,7 @@ from loadgen.scenario.api import Api
 from loadgen.scenario.hangups import Cancel, check_cancel
 from loadgen.scenario.cost import Cost
 from loadgen.scenario.dataset import Dataset, check_fits
+from loadgen.scenario.server_traces import ServerTraces
 from loadgen.scenario.audio import Audio, check as check_audio
 from loadgen.scenario.strict import ScenarioError, Strict  # noqa: F401 (ScenarioError: re-exported)
 from loadgen.scenario.structured import Tool, ToolChoice, check_tools
@@ -298,6 +299,7 @@ class Scenario(Strict):
     output: Output = Field(default_factory=Output)
     client: Client = Field(default_factory=Client)
     cost: Optional[Cost] = None      # prices for summary.json cost (loadgen.scenario.cost)
+    server_traces: Optional[ServerTraces] = None     # the server's spans (OTLP), per request
 
     @field_validator("name")
     @classmethod

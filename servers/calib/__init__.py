@@ -18,6 +18,8 @@ tester (loadgen, or your own harness) against numbers you chose.
                    running stream per tick (continuous batching) ─► GET /calib/clock
         faults.py  http500 | http429 | drop | malformed | bad_json | stall | error_event |
                    no_done | noise, after ``fault_at`` content chunks
+        spans.py   --otlp-endpoint URL: one OTLP/JSON span per request carrying a traceparent, in
+                   its trace, with known queue / prefill / TTFT (the truth: GET /calib/spans)
     process.py  CalibrationServer: the same in a subprocess, as a context manager (tests, bench/)
 
 A request overrides the flags with ``{"calib": {...}}`` in its body. Keys:

@@ -9,6 +9,7 @@
     GET  /calib/clock[?clear=1]                  lockstep ticks [k, planned_ns, start_ns, end_ns, streams]
     POST /reset_prefix_cache, GET /calib/resets  vLLM's dev-mode reset, counted (sweeps' cache hygiene)
     POST /calib/reset                            forget every rate_limit_first count (a new run)
+    GET  /calib/spans                            --otlp-endpoint: each span sent, by trace id (spans.py)
 """
 from __future__ import annotations
 
@@ -20,15 +21,17 @@ from aiohttp import web
 from servers.calib.audio import Transcriber
 from servers.calib.chunks import MODEL
 from servers.calib.handler import DEFAULTS, Calibration
+from servers.calib.spans import SpanSender
 from servers.routes import add_openai_routes
 
 CALIBRATION = web.AppKey("calibration", Calibration)   # app[CALIBRATION]: the server's state
 
 
 def make_app(defaults: Optional[dict] = None, log: bool = True,
-             models: Optional[list] = None) -> web.Application:
+             models: Optional[list] = None, otlp_endpoint: Optional[str] = None) -> web.Application:
     """The calibration server's app; ``defaults`` override DEFAULTS (a request's ``calib`` wins);
-    ``models``: the ids /v1/models lists and requests may name (None: calib-model, any name taken)."""
+    ``models``: the ids /v1/models lists and requests may name (None: calib-model, any name taken);
+    ``otlp_endpoint``: a span per traced request posted there (spans.py)."""
     cal = Calibration({**DEFAULTS, **(defaults or {})}, log, models=models)
     ids = list(models) if models else [MODEL]
     resets: list[int] = []             # POST /reset_prefix_cache (vLLM dev mode): counted
@@ -62,7 +65,20 @@ def make_app(defaults: Optional[dict] = None, log: bool = True,
         return web.json_response(resets)
 
     app = web.Application(client_max_size=64 * 2**20)
-    add_openai_routes(app, completions=cal.generate, chat=cal.generate, models=models, health=health,
+    generate = cal.generate
+    if otlp_endpoint:
+        spans = SpanSender(otlp_endpoint)
+        generate = spans.wrap(cal.generate, lambda b: {**cal.defaults, **(
+            b.get("calib") if isinstance(b.get("calib"), dict) else {})})
+
+        async def get_spans(request: web.Request) -> web.Response:
+            return web.json_response(spans.describe())
+
+        async def close_spans(app: web.Application) -> None:
+            await spans.close()
+        app.router.add_get("/calib/spans", get_spans)
+        app.on_cleanup.append(close_spans)
+    add_openai_routes(app, completions=generate, chat=generate, models=models, health=health,
                       reset_prefix_cache=reset)
     app.router.add_post("/v1/audio/transcriptions", Transcriber(cal).transcribe)
     app.router.add_get("/calib/log", get_log)

@@ -23,7 +23,7 @@ class CalibrationServer(PortServer):
 
     def __init__(self, ttft_ms: float = 0.0, itl_ms: float = 0.0, log: bool = True,
                  cpu: Optional[int] = None, startup_timeout_s: float = 20.0, lockstep: bool = False,
-                 models: Optional[list] = None):
+                 models: Optional[list] = None, otlp_endpoint: Optional[str] = None):
         argv = [sys.executable, "-m", "servers.calib", "--port", "0",
                 "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
         if lockstep:
@@ -34,6 +34,8 @@ class CalibrationServer(PortServer):
             argv += ["--cpu", str(cpu)]
         if models:
             argv += ["--models", ",".join(models)]
+        if otlp_endpoint:
+            argv += ["--otlp-endpoint", otlp_endpoint]
         super().__init__(argv, startup_timeout_s)
 
     def _get(self, path: str, clear: bool) -> list:
@@ -52,6 +54,11 @@ class CalibrationServer(PortServer):
         req = urllib.request.Request(f"{self.url}/calib/reset", data=b"", method="POST")
         with urllib.request.urlopen(req, timeout=30) as r:
             return int(json.loads(r.read())["forgotten"])
+
+    def spans(self) -> dict:
+        """GET /calib/spans (--otlp-endpoint): {sent: {trace id: attributes (s)}, dropped, ...}."""
+        with urllib.request.urlopen(f"{self.url}/calib/spans", timeout=30) as r:
+            return json.loads(r.read())
 
     def clock(self, clear: bool = False) -> list[dict]:
         """The lockstep decode clocks (GET /calib/clock): per tick [k, planned_ns, start_ns, end_ns, streams]."""

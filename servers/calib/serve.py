@@ -45,6 +45,10 @@ def build_parser(prog: str = "servers.calib") -> argparse.ArgumentParser:
     ap.add_argument("--models", default=None,
                     help="comma-separated model ids /v1/models lists (default calib-model); a request "
                          "naming another gets vLLM's 404; each answer echoes the requested model")
+    ap.add_argument("--otlp-endpoint", default=None, metavar="URL",
+                    help="post one OTLP/JSON span per request that carries a traceparent to URL "
+                         "(http://host:port/v1/traces), with known queue and prefill times "
+                         "(servers/calib/spans.py; GET /calib/spans lists what was sent)")
     return ap
 
 
@@ -57,6 +61,8 @@ def check_args(args: argparse.Namespace) -> Optional[str]:
         return f"--tokens-per-chunk: must be >= 1, got {args.tokens_per_chunk}"
     if not 0 <= args.port <= 65535:
         return f"--port: must be 0..65535, got {args.port}"
+    if args.otlp_endpoint is not None and not args.otlp_endpoint.startswith(("http://", "https://")):
+        return f"--otlp-endpoint: an http:// or https:// URL, got {args.otlp_endpoint!r}"
     if args.models is not None and not all(m.strip() for m in args.models.split(",")):
         return f"--models: an empty model id in {args.models!r}"
     return None
@@ -66,7 +72,8 @@ async def _serve(args: argparse.Namespace) -> None:
     defaults = {"ttft_ms": args.ttft_ms, "itl_ms": args.itl_ms, "tokens_per_chunk": args.tokens_per_chunk,
                 "lockstep": args.lockstep}
     models = [m.strip() for m in args.models.split(",")] if args.models else None
-    runner = web.AppRunner(make_app(defaults, log=not args.no_log, models=models), access_log=None,
+    runner = web.AppRunner(make_app(defaults, log=not args.no_log, models=models,
+                                    otlp_endpoint=args.otlp_endpoint), access_log=None,
                            handle_signals=True)
     await runner.setup()
     site = web.TCPSite(runner, args.host, args.port, backlog=4096)

@@ -17,9 +17,10 @@ LAST = b'data: {"choices":[{"index":0,"text":" t","finish_reason":"length"}]}\n\
 
 
 def shape(rec: Record) -> dict:
-    """Everything a record says but the times and the wording of a connection error."""
+    """Everything a record says but the times, the wording of a connection error and the
+    trace id (each Client draws its own run prefix: loadgen/client/trace_context.py)."""
     d = dict(rec.__dict__)
-    for k in ("id", "sent_at_ns", "first_chunk_at_ns", "first_token_at_ns", "end_at_ns",
+    for k in ("id", "trace_id", "sent_at_ns", "first_chunk_at_ns", "first_token_at_ns", "end_at_ns",
               "first_sent_at_ns", "retry_error", "coalesced_reads", "first_answer_at_ns"):
         d.pop(k, None)
     d["chunks"] = [n for _, n in rec.chunks]

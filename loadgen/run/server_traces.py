@@ -1,0 +1,72 @@
+"""server_traces around the load: the OTLP receiver for the run, then the join (harness.around).
+
+    scenario server_traces ─► receiving(run): analysis.server.otlp_receiver.Receiver on its own
+        thread (host:otlp_port; 0: any free port), its endpoint printed and kept in
+        ``run.otlp_endpoint`` ─► the load (every request's traceparent: client/trace_context)
+        ─► after it: wait_quiet (late spans, at most wait_s) ─► spans_join.join_file:
+           records.jsonl gets ``server_timing`` per matched record
+        ─► server_spans.json {endpoint, joined, unmatched_spans, bad_spans{reason: n}, ...}
+           (analysis.server.timing_summary reads it for summary.json ``server_timing``)
+
+A managed vLLM (target.server kind vllm) is started with the tracing flags pointing at the
+receiver (``traced_spec``: --otlp-traces-endpoint, --collect-detailed-traces all, OTLP over
+HTTP/protobuf) unless its args set them; the receiver is started before it and stopped after
+it (vLLM flushes its spans when it stops). A port that cannot be bound is one line naming
+server_traces.otlp_port (exit 2). A load that raised is not joined (the receiver is stopped; no
+wait). Nothing here runs on the sending loop.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Optional
+
+from analysis.server.otlp_receiver import Receiver
+from analysis.server.spans_join import join_file
+from loadgen.run.rundir import write_json
+from loadgen.scenario.strict import ScenarioError
+
+FILE = "server_spans.json"
+
+
+@contextlib.contextmanager
+def receiving(run):
+    """See the module doc; yields the Receiver, or None without ``server_traces``."""
+    st = run.sc.server_traces
+    if st is None:
+        yield None
+        return
+    rx = Receiver(st.otlp_port, st.host, max_body_bytes=int(st.max_body_mb * 2**20),
+                  max_spans=st.max_spans)
+    try:
+        rx.start()
+    except OSError as e:
+        raise ScenarioError(f"server_traces.otlp_port: cannot listen on {st.host}:"
+                            f"{st.otlp_port} ({e.strerror or e})") from None
+    run.otlp_endpoint = rx.endpoint
+    print(f"server_traces: OTLP/HTTP receiver at {rx.endpoint}", file=sys.stderr, flush=True)
+    try:
+        yield rx
+        rx.wait_quiet(st.quiet_s, st.wait_s)
+    finally:
+        rx.stop()
+    settle(run, rx)
+
+
+def traced_spec(spec, rx: Optional[Receiver]):
+    """``spec`` (target.server) for the run: a vLLM one with its spans sent to ``rx``."""
+    if rx is None or spec is None or spec.kind != "vllm":
+        return spec
+    args = {"otlp_traces_endpoint": rx.endpoint, "collect_detailed_traces": "all", **spec.args}
+    env = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", **spec.env}
+    return spec.model_copy(update={"args": args, "env": env})
+
+
+def settle(run, rx: Receiver) -> dict:
+    """The join and server_spans.json (see the module doc)."""
+    snap = rx.snapshot()
+    stats = join_file(run.run_dir / "records.jsonl", snap.pop("timings"), "otlp")
+    out = {"endpoint": rx.endpoint, "traceparent": bool(run.sc.api.traceparent),
+           **stats, **snap}
+    write_json(run.run_dir / FILE, out)
+    return out
