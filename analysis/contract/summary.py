@@ -17,7 +17,7 @@ from pydantic import Field
 from analysis.contract.base import Model, Open, schema_version_field
 from analysis.contract.summary_blocks import Audio, Cancel, Energy, ModelFigures, Retries, Slo
 from analysis.contract.summary_roofline import Roofline
-from analysis.contract.summary_server import ServerMetrics, SpecDecode
+from analysis.contract.summary_server import ServerMetrics, ServerTiming, SpecDecode
 from analysis.contract.summary_workload import (Images, P50P99, ProbeStream, Reasoning,
                                                 Sessions, Stage)
 
@@ -311,7 +311,7 @@ class Summary(Model):
                           "gauge after the run (analysis.metrics.hangups)")
     retries: Optional[Retries] = Field(
         None, description="api.retry: {requests, attempts, wait_s} (apart from requests_retried)")
-    server_timing: Optional[dict[str, Any]] = Field(
+    server_timing: Optional[ServerTiming] = Field(
         None, description="server_traces: the server's spans joined per request: status (ok | "
         "n/a: reason), joined, bad_spans, phases (Stats per phase, ms), ttft_split (queue / "
         "prefill / server_other / rest; analysis.server.timing_summary)")

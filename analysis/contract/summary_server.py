@@ -108,3 +108,51 @@ class ServerMetrics(Open):
     window: Optional[ScrapeWindow] = None
     figures: dict[str, ServerFigure] = Field(default_factory=dict)
     ttft_decomposition: Optional[TtftDecomposition] = None
+
+
+class TtftParts(Open):
+    """One request's TTFT split (ms): queue + prefill + server_other + rest = client_ttft_ms; the
+    slowest 1 % block adds ``requests`` (how many were averaged), a listed request its ``id``."""
+    queue_ms: Optional[float] = None
+    prefill_ms: Optional[float] = None
+    server_other_ms: Optional[float] = None
+    rest_ms: Optional[float] = None
+    client_ttft_ms: Optional[float] = None
+    requests: Optional[int] = None
+    id: Optional[int] = None
+
+
+class TtftSplit(Open):
+    """summary ``server_timing.ttft_split``: Stats of each part, the median request (``p50``), the
+    mean of the slowest 1 % (``slowest_1pct``), the ten slowest (``slowest``)."""
+    p50: Optional[TtftParts] = None
+    slowest_1pct: Optional[TtftParts] = None
+    slowest: list[TtftParts] = Field(default_factory=list)
+
+
+class ServerTiming(Open):
+    """summary ``server_timing`` (analysis.server.timing_summary): the server's spans joined per
+    request; ``status`` "ok" or "n/a: reason"; ``phases`` Stats (ms) per phase."""
+    status: str = "n/a"
+    joined: Optional[int] = None
+    records_traced: Optional[int] = None
+    unmatched_spans: Optional[int] = None
+    bad_spans: dict[str, int] = Field(default_factory=dict)
+    phases: dict[str, ChunkStats] = Field(default_factory=dict)
+    ttft_split: TtftSplit = Field(default_factory=TtftSplit)
+
+
+class ServerSpansFile(Open):
+    """run_dir/server_spans.json (loadgen.run.server_traces): the OTLP receiver's and the join's
+    counts, read by analysis.server.timing_summary."""
+    endpoint: Optional[str] = None
+    traceparent: Optional[bool] = None
+    records_with_trace_id: Optional[int] = None
+    joined: Optional[int] = None
+    spans: Optional[int] = None
+    unmatched_spans: Optional[int] = None
+    bad_spans: dict[str, int] = Field(default_factory=dict)
+    refused_bodies: dict[str, int] = Field(default_factory=dict)
+    foreign_spans: Optional[int] = None
+    dropped_spans: Optional[int] = None
+    duplicate_spans: Optional[int] = None

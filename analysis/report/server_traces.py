@@ -9,6 +9,8 @@ Nothing when the run had no ``server_traces`` (docs/server-traces.md).
 """
 from __future__ import annotations
 
+from analysis.contract.summary import Summary
+from analysis.contract.summary_server import ChunkStats, TtftParts, TtftSplit
 from analysis.report.plots import COLORS, NO_MPL, encode, pyplot
 from analysis.report.render import Block, fmt
 
@@ -19,14 +21,15 @@ PARTS = (("queue_ms", "queue"), ("prefill_ms", "prefill"), ("server_other_ms", "
          ("rest_ms", "rest (network, HTTP, client)"), ("client_ttft_ms", "client TTFT"))
 
 
-def split_png(sp: dict):
+def split_png(sp: TtftSplit):
     """Stacked bars of the TTFT split: the median request, the slowest 1 % (mean), then the ten
     slowest requests (a waterfall, slowest on top); (base64 PNG or None, caption)."""
     plt = pyplot()
     if plt is None:
         return None, NO_MPL
-    rows = [("median request", sp.get("p50")), ("slowest 1 % (mean)", sp.get("slowest_1pct"))]
-    rows += [(f"request {r.get('id')}", r) for r in sp.get("slowest") or []]
+    sp = TtftSplit.read(sp)                     # summary.json's dict, or the block typed
+    rows = [("median request", sp.p50), ("slowest 1 % (mean)", sp.slowest_1pct)]
+    rows += [(f"request {r.id}", r) for r in sp.slowest]
     rows = [(label, r) for label, r in rows if r]
     if not rows:
         return None, "no joined request with a client TTFT to split"
@@ -34,7 +37,7 @@ def split_png(sp: dict):
     y = list(range(len(rows)))[::-1]
     left = [0.0] * len(rows)
     for i, (k, label) in enumerate(PARTS[:4]):
-        w = [max(0.0, r.get(k) or 0.0) for _, r in rows]
+        w = [max(0.0, getattr(r, k) or 0.0) for _, r in rows]
         ax.barh(y, w, left=left, color=COLORS[i], label=label)
         left = [a + b for a, b in zip(left, w)]
     ax.set_yticks(y, [label for label, _ in rows], fontsize=8)
@@ -45,34 +48,33 @@ def split_png(sp: dict):
                               "the rest: network, HTTP, client); negative parts drawn as 0")
 
 
-def server_timing_blocks(s: dict, with_plots: bool = False) -> list[Block]:
-    st = s.get("server_timing")
-    if not st:
+def server_timing_blocks(s, with_plots: bool = False) -> list[Block]:
+    """``s``: summary.json (a dict or a Summary)."""
+    st = Summary.read(s).server_timing
+    if st is None:
         return []
     out: list[Block] = [("h", "Server traces")]
-    status = st.get("status") or "n/a"
-    bad = st.get("bad_spans") or {}
-    counts = (f"{st.get('joined')} of {st.get('records_traced')} traced requests joined to the "
-              f"server's span; {st.get('unmatched_spans') or 0} spans matched no record; "
+    bad = st.bad_spans
+    counts = (f"{st.joined} of {st.records_traced} traced requests joined to the "
+              f"server's span; {st.unmatched_spans or 0} spans matched no record; "
               f"{sum(bad.values())} bad spans refused"
               + (f" ({'; '.join(f'{k}: {v}' for k, v in list(bad.items())[:3])})" if bad else ""))
-    if status != "ok":
-        return out + [("p", f"{status}. {counts}.")]
+    if st.status != "ok":
+        return out + [("p", f"{st.status}. {counts}.")]
     out.append(("p", f"Where each request's time went, from the server's own spans (OTLP). "
                      f"{counts}."))
-    ph = st.get("phases") or {}
+    none = ChunkStats()
     out.append(("table", ["phase", "p50 ms", "p90 ms", "p99 ms", "requests"],
-                [[label, fmt((ph.get(k) or {}).get("p50")), fmt((ph.get(k) or {}).get("p90")),
-                  fmt((ph.get(k) or {}).get("p99")), str((ph.get(k) or {}).get("count", 0))]
-                 for k, label in PHASES]))
-    sp = st.get("ttft_split") or {}
-    med, slow = sp.get("p50"), sp.get("slowest_1pct")
+                [[label, fmt(ph.p50), fmt(ph.p90), fmt(ph.p99), str(ph.count)]
+                 for k, label in PHASES for ph in [st.phases.get(k) or none]]))
+    sp = st.ttft_split
+    med, slow = sp.p50, sp.slowest_1pct or TtftParts()
     if med:
         out.append(("p", "The client's TTFT split: queue + prefill + the server's other time + "
                          "the rest (client TTFT − server TTFT) = the client TTFT, per request."))
         out.append(("table", ["part", "median request ms",
-                              f"slowest 1 % ({(slow or {}).get('requests', 0)}) mean ms"],
-                    [[label, fmt(med.get(k)), fmt((slow or {}).get(k))] for k, label in PARTS]))
+                              f"slowest 1 % ({slow.requests or 0}) mean ms"],
+                    [[label, fmt(getattr(med, k)), fmt(getattr(slow, k))] for k, label in PARTS]))
         if with_plots:
             img, note = split_png(sp)
             out.append(("img", img, note) if img else ("p", note))

@@ -18,11 +18,12 @@ reason); a missing phase is null, never 0.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Optional
 
+from analysis.contract.base import ContractError
+from analysis.contract.summary_server import ServerSpansFile
 from analysis.contract.timing import ttft_ms
 from analysis.metrics import figures as m
 from analysis.server.spans import ATTRS
@@ -34,29 +35,25 @@ COUNTS = ("unmatched_spans", "bad_spans", "refused_bodies", "dropped_spans", "fo
           "duplicate_spans")
 
 
-def _get(t: Any, key: str) -> Optional[float]:
-    return t.get(key) if isinstance(t, dict) else getattr(t, key, None)
-
-
-def split(t: Any, client_ttft: Optional[float]) -> Optional[dict]:
-    """One request's TTFT split (ms), or None without a client TTFT, a server TTFT, a queue or
-    a prefill time."""
-    q, p, s = (_get(t, k) for k in ("queue_ms", "prefill_ms", "server_ttft_ms"))
+def split(t, client_ttft: Optional[float]) -> Optional[dict]:
+    """One request's TTFT split (ms) from its record's ``server_timing`` (a ServerTiming), or
+    None without a client TTFT, a server TTFT, a queue or a prefill time."""
+    q, p, s = t.queue_ms, t.prefill_ms, t.server_ttft_ms
     if client_ttft is None or q is None or p is None or s is None:
         return None
     return {"queue_ms": q, "prefill_ms": p, "server_other_ms": s - q - p,
             "rest_ms": client_ttft - s, "client_ttft_ms": client_ttft}
 
 
-def _read(run_dir: Path) -> Optional[dict]:
+def _read(run_dir: Path):
+    """server_spans.json typed; None without one, "unreadable" when it is not its contract."""
     path = Path(run_dir) / FILE
     if not path.is_file():
         return None
     try:
-        d = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {"_unreadable": True}
-    return d if isinstance(d, dict) else {"_unreadable": True}
+        return ServerSpansFile.read_file(path)
+    except (ContractError, OSError, ValueError):
+        return "unreadable"
 
 
 def server_timing_block(run_dir: str | Path, records) -> Optional[dict]:
@@ -69,19 +66,20 @@ def server_timing_block(run_dir: str | Path, records) -> Optional[dict]:
     joined = [(r, r.server_timing) for r in traced if r.server_timing is not None]
     out: dict[str, Any] = {"status": "ok", "records_traced": len(traced), "joined": len(joined),
                            "joined_share": len(joined) / len(traced) if traced else None}
-    out.update({k: info.get(k) for k in COUNTS})
-    if info.get("_unreadable"):
+    unreadable = info == "unreadable"
+    out.update({k: None if unreadable else getattr(info, k) for k in COUNTS})
+    if unreadable:
         out["status"] = f"n/a: {FILE} is not readable JSON"
     elif not traced:
         out["status"] = ("n/a: no record carries a trace id (api.traceparent is off)"
-                         if info.get("traceparent") is False
+                         if info.traceparent is False
                          else "n/a: no completed measured request carries a trace id")
     elif not joined:
-        bad = sum((info.get("bad_spans") or {}).values())
+        bad = sum(info.bad_spans.values())
         out["status"] = (f"n/a: the server sent no usable span ({bad} refused as bad)" if bad
                          else "n/a: the server sent no span for these requests (is its OTLP "
                               "export pointed at the receiver? docs/server-traces.md)")
-    out["phases"] = {k: m.stats([_get(t, k) for _, t in joined]) for k in ATTRS}
+    out["phases"] = {k: m.stats([getattr(t, k) for _, t in joined]) for k in ATTRS}
     rows = []
     for r, t in joined:
         row = split(t, ttft_ms(r))
