@@ -17,14 +17,30 @@ from typing import Any, Optional, Union
 from pydantic import Field
 
 from analysis.contract.base import Open
+from analysis.contract.summary import CostBlock, Interactivity
 
 Num = Union[int, float]
 
 
+class NonFinite(Open):
+    """A point row's figures that were NaN / Infinity in its summary (written as null)."""
+    fields: list[str] = Field(default_factory=list)
+    reason: Optional[str] = None
+
+
 class SweepPoint(Open):
-    """One finished point: the swept value and its run directory (a name inside the sweep)."""
+    """One finished point: the swept value, its run directory (a name inside the sweep) and the
+    frontier figures of its summary (loadgen/run/sweep.py point rows; analysis.metrics.frontier
+    reads them)."""
     value: Num
     run_dir: str = ""
+    valid: Optional[bool] = None
+    interactivity_tok_s: Optional[Interactivity] = None
+    output_throughput_per_accelerator: Optional[float] = None
+    cost: Optional[CostBlock] = None
+    capacity_reasons: dict[str, Optional[str]] = Field(
+        default_factory=dict, description="why a frontier figure is null, by figure name")
+    non_finite: Optional[NonFinite] = None
 
 
 class Search(Open):

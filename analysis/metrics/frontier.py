@@ -23,6 +23,7 @@ import math
 from typing import Optional
 
 from analysis.contract.summary import Summary
+from analysis.contract.sweep import Frontier, SweepPoint
 
 X = "interactivity_tok_s.p50"
 Y = "output_throughput_per_accelerator"
@@ -62,44 +63,49 @@ def on_frontier(xy: list[tuple[Optional[float], Optional[float]]],
     return [k and not any(dominates(q, p, y_higher) for q in full) for p, k in zip(xy, ok)]
 
 
-def _raw(row: dict, dotted: str):
-    v = row
-    for k in dotted.split("."):
-        v = v.get(k) if isinstance(v, dict) else None
-    return v
-
-
-def _get(row: dict, dotted: str) -> Optional[float]:
+def _num(v) -> Optional[float]:
     """The figure as a finite float, else None (absent, not a number, NaN or ±Infinity)."""
-    v = _raw(row, dotted)
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return None
     return float(v) if math.isfinite(v) else None
 
 
-def _why_missing(row: dict, what: str) -> str:
-    v = _raw(row, what)
-    if isinstance(v, float) and not math.isfinite(v) or what in (row.get("non_finite") or {}).get(
-            "fields", []):
+def _x(p: SweepPoint):
+    return p.interactivity_tok_s.p50 if p.interactivity_tok_s else None
+
+
+def _y_cost(p: SweepPoint):
+    return p.cost.usd_per_million_output_tokens if p.cost else None
+
+
+FIGURE = {X: _x, Y: lambda p: p.output_throughput_per_accelerator, Y_COST: _y_cost}
+
+
+def _why_missing(p: SweepPoint, what: str) -> str:
+    v = FIGURE[what](p)
+    if isinstance(v, float) and not math.isfinite(v) or what in (
+            p.non_finite.fields if p.non_finite else []):
         return f"{what} is not a finite number ({v}) in the point's summary: left out"
-    why = (row.get("capacity_reasons") or {}).get(what.split(".")[0])
+    why = p.capacity_reasons.get(what.split(".")[0])     # reasons by figure name: a mapping
     return why or f"{what} is null in the point's summary"
 
 
-def frontier(points: list[dict], param: str, y: str = Y) -> dict:
+def frontier(points: list[dict | SweepPoint], param: str, y: str = Y) -> dict:
     """frontier.json of a sweep's point rows (loadgen/run/sweep.py point rows: ``value``,
-    ``run_dir`` and the summary's figures under their summary names)."""
+    ``run_dir`` and the summary's figures under their summary names), each read as
+    contract/sweep.py SweepPoint."""
     y_higher = y != Y_COST
-    xy = [(_get(p, X), _get(p, y)) for p in points]
+    typed = [SweepPoint.read(p) for p in points]
+    xy = [(_num(_x(p)), _num(FIGURE[y](p))) for p in typed]
     flags = on_frontier(xy, y_higher)
     rows, excluded = [], []
-    for p, (x, yv), f in zip(points, xy, flags):
-        rows.append({"run": p.get("run_dir"), "param": param, "value": p.get("value"),
-                     "x": x, "y": yv, "on_frontier": f, "valid": p.get("valid")})
+    for p, raw, (x, yv), f in zip(typed, points, xy, flags):
+        run = p.run_dir if "run_dir" in p.model_fields_set else None
+        rows.append({"run": run, "param": param, "value": p.value,
+                     "x": x, "y": yv, "on_frontier": f, "valid": p.valid})
         if x is None or yv is None:
             what = X if x is None else y
-            excluded.append({"run": p.get("run_dir"), "missing": what,
-                             "reason": _why_missing(p, what)})
+            excluded.append({"run": run, "missing": what, "reason": _why_missing(p, what)})
     line = sorted((r["x"], r["y"]) for r in rows if r["on_frontier"])
     return {"x": X, "y": y, "y_better": "higher" if y_higher else "lower",
             "points": rows, "line": [list(t) for t in line], "excluded": excluded, "rule": RULE}
@@ -110,7 +116,7 @@ def at_interactivity(line: list, x: float) -> tuple[Optional[float], Optional[st
     or (None, why) when ``x`` lies outside the frontier's measured x range (never
     extrapolated). ``line``: [[x, y], ...] (frontier()["line"])."""
     pts = sorted((float(a), float(b)) for a, b in line
-                 if _get({"v": a}, "v") is not None and _get({"v": b}, "v") is not None)
+                 if _num(a) is not None and _num(b) is not None)
     if not pts:
         return None, "the frontier has no point (no point had both figures)"
     lo, hi = pts[0][0], pts[-1][0]
@@ -128,39 +134,45 @@ def at_interactivity(line: list, x: float) -> tuple[Optional[float], Optional[st
     return pts[0][1], None                       # a single point exactly at x
 
 
-def valid_line(fr: dict) -> tuple[list, Optional[str]]:
+def valid_line(fr: dict | Frontier) -> tuple[list, Optional[str]]:
     """The frontier of ``fr``'s points without the INVALID ones (verdict False; a point without a
     verdict, from an older file, stays): (line, None), or ([], why) when no VALID point has both
     figures. INVALID points do not make a frontier: their throughput broke the SLO."""
-    pts = fr.get("points")
-    if pts is None:                            # a bare frontier: its line as it is
-        return list(fr.get("line") or []), None
-    keep = [p for p in pts if p.get("valid") is not False
-            and _get(p, "x") is not None and _get(p, "y") is not None]
+    f = Frontier.read(fr)
+    if "points" not in f.model_fields_set:     # a bare frontier: its line as it is
+        return list(f.line), None
+    pts = f.points
+    keep = [p for p in pts if p.valid is not False
+            and _num(p.x) is not None and _num(p.y) is not None]
     if not keep:
-        if pts and all(p.get("valid") is False for p in pts):
+        if pts and all(p.valid is False for p in pts):
             return [], (f"has no VALID point (all {len(pts)} INVALID): INVALID points do not "
                         "make a frontier")
-        if any(p.get("valid") is False for p in pts):
+        if any(p.valid is False for p in pts):
             return [], ("has no VALID point with both figures (INVALID points do not make a "
                         "frontier)")
         return [], "the frontier has no point (no point had both figures)"
-    flags = on_frontier([(p["x"], p["y"]) for p in keep], fr.get("y_better", "higher") == "higher")
-    return [[p["x"], p["y"]] for p, f in sorted(zip(keep, flags), key=lambda t: t[0]["x"]) if f], \
-        None
+    flags = on_frontier([(p.x, p.y) for p in keep], _higher(f))
+    return [[p.x, p.y] for p, k in sorted(zip(keep, flags), key=lambda t: t[0].x) if k], None
 
 
-def ahead(named: list[tuple[str, dict]], x: float) -> dict:
+def _higher(f: Frontier) -> bool:
+    """Is a higher y better? ("higher" when the file does not say)"""
+    return (f.y_better if "y_better" in f.model_fields_set else "higher") == "higher"
+
+
+def ahead(named: list[tuple[str, dict | Frontier]], x: float) -> dict:
     """Each frontier's y at ``x`` and which is ahead: {"at_interactivity", "y", "values":
     [{name, y, reason}], "ahead", "by", "by_pct", "refused"}. Compared over those that reach x;
     ``refused`` says why when fewer than two do."""
     vals = []
     y_key, higher = Y, True
-    for name, fr in named:
-        y_key, higher = fr.get("y", Y), fr.get("y_better", "higher") == "higher"
+    for name, raw in named:
+        fr = Frontier.read(raw)
+        y_key, higher = fr.y if "y" in fr.model_fields_set else Y, _higher(fr)
         line, why = valid_line(fr)
         v, why = (None, why) if why else at_interactivity(line, x)
-        left = [p.get("value") for p in fr.get("points") or [] if p.get("valid") is False]
+        left = [p.value for p in fr.points if p.valid is False]
         vals.append({"name": name, "y": v, "reason": why, "invalid_left_out": left})
     have = [v for v in vals if v["y"] is not None]
     out = {"at_interactivity": x, "y": y_key, "values": vals, "ahead": None, "by": None,

@@ -23,7 +23,8 @@ import math
 from pathlib import Path
 from typing import Optional
 
-from analysis.contract.sweep import Frontier
+from analysis.contract.summary import Summary
+from analysis.contract.sweep import Frontier, SweepFile
 from analysis.contract.rundir import read_json, read_sweep
 from analysis.metrics import frontier as fr_mod
 from analysis.report import compare as cmp
@@ -39,35 +40,35 @@ def is_sweep(d: Path) -> bool:
 def frontier_of(d: Path) -> dict:
     """The sweep's frontier.json, else (a sweep written before it) computed from its points'
     summaries (summary.json through the contract, else recomputed from the records)."""
-    fr = read_json(d / "frontier.json")
-    sw = read_sweep(d) or {}
-    if fr and isinstance(fr.get("points"), list):
+    raw = read_json(d / "frontier.json")
+    sw = SweepFile.read(read_sweep(d))
+    param = sw.param if "param" in sw.model_fields_set and sw.param else "?"
+    if raw and isinstance(raw.get("points"), list):       # frontier.json as written: a mapping
+        fr = Frontier.read(raw)
         if _finite(fr):
-            return fr
-        if sw.get("points"):           # NaN / Infinity written by an older sweep: recomputed
-            return {**fr_mod.frontier(sw["points"], sw.get("param") or "?", fr.get("y") or
-                                      fr_mod.Y), "slo": fr.get("slo")}
+            return raw
+        if sw.points:                  # NaN / Infinity written by an older sweep: recomputed
+            return {**fr_mod.frontier(sw.points, param, fr.y or fr_mod.Y), "slo": fr.slo}
     from analysis.metrics.summary import summary_of
     rows, slo = [], None
-    for p in sw.get("points") or []:
-        rd = d / str(p.get("run_dir"))
-        s = summary_of(rd) if (rd / "records.jsonl").is_file() else {}
-        slo = slo or s.get("slo")
-        rows.append({**p, "valid": (s.get("verdict") or {}).get("valid", p.get("valid")),
-                     **fr_mod.capacity_row(s)})
-    return {**fr_mod.frontier(rows, sw.get("param") or "?"), "slo": slo}
+    for p in sw.points:
+        rd = d / p.run_dir
+        s = Summary.read(summary_of(rd) if (rd / "records.jsonl").is_file() else {})
+        slo = slo or (s.slo.model_dump(exclude_unset=True) if s.slo else None)
+        rows.append({**p.model_dump(exclude_unset=True),
+                     "valid": s.verdict.valid if s.verdict and "valid" in
+                     s.verdict.model_fields_set else p.valid, **fr_mod.capacity_row(s)})
+    return {**fr_mod.frontier(rows, param), "slo": slo}
 
 
-def _finite(fr: dict) -> bool:
-    nums = [v for p in fr.get("points") or [] if isinstance(p, dict) for v in (p.get("x"), p.get("y"))]
-    nums += [v for pair in fr.get("line") or [] for v in pair]
+def _finite(fr: Frontier) -> bool:
+    nums = [v for p in fr.points for v in (p.x, p.y)] + [v for pair in fr.line for v in pair]
     return all(not isinstance(v, float) or math.isfinite(v) for v in nums)
 
 
 def _first_point(d: Path) -> Optional[Path]:
-    pts = sorted((read_sweep(d) or {}).get("points") or [], key=lambda p: p.get("value", 0))
-    for p in pts:
-        rd = d / str(p.get("run_dir"))
+    for p in sorted(SweepFile.read(read_sweep(d)).points, key=lambda p: p.value):
+        rd = d / p.run_dir
         if (rd / "records.jsonl").is_file():
             return rd
     return None
@@ -112,19 +113,19 @@ def ahead_line(at: dict) -> str:
     x = at["at_interactivity"]
     vals = "; ".join(f"{v['name']} {fmt(v['y'], 1)}" if v["y"] is not None
                      else f"{v['name']} n/a ({v['reason']})" for v in at["values"])
-    if at.get("refused"):
+    if at["refused"]:                 # fr_mod.ahead always writes these keys
         return f"at {x:g} tok/s per user: refused: {at['refused']}"
     left = "; ".join(f"{v['name']} " + ", ".join(f"{w:g}" for w in v["invalid_left_out"])
-                     for v in at["values"] if v.get("invalid_left_out"))
+                     for v in at["values"] if v["invalid_left_out"])
     vals += f" (INVALID points left out of the frontiers: {left})" if left else ""
-    if at.get("ahead") is None:
+    if at["ahead"] is None:
         return f"at {x:g} tok/s per user: tied ({vals} output tok/s per accelerator)"
     return (f"at {x:g} tok/s per user: {at['ahead']} is ahead by {at['by']:.1f} output tok/s "
             f"per accelerator ({fmt(at['by_pct'], 1)}% over {at['runner_up']}); {vals}")
 
 
 def plot(res: dict) -> tuple[Optional[bytes], str]:
-    slo = next((f.get("slo") for f in res["frontiers"] if f.get("slo")), None)
+    slo = next((t.slo for t in map(Frontier.read, res["frontiers"]) if t.slo), None)
     return frontier_png([(f["name"], f) for f in res["frontiers"]], slo,
                         title="frontiers: " + " vs ".join(res["sweeps"]))
 
@@ -140,7 +141,7 @@ def blocks(res: dict, png: Optional[bytes] = None, note: str = "") -> list[Block
     out.append(("p", "x: interactivity, tokens/s per user (p50 of 1000 / TPOT); y: output "
                      "tokens/s per accelerator; on the frontier: no other point of the same "
                      "sweep is at least as good on both (measured)."))
-    if res.get("at"):
+    if res["at"]:                      # compare_frontiers always writes it
         out += [("h", f"At {res['at']['at_interactivity']:g} tokens/s per user"),
                 ("p", ahead_line(res["at"]))]
     for raw in res["frontiers"]:
