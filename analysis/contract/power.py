@@ -1,5 +1,6 @@
 """power_sources.json (and meta.json ``power_sources``): the power sources a run sampled.
 
+    loadgen's power sampler ─► power.jsonl rows ─► PowerRow.read ─► analysis.energy.window
     loadgen's power sampler ─► power_sources.json {"sources": [...]} / meta.json power_sources
         ─► PowerSource.read ─► analysis.energy.window.energy_summary, analysis.metrics.summary
            (whether any source was configured), the report's estimated-source names
@@ -10,7 +11,7 @@ string) reads as ``PowerSource(name=...)``.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from pydantic import Field
 
@@ -32,3 +33,15 @@ class PowerSource(Open):
     def of(cls, s: Any) -> "PowerSource":
         """A source as meta.json or power_sources.json lists it: a dict, or only its name."""
         return cls(name=s) if isinstance(s, str) else cls.read(s)
+
+
+class PowerRow(Open):
+    """One power.jsonl row (loadgen/power/__init__.py): a counter reading (``energy_j``), an
+    instant sample (``power_w``) or a session mark (``mark``, its name as ``value``)."""
+    t_ns: Optional[Union[int, float]] = None
+    source: Optional[str] = None
+    device: Optional[Any] = None
+    scope: Optional[str] = None
+    kind: Optional[str] = None
+    value: Optional[Union[float, str]] = Field(None, description="J, W, or a mark's name")
+    wrap_j: Optional[float] = Field(None, description="a counter's range in J")

@@ -10,6 +10,7 @@ J/token x mean output length, which avoids dividing by requests completed in a s
 energy is the headline; ``above_idle`` (gross minus idle power x duration) is labelled separately.
 Total = GPU + CPU package + DRAM; core/uncore (inside the package) and psys are listed, not added.
 Estimated sources are reported under ``estimated`` and never added into measured totals.
+Each power.jsonl row is read as contract/power.py PowerRow (a misspelt key is an AttributeError).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from analysis.contract.power import PowerSource
+from analysis.contract.power import PowerRow, PowerSource
 from analysis.contract.rundir import read_power, read_power_sources
 from analysis.energy import series as es
 from analysis.energy.split import distribution, split_energy, token_events
@@ -35,22 +36,22 @@ def load_power(run_dir: str | Path) -> tuple[list[dict], list[dict]]:
     return read_power(run_dir), read_power_sources(run_dir)   # through analysis.contract
 
 
-def _series(rows: list[dict]) -> tuple[dict, dict]:
+def _series(rows: list[dict | PowerRow]) -> tuple[dict, dict]:
     series: dict = {}
     marks: dict = {}
-    for r in rows:
-        if r.get("kind") == "mark":
-            marks.setdefault(r["value"], int(r["t_ns"]))
+    for r in map(PowerRow.read, rows):
+        if r.kind == "mark":
+            marks.setdefault(r.value, int(r.t_ns))
             continue
-        if r.get("kind") not in ("energy_j", "power_w") or r.get("value") is None:
+        if r.kind not in ("energy_j", "power_w") or r.value is None:
             continue
-        s = series.setdefault((r["source"], r.get("device")), {
-            "scope": r.get("scope"), "energy": [], "power": [], "wrap_j": None})
-        if r["kind"] == "energy_j":
-            s["energy"].append((int(r["t_ns"]), float(r["value"])))
-            s["wrap_j"] = r.get("wrap_j") or s["wrap_j"]
+        s = series.setdefault((r.source, r.device), {
+            "scope": r.scope, "energy": [], "power": [], "wrap_j": None})
+        if r.kind == "energy_j":
+            s["energy"].append((int(r.t_ns), float(r.value)))
+            s["wrap_j"] = r.wrap_j or s["wrap_j"]
         else:
-            s["power"].append((int(r["t_ns"]), float(r["value"])))
+            s["power"].append((int(r.t_ns), float(r.value)))
     return series, marks
 
 
@@ -158,7 +159,7 @@ def energy_summary(power_rows: list[dict], records: Records,
     typed = [PowerSource.of(s) for s in sources]
     warnings = [f"{s.name}: {w}" for s in typed for w in s.warnings]
     live = [s for s in typed if s.name != "none"]
-    if not live and not any(r.get("kind") in ("energy_j", "power_w") for r in power_rows):
+    if not live and not any(PowerRow.read(r).kind in ("energy_j", "power_w") for r in power_rows):
         return _unmeasured("no power source configured (power.sources: [none])", sources, warnings)
     series, marks = _series(power_rows)
     win, win_from = _window(window, marks, records)

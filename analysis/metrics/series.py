@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from analysis.contract.power import PowerRow
 from analysis.energy import series as es
 from analysis.metrics import figures as m
 from analysis.contract.records import Records
@@ -58,19 +59,18 @@ def _in_flight_mean(steps: tuple[np.ndarray, np.ndarray], edges: np.ndarray) -> 
     return [float(a) for a in np.diff(areas) / np.diff(edges).astype(float)]
 
 
-def power_series(rows: list[dict], edges: np.ndarray,
+def power_series(rows: list[dict | PowerRow], edges: np.ndarray,
                  estimated_names: frozenset = frozenset({"estimate"})) -> list[dict]:
     """Mean power per bin for each (source, device): {"label", "source", "device", "scope",
     "evidence", "watts": [W or None per bin]}."""
     by: dict = {}
-    for r in rows:
-        if r.get("kind") in ("energy_j", "power_w") and r.get("value") is not None:
-            s = by.setdefault((r.get("source"), r.get("device")), {"energy": [], "power": [],
-                                                                   "wrap": None,
-                                                                   "scope": r.get("scope")})
-            s["energy" if r["kind"] == "energy_j" else "power"].append(
-                (int(r["t_ns"]), float(r["value"])))
-            s["wrap"] = r.get("wrap_j") or s["wrap"]
+    for r in map(PowerRow.read, rows):                  # power.jsonl rows, typed
+        if r.kind in ("energy_j", "power_w") and r.value is not None:
+            s = by.setdefault((r.source, r.device), {"energy": [], "power": [], "wrap": None,
+                                                     "scope": r.scope})
+            s["energy" if r.kind == "energy_j" else "power"].append(
+                (int(r.t_ns), float(r.value)))
+            s["wrap"] = r.wrap_j or s["wrap"]
     out = []
     for (src, dev), s in sorted(by.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
         if len(s["energy"]) >= 2:
