@@ -49,3 +49,20 @@ def test_a_replica_is_a_model_figures_with_its_url():
     r = Replica.read({"url": "http://a", "requests": 3, "ttft_ms": {"p50": 1.0, "p99": 2.0}})
     assert isinstance(r, ModelFigures) and r.ttft_ms.p99 == 2.0 and r.share is None
     assert set(ModelFigures.model_fields) | {"url"} == set(Replica.model_fields)
+
+
+def test_sweep_point_rows_and_power_rows_read_typed():
+    from analysis.contract.power import PowerRow
+    from analysis.contract.sweep import SweepPoint
+    p = SweepPoint.read({"value": 4, "run_dir": "c-4", "interactivity_tok_s": {"p50": 40},
+                         "output_throughput_per_accelerator": None,
+                         "capacity_reasons": {"output_throughput_per_accelerator": "no GPU"}})
+    assert p.value == 4 and p.interactivity_tok_s.p50 == 40.0 and p.cost is None
+    assert p.output_throughput_per_accelerator is None and p.valid is None
+    mark = PowerRow.read({"t_ns": 5, "source": "session", "kind": "mark", "value": "measure_start"})
+    joules = PowerRow.read({"t_ns": 6, "source": "nvml", "kind": "energy_j", "value": 12,
+                            "device": 0, "wrap_j": 2.0 ** 32})
+    assert mark.value == "measure_start" and joules.value == 12.0 and joules.device == 0
+    for read in (lambda: p.interactivity, lambda: joules.wrap, lambda: mark.knid):
+        with pytest.raises(AttributeError):
+            read()
