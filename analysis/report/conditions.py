@@ -85,18 +85,18 @@ def _device(info: dict, sut: dict) -> tuple[str, Optional[str], str]:
     device = (f"{dev} x{info.get('device_count', '?')} (backend {info.get('backend')})" if dev
               else NO_INFO)
     dev_evidence = "recorded (server)" if dev else "unmeasured"
-    gpus = launch_description(sut)[1].get("gpus")
-    if not dev and isinstance(gpus, dict) and gpus.get("gpus"):
-        names = sorted({str(g.get("name")) for g in gpus["gpus"]})
-        drivers = sorted({str(g.get("driver_version")) for g in gpus["gpus"]})
-        cvd = launch_description(sut)[1].get("cuda_visible_devices")
+    launch = launch_description(sut)[1]
+    gpus = launch.gpus
+    if not dev and gpus is not None and gpus.gpus:
+        names = sorted({str(g.name) for g in gpus.gpus})
+        drivers = sorted({str(g.driver_version) for g in gpus.gpus})
         dev = " + ".join(names)
-        device = (f"{dev} x{len(gpus['gpus'])} on the host (driver {', '.join(drivers)}; "
-                  f"{gpus.get('source')} at launch; CUDA_VISIBLE_DEVICES "
-                  f"{_or(cvd, 'not set')})")
+        device = (f"{dev} x{len(gpus.gpus)} on the host (driver {', '.join(drivers)}; "
+                  f"{gpus.source} at launch; CUDA_VISIBLE_DEVICES "
+                  f"{_or(launch.cuda_visible_devices, 'not set')})")
         dev_evidence = "recorded (host GPU inventory)"
-    elif not dev and isinstance(gpus, dict) and gpus.get("status") == "unavailable":
-        device = f"{NO_INFO}; no GPU inventory at launch ({gpus.get('reason')})"
+    elif not dev and gpus is not None and gpus.status == "unavailable":
+        device = f"{NO_INFO}; no GPU inventory at launch ({gpus.reason})"
     return device, dev, dev_evidence
 
 
@@ -138,7 +138,7 @@ def conditions_table(summary: dict, meta: dict, sut: dict, records: Records) -> 
     versions, memory, execution split, time boundary, cost/power, evidence."""
     info, typed = server_info(sut), Sut.read(sut)
     host = typed.client_host or ClientHost()
-    flags = launch_description(sut)[1].get("flags") or {}
+    flags = launch_description(sut)[1].flags                  # by flag name: a mapping
     summary, meta = Summary.read(summary), RunMeta.read(meta)   # the files, typed, read once
     accuracy = meta.accuracy
     if accuracy and summary.accuracy:        # the check ran: its figure, not the dict

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from analysis.contract.launch import LaunchDescription, Unavailable, VllmVersion
 from analysis.contract.target import Sut
 from analysis.roofline.model_spec import shape_in_sut
 
@@ -51,18 +52,20 @@ def server_info(sut: dict | Sut) -> dict:
     return info if isinstance(info, dict) else {}
 
 
-def launch_description(sut: dict | Sut) -> tuple[Optional[str], dict]:
+def launch_description(sut: dict | Sut) -> tuple[Optional[str], LaunchDescription]:
     """(kind, description) of a server loadgen started itself: sut.json's ``managed_server.sut``
-    (servers.vllm.describe.describe_server: flags, version, GPUs), or (None, {}) for an external
-    one."""
+    (servers.vllm.describe.describe_server: flags, version, GPUs) read as
+    contract/launch.py LaunchDescription, or (None, an empty one) for an external server."""
     ms = Sut.read(sut).managed_server
     if ms is None:
-        return None, {}
-    return ms.kind, (ms.sut if isinstance(ms.sut, dict) else {})
+        return None, LaunchDescription()
+    return ms.kind, LaunchDescription.read(ms.sut if isinstance(ms.sut, dict) else {})
 
 
-VERSION_SOURCES = (("server", "GET /version"), ("package", "package metadata"),
-                   ("cli", "vllm --version"))
+def version_sources(ver: VllmVersion) -> tuple[tuple[Any, str], ...]:
+    """(answer, where it came from) of each way vLLM's version was asked, in order."""
+    return ((ver.server, "GET /version"), (ver.package, "package metadata"),
+            (ver.cli, "vllm --version"))
 
 
 def server_software(sut: dict | Sut, info: dict) -> tuple[dict, list[str]]:
@@ -72,16 +75,16 @@ def server_software(sut: dict | Sut, info: dict) -> tuple[dict, list[str]]:
     server = {k: v for k, v in info.items() if k.endswith("version") and isinstance(v, str)}
     sources = ["server /info"] if server else []
     kind, desc = launch_description(sut)
-    ver = desc.get("version")
-    if isinstance(ver, dict) and isinstance(ver.get("version"), str):
-        how = next((label for key, label in VERSION_SOURCES if ver.get(key) == ver["version"]),
+    ver = desc.version
+    if ver is not None and isinstance(ver.version, str):
+        how = next((label for said, label in version_sources(ver) if said == ver.version),
                    "recorded at launch")
-        server[kind or "server"] = f"{ver['version']} ({how})"
+        server[kind or "server"] = f"{ver.version} ({how})"
         sources.append(f"{kind or 'server'} {how}")
-    elif isinstance(ver, dict):
+    elif ver is not None:
         server[kind or "server"] = "version not recorded (" + "; ".join(
-            str(v.get("reason")) for k, v in ver.items()
-            if k in ("server", "package", "cli") and isinstance(v, dict)) + ")"
+            str(said.reason) for said, _ in version_sources(ver)
+            if isinstance(said, Unavailable)) + ")"
     typed = Sut.read(sut)
     own = typed.server_version
     if (own is not None and isinstance(own.version, str)
@@ -102,7 +105,7 @@ def precision(info: dict, sut: dict) -> tuple[str, str]:
     """(precision text, evidence): the server's own dtype (/info), else the dtype loadgen
     launched it with (``--dtype``, plus ``--quantization`` / ``--kv-cache-dtype``), else why not."""
     kind, desc = launch_description(sut)
-    flags = desc.get("flags") if isinstance(desc.get("flags"), dict) else {}
+    flags = desc.flags                                      # by flag name: a mapping
     extra = [f"{name} {flags[flag]} (--{flag})" for flag, name in
              (("quantization", "quantization"), ("kv-cache-dtype", "KV cache"))
              if isinstance(flags.get(flag), str)]

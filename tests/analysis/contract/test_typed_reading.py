@@ -66,3 +66,18 @@ def test_sweep_point_rows_and_power_rows_read_typed():
     for read in (lambda: p.interactivity, lambda: joules.wrap, lambda: mark.knid):
         with pytest.raises(AttributeError):
             read()
+
+
+def test_a_managed_servers_launch_description_reads_typed():
+    from analysis.contract.launch import LaunchDescription, Unavailable
+    d = LaunchDescription.read({"flags": {"dtype": "bf16"}, "gpus": {"source": "nvml", "gpus": [
+        {"name": "H100", "driver_version": "550", "uuid": "GPU-1"}]}, "version": {
+        "server": {"status": "unavailable", "reason": "HTTP 404"}, "package": "0.6.3",
+        "version": "0.6.3"}})
+    assert d.flags["dtype"] == "bf16" and d.gpus.gpus[0].name == "H100"
+    assert isinstance(d.version.server, Unavailable) and d.version.package == "0.6.3"
+    old = LaunchDescription.read({"flags": None, "gpus": "n/a", "version": "0.5"})
+    assert old.flags == {} and old.gpus is None and old.version is None   # as the report did
+    for read in (lambda: d.gpu, lambda: d.gpus.gpus[0].driver, lambda: d.version.packge):
+        with pytest.raises(AttributeError):
+            read()
