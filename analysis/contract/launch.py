@@ -35,15 +35,13 @@ class VllmVersion(Open):
 
 class Gpu(Open):
     """One GPU of the host's inventory (nvidia-smi or NVML)."""
-    name: Optional[str] = None
+    name: Optional[str] = Field(None, description="the product name, as the driver gives it")
     driver_version: Optional[str] = None
 
 
-class GpuInventory(Open):
-    """servers.vllm.describe.gpu_inventory: {source, gpus}, or unavailable with the reason."""
-    source: Optional[str] = None
-    status: Optional[str] = None
-    reason: Optional[str] = None
+class GpuInventory(Unavailable):
+    """servers.vllm.describe.gpu_inventory: {source, gpus}, or unavailable (status, reason)."""
+    source: Optional[str] = Field(None, description="nvidia-smi | nvml")
     gpus: list[Gpu] = Field(default_factory=list)
 
 
