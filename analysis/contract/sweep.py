@@ -28,6 +28,14 @@ class NonFinite(Open):
     reason: Optional[str] = None
 
 
+class PointForecast(Open):
+    """A point row's "forecast" (``sweep --predict``: loadgen.run.predict.attach_forecasts)."""
+    grade: Optional[str] = None
+    interactivity_tok_s_p50: Optional[float] = None
+    output_throughput: Optional[float] = Field(None, description="output tokens/s, all "
+                                               "accelerators together")
+
+
 class SweepPoint(Open):
     """One finished point: the swept value, its run directory (a name inside the sweep) and the
     frontier figures of its summary (loadgen/run/sweep.py point rows; analysis.metrics.frontier
@@ -37,10 +45,12 @@ class SweepPoint(Open):
     valid: Optional[bool] = None
     interactivity_tok_s: Optional[Interactivity] = None
     output_throughput_per_accelerator: Optional[float] = None
+    output_throughput: Optional[float] = None
     cost: Optional[CostBlock] = None
     capacity_reasons: dict[str, Optional[str]] = Field(
         default_factory=dict, description="why a frontier figure is null, by figure name")
     non_finite: Optional[NonFinite] = None
+    forecast: Optional[PointForecast] = None
 
 
 class Search(Open):
