@@ -25,6 +25,8 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from analysis.contract.meta import HostLoad
+
 OTHER_CPU_SHARE = 0.25      # others' work above this share of the host's CPUs: busy
 STEAL_FRACTION = 0.05
 SPREAD = 0.15
@@ -113,15 +115,17 @@ def spread(times: Sequence[float]) -> Optional[float]:
     return float((np.percentile(t, 90) - np.percentile(t, 10)) / med) if med > 0 else None
 
 
-def assess(load: dict, spreads: dict) -> dict:
-    """{busy, reasons, label}: ``spreads`` maps a figure's name to its spread (or None)."""
+def assess(load: dict | HostLoad, spreads: dict) -> dict:
+    """{busy, reasons, label}: ``load`` (between()'s figures) read as contract/meta.py HostLoad;
+    ``spreads`` maps a figure's name to its spread (or None)."""
     reasons = []
-    ncpu, other = load.get("ncpu"), load.get("other_cpus")
+    load = HostLoad.read(load)
+    ncpu, other = load.ncpu, load.other_cpus
     if other is not None and ncpu and other > OTHER_CPU_SHARE * ncpu:
-        server = load.get("server_cpus")
+        server = load.server_cpus
         reasons.append(f"other processes used {other:.1f} of {ncpu} CPUs" + (
             f" (the managed server's {server:.1f} CPUs not counted)" if server is not None else ""))
-    steal = load.get("steal_fraction")
+    steal = load.steal_fraction
     if steal is not None and steal > STEAL_FRACTION:
         reasons.append(f"steal {steal:.0%}")
     worst = max(((k, v) for k, v in spreads.items() if v is not None), key=lambda kv: kv[1],
@@ -131,8 +135,8 @@ def assess(load: dict, spreads: dict) -> dict:
     if not reasons:
         return {"busy": False, "reasons": [], "label": "measured"}
     parts = []
-    if load.get("loadavg_1m") is not None:
-        parts.append(f"load {load['loadavg_1m']:.1f}")
+    if load.loadavg_1m is not None:
+        parts.append(f"load {load.loadavg_1m:.1f}")
     if worst is not None:
         parts.append(f"spread {worst[1] * 100:.0f} %")
     if other is not None and any(r.startswith("other") for r in reasons):
