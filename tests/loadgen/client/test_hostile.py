@@ -31,7 +31,11 @@ from servers.hostile.server import HostileServer
 from servers.port_server import alive
 
 N = 8
-PARALLEL = 3            # runs at a time (each: a hostile server and a `loadgen run`)
+PARALLEL = 3
+# the default suite drives the default transport for http:// (wire); the aiohttp column (https's
+# transport) is in `pytest -m slow` and in `python -m bench.hostile` (bench/results/hostile-*)
+SUITE_TRANSPORTS = [t if t == "wire" else pytest.param(t, marks=pytest.mark.slow)
+                    for t in TRANSPORTS]            # runs at a time (each: a hostile server and a `loadgen run`)
 # the fixture's runs count against the first test: 48 runs that all hang would take 48 × 24 s / 3
 pytestmark = pytest.mark.timeout(1200)   # a guard against hangs, not a speed goal (86 runs up front)
 
@@ -94,7 +98,7 @@ def outcomes(request, tmp_path_factory) -> dict:
         return {w: f.result() for w, f in futures.items()}
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("transport", SUITE_TRANSPORTS)
 @pytest.mark.parametrize("case", list(EXPECT))
 def test_client_survives_the_hostile_server(case, transport, outcomes):
     o = outcomes[(case, transport)]
@@ -105,7 +109,7 @@ def test_client_survives_the_hostile_server(case, transport, outcomes):
                      + f"\n--- stderr (tail) ---\n{o.stderr[-2000:]}")
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("transport", SUITE_TRANSPORTS)
 @pytest.mark.parametrize("case, sig", [("endless_tokens", signal.SIGINT),
                                        ("never_answers", signal.SIGTERM)])
 def test_a_signal_stops_a_run_whose_streams_never_end(case, sig, transport, tmp_path):

@@ -97,6 +97,7 @@ def first_sigint_keeps_every_scheduled(proc, d: Path) -> None:
     assert never and all(r["status"] == "cancelled" and r["scheduled_at_ns"] for r in never)
 
 
+@pytest.mark.slow       # 10^6 records written at the SIGINT: minutes on a 2-core box
 def test_overload_is_bounded_and_the_first_sigint_keeps_every_record(calib_server, tmp_path):
     proc, d = start(tmp_path, OVERLOAD, url=calib_server.url)
     try:
@@ -110,6 +111,7 @@ def test_overload_is_bounded_and_the_first_sigint_keeps_every_record(calib_serve
     assert meta["interrupt_signal"] == "SIGINT"
 
 
+@pytest.mark.slow       # 10^6 records written at the SIGINT: minutes on a 2-core box
 def test_procs_children_build_their_slices_as_they_send(calib_server, tmp_path):
     """The same overload with --procs 2: no process holds the plan (the parent hands each child
     a few kB; a child builds each request of its slice as it sends it), every process's peak
@@ -130,6 +132,7 @@ def test_procs_children_build_their_slices_as_they_send(calib_server, tmp_path):
     first_sigint_keeps_every_scheduled(proc, d)
 
 
+@pytest.mark.slow       # 10^6 records written at the SIGINT: minutes on a 2-core box
 def test_a_kill_keeps_what_was_done_and_a_second_sigint_stops_at_once(calib_server, tmp_path):
     proc, d = start(tmp_path, OVERLOAD, url=calib_server.url)
     try:
