@@ -4,27 +4,14 @@ mid-stream, the server frees the slot and KV blocks of each request whose client
 the run's own check (loadgen.run.running_after) finds vllm:num_requests_running back at 0, and
 the requests sent after the aborted ones (on the freed slots) still run to the end."""
 import json
-import urllib.request
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from loadgen.client.hangup import HangupRule
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
 from loadgen.scenario.loader import scenario_from_dict
+from tests.servers.jax.server_proc import metrics
 
 TOKENS = 160
-
-
-def metrics(url: str) -> dict:
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
-        text = r.read().decode()
-    out = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            labels = {k: v for k, v in s.labels.items() if k != "model_name"}
-            out[s.name + (json.dumps(labels, sort_keys=True) if labels else "")] = s.value
-    return out
 
 
 def test_aborted_streams_free_the_jax_servers_slots(jax_url, tmp_path):
