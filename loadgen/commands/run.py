@@ -28,7 +28,7 @@ import json
 import signal
 import sys
 
-from loadgen.commands.scenario_args import add_scenario_args
+from loadgen.commands.scenario_args import add_measure_args, add_scenario_args
 from loadgen.scenario.model import ScenarioError
 
 
@@ -44,13 +44,11 @@ def register(subparsers) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="check the scenario and print its plan without sending anything "
                         "(= loadgen validate)")
-    p.add_argument("--fail-on-invalid", action="store_true",
-                   help="exit 1 when the verdict is INVALID (for CI); without it an INVALID "
-                        "run exits 0")
-    p.add_argument("--repeat", type=int, default=1, metavar="N",
-                   help="run the scenario N times into one parent directory; repeat.json and "
-                        "its report give the mean and a 95%% confidence interval of every "
-                        "headline figure")
+    add_measure_args(p, fail_help="exit 1 when the verdict is INVALID (for CI); without it an "
+                                  "INVALID run exits 0",
+                     repeat_help="run the scenario N times into one parent directory; repeat.json "
+                                 "and its report give the mean and a 95%% confidence interval of "
+                                 "every headline figure")
     p.add_argument("--engine", choices=["native", "locust"], default="native",
                    help="load engine: native (the default: kernel-stamped reads over one epoll "
                         "mux for http://, aiohttp for https://) or locust "

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from loadgen.run.progress import stdout_console
 
-from loadgen.commands.scenario_args import add_scenario_args
+from loadgen.commands.scenario_args import add_measure_args, add_scenario_args
 from loadgen.scenario.model import ScenarioError
 
 
@@ -36,12 +36,11 @@ def register(subparsers) -> None:
     add_scenario_args(p, scenario_help="scenario YAML file with a sweep: block",
                       set_help="override one scenario field (repeatable)",
                       json_help="print sweep.json as one JSON line")
-    p.add_argument("--fail-on-invalid", action="store_true",
-                   help="exit 1 when a point's verdict is INVALID (for CI; a search: when no "
-                        "probe passed); without it INVALID points exit 0, as on loadgen run")
-    p.add_argument("--repeat", type=int, default=1, metavar="N",
-                   help="run the whole sweep N times; repeat.json gives, per point, the mean and "
-                        "a 95%% confidence interval of every headline figure")
+    add_measure_args(p, fail_help="exit 1 when a point's verdict is INVALID (for CI; a search: "
+                                  "when no probe passed); without it INVALID points exit 0, as "
+                                  "on loadgen run",
+                     repeat_help="run the whole sweep N times; repeat.json gives, per point, the "
+                                 "mean and a 95%% confidence interval of every headline figure")
     add_live_flags(p, "the points run (one exporter for the sweep)")
     from loadgen.commands.predict import add_predict_flags
     p.add_argument("--predict", action="store_true",

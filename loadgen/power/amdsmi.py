@@ -42,14 +42,9 @@ class AmdSmiSource(PowerSource):
             a.amdsmi_init()
         except Exception as e:
             raise SourceUnavailable(f"amdsmi_init failed: {e}") from None
-        self._inited = True
+        self._shut_down = a.amdsmi_shut_down
         handles = a.amdsmi_get_processor_handles()
-        if not handles:
-            raise SourceUnavailable("amdsmi sees no GPU")
-        idx = self.cfg.gpu_indices if self.cfg.gpu_indices is not None else list(range(len(handles)))
-        bad = [i for i in idx if i < 0 or i >= len(handles)]
-        if bad:
-            raise SourceUnavailable(f"power.gpu_indices: {bad} not present ({len(handles)} visible)")
+        idx = self.pick_gpus(len(handles), "amdsmi")
         self._gpus = [[f"gpu{i}", handles[i], True] for i in idx]
         self._validate()
 
@@ -105,11 +100,3 @@ class AmdSmiSource(PowerSource):
             if w is not None:
                 out.append(Reading(dev, "gpu", "power_w", w))
         return out
-
-    def close(self) -> None:
-        if getattr(self, "_inited", False):
-            try:
-                self._a.amdsmi_shut_down()
-            except Exception:
-                pass
-            self._inited = False

@@ -6,10 +6,13 @@ about ``sample_hz`` times a second and returns ``Reading``s. ``clock`` (ns) is t
 (the records' ``time.perf_counter_ns``, or a test's): a source that keeps its own times (DCGM's
 refresh times) reads it, never the wall clock, so a test can drive it. ``describe`` is what ``stop()``
 reports: name, scope, method ("counter" | "integrated_power" | "estimate"), evidence
-("measured" | "estimated"), requested and achieved sampling rate, devices, warnings.
+("measured" | "estimated"), requested and achieved sampling rate, devices, warnings. The GPU
+libraries' sources (nvml, amdsmi) share ``pick_gpus`` (power.gpu_indices checked against the GPUs
+the library sees) and ``close`` (the library's shutdown, once).
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -40,6 +43,7 @@ class PowerSource:
     scope = "gpu"
     method = "counter"
     evidence = "measured"
+    _shut_down: Optional[Callable[[], object]] = None    # a library's, once its init succeeded
 
     def __init__(self, cfg: Power):
         self.cfg = cfg
@@ -57,7 +61,23 @@ class PowerSource:
         raise NotImplementedError
 
     def close(self) -> None:
-        """Release the library or connection; must not raise."""
+        """Release the library or connection; must not raise. Here: the library's shutdown
+        (``_shut_down``, set by ``open`` after the init), called once."""
+        shut, self._shut_down = self._shut_down, None
+        if shut is not None:
+            with contextlib.suppress(Exception):
+                shut()
+
+    def pick_gpus(self, count: int, library: str) -> list[int]:
+        """``power.gpu_indices`` (None: all) among the ``count`` GPUs ``library`` sees;
+        SourceUnavailable naming the field when one is not there, or when there is none."""
+        if count == 0:
+            raise SourceUnavailable(f"{library} sees no GPU")
+        idx = self.cfg.gpu_indices if self.cfg.gpu_indices is not None else list(range(count))
+        bad = [i for i in idx if i < 0 or i >= count]
+        if bad:
+            raise SourceUnavailable(f"power.gpu_indices: {bad} not present ({count} GPU(s) visible)")
+        return idx
 
     def linger_s(self) -> float:
         """How long after the last edge the sampler must keep reading (DCGM: one collection

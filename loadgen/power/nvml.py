@@ -32,14 +32,8 @@ class NvmlSource(PowerSource):
             nv.nvmlInit()
         except nv.NVMLError as e:
             raise SourceUnavailable(f"nvmlInit failed: {e} (no NVIDIA driver or GPU here)") from None
-        self._inited = True
-        count = nv.nvmlDeviceGetCount()
-        if count == 0:
-            raise SourceUnavailable("NVML sees no GPU")
-        indices = self.cfg.gpu_indices if self.cfg.gpu_indices is not None else list(range(count))
-        bad = [i for i in indices if i < 0 or i >= count]
-        if bad:
-            raise SourceUnavailable(f"power.gpu_indices: {bad} not present ({count} GPU(s) visible)")
+        self._shut_down = nv.nvmlShutdown
+        indices = self.pick_gpus(nv.nvmlDeviceGetCount(), "NVML")
         self._gpus = []
         self._field = [(nv.NVML_FI_DEV_POWER_INSTANT, getattr(nv, "NVML_POWER_SCOPE_GPU", 0))]
         for i in indices:
@@ -83,11 +77,3 @@ class NvmlSource(PowerSource):
                 w = nv.nvmlDeviceGetPowerUsage(h) / 1000.0
             out.append(Reading(dev, "gpu", "power_w", w))
         return out
-
-    def close(self) -> None:
-        if getattr(self, "_inited", False):
-            try:
-                self._nv.nvmlShutdown()
-            except Exception:
-                pass
-            self._inited = False

@@ -1,10 +1,12 @@
-"""The lock of a multi-run directory (a sweep, a search, a ``--repeat`` series): one process at a
-time, like a run directory (loadgen/run/rundir.py claim()).
+"""The directory locks: a run directory's (loadgen/run/rundir.py claim()) and a multi-run
+directory's (a sweep, a search, a ``--repeat`` series): one process at a time, both through ``lock``.
 
-    hold(dir, what) ─► dir made if absent ─► dir/.loadgen.lock opened, flock(LOCK_EX | LOCK_NB)
-        taken   ─► "<pid> <what>" written into it; the open fd is the lock (release(fd) or the
-                   process's end, kill -9 included, frees it: a stale file is simply taken over)
-        refused ─► ScenarioError, one line naming the holder's pid (read from the file), exit 2
+    lock(d, target, flags, busy) ─► d made if absent ─► target opened, flock(LOCK_EX | LOCK_NB)
+        taken   ─► the open fd (closing it, or the process's end, kill -9 included, frees it)
+        refused ─► ScenarioError, one line: "output.run_name: D is in use by another loadgen "
+                   + busy() (who holds it), exit 2; cannot create ─► the same, naming target
+    hold(dir, what) ─► lock(dir, dir/.loadgen.lock) ─► "<pid> <what>" written into the file (a
+        stale file is simply taken over); refused: the holder's pid read from the file
 A run directory is locked on the directory itself; a multi-run directory holds run directories
 (each claimed by its own run), so its lock is a file whose text names who holds it.
 """
@@ -14,6 +16,7 @@ import contextlib
 import fcntl
 import os
 from pathlib import Path
+from typing import Callable
 
 from loadgen.scenario.model import ScenarioError
 
@@ -30,23 +33,29 @@ def _holder(path: Path) -> str:
     return f"{what} (pid {pid})"
 
 
-def hold(d: Path, what: str) -> int:
-    """Take ``d`` for this process (``what``: sweep, search, repeat); returns the fd to release."""
-    d = Path(d)
-    path = d / LOCK_NAME
+def lock(d: Path, target: Path, flags: int, busy: Callable[[], str]) -> int:
+    """Take ``target`` (``d`` itself or a file in it, opened with ``flags``) for this process;
+    returns the fd that holds it. ``busy()``: who holds it, for the one-line refusal."""
     try:
         d.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(target, flags | os.O_CLOEXEC, 0o644)
     except OSError as e:
-        raise ScenarioError(f"output.run_name: cannot create {path} "
+        raise ScenarioError(f"output.run_name: cannot create {target} "
                             f"({e.strerror or type(e).__name__})") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
-        raise ScenarioError(f"output.run_name: {d} is in use by another loadgen "
-                            f"{_holder(path)}; wait for it to end or choose another "
-                            "output.run_name") from None
+        raise ScenarioError(f"output.run_name: {d} is in use by another loadgen {busy()}") from None
+    return fd
+
+
+def hold(d: Path, what: str) -> int:
+    """Take ``d`` for this process (``what``: sweep, search, repeat); returns the fd to release."""
+    d = Path(d)
+    path = d / LOCK_NAME
+    fd = lock(d, path, os.O_RDWR | os.O_CREAT,
+              lambda: f"{_holder(path)}; wait for it to end or choose another output.run_name")
     with contextlib.suppress(OSError):        # who holds it, for the next one's message
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {what}\n".encode(), 0)

@@ -6,9 +6,9 @@
         records.jsonl, sut.json, meta.json, power.jsonl   (written by runner.py and friends)
         summary.json    analysis.metrics.summary.store_summary(run_dir, meta)
     JSON files are written atomically (loadgen.run.storage); output.dir is checked first
-    claim(run_dir): the directory made and flock'd for the run's length (one run at a time: a
-        second run of the same output.dir/run_name gets one line, exit 2; the lock dies with
-        the process, kill -9 included); a directory that already holds records.jsonl is refused
+    claim(run_dir): the directory made and flock'd (multilock.lock) for the run's length (one
+        run at a time: a second run of the same output.dir/run_name gets one line, exit 2; the
+        lock dies with the process, kill -9 included); a directory that already holds records.jsonl is refused
         report.md/html  analysis.report.run_report.write_report (output.report: full | text | none),
                         whole or not at all: a disk that refuses them ─► report.error.txt and
                         StorageError (one line naming the file; `loadgen report RUN_DIR` redoes it)
@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
@@ -25,6 +24,7 @@ from typing import Optional
 
 from analysis.contract import yaml12
 from loadgen import redact
+from loadgen.run.multilock import lock
 from loadgen.run.storage import STORAGE_ERRNOS, StorageError, atomic_write_text, check_output_dir
 from loadgen.scenario.model import Scenario, ScenarioError
 
@@ -57,18 +57,7 @@ def claim(d: Path) -> None:
     key = str(d.resolve())
     if key in _claims:
         return
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as e:
-        raise ScenarioError(f"output.run_name: cannot create {d} "
-                            f"({e.strerror or type(e).__name__})") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise ScenarioError(f"output.run_name: {d} is in use by another loadgen run right now; "
-                            "choose another name") from None
+    fd = lock(d, d, os.O_RDONLY | os.O_DIRECTORY, lambda: "run right now; choose another name")
     if (d / "records.jsonl").exists():         # a run that ended while this one checked
         os.close(fd)
         raise ScenarioError(f"output.run_name: {d} already holds a run (records.jsonl); "

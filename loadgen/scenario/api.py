@@ -13,6 +13,14 @@ from loadgen.scenario.model_mix import Assignment, ModelMix, ModelWeight, check_
 from loadgen.scenario.strict import Strict
 from loadgen.scenario.structured import ResponseFormat, body_fields
 
+# endpoint ─► (the flag it refuses, why): one line "FLAG: api.endpoint ENDPOINT WHY"
+_NOT_WITH_ENDPOINT = {
+    "responses": ("continuous_usage", "has no stream_options (usage comes once, with "
+                                      "response.completed): leave it false"),
+    "embeddings": ("stream", "is answered in one JSON body, never streamed: set api.stream: "
+                             "false or leave it out"),
+}
+
 
 class ResponseLimits(Strict):
     """What one answer may cost the client (loadgen.client.stream_step.Limits); exceeding one
@@ -109,15 +117,8 @@ class Api(Strict):
         return data
 
     @model_validator(mode="after")
-    def _responses_usage(self) -> "Api":
-        if self.endpoint == "responses" and self.continuous_usage:
-            raise ValueError("continuous_usage: api.endpoint responses has no stream_options "
-                             "(usage comes once, with response.completed): leave it false")
-        return self
-
-    @model_validator(mode="after")
-    def _embeddings_stream(self) -> "Api":
-        if self.endpoint == "embeddings" and self.stream:
-            raise ValueError("stream: api.endpoint embeddings is answered in one JSON body, "
-                             "never streamed: set api.stream: false or leave it out")
+    def _endpoint_flags(self) -> "Api":
+        rule = _NOT_WITH_ENDPOINT.get(self.endpoint)
+        if rule is not None and getattr(self, rule[0]):
+            raise ValueError(f"{rule[0]}: api.endpoint {self.endpoint} {rule[1]}")
         return self

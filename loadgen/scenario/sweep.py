@@ -14,6 +14,10 @@ from pydantic import Field, model_validator
 
 from loadgen.scenario.strict import Strict
 
+# search ─► (the param it sweeps, the prefix of its bounds: <prefix>_low, <prefix>_high)
+_SEARCH_BOUNDS = {"max_rate_under_slo": ("load.rate", "rate"),
+                  "max_concurrency_under_slo": ("load.concurrency", "concurrency")}
+
 
 class Sweep(Strict):
     param: Literal["load.concurrency", "load.rate"] = "load.concurrency"
@@ -32,22 +36,17 @@ class Sweep(Strict):
 
     @model_validator(mode="after")
     def _shape(self) -> "Sweep":
-        if self.search == "max_concurrency_under_slo":
-            if self.param != "load.concurrency":
-                raise ValueError("search max_concurrency_under_slo sweeps param load.concurrency")
-            if self.concurrency_low is None:
-                raise ValueError("search max_concurrency_under_slo needs 'concurrency_low'")
-            if self.concurrency_high is not None and self.concurrency_high <= self.concurrency_low:
-                raise ValueError("concurrency_high must be > concurrency_low")
         if self.search is None and not self.values:
             raise ValueError("give 'values' (the points to run) or 'search'")
-        if self.search == "max_rate_under_slo":
-            if self.param != "load.rate":
-                raise ValueError("search max_rate_under_slo sweeps param load.rate")
-            if self.rate_low is None:
-                raise ValueError("search max_rate_under_slo needs 'rate_low'")
-            if self.rate_high is not None and self.rate_high <= self.rate_low:
-                raise ValueError("rate_high must be > rate_low")
+        if self.search is not None:
+            param, bound = _SEARCH_BOUNDS[self.search]
+            low, high = getattr(self, f"{bound}_low"), getattr(self, f"{bound}_high")
+            if self.param != param:
+                raise ValueError(f"search {self.search} sweeps param {param}")
+            if low is None:
+                raise ValueError(f"search {self.search} needs '{bound}_low'")
+            if high is not None and high <= low:
+                raise ValueError(f"{bound}_high must be > {bound}_low")
         if self.param == "load.concurrency" and any(v != int(v) or v < 1 for v in self.values):
             raise ValueError("load.concurrency values must be whole numbers >= 1")
         return self

@@ -33,20 +33,19 @@ def sse(*objs, done: bool = True, sep: bytes = b"\n\n") -> list[bytes]:
     return out + ([b"data: [DONE]" + sep] if done else [])
 
 
-def chat_chunk(delta: dict, finish: Optional[str] = None, usage: Optional[dict] = None) -> dict:
-    o = {"id": "c", "object": "chat.completion.chunk", "model": "fake-model",
-         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+def _chunk(obj: str, choice: dict, usage: Optional[dict]) -> dict:
+    o = {"id": "c", "object": obj, "model": "fake-model", "choices": [{"index": 0, **choice}]}
     if usage is not None:
         o["usage"] = usage
     return o
+
+
+def chat_chunk(delta: dict, finish: Optional[str] = None, usage: Optional[dict] = None) -> dict:
+    return _chunk("chat.completion.chunk", {"delta": delta, "finish_reason": finish}, usage)
 
 
 def cmpl_chunk(text: str, finish: Optional[str] = None, usage: Optional[dict] = None) -> dict:
-    o = {"id": "c", "object": "text_completion", "model": "fake-model",
-         "choices": [{"index": 0, "text": text, "finish_reason": finish}]}
-    if usage is not None:
-        o["usage"] = usage
-    return o
+    return _chunk("text_completion", {"text": text, "finish_reason": finish}, usage)
 
 
 def usage(completion: int, prompt: int = 3) -> dict:

@@ -6,9 +6,7 @@ import json
 import pytest
 
 from loadgen.client.accuracy import grade
-from loadgen.client.request import end_stream, finish
-from loadgen.client.sse import StreamTally
-from loadgen.record import Record
+from tests.loadgen.client.tallies import finished
 
 EXACT = ("exact", "1665")
 
@@ -45,14 +43,7 @@ CHUNKS = [b'{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}'
 
 
 def _run(expected):
-    rec, tally = Record(id=0, phase="measured", requested_output_tokens=8), \
-        StreamTally(False, False, None, expected)
-    rec.sent_at_ns = 100
-    for k, data in enumerate(CHUNKS):
-        rec.chunks.append((1000 + k, tally.add_bytes(data)))
-    end_stream(rec, tally, True, 2000)
-    finish(rec, tally, 9)
-    return rec
+    return finished(CHUNKS, expected)[0]
 
 
 @pytest.mark.parametrize("expected,correct", [(EXACT, True), (("exact", "1666"), False)])

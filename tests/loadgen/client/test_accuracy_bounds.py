@@ -17,12 +17,10 @@ import pytest
 from analysis.metrics import accuracy as summary_accuracy
 from loadgen.client import accuracy
 from loadgen.client.accuracy import grade
-from loadgen.client.request import end_stream, finish
-from loadgen.client.sse import StreamTally
-from loadgen.record import Record
 from loadgen.scenario import limits
 from loadgen.scenario.dataset import read_dataset_file
 from loadgen.scenario.strict import ScenarioError
+from tests.loadgen.client.tallies import finished
 
 ROOT = Path(__file__).resolve().parents[3]
 EVIL = "(a+)+b"
@@ -94,14 +92,7 @@ CHUNKS = [b'{"choices":[{"index":0,"delta":{"content":"aaaa"}}]}',
 
 
 def _finished(expected):
-    rec, tally = Record(id=0, phase="measured", requested_output_tokens=8), \
-        StreamTally(False, False, None, expected)
-    rec.sent_at_ns = 100
-    for k, data in enumerate(CHUNKS):
-        rec.chunks.append((1000 + k, tally.add_bytes(data)))
-    end_stream(rec, tally, True, 2000)
-    finish(rec, tally, 9)
-    return rec, tally
+    return finished(CHUNKS, expected)
 
 
 def test_finish_leaves_a_regex_match_to_the_grading_thread():

@@ -115,9 +115,13 @@ def test_tally_chat_role_reasoning_content_and_tool_calls():
     assert t.completion_tokens is None
 
 
+def u(n):
+    """A running usage object: 5 prompt tokens, ``n`` completion tokens so far."""
+    return {"prompt_tokens": 5, "completion_tokens": n}
+
+
 def test_tally_continuous_usage_gives_per_chunk_deltas():
     t = StreamTally(continuous=True)
-    u = lambda n: {"prompt_tokens": 5, "completion_tokens": n}
     ns = [t.add(chat({"role": "assistant", "content": ""}, usage=u(0))),
           t.add(chat({"content": "a b"}, usage=u(2))),
           t.add(chat({"content": "c"}, usage=u(3))),
@@ -179,7 +183,6 @@ def test_loads_rejects_what_json_loads_rejects(raw):
 def test_tally_continuous_usage_counts_special_tokens_in_empty_chunks():
     # vLLM: special tokens stream as "content": "" and the running usage still counts them
     t = StreamTally(continuous=True)
-    u = lambda n: {"prompt_tokens": 5, "completion_tokens": n}
     ns = [t.add(chat({"role": "assistant", "content": ""}, usage=u(0))),
           t.add(chat({"content": ""}, usage=u(1))),
           t.add(chat({"content": "a"}, usage=u(2))),

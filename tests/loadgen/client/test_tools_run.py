@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from analysis.contract import validate_run_dir
 from loadgen.record import read_records
 from servers.calib import CalibrationServer
+from tests.support.procs import loadgen_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 ARGS = '{"city": "Paris", "unit": "celsius"}'
@@ -26,9 +26,7 @@ def server():
         yield s
 
 
-def cli(*args, timeout=240):
-    return subprocess.run([sys.executable, "-m", "loadgen.cli", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+cli = partial(loadgen_cli, timeout_s=240)
 
 
 def sets(server, tmp_path: Path, calib: dict, name: str, n: int = 12) -> list[str]:
@@ -86,7 +84,7 @@ def test_tools_on_completions_exit_2_in_one_line(tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("locust") is None, reason="the locust extra")
 def test_locust_engine_sends_the_tools_and_counts_the_tool_call_stream(server, tmp_path):
     r = cli("run", ROOT / "scenarios/tools.yaml", "--engine", "locust",
-            *sets(server, tmp_path, {"answer": "tool_call", "json": ARGS}, "lc", n=6), timeout=400)
+            *sets(server, tmp_path, {"answer": "tool_call", "json": ARGS}, "lc", n=6), timeout_s=400)
     assert r.returncode == 0, r.stderr[-2000:]
     recs = read_records(tmp_path / "lc" / "records.jsonl")
     assert len(recs) == 6 and all(x["status"] == "ok" for x in recs)

@@ -15,11 +15,11 @@ import yaml
 if importlib.util.find_spec("locust") is None:
     pytest.skip("locust is not installed", allow_module_level=True)
 
-from loadgen.client.hangup import HangupRule
 from loadgen.locust_engine.run import LocustOptions, run_locust
 from loadgen.record import read_records
 from loadgen.scenario.loader import load_scenario
 from servers.calib import CalibrationServer
+from tests.support.hangups import assert_hung_up
 
 
 @pytest.fixture(scope="module")
@@ -48,14 +48,7 @@ def test_cancel_after_tokens_and_after_ms(tmp_path, calib):
     sc, recs, summary = _run(tmp_path, calib.url, {
         "mode": "concurrency", "concurrency": 4, "num_requests": 12,
         "cancel": {"fraction": 0.5, "after_tokens": 3}}, {"ttft_ms": 5, "itl_ms": 10}, "tok", 11)
-    rule = HangupRule.of_scenario(sc)
-    hung = {i for i in recs if rule.of(i, "measured") is not None}
-    assert 0 < len(hung) < 12
-    for i, r in recs.items():
-        if i in hung:
-            assert r["status"] == "aborted" and r["chunk_output_tokens"] == 3, r
-        else:
-            assert r["status"] == "ok" and r["output_tokens"] == 40, r
+    hung = assert_hung_up(sc, recs, 12, 3, 40)
     assert summary["requests_aborted"] == len(hung) and summary["requests_failed"] == 0
 
     sc, recs, summary = _run(tmp_path, calib.url, {

@@ -1,7 +1,7 @@
 """The per-request stamp cap (api.limits.max_chunk_stamps) on the Locust engine (gevent users,
-the gevent wire driver) against a real calibration server: the kept stamps stop at the cap, the
-chunks past it are counted, every token is in the counts, and the summary says ITL used the
-kept stamps. The asyncio twin: tests/loadgen/client/test_stream_cap.py. No timing asserts."""
+the gevent wire driver) against the session's calibration server: the kept stamps stop at the
+cap, the chunks past it are counted, every token is in the counts, and the summary says ITL used
+the kept stamps. The asyncio twin: tests/loadgen/client/test_stream_cap.py. No timing asserts."""
 from __future__ import annotations
 
 import importlib.util
@@ -11,18 +11,11 @@ import pytest
 if importlib.util.find_spec("locust") is None:
     pytest.skip("locust is not installed", allow_module_level=True)
 
-from servers.calib import CalibrationServer
 from tests.loadgen.locust_engine.test_locust_hangups import _run
 
 
-@pytest.fixture(scope="module")
-def calib():
-    with CalibrationServer() as s:
-        yield s
-
-
-def test_a_stream_past_the_cap_keeps_the_cap_and_counts_the_rest(tmp_path, calib):
-    sc, recs, summary = _run(tmp_path, calib.url, {
+def test_a_stream_past_the_cap_keeps_the_cap_and_counts_the_rest(tmp_path, calib_server):
+    sc, recs, summary = _run(tmp_path, calib_server.url, {
         "mode": "concurrency", "concurrency": 2, "num_requests": 2},
         {"ttft_ms": 0, "itl_ms": 0}, "cap", 17, limits={"max_chunk_stamps": 8})
     for r in recs.values():

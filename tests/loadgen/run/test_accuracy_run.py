@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from analysis.contract import validate_run_dir
 from loadgen.record import read_records
 from servers.calib import CalibrationServer
+from tests.support.procs import loadgen_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIO = ROOT / "scenarios/accuracy.yaml"
@@ -28,9 +28,7 @@ def server():
         yield s
 
 
-def cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "loadgen.cli", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+cli = partial(loadgen_cli, timeout_s=300)
 
 
 def run(url: str, tmp_path: Path, name: str, *extra: str, calib=None, n: int = 12):

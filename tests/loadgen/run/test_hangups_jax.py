@@ -4,27 +4,14 @@ mid-stream, the server frees the slot and KV blocks of each request whose client
 the run's own check (loadgen.run.running_after) finds vllm:num_requests_running back at 0, and
 the requests sent after the aborted ones (on the freed slots) still run to the end."""
 import json
-import urllib.request
 
-from prometheus_client.parser import text_string_to_metric_families
-
-from loadgen.client.hangup import HangupRule
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
 from loadgen.scenario.loader import scenario_from_dict
+from tests.servers.jax.server_proc import metrics
+from tests.support.hangups import assert_hung_up
 
 TOKENS = 160
-
-
-def metrics(url: str) -> dict:
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
-        text = r.read().decode()
-    out = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            labels = {k: v for k, v in s.labels.items() if k != "model_name"}
-            out[s.name + (json.dumps(labels, sort_keys=True) if labels else "")] = s.value
-    return out
 
 
 def test_aborted_streams_free_the_jax_servers_slots(jax_url, tmp_path):
@@ -39,14 +26,7 @@ def test_aborted_streams_free_the_jax_servers_slots(jax_url, tmp_path):
         "output": {"dir": str(tmp_path), "run_name": "run", "report": "none"}})
     res = run_scenario(sc)
     recs = {r["id"]: r for r in read_records(res.run_dir / "records.jsonl")}
-    rule = HangupRule.of_scenario(sc)
-    hung = {i for i in recs if rule.of(i, "measured") is not None}
-    assert 0 < len(hung) < 10
-    for i, r in recs.items():
-        if i in hung:
-            assert r["status"] == "aborted" and r["chunk_output_tokens"] == 2, r
-        else:                                        # the slots the aborted ones held: reused
-            assert r["status"] == "ok" and r["output_tokens"] == TOKENS, r
+    assert_hung_up(sc, recs, 10, 2, TOKENS)         # the slots the aborted ones held: reused
     summary = json.loads((res.run_dir / "summary.json").read_text())
     after = summary["cancel"]["server_running_after"]
     assert (after["metric"], after["value"], after["leaked"]) == (

@@ -11,11 +11,11 @@ import sys
 import pytest
 
 from analysis.contract import validate_run_dir
-from loadgen.client.hangup import HangupRule
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
 from loadgen.scenario.loader import scenario_from_dict
 from servers.calib import CalibrationServer
+from tests.support.hangups import assert_hung_up
 from tests.support.procs import ROOT, interrupt_after, scenario_file
 
 ENGINES = ["wire", "aiohttp", "procs2"]
@@ -47,26 +47,22 @@ def run(t, engine, monkeypatch):
     return sc, res, recs, summary
 
 
-def chosen(sc, ids):
-    rule = HangupRule.of_scenario(sc)
-    return {i for i in ids if rule.of(i, "measured") is not None}
+def run_cancel(calib, tmp_path, monkeypatch, engine, n: int, cancel: dict, itl_ms: int):
+    """``n`` requests 4 at a time under load.cancel ``cancel``: 40 tokens, ``itl_ms`` apart."""
+    load = {"mode": "concurrency", "concurrency": 4, "num_requests": n, "cancel": cancel}
+    return run(tree(calib.url, tmp_path, load, {"ttft_ms": 5, "itl_ms": itl_ms}), engine,
+               monkeypatch)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_cancel_after_tokens(calib, tmp_path, monkeypatch, engine):
-    load = {"mode": "concurrency", "concurrency": 4, "num_requests": 12,
-            "cancel": {"fraction": 0.5, "after_tokens": 3}}
-    sc, res, recs, summary = run(tree(calib.url, tmp_path, load, {"ttft_ms": 5, "itl_ms": 10}),
-                                 engine, monkeypatch)
-    hung = chosen(sc, recs)
-    assert 0 < len(hung) < 12                       # the seeded choice picked some, not all
-    for i, r in recs.items():
-        if i in hung:
-            assert (r["status"], r["error_kind"]) == ("aborted", "aborted"), r
-            assert r["chunk_output_tokens"] == 3 and r["output_tokens"] == 3
-            assert r["first_token_at_ns"] is not None and r["end_at_ns"] is not None
-        else:
-            assert r["status"] == "ok" and r["output_tokens"] == 40, r
+    sc, res, recs, summary = run_cancel(calib, tmp_path, monkeypatch, engine, 12,
+                                        {"fraction": 0.5, "after_tokens": 3}, itl_ms=10)
+    hung = assert_hung_up(sc, recs, 12, 3, 40)     # and of those hung up:
+    for r in (recs[i] for i in hung):
+        assert (r["status"], r["error_kind"]) == ("aborted", "aborted"), r
+        assert r["chunk_output_tokens"] == 3 and r["output_tokens"] == 3
+        assert r["first_token_at_ns"] is not None and r["end_at_ns"] is not None
     assert summary["requests_aborted"] == len(hung)
     assert summary["requests_completed"] == 12 - len(hung) and summary["requests_failed"] == 0
     assert summary["cancel"]["with_first_token"] == len(hung)
@@ -77,11 +73,9 @@ def test_cancel_after_tokens(calib, tmp_path, monkeypatch, engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_cancel_after_ms(calib, tmp_path, monkeypatch, engine):
-    load = {"mode": "concurrency", "concurrency": 4, "num_requests": 6,
-            "cancel": {"fraction": 1.0, "after_ms": 150}}
     # 40 tokens 50 ms apart on absolute deadlines: 2 s; nothing can end in 150 ms
-    sc, res, recs, summary = run(tree(calib.url, tmp_path, load, {"ttft_ms": 5, "itl_ms": 50}),
-                                 engine, monkeypatch)
+    sc, res, recs, summary = run_cancel(calib, tmp_path, monkeypatch, engine, 6,
+                                        {"fraction": 1.0, "after_ms": 150}, itl_ms=50)
     for r in recs.values():
         assert r["status"] == "aborted" and "after the send" in r["error"], r
         assert r["end_at_ns"] - r["sent_at_ns"] >= 150_000_000

@@ -5,13 +5,18 @@ from pathlib import Path
 from tests.support.procs import loadgen_cli, scenario_file
 
 
+def _scenario(calib_server, name: str, load: dict, output: dict, **more) -> dict:
+    """A concurrency run of 8-token prompts and 3-token answers, 2 ms TTFT and 1 ms ITL."""
+    return {"name": name, "target": {"url": calib_server.url},
+            "api": {"extra_body": {"calib": {"ttft_ms": 2, "itl_ms": 1}}},
+            "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 8},
+                         "output_tokens": {"dist": "fixed", "value": 3}},
+            "load": {"mode": "concurrency", **load}, "output": output, **more}
+
+
 def test_repeat_runs_and_summarises_with_confidence_intervals(calib_server, tmp_path):
-    sc = {"name": "rep", "target": {"url": calib_server.url},
-          "api": {"extra_body": {"calib": {"ttft_ms": 2, "itl_ms": 1}}},
-          "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 8},
-                       "output_tokens": {"dist": "fixed", "value": 3}},
-          "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 6},
-          "output": {"dir": str(tmp_path), "run_name": "series", "report": "text"}}
+    sc = _scenario(calib_server, "rep", {"concurrency": 2, "num_requests": 6},
+                   {"dir": str(tmp_path), "run_name": "series", "report": "text"})
     path = scenario_file(tmp_path, sc)
     out = loadgen_cli("run", path, "--repeat", "3", "--json", timeout_s=240)
     assert out.returncode == 0, out.stderr
@@ -35,13 +40,9 @@ def test_repeat_runs_and_summarises_with_confidence_intervals(calib_server, tmp_
 
 
 def test_sweep_repeat_gives_each_point_a_confidence_interval(calib_server, tmp_path):
-    sc = {"name": "rs", "target": {"url": calib_server.url},
-          "api": {"extra_body": {"calib": {"ttft_ms": 2, "itl_ms": 1}}},
-          "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 8},
-                       "output_tokens": {"dist": "fixed", "value": 3}},
-          "load": {"mode": "concurrency", "concurrency": 1, "num_requests": 4},
-          "sweep": {"param": "load.concurrency", "values": [1, 2]},
-          "output": {"dir": str(tmp_path), "report": "none"}}
+    sc = _scenario(calib_server, "rs", {"concurrency": 1, "num_requests": 4},
+                   {"dir": str(tmp_path), "report": "none"},
+                   sweep={"param": "load.concurrency", "values": [1, 2]})
     out = loadgen_cli("sweep", scenario_file(tmp_path, sc), "--repeat", "2", "--json", timeout_s=240)
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout.strip().splitlines()[-1])["repeat"]

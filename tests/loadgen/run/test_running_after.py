@@ -34,9 +34,11 @@ def test_recorded_vllm_is_not_a_leak():
 
 
 class _Leaky(http.server.BaseHTTPRequestHandler):
+    value = b"2.0"                                      # the running gauge it reports
+
     def do_GET(self):                                   # noqa: N802 - http.server's name
         body = (b"# TYPE vllm:num_requests_running gauge\n"
-                b'vllm:num_requests_running{model_name="m"} 2.0\n')
+                b'vllm:num_requests_running{model_name="m"} ' + self.value + b"\n")
         self.send_response(200 if self.path == "/metrics" else 404)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -46,14 +48,19 @@ class _Leaky(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_a_server_that_keeps_the_slot_is_reported():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Leaky)
+def _check(handler) -> dict:
+    """running_after.check against a loopback server of ``handler`` (0.3 s of polling)."""
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
-        out = running_after.check(f"http://127.0.0.1:{srv.server_port}", wait_s=0.3)
+        return running_after.check(f"http://127.0.0.1:{srv.server_port}", wait_s=0.3)
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_a_server_that_keeps_the_slot_is_reported():
+    out = _check(_Leaky)
     assert (out["value"], out["leaked"]) == (2.0, True) and "still 2 running" in out["reason"]
     summary = {"warnings": []}
     hangups.fill(summary, [], {"running_after": out})
@@ -70,22 +77,7 @@ def test_no_metrics_is_unknown_not_a_leak(calib_server):
 def test_a_running_gauge_that_is_not_a_count_is_no_verdict(value):
     """Issue #41 item 2: NaN / +Inf kept the run polling and wrote {value: null, leaked: true}
     (then a TypeError in the summary); ``abc`` raised a ValueError out of running()."""
-    class _Odd(_Leaky):
-        def do_GET(self):                               # noqa: N802 - http.server's name
-            body = (b"# TYPE vllm:num_requests_running gauge\n"
-                    b'vllm:num_requests_running{model_name="m"} ' + value + b"\n")
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        out = running_after.check(f"http://127.0.0.1:{srv.server_port}", wait_s=0.3)
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    out = _check(type("_Odd", (_Leaky,), {"value": value}))
     assert out["leaked"] is None and out["value"] is None
     assert out["metric"] == "vllm:num_requests_running" and "unknown" in out["reason"]
     summary = {"warnings": []}

@@ -179,11 +179,10 @@ def test_worker_exits_when_its_client_is_gone(tmp_path):
 @pytest.fixture(scope="module")
 def jax_url(tmp_path_factory, jax_cache_dir):
     """Its own server: 2 slots (the session's shared one has 4), the session's compilation cache."""
-    from tests.servers.jax.server_proc import start_server
-    srv = start_server(tmp_path_factory.mktemp("jax-metrics"), ["--slots", "2", "--seed", "0"],
-                       jax_cache_dir)
-    yield srv.base_url
-    srv.stop()
+    from tests.servers.jax.server_proc import started
+    with started(tmp_path_factory.mktemp("jax-metrics"), ["--slots", "2", "--seed", "0"],
+                 jax_cache_dir) as srv:
+        yield srv.base_url
 
 
 def test_loadgen_run_scrapes_the_jax_server(jax_url, tmp_path):

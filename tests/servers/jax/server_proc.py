@@ -1,9 +1,12 @@
 """A real `python -m servers.jax` subprocess on 127.0.0.1 for tests: start it on a free port, wait for
 /health, read its log, stop it. The shared session servers are fixtures of tests/conftest.py
-(``jax_server``, ``jax_url``); a test that needs other flags starts its own with ``start_server``."""
+(``jax_server``, ``jax_url``); a test that needs other flags starts its own with ``start_server``
+(``started``: the same as a context manager that stops it). ``metrics(base_url)``: its /metrics
+as {name + labels (JSON, model_name left out): value}."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -12,13 +15,27 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 REPO = Path(__file__).resolve().parents[3]
 HOST = "127.0.0.1"
 # a small context keeps the warm-up (one compile per prefill/decode bucket) short
 TINY_ARGS = ["--preset", "tiny", "--max-model-len", "256"]
+
+
+def metrics(base_url: str) -> dict:
+    with urllib.request.urlopen(base_url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            labels = {k: v for k, v in s.labels.items() if k != "model_name"}
+            out[s.name + (json.dumps(labels, sort_keys=True) if labels else "")] = s.value
+    return out
 
 
 def free_port() -> int:
@@ -101,3 +118,14 @@ def start_server(tmp_dir: Path, extra: list[str], cache_dir: Path | None = None,
         time.sleep(0.2)
     srv.stop()
     raise RuntimeError(f"server not healthy after {wait_s}s:\n{srv.log()[-3000:]}")
+
+
+@contextlib.contextmanager
+def started(tmp_dir: Path, extra: list[str], cache_dir: Path | None = None) -> Iterator[ServerProc]:
+    """``start_server``, stopped on the way out (a module's own server: ``with started(...) as
+    srv: yield srv`` in its fixture)."""
+    srv = start_server(tmp_dir, extra, cache_dir)
+    try:
+        yield srv
+    finally:
+        srv.stop()

@@ -11,24 +11,12 @@ import urllib.request
 import aiohttp
 import openai
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.servers.jax.server_proc import ServerProc, start_server
+from tests.servers.jax.server_proc import ServerProc, metrics, started
 
 
 def client(srv: ServerProc, api_key: str = "unused") -> openai.OpenAI:
     return openai.OpenAI(base_url=srv.base_url + "/v1", api_key=api_key, max_retries=0, timeout=60)
-
-
-def metrics(srv: ServerProc) -> dict:
-    with urllib.request.urlopen(srv.base_url + "/metrics", timeout=10) as r:
-        text = r.read().decode()
-    out = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            labels = {k: v for k, v in s.labels.items() if k != "model_name"}
-            out[s.name + (json.dumps(labels, sort_keys=True) if labels else "")] = s.value
-    return out
 
 
 def get_json(url: str) -> dict:
@@ -103,9 +91,9 @@ def test_models_info_and_metrics_after_traffic(jax_server):
     assert card["id"] == "tiny" and card["max_model_len"] == 256
     info = get_json(jax_server.base_url + "/info")
     assert info["model"]["n_layers"] > 0 and info["max_model_len"] == 256 and info["server"]["slots"] == 4
-    before = metrics(jax_server)
+    before = metrics(jax_server.base_url)
     client(jax_server).completions.create(model="tiny", prompt="metric", max_tokens=5, **GREEDY)
-    after = metrics(jax_server)
+    after = metrics(jax_server.base_url)
     d = {k: after[k] - before.get(k, 0.0) for k in after}
     assert d["vllm:prompt_tokens_total"] == len("metric")
     assert d["vllm:generation_tokens_total"] == 5
@@ -133,11 +121,11 @@ async def _wait_running(srv: ServerProc, want: int, timeout_s: float = 30.0) -> 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while loop.time() < deadline:
-        running = metrics(srv)["vllm:num_requests_running"]
+        running = metrics(srv.base_url)["vllm:num_requests_running"]
         if running == want:
             return running
         await asyncio.sleep(0.05)
-    return metrics(srv)["vllm:num_requests_running"]
+    return metrics(srv.base_url)["vllm:num_requests_running"]
 
 
 async def test_concurrent_streams_more_than_slots(jax_server):
@@ -158,12 +146,12 @@ async def test_concurrent_streams_more_than_slots(jax_server):
 
 async def test_disconnect_mid_stream_frees_slot(jax_server):
     abort = 'vllm:request_success_total{"finished_reason": "abort"}'
-    before = metrics(jax_server)
+    before = metrics(jax_server.base_url)
     async with aiohttp.ClientSession() as s:
         r = await _open_stream(s, jax_server.base_url, 250)
         r.close()  # disconnect mid-stream
     assert await _wait_running(jax_server, 0) == 0
-    after = metrics(jax_server)
+    after = metrics(jax_server.base_url)
     assert after[abort] - before[abort] == 1
     # cancelled, not run to the end: far fewer than the 250 requested tokens were generated
     assert after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] < 250
@@ -177,10 +165,9 @@ LONG = 250  # tokens: with a 1-token prompt this fills the 256-token context; se
 @pytest.fixture(scope="module")
 def small_server(tmp_path_factory, jax_cache_dir):
     """One slot, one waiting place, an API key."""
-    srv = start_server(tmp_path_factory.mktemp("jax-small"),
-                       ["--slots", "1", "--max-queue", "1", "--api-key", "sekret"], jax_cache_dir)
-    yield srv
-    srv.stop()
+    with started(tmp_path_factory.mktemp("jax-small"),
+                 ["--slots", "1", "--max-queue", "1", "--api-key", "sekret"], jax_cache_dir) as srv:
+        yield srv
 
 
 def test_api_key_enforced(small_server):

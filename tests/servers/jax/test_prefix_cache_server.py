@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from tests.servers.jax.server_proc import start_server
+from tests.servers.jax.server_proc import started
 
 
 def post(base: str, path: str, body: dict | None = None) -> tuple[int, bytes]:
@@ -55,10 +55,9 @@ def counters(base: str) -> dict[str, float]:
 
 @pytest.fixture(scope="module")
 def prefix_server(tmp_path_factory, jax_cache_dir):
-    srv = start_server(tmp_path_factory.mktemp("jax-prefix"),
-                       ["--slots", "2", "--seed", "0", "--prefix-cache", "on"], jax_cache_dir)
-    yield srv
-    srv.stop()
+    with started(tmp_path_factory.mktemp("jax-prefix"),
+                 ["--slots", "2", "--seed", "0", "--prefix-cache", "on"], jax_cache_dir) as srv:
+        yield srv
 
 
 @pytest.mark.slow          # its own server's warm-up (~1-4 min on a shared 2-core host)
