@@ -48,6 +48,18 @@ def pytest_configure(config):
                 os.environ["JAX_COMPILATION_CACHE_DIR"] = str(sub)
 
 
+JAX_FIXTURES = {"jax_server", "jax_url", "_jax_session_server"}
+
+
+@pytest.hookimpl(tryfirst=True)           # before `-m` deselects: the mark counts there
+def pytest_collection_modifyitems(config, items):
+    """A test on the session's JAX server is ``slow``: starting it compiles the model, minutes
+    on CI's two cores (``pytest -m slow`` runs them; the default suite stays within budget)."""
+    for it in items:
+        if JAX_FIXTURES & set(getattr(it, "fixturenames", ())):
+            it.add_marker(pytest.mark.slow)
+
+
 def pytest_unconfigure(config):
     while _MADE:
         shutil.rmtree(_MADE.pop(), ignore_errors=True)

@@ -45,6 +45,7 @@ def test_run_report_loads_and_its_plots_decode(tmp_path):
         assert complete and w > 300 and h > 100
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_sweep_report_screenshot(tmp_path):
     spec = spec_file(tmp_path / "spec.json", bandwidth=4e7, peak=4e9)
     sw = write_sweep(tmp_path / "sweep", values=(1, 2, 4), spec_path=spec)

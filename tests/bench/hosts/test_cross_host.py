@@ -17,6 +17,8 @@ from bench.hosts.netns import Hosts
 from loadgen.run.senders.plan import Plan
 from loadgen.scenario.loader import load_scenario
 
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
+
 SEC = 1_000_000_000
 OFFSETS = [600, 3 * 86400]        # ten minutes and three days ahead of the master's clock
 

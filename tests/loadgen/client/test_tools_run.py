@@ -81,6 +81,7 @@ def test_tools_on_completions_exit_2_in_one_line(tmp_path):
     assert "workload.tools: needs api.endpoint: chat" in line
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 @pytest.mark.skipif(importlib.util.find_spec("locust") is None, reason="the locust extra")
 def test_locust_engine_sends_the_tools_and_counts_the_tool_call_stream(server, tmp_path):
     r = cli("run", ROOT / "scenarios/tools.yaml", "--engine", "locust",

@@ -87,6 +87,7 @@ def one_line_error(*args, home):
     return lines[0]
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_no_device_spec_and_a_bad_device_are_one_line_errors(tmp_path):
     sc = scenario(tmp_path)
     assert "--device" in one_line_error(sc, home=tmp_path)          # no calibration in HOME

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import yaml
 
 from loadgen.record import read_records
@@ -109,6 +111,7 @@ def test_a_clean_run_stays_valid_and_lost_records_make_it_invalid(calib_server, 
     assert any("no meta.json" in x for x in v["reasons"])
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_device_override_is_written_beside_the_runs_summary(calib_server, tmp_path):
     d = finished(calib_server, tmp_path, "dev", n=10)
     loadgen("report", str(d), "--no-plots")
@@ -123,6 +126,7 @@ def test_device_override_is_written_beside_the_runs_summary(calib_server, tmp_pa
     assert "summary-device-h100-sxm.json" in r.stdout
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_device_override_of_a_sweep_is_written_beside_its_report(calib_server, tmp_path):
     sc = scenario(calib_server, tmp_path, "sw", {"mode": "concurrency", "concurrency": 1,
                                                  "num_requests": 3})

@@ -7,6 +7,8 @@ import pytest
 
 from loadgen.commands import serve
 
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="loadgen")

@@ -1,6 +1,7 @@
 """``loadgen sweep --metrics-port P``: one exporter follows every point's run; one-line errors."""
 import json
 
+import pytest
 import yaml
 
 from loadgen.live.process import LiveExporter
@@ -38,6 +39,7 @@ def test_one_exporter_counts_every_point_of_the_sweep(calib_server, tmp_path):
     assert port_is_free(port)
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_the_cli_serves_a_sweep_and_frees_the_port(calib_server, tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(tree(tmp_path, calib_server.url)))

@@ -248,6 +248,7 @@ def _has_ok(path: Path) -> bool:
     return any(b'"status":"ok"' in line for line in data[:data.rfind(b"\n") + 1].splitlines())
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_killed_worker_is_reported(tmp_path, timed_server):
     p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 20, "num_requests": 100,
                                                "arrival": "constant", "drain_timeout_s": 20})
@@ -274,6 +275,7 @@ def test_killed_worker_is_reported(tmp_path, timed_server):
     assert res.summary["requests_cancelled"] == len(dead)
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_a_worker_that_stalls_past_locusts_heartbeat_is_slow_not_dead(tmp_path, timed_server):
     """A busy host: a worker's process gets no CPU for 6 s (SIGSTOP) right after it is ready,
     longer than Locust's default liveness (3 missed 1-s heartbeats). The run waits for it: t0 is
@@ -305,6 +307,7 @@ def test_a_worker_that_stalls_past_locusts_heartbeat_is_slow_not_dead(tmp_path, 
     assert all(r["status"] == "ok" for r in recs), [r["error"] for r in recs if r["error"]]
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_remote_worker_forwards_records(tmp_path, calib_server):
     """--worker on 'another machine': its records reach the master's dir through messages."""
     from loadgen.targets.managed import free_port
@@ -549,6 +552,7 @@ def test_cli_bad_flag_combinations(tmp_path, flags, msg):
     assert len(lines) == 1 and lines[0].startswith(f"loadgen: error: {msg}"), lines
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_cli_runs_on_locust_with_two_workers(tmp_path, calib_server):
     p = _scenario(tmp_path, calib_server.url, {"mode": "server", "rate": 40, "num_requests": 12})
     out = _cli("run", str(p), "--engine", "locust", "--workers", "2", "--json")
@@ -596,6 +600,7 @@ def test_master_without_workers_is_a_reported_error(tmp_path, calib_server):
     assert all(r["status"] == "cancelled" and "never became ready" in r["error"] for r in recs)
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_locust_run_scrapes_metrics_and_records_the_server_version(tmp_path):
     """--engine locust writes what the native engine writes: server_metrics.jsonl (scraped by
     the same worker process, marks around the measured window) and sut.json with the server's

@@ -20,6 +20,7 @@ from loadgen.record import read_records
 from tests.loadgen.run.test_audio_run import ROOT, scenario
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_transcriptions_on_locust_workers(calib_server, tmp_path):
     p = scenario(tmp_path, calib_server.url, "a-locust", {"format": "vllm"})
     calib_server.clear()

@@ -24,6 +24,7 @@ from tests.support.procs import interrupt, reaped
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_served_during_a_locust_run_and_freed_when_it_is_interrupted(calib_server, tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump({

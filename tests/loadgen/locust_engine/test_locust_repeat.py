@@ -15,6 +15,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("locust") is None,
                                 reason="the locust extra is not installed")
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_repeat_runs_on_locust(tmp_path, calib_server):
     tree = {"name": "rl", "target": {"url": calib_server.url}, "api": {"model": "calib-model"},
             "workload": {"prompt_tokens": {"dist": "fixed", "value": 8},

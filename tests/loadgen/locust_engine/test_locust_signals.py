@@ -43,6 +43,7 @@ def _pending(pid: int, sig: int) -> bool:
                    >> (sig - 1) & 1 for line in f)
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_a_second_signal_ends_a_locust_run_at_once_as_natively(tmp_path):
     """The master is held (SIGSTOP) so that the run is surely still in its load phase: the first
     SIGINT is passed to it (seen pending), the second ends the run at once: every process killed,

@@ -118,6 +118,7 @@ def test_plan_slices_sessions_and_turn_ids_over_workers(tmp_path):
     assert users_for(sc, whole.schedule, 3) % 3 == 0
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_concurrency_sessions_on_two_workers(tmp_path, server):
     server.clear()
     p = _scenario(tmp_path, server.url, {"mode": "concurrency", "concurrency": 4,
@@ -139,6 +140,7 @@ def test_concurrency_sessions_on_two_workers(tmp_path, server):
     assert validate_run_dir(run) == []
 
 
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_server_mode_sessions_start_on_the_schedule(tmp_path, server):
     server.clear()
     p = _scenario(tmp_path, server.url, {"mode": "server", "rate": 20, "arrival": "constant",
@@ -185,6 +187,7 @@ def test_a_drain_timeout_cancels_the_turns_left(tmp_path, server):
     {"mode": "concurrency", "concurrency": 2, "num_requests": 40},
     {"mode": "server", "rate": 4, "arrival": "constant", "num_requests": 40},
 ])
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_interrupted_sessions_record_every_unsent_turn(tmp_path, load):
     """SIGINT once the first turn is answered (think time 0.3 s, each turn >= 150 ms): every
     started session's unsent turns get a cancelled record; server mode: so do the sessions

@@ -54,6 +54,7 @@ def _others_in_flight(recs: list[dict], r: dict) -> list[dict]:
 
 @pytest.mark.skipif(importlib.util.find_spec("locust") is None,
                     reason="the locust extra is not installed")
+@pytest.mark.slow       # minutes of processes on CI's 2 cores: -m slow
 def test_staged_run_on_two_workers_follows_the_stages(tmp_path, calib_server):
     # stage 2 must be SEEN at 3 in flight (a liveness property: every one of its 3 users keeps
     # sending ~30 ms requests back to back); 2 s of it, not 0.6, so a worker that a busy box

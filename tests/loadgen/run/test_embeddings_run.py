@@ -4,8 +4,12 @@ records without token timings, summary.json's "embeddings" figures, a report tha
 no empty TTFT/TPOT/ITL rows) and the console line."""
 import json
 
+import pytest
+
 from analysis.contract import validate_run_dir
 from tests.loadgen.run.jax_e2e import jax_scenario, run_scenario_cli
+
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
 
 SCENARIO = jax_scenario("embeddings-e2e", "embeddings", {
     "prompt_tokens": {"dist": "uniform", "min": 8, "max": 64}, "inputs_per_request": 3})

@@ -5,11 +5,15 @@ the run's own check (loadgen.run.running_after) finds vllm:num_requests_running 
 the requests sent after the aborted ones (on the freed slots) still run to the end."""
 import json
 
+import pytest
+
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
 from loadgen.scenario.loader import scenario_from_dict
 from tests.servers.jax.server_proc import metrics
 from tests.support.hangups import assert_hung_up
+
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
 
 TOKENS = 160
 

@@ -4,12 +4,16 @@ directory holds records whose first token is the first response.output_text.delt
 counts and a summary with TTFT/TPOT as for chat; a bad combination is refused in one line (the
 Locust engine's run: tests/loadgen/locust_engine/test_locust_endpoints.py)."""
 import json
+
+import pytest
 from pathlib import Path
 
 from analysis.contract import validate_run_dir
 from loadgen.scenario.loader import load_scenario, scenario_from_dict
 from loadgen.scenario.model import ScenarioError
 from tests.loadgen.run.jax_e2e import jax_scenario, run_scenario_cli
+
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIO = jax_scenario("responses-e2e", "responses", {

@@ -14,6 +14,8 @@ import pytest
 
 from tests.servers.jax.server_proc import ServerProc, metrics, started
 
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
+
 
 def client(srv: ServerProc, api_key: str = "unused") -> openai.OpenAI:
     return openai.OpenAI(base_url=srv.base_url + "/v1", api_key=api_key, max_retries=0, timeout=60)

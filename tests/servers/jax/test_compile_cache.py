@@ -9,6 +9,8 @@ import pytest
 
 from servers.jax import compile_cache_dir
 
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
+
 HOME_DEFAULT = str(Path.home() / ".cache" / "loadgen" / "jax-compile")
 
 

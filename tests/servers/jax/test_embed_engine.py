@@ -15,6 +15,8 @@ from servers.jax.orchestrator import Orchestrator
 from servers.jax.requests import EmbedRequest, GenRequest, QueueFull, RequestTooLong, SamplingParams
 from servers.jax.presets import get_preset
 
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
+
 MAX_LEN = 64
 ARGS = get_preset("tiny")
 PARAMS = M.init_params(ARGS, "fp32", seed=5, std=0.2)

@@ -14,6 +14,8 @@ import pytest
 
 from tests.servers.jax.server_proc import ServerProc
 
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
+
 
 def post(srv: ServerProc, body: dict) -> tuple[int, dict]:
     req = urllib.request.Request(srv.base_url + "/v1/embeddings", data=json.dumps(body).encode(),

@@ -15,6 +15,8 @@ from servers.jax.orchestrator import Orchestrator
 from servers.jax.requests import GenRequest, QueueFull, RequestTooLong, SamplingParams
 from servers.jax.presets import get_preset
 
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
+
 MAX_LEN = 64
 SLOTS = 4
 ARGS = get_preset("tiny")

@@ -71,6 +71,8 @@ from servers.jax.orchestrator import Orchestrator                   # noqa: E402
 from servers.jax.presets import get_preset                          # noqa: E402
 from servers.jax.requests import GenRequest, SamplingParams         # noqa: E402
 
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
+
 ARGS = get_preset("tiny")
 PARAMS = M.init_params(ARGS, "fp32", seed=3, std=0.2)      # std 0.2: varied greedy text (test_engine)
 MAX_LEN = 128

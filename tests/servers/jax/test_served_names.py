@@ -12,6 +12,8 @@ from servers.jax.api import create_app
 from servers.jax.tokenizer import ByteTokenizer
 from tests.servers.jax.fakes import FakeOrchestrator, fake_text
 
+pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores
+
 TOK = ByteTokenizer(258)
 
 
