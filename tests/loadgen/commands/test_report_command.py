@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 import yaml
 
 from loadgen.record import read_records
