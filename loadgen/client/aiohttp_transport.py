@@ -177,7 +177,7 @@ class AiohttpTransport:
         """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError and
         what no rule here names (the Client makes that a ``client`` error). Redirects are
         never followed by aiohttp: ``redirects.Hops`` decides (see there).
-        ``hangup`` (load.cancel): after_tokens counted by the stream step (settled: the
+        ``hangup`` (load.cancel): a token hang-up counted by the stream step (settled: the
         response closed); a timed hang-up: ``asyncio.timeout`` from the send, then ``aborted``."""
         t = now_ns()
         due = hangup_deadline(hangup, t, t)  # from this send, or the first one (api.retry)
