@@ -33,7 +33,8 @@ import aiohttp
 from yarl import URL
 
 from loadgen.client.hangup import abort
-from loadgen.client.http1.policy import DONE_GRACE, KEEPALIVE_S, ConnPolicy, hangup_deadline
+from loadgen.client.http1.policy import (DONE_GRACE, KEEPALIVE_S, ConnPolicy, PolicyCounts,
+                                         hangup_deadline)
 from loadgen.client.http1.redirects import Hops, is_redirect
 from loadgen.client.request import SNIPPET
 from loadgen.client.request import fail as _fail
@@ -99,7 +100,7 @@ class _Response(aiohttp.ClientResponse):
             del proto.read
 
 
-class AiohttpTransport:
+class AiohttpTransport(PolicyCounts):
     name = "aiohttp"
 
     def __init__(self, url: str, max_connections: int, timeout_s: float,
@@ -115,15 +116,6 @@ class AiohttpTransport:
         self.policy = ConnPolicy(KEEPALIVE_S)    # the stale count; reuse False after the first
         self._response_class = type("Response", (_Response,),
                                     {"max_header_bytes": limits.max_header_bytes})
-
-    @property
-    def retries(self) -> int:
-        """Stale-connection retries so far."""
-        return self.policy.retries
-
-    @property
-    def reuse_connections(self) -> bool:
-        return self.policy.reuse
 
     def _new_session(self, connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
         timeout = aiohttp.ClientTimeout(total=self.timeout_s, connect=self.connect_timeout_s)

@@ -39,7 +39,7 @@ import gevent
 from gevent import monkey
 from gevent import socket as gsocket
 
-from loadgen.client.http1.policy import ConnPolicy, Idle, Release
+from loadgen.client.http1.policy import ConnPolicy, Idle, PolicyCounts, Release
 from loadgen.client.http1.redirects import Hops
 from loadgen.client.request import fail, finish
 from loadgen.client.sse import StreamTally
@@ -61,7 +61,7 @@ def fill(resp: WireResponse, rec: Record, tally: StreamTally, step: Optional[Str
     settle(resp, rec, tally, step, limits)
 
 
-class GWire:
+class GWire(PolicyCounts):
     """One Locust user's client: at most one connection, one exchange at a time (module doc).
     ``post`` fills ``rec`` (all but ``request.finish``) and raises only GreenletExit."""
 
@@ -77,15 +77,6 @@ class GWire:
         self.policy = ConnPolicy(stop_reuse_after_retry=True)   # keep-alive: the GConn's window
         self.connections_opened = 0
         self._targets: dict = {}
-
-    @property
-    def retries(self) -> int:
-        return self.policy.retries
-
-    @property
-    def reuse(self) -> bool:
-        """False after a stale-connection resend."""
-        return self.policy.reuse
 
     def close(self) -> None:
         if self.conn is not None:

@@ -11,6 +11,9 @@ between exchanges, and the deadlines it arms during one. No sockets, no asyncio,
                            when ``stop_reuse_after_retry``. A fresh socket's failure: never.
         stale() ─► the same count for a driver that finds staleness itself (aiohttp)
         release(resp, window_s) ─► PARK (idle, reusable) | CLOSE
+    PolicyCounts (mixed into every driver that holds a ConnPolicy as ``policy``: WirePool,
+        WireTransport, GWire, AiohttpTransport) ─► retries (stale resends so far),
+        reuse_connections (False after one): the counts the run's meta shows, read one way
     deadlines (returned, never armed here: the driver's timer, gevent wait or asyncio.timeout)
         hangup_deadline(hangup, sent_at_ns, now) ─► Deadline(left_s, "aborted", message) for
                            load.cancel's timed hang-up (from the first send), else None: the
@@ -104,6 +107,23 @@ class ConnPolicy:
         """The socket's keep-alive window after an answer: the smaller of ours and the server's
         ``Keep-Alive: timeout=N`` (exchange.Exchange.keepalive_s, N − 1 s)."""
         return window_s if server_keepalive_s is None else min(window_s, server_keepalive_s)
+
+
+class PolicyCounts:
+    """A driver's view of its ``policy`` (a ConnPolicy): what meta.json's connection block
+    shows. The driver gives ``policy`` (an attribute or a property)."""
+
+    __slots__ = ()
+
+    @property
+    def retries(self) -> int:
+        """Stale-connection resends so far (the policy's count)."""
+        return self.policy.retries
+
+    @property
+    def reuse_connections(self) -> bool:
+        """False after a stale resend when reuse stops (stop_reuse_after_retry)."""
+        return self.policy.reuse
 
 
 def hangup_deadline(hangup, sent_at_ns: int, now: int) -> Optional[Deadline]:
