@@ -20,7 +20,7 @@ reusing connections (``reuse_connections`` false: each request on its own connec
 write and a retry. A server that answers ``Connection: close`` is honoured by aiohttp itself.
 Whether a connection was new is told by ``_Connector`` through a context variable of the
 request's own task (no tracing hooks). Shared with the wire drivers (loadgen.client.http1): the
-redirect hops (``Hops``), the stale count and stop-reuse (``ConnPolicy.stale``), load.cancel's
+redirect hops (``redirects.route``), the stale count and stop-reuse (``ConnPolicy.stale``), load.cancel's
 hang-up deadline (``hangup_deadline``, armed as ``asyncio.timeout``) and the [DONE] grace.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ from yarl import URL
 from loadgen.client.hangup import abort
 from loadgen.client.http1.policy import (DONE_GRACE, KEEPALIVE_S, ConnPolicy, PolicyCounts,
                                          hangup_deadline)
-from loadgen.client.http1.redirects import Hops, is_redirect
+from loadgen.client.http1 import redirects
 from loadgen.client.request import SNIPPET
 from loadgen.client.request import fail as _fail
 from loadgen.client.sse import StreamTally
@@ -168,7 +168,7 @@ class AiohttpTransport(PolicyCounts):
                    hangup=None) -> None:
         """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError and
         what no rule here names (the Client makes that a ``client`` error). Redirects are
-        never followed by aiohttp: ``redirects.Hops`` decides (see there).
+        never followed by aiohttp: ``redirects.route`` decides (see there).
         ``hangup`` (load.cancel): a token hang-up counted by the stream step (settled: the
         response closed); a timed hang-up: ``asyncio.timeout`` from the send, then ``aborted``."""
         t = now_ns()
@@ -187,7 +187,7 @@ class AiohttpTransport(PolicyCounts):
     async def _send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally,
                     hangup) -> None:
         url = self._url
-        hops = Hops(str(url), self.follow_redirects)
+        hops = redirects.route(str(url), self.follow_redirects)
         try:
             while True:
                 async with await self._post(data, headers, rec, url) as resp:
@@ -215,7 +215,7 @@ class AiohttpTransport(PolicyCounts):
         status = resp.status
         wr = WireResponse(status=status, headers={k.lower(): v for k, v in resp.headers.items()
                                                   if k.lower() != "content-encoding"})
-        if not 200 <= status < 300 and not is_redirect(status):
+        if settle.error_body(status):
             wr.reads.append((now_ns(), await resp.content.read(SNIPPET)))     # the snippet
         if settle.status_failure(wr, rec):
             return

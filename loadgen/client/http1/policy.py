@@ -22,7 +22,7 @@ between exchanges, and the deadlines it arms during one. No sockets, no asyncio,
                            at most (Exchange.finish_after_done then ends it, not reused)
     parses_inline(hangup) ─► load.cancel's token hang-up: the stream is parsed as it is read
                            (tokens counted on the read path), not after the exchange
-Redirect hops: redirects.Hops. Framing, bounds, EOF, stale detection: exchange.Exchange.
+Redirect hops: redirects.route. Framing, bounds, EOF, stale detection: exchange.Exchange.
 """
 from __future__ import annotations
 

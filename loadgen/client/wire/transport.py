@@ -15,7 +15,7 @@ from functools import partial
 from typing import Optional
 
 from loadgen.client.http1.policy import PolicyCounts, parses_inline
-from loadgen.client.http1.redirects import Hops
+from loadgen.client.http1 import redirects
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
 from loadgen.client.wire.record_fill import catch_up_steps, drive, fill_steps
@@ -73,9 +73,9 @@ class WireTransport(PolicyCounts):
     async def send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally,
                    hangup=None) -> None:
         """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError.
-        Hops (loadgen.client.http1.redirects) decides whether an answer leads to another send
+        loadgen.client.http1.redirects.route decides whether an answer leads to another send
         (``follow_redirects``); the last answer is filled."""
-        hops = Hops(self.url, self.follow_redirects)
+        hops = redirects.route(self.url, self.follow_redirects)
         args = self._exchange_args(rec, tally, hangup)
         while True:
             resp = WireResponse()
