@@ -35,13 +35,17 @@ ASSUMPTIONS = ("one device; every weight and cached K/V byte read once per step 
                "spec-only); lengths counted in the workload's tokens")
 
 
-def point_load(param: str, value: float, mode: str, base: dict) -> LoadPoint:
-    """The LoadPoint of one sweep value; ``base``: the scenario's load block (a dict)."""
+def point_load(param: str, value: float, base: dict, closed: bool,
+               all_at_once: bool = False) -> LoadPoint:
+    """The LoadPoint of one sweep value; ``base``: the scenario's load block (a dict);
+    ``closed``: users in flight (else arrivals at ``rate``); ``all_at_once``: without a
+    concurrency every request is one user (the caller says which: the scenario's
+    ``load.point_shape``)."""
     load = {**base, param.split(".")[-1]: value}
     # loadgen runs its warm-up requests as a phase of their own before the measured phase
     # starts (loadgen/run/runner.py), so the simulation starts cold with the measured requests
-    if mode in ("concurrency", "offline"):       # offline without a cap: every request at once
-        users = load.get("concurrency") or (load.get("num_requests") if mode == "offline" else 1)
+    if closed:                                   # offline without a cap: every request at once
+        users = load.get("concurrency") or (load.get("num_requests") if all_at_once else 1)
         return LoadPoint("closed", concurrency=int(users or 1))
     kind = "constant" if load.get("arrival") == "constant" else "poisson"
     return LoadPoint(kind, concurrency=load.get("max_concurrency"), rate=float(load["rate"]))

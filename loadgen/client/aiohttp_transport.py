@@ -20,7 +20,7 @@ reusing connections (``reuse_connections`` false: each request on its own connec
 write and a retry. A server that answers ``Connection: close`` is honoured by aiohttp itself.
 Whether a connection was new is told by ``_Connector`` through a context variable of the
 request's own task (no tracing hooks). Shared with the wire drivers (loadgen.client.http1): the
-redirect hops (``Hops``), the stale count and stop-reuse (``ConnPolicy.stale``), load.cancel's
+redirect hops (``redirects.route``), the stale count and stop-reuse (``ConnPolicy.stale``), load.cancel's
 hang-up deadline (``hangup_deadline``, armed as ``asyncio.timeout``) and the [DONE] grace.
 """
 from __future__ import annotations
@@ -33,8 +33,9 @@ import aiohttp
 from yarl import URL
 
 from loadgen.client.hangup import abort
-from loadgen.client.http1.policy import DONE_GRACE, KEEPALIVE_S, ConnPolicy, hangup_deadline
-from loadgen.client.http1.redirects import Hops, is_redirect
+from loadgen.client.http1.policy import (DONE_GRACE, KEEPALIVE_S, ConnPolicy, PolicyCounts,
+                                         hangup_deadline)
+from loadgen.client.http1 import redirects
 from loadgen.client.request import SNIPPET
 from loadgen.client.request import fail as _fail
 from loadgen.client.sse import StreamTally
@@ -99,7 +100,7 @@ class _Response(aiohttp.ClientResponse):
             del proto.read
 
 
-class AiohttpTransport:
+class AiohttpTransport(PolicyCounts):
     name = "aiohttp"
 
     def __init__(self, url: str, max_connections: int, timeout_s: float,
@@ -115,15 +116,6 @@ class AiohttpTransport:
         self.policy = ConnPolicy(KEEPALIVE_S)    # the stale count; reuse False after the first
         self._response_class = type("Response", (_Response,),
                                     {"max_header_bytes": limits.max_header_bytes})
-
-    @property
-    def retries(self) -> int:
-        """Stale-connection retries so far."""
-        return self.policy.retries
-
-    @property
-    def reuse_connections(self) -> bool:
-        return self.policy.reuse
 
     def _new_session(self, connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
         timeout = aiohttp.ClientTimeout(total=self.timeout_s, connect=self.connect_timeout_s)
@@ -176,8 +168,8 @@ class AiohttpTransport:
                    hangup=None) -> None:
         """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError and
         what no rule here names (the Client makes that a ``client`` error). Redirects are
-        never followed by aiohttp: ``redirects.Hops`` decides (see there).
-        ``hangup`` (load.cancel): after_tokens counted by the stream step (settled: the
+        never followed by aiohttp: ``redirects.route`` decides (see there).
+        ``hangup`` (load.cancel): a token hang-up counted by the stream step (settled: the
         response closed); a timed hang-up: ``asyncio.timeout`` from the send, then ``aborted``."""
         t = now_ns()
         due = hangup_deadline(hangup, t, t)  # from this send, or the first one (api.retry)
@@ -195,7 +187,7 @@ class AiohttpTransport:
     async def _send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally,
                     hangup) -> None:
         url = self._url
-        hops = Hops(str(url), self.follow_redirects)
+        hops = redirects.route(str(url), self.follow_redirects)
         try:
             while True:
                 async with await self._post(data, headers, rec, url) as resp:
@@ -223,7 +215,7 @@ class AiohttpTransport:
         status = resp.status
         wr = WireResponse(status=status, headers={k.lower(): v for k, v in resp.headers.items()
                                                   if k.lower() != "content-encoding"})
-        if not 200 <= status < 300 and not is_redirect(status):
+        if settle.error_body(status):
             wr.reads.append((now_ns(), await resp.content.read(SNIPPET)))     # the snippet
         if settle.status_failure(wr, rec):
             return

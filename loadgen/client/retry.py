@@ -6,8 +6,8 @@
     Attempts(policy, rec, hangup)   one request's attempts (api.retry on); stepped by THE attempt
                                     loop (client/attempt.AttemptLoop) that every engine's driver
                                     drives (asyncio Client.execute, the Locust request source):
-        send(..., att.hangup)  ─► load.cancel's Hangup for this attempt: after_ms from the FIRST
-                       send (``since_ns``) from the second attempt on
+        send(..., att.hangup)  ─► load.cancel's Hangup for this attempt: a timed one counts from
+                       the FIRST send (``Hangup.from_first``) from the second attempt on
         after(rec) ─► seconds to wait before the next attempt, or None (this one stands); a
                        hang-up due inside the wait shortens it to the deadline
         [sleep(wait)]  asyncio.sleep / gevent.sleep
@@ -117,11 +117,9 @@ class Attempts:
 
     @property
     def hangup(self) -> Optional[Hangup]:
-        """load.cancel's Hangup for the next send: after_ms counts from the first send."""
+        """load.cancel's Hangup for the next send: a timed one counts from the first send."""
         h = self.first
-        if h is None or h.after_ms is None or self.first_sent is None:
-            return h
-        return Hangup(h.after_tokens, h.after_ms, self.first_sent)
+        return h if h is None else h.from_first(self.first_sent)
 
     def after(self, rec: Record, now_ns: int) -> Optional[float]:
         """The attempt in ``rec`` is over: log it; the wait before the next, or None."""
@@ -138,9 +136,10 @@ class Attempts:
         wait = p.wait_s(len(self.log), rec.retry_after_s)
         start = self.first_sent if self.first_sent is not None else now_ns
         h = self.hangup
-        if h is not None and h.after_ms is not None and h.left_s(start, now_ns) <= wait:
+        due = None if h is None else h.due_in(start, now_ns)
+        if due is not None and due <= wait:
             self.hung = True               # load.cancel: the client hangs up in the wait
-            wait = h.left_s(start, now_ns)
+            wait = due
         elif (now_ns - start) / 1e9 + wait > p.timeout_s:
             return None                    # past api.timeout_s from the first send
         self.waited_s += wait

@@ -10,7 +10,7 @@
                more than the cap + one read's events)
             ─► [DONE]: rec ok, end_at_ns; nothing after it is counted (``done``); error event / error object: ``server_error``;
                not SSE / bad JSON: ``protocol``; an event over ``max_event_bytes`` or more events
-               than ``max_events``: ``too_large``; ``hangup.after_tokens`` output tokens in:
+               than ``max_events``: ``too_large``; the hang-up's ``token_limit`` output tokens in:
                ``aborted`` (load.cancel, loadgen.client.hangup: the driver closes the socket)
         end(t)           the body ended (message complete): the pending event, then ok | incomplete
         settled          True once the record is decided by the stream (failed): stop feeding
@@ -87,7 +87,7 @@ def decoder(encoding: Optional[str]):
 
 
 class _HangUp(Exception):
-    """Raised by StreamStep._counting_append once load.cancel's after_tokens are in."""
+    """Raised by StreamStep._counting_append once load.cancel's token limit is in."""
 
 
 class StreamStep:
@@ -101,7 +101,7 @@ class StreamStep:
                  encoding: Optional[str] = None, hangup: Any = None):
         self.rec, self.tally = rec, tally
         self.hangup = hangup                     # load.cancel (client.hangup.Hangup) or None
-        at = getattr(hangup, "after_tokens", None)
+        at = None if hangup is None else hangup.token_limit
         self._hang_at = at
         self._got = 0                            # output tokens of the chunks so far (hangup)
         self.parser = SSEParser(limits.max_event_bytes)
@@ -118,7 +118,7 @@ class StreamStep:
         self._raw_deflate = (encoding or "").strip().lower() == "deflate"
         self._pfeed, self._add = self.parser.feed, tally.add_bytes       # bound once: the hot path
         self._chunks = rec.chunks
-        # load.cancel after_tokens: only such a request counts its tokens as it goes (a
+        # load.cancel's token hang-up: only such a request counts its tokens as it goes (a
         # counting append that raises _HangUp); every other request keeps the plain append
         self._append = rec.chunks.append if at is None else self._counting_append
         try:
@@ -200,7 +200,7 @@ class StreamStep:
                         self._too_many(t)
                         return j + 1
             return stop
-        except _HangUp:                                  # load.cancel: after_tokens are in
+        except _HangUp:                                  # load.cancel: the token limit is in
             tin += 1                                     # the chunk was appended: it counts
             self.settled = True
             abort(self.rec, self.hangup.message(self._got), t)

@@ -52,34 +52,20 @@ def _target(sc) -> dict:
 def _load(sc) -> dict:
     from loadgen.scenario.limits import planned_count
     ld = sc.load
-    if ld.mode == "server" and ld.stages:
-        how = "stages " + ", ".join(
-            f"{st.rate:g} requests/s" if st.rate else f"{st.concurrency} in flight"
-            for st in ld.stages) + f" ({sum(st.duration_s for st in ld.stages):g} s)"
-    elif ld.mode == "server":
-        how = f"{ld.arrival} arrivals at {ld.rate:g} requests/s" + (
-            f", at most {ld.max_concurrency} in flight" if ld.max_concurrency else "")
-    elif ld.mode == "concurrency":
-        how = f"{ld.concurrency} in flight (closed loop)"
-    elif ld.mode == "offline":
-        how = "every request queued at the start" + (
-            f", at most {ld.concurrency} in flight" if ld.concurrency else "")
-    else:
-        how = f"the trace's timestamps × {ld.time_scale:g}"
     size = []
     if ld.num_requests is not None:
         size.append(f"{ld.num_requests:,} measured requests")
     if ld.duration_s is not None:
         size.append(f"for at most {ld.duration_s:g} s")
     if not size:
-        size.append("the whole trace" if ld.mode == "trace" else "the workload's requests")
+        size.append(ld.whole)
     if ld.warmup_requests:
         size.append(f"+ {ld.warmup_requests} warm-up")
     planned = planned_count(ld)
     return {"mode": ld.mode, "rate": ld.rate, "concurrency": ld.concurrency,
             "num_requests": ld.num_requests, "duration_s": ld.duration_s,
             "warmup_requests": ld.warmup_requests, "planned_requests": int(planned) or None,
-            "text": f"mode {ld.mode}: {how}; {' '.join(size)}"}
+            "text": f"mode {ld.mode}: {ld.how}; {' '.join(size)}"}
 
 
 def _lengths(values: list) -> Optional[dict]:

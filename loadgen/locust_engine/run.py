@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Optional
 
 from loadgen.run import children
-from loadgen.run.children import Child
 from loadgen.run.engines import refusal, workers_error
 from loadgen.run.outcome import Outcome, prepare
 from loadgen.run.runner import Run
@@ -64,9 +63,9 @@ def _worker_pids(locust_dir: Path) -> dict[int, int]:
     return out
 
 
-def _spawn(argv: list[str], log: Path) -> Child:
+def _spawn(argv: list[str], log: Path) -> children.Child:
     """In its own session: a terminal Ctrl-C reaches only loadgen, which tells the master."""
-    return Child(argv, log, new_session=True)
+    return children.Child(argv, log, new_session=True)
 
 
 class LocustRun:
@@ -87,7 +86,7 @@ class LocustRun:
             raise ScenarioError(bad)
         self.dir = self.prep.run_dir / "locust"
         self.procs = children.Children()            # the master (or local) first, then workers
-        self.master: Optional[Child] = None
+        self.master: Optional[children.Child] = None
         self.exits: dict[int, int] = {}   # worker pid -> exit code (seen before the master ended)
         self.early: Optional[str] = None  # a worker process that died before it joined
         self.merged: dict = {}            # master.json, worker status and pids, merge counts

@@ -112,21 +112,20 @@ def prefill_chunk(sc: Scenario) -> Optional[int]:
 def load_points(sc: Scenario) -> list[tuple[str, float, LoadPoint]]:
     """(param, value, LoadPoint) of each sweep value, else of the scenario's own load."""
     load = sc.load.model_dump(mode="json")
-    if sc.load.mode == "trace" or sc.load.stages:
+    if not sc.load.steady:
         raise ScenarioError(f"load.{'stages' if sc.load.stages else 'mode'}: predict forecasts "
                             "one steady load per point (mode concurrency, offline or server "
                             "without stages)")
     if sc.sweep is not None and sc.sweep.values:
         param, values = sc.sweep.param, list(sc.sweep.values)
-    elif sc.load.mode == "server":
-        param, values = "load.rate", [sc.load.rate]
     else:
-        param, values = "load.concurrency", [sc.load.in_flight_cap or 1]
-    if param == "load.rate" and sc.load.rate is None and sc.load.mode != "server":
+        param, own = sc.load.knob
+        values = [own]
+    if param == "load.rate" and sc.load.rate is None and sc.load.knob[0] != "load.rate":
         raise ScenarioError("sweep.param: load.rate needs load.mode server")
     if param == "load.concurrency":
         values = [int(v) for v in values]
-    return [(param, v, point_load(param, v, sc.load.mode, load)) for v in values]
+    return [(param, v, point_load(param, v, load, **sc.load.point_shape)) for v in values]
 
 
 def workload_of(sc: Scenario) -> dict:
@@ -206,7 +205,7 @@ class Predictor:
         """summary.json "forecast" of the sweep point at ``value`` (any value, searches too)."""
         param = self.points[0][0] if self.sc.sweep is None else self.sc.sweep.param
         value = int(value) if param == "load.concurrency" else value
-        lp = point_load(param, value, self.sc.load.mode, self.load)
+        lp = point_load(param, value, self.load, **self.sc.load.point_shape)
         res = self.result([(param, value, lp)])
         return summary_block(res["grade"], res["points"][0], summary)
 

@@ -46,7 +46,7 @@ from loadgen.scenario.model import Scenario
 from loadgen.scenario.schedule import Schedule
 from loadgen.targets.scrape import ServerMetricsScraper
 from loadgen.scenario.workload import WorkloadPlan
-from loadgen.run.harness import RunResult, around
+from loadgen.run.harness import Placed, RunResult, around
 from loadgen.run.meta import run_meta
 from loadgen.run.outcome import Outcome, Prepared, prepare
 from loadgen.run.planned import Planned
@@ -76,9 +76,8 @@ class Run:
         self.stop = None                    # asyncio.Event, made inside the loop
         self.interrupted: Optional[str] = None
         self.hurry = False                  # a second signal came: finish with meta.json only
-        self.summary_deferred: Optional[int] = None   # interrupted, too many records to summarise now
         self.cooperative = True             # a first signal stops the load (else it raises)
-        self.server: Optional[ManagedServer] = None
+        self.placed: Optional[Placed] = None   # harness.around's: base URL, server, CPUs
         self.base_url: Optional[str] = None
         self.model: Optional[str] = None
         self.cap: Optional[int] = None
@@ -90,9 +89,7 @@ class Run:
         self.t0: Optional[int] = None
         self.end: Optional[int] = None
         self.crashed: Optional[str] = None
-        self.summary: Optional[dict] = None
         self.server_alive_at_end: Optional[bool] = None
-        self.client_cpus: Optional[list[int]] = None
         self.scraper: Optional[ServerMetricsScraper] = None
         self.server_metrics: Optional[dict] = None
         self.probe: Optional[dict] = None       # targets.probe's findings (meta.json "probe")
@@ -106,7 +103,18 @@ class Run:
 
     # -- sync shell: run dir, managed server, meta/summary (harness.py, every engine's) -----
     def execute(self) -> RunResult:
-        return around(self, lambda base_url: eventloop.run(self._main(base_url)))
+        return around(self, lambda placed: eventloop.run(self._main(placed)))
+
+    @property
+    def server(self) -> Optional[ManagedServer]:
+        """The managed server of this run (harness.Placed), or None."""
+        return self.placed.server if self.placed is not None else None
+
+    @property
+    def client_cpus(self) -> Optional[list[int]]:
+        """The CPUs loadgen kept to (target.server.cpus' rest), or None."""
+        cpus = self.placed.client_cpus if self.placed is not None else None
+        return list(cpus) if cpus else None
 
     # -- signals ----------------------------------------------------------------------------
     def _install_signals(self) -> None:
@@ -137,7 +145,8 @@ class Run:
             f.base_url, f.model, f.drop_fields, f.probe)
         return f.sut
 
-    async def _main(self, base_url: str) -> None:
+    async def _main(self, placed: Placed) -> None:
+        self.placed, base_url = placed, placed.base_url
         self.stop = asyncio.Event()
         self._install_signals()
         a, ld = self.sc.api, self.sc.load
@@ -330,7 +339,6 @@ class Run:
         out = self.outcome()
         meta = run_meta(self.prepared, self.senders.outcome(out) if self.senders else out)
         meta["host_load"] = getattr(self, "host_load", None)   # busy host vs saturated client
-        meta["running_after"] = getattr(self, "running_after", None)   # load.cancel's check
         return meta
 
 def run_scenario(sc: Scenario, progress: Optional[RunProgress] = None,

@@ -1,8 +1,7 @@
 """server_traces around the load: the OTLP receiver for the run, then the join (harness.around).
 
     scenario server_traces ─► receiving(run): analysis.server.otlp_receiver.Receiver on its own
-        thread (host:otlp_port; 0: any free port), its endpoint printed and kept in
-        ``run.otlp_endpoint`` ─► the load (every request's traceparent: client/trace_context)
+        thread (host:otlp_port; 0: any free port), its endpoint printed ─► the load (every request's traceparent: client/trace_context)
         ─► after it: wait_quiet (late spans, at most wait_s) ─► spans_join.join_file:
            records.jsonl gets ``server_timing`` per matched record
         ─► server_spans.json {endpoint, joined, unmatched_spans, bad_spans{reason: n}, ...}
@@ -43,7 +42,6 @@ def receiving(run):
     except OSError as e:
         raise ScenarioError(f"server_traces.otlp_port: cannot listen on {st.host}:"
                             f"{st.otlp_port} ({e.strerror or e})") from None
-    run.otlp_endpoint = rx.endpoint
     print(f"server_traces: OTLP/HTTP receiver at {rx.endpoint}", file=sys.stderr, flush=True)
     try:
         yield rx

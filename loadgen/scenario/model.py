@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from loadgen.scenario import limits
 from loadgen.scenario.api import Api
 from loadgen.scenario.hangups import Cancel, check_cancel
+from loadgen.scenario.load_facts import LoadFacts
 from loadgen.scenario.cost import Cost
 from loadgen.scenario.dataset import Dataset, check_fits
 from loadgen.scenario.server_traces import ServerTraces
@@ -153,7 +154,9 @@ class Probe(Strict):
     alone_requests: int = Field(8, ge=0, le=10_000)  # the baseline: probes with no main load
 
 
-class Load(Strict):
+class Load(LoadFacts, Strict):
+    """The load block; what its mode means: load_facts.LoadFacts (the properties others ask)."""
+
     mode: Literal["offline", "server", "concurrency", "trace"] = "server"
     rate: Optional[float] = Field(None, gt=0)         # requests/s (server)
     stages: Optional[list[Stage]] = None  # server: back-to-back stages instead of one rate
@@ -192,33 +195,6 @@ class Load(Strict):
             raise ValueError("mode offline needs 'num_requests' (every request is issued at t0)")
         limits.check_plan(self)
         return self
-
-    # the load mode's facts, named once here (the engines ask these, not ``mode``; the pacing
-    # of each mode is loadgen.run.senders.pacing's)
-    @property
-    def closed_loop(self) -> bool:
-        """Mode concurrency: virtual users send as they become free (no schedule of times)."""
-        return self.mode == "concurrency"
-
-    @property
-    def traced(self) -> bool:
-        """Mode trace: the trace file's timestamps are the schedule."""
-        return self.mode == "trace"
-
-    @property
-    def unsent_counted(self) -> bool:
-        """A closed loop bounded by num_requests alone: what a stop left unstarted is one count
-        (meta.json ``unsent_requests``), never records."""
-        return self.closed_loop and bool(self.num_requests) and not self.duration_s
-
-    @property
-    def in_flight_cap(self) -> Optional[int]:
-        """The limit on requests in flight: None means unbounded (open-loop server)."""
-        if self.mode in ("server", "trace"):
-            return self.max_concurrency or self.concurrency
-        if self.mode == "concurrency" and self.stages:
-            return max(s.concurrency for s in self.stages)
-        return self.concurrency or (None if self.mode == "offline" else 1)
 
 
 class Slo(Strict):

@@ -18,7 +18,7 @@
          same-host: loadgen.client.http1.redirects), ``http``, the stream's end, the whole JSON body
          (gzip/deflate), then the exchange's own failure
       reuse, the keep-alive window, the stale resend and stop-reuse after it, redirect hops:
-      loadgen.client.http1 (ConnPolicy, Hops), the wire pool's rules: a REUSED connection that
+      loadgen.client.http1 (ConnPolicy, redirects.route), the wire pool's rules: a REUSED connection that
       failed before any byte of the answer is sent once more on a fresh one (``retries``,
       ``first_sent_at_ns``, ``retry_error``); this user then stops reusing (``Connection: close``)
     execute(wire, headers, body, stream, rec, tally)   what a Locust user calls: ``post``, then
@@ -39,8 +39,8 @@ import gevent
 from gevent import monkey
 from gevent import socket as gsocket
 
-from loadgen.client.http1.policy import ConnPolicy, Idle, Release
-from loadgen.client.http1.redirects import Hops
+from loadgen.client.http1.policy import ConnPolicy, Idle, PolicyCounts, Release
+from loadgen.client.http1 import redirects
 from loadgen.client.request import fail, finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
@@ -61,7 +61,7 @@ def fill(resp: WireResponse, rec: Record, tally: StreamTally, step: Optional[Str
     settle(resp, rec, tally, step, limits)
 
 
-class GWire:
+class GWire(PolicyCounts):
     """One Locust user's client: at most one connection, one exchange at a time (module doc).
     ``post`` fills ``rec`` (all but ``request.finish``) and raises only GreenletExit."""
 
@@ -77,15 +77,6 @@ class GWire:
         self.policy = ConnPolicy(stop_reuse_after_retry=True)   # keep-alive: the GConn's window
         self.connections_opened = 0
         self._targets: dict = {}
-
-    @property
-    def retries(self) -> int:
-        return self.policy.retries
-
-    @property
-    def reuse(self) -> bool:
-        """False after a stale-connection resend."""
-        return self.policy.reuse
 
     def close(self) -> None:
         if self.conn is not None:
@@ -149,7 +140,7 @@ class GWire:
 
     def post(self, headers: dict, data: bytes, rec: Record, tally: StreamTally,
              stream: bool, hangup=None) -> None:
-        hops = Hops(self.url, self.follow_redirects)
+        hops = redirects.route(self.url, self.follow_redirects)
         resp = WireResponse()
         try:
             while True:

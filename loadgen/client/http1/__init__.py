@@ -10,10 +10,10 @@
     policy.py     ConnPolicy: idle socket TAKE | DROP (keep-alive window, reuse), Connection:
                   close, the one stale resend (and stop-reuse after it), release PARK | CLOSE;
                   deadlines RETURNED for the driver to arm: load.cancel's timed hang-up, [DONE] grace
-    redirects.py  the redirect rule and Hops, the hop loop (api.follow_redirects)
+    redirects.py  the redirect rule and the hop loop (route: api.follow_redirects)
 
     drivers: loadgen.client.wire (asyncio, kernel stamps), loadgen.client.gevent_wire (Locust
-    users), loadgen.client.aiohttp_transport (https: Hops, ConnPolicy.stale, the deadlines)
+    users), loadgen.client.aiohttp_transport (https: redirects.route, ConnPolicy.stale, the deadlines)
     feed bytes in, arm the deadlines this package returns, stamp reads; they decide nothing.
 
 May import: httptools, the standard library. Nothing of loadgen (tests/loadgen/client/http1

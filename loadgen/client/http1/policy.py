@@ -11,14 +11,18 @@ between exchanges, and the deadlines it arms during one. No sockets, no asyncio,
                            when ``stop_reuse_after_retry``. A fresh socket's failure: never.
         stale() ─► the same count for a driver that finds staleness itself (aiohttp)
         release(resp, window_s) ─► PARK (idle, reusable) | CLOSE
+    PolicyCounts (mixed into every driver that holds a ConnPolicy as ``policy``: WirePool,
+        WireTransport, GWire, AiohttpTransport) ─► retries (stale resends so far),
+        reuse_connections (False after one): the counts the run's meta shows, read one way
     deadlines (returned, never armed here: the driver's timer, gevent wait or asyncio.timeout)
         hangup_deadline(hangup, sent_at_ns, now) ─► Deadline(left_s, "aborted", message) for
-                           load.cancel's ``after_ms`` (from the first send), else None
+                           load.cancel's timed hang-up (from the first send), else None: the
+                           rule is the Hangup's own (loadgen.client.hangup, ``deadline``)
         DONE_GRACE: after the stream's [DONE] the message end is awaited ``DONE_GRACE_S``
                            at most (Exchange.finish_after_done then ends it, not reused)
-    parses_inline(hangup) ─► load.cancel's ``after_tokens``: the stream is parsed as it is read
+    parses_inline(hangup) ─► load.cancel's token hang-up: the stream is parsed as it is read
                            (tokens counted on the read path), not after the exchange
-Redirect hops: redirects.Hops. Framing, bounds, EOF, stale detection: exchange.Exchange.
+Redirect hops: redirects.route. Framing, bounds, EOF, stale detection: exchange.Exchange.
 """
 from __future__ import annotations
 
@@ -105,15 +109,30 @@ class ConnPolicy:
         return window_s if server_keepalive_s is None else min(window_s, server_keepalive_s)
 
 
+class PolicyCounts:
+    """A driver's view of its ``policy`` (a ConnPolicy): what meta.json's connection block
+    shows. The driver gives ``policy`` (an attribute or a property)."""
+
+    __slots__ = ()
+
+    @property
+    def retries(self) -> int:
+        """Stale-connection resends so far (the policy's count)."""
+        return self.policy.retries
+
+    @property
+    def reuse_connections(self) -> bool:
+        """False after a stale resend when reuse stops (stop_reuse_after_retry)."""
+        return self.policy.reuse
+
+
 def hangup_deadline(hangup, sent_at_ns: int, now: int) -> Optional[Deadline]:
-    """load.cancel's ``after_ms`` (loadgen.client.hangup.Hangup): the time left from ``now``
-    for an attempt sent at ``sent_at_ns`` (the first attempt's send when api.retry retried),
-    then ``aborted``; None for no hang-up or an ``after_tokens`` one."""
-    if hangup is None or hangup.after_ms is None:
-        return None
-    return Deadline(hangup.left_s(sent_at_ns, now), "aborted", hangup.message())
+    """load.cancel's timed hang-up (loadgen.client.hangup.Hangup.deadline): the time left from
+    ``now`` for an attempt sent at ``sent_at_ns`` (the first attempt's send when api.retry
+    retried), then ``aborted``; None for no hang-up or a token one."""
+    return None if hangup is None else hangup.deadline(sent_at_ns, now)
 
 
 def parses_inline(hangup) -> bool:
-    """load.cancel's ``after_tokens``: tokens must be counted as the stream is read."""
-    return hangup is not None and hangup.after_tokens is not None
+    """load.cancel's token hang-up: tokens must be counted as the stream is read."""
+    return hangup is not None and hangup.counts_tokens

@@ -3,9 +3,12 @@ the hop loop every driver runs through it. No I/O.
 
     status, Location, api.follow_redirects ─► redirect_target ─► the next URL, or None (the
     request fails as ``redirect``, its Location in the error: ``redirect_message``)
-    Hops(url, policy): the drivers' loop (wire, gevent_wire, aiohttp), written once:
-        hops = Hops(url, policy)
+    route(url, policy) ─► Hops: the one call the drivers (wire, gevent_wire, aiohttp) make;
+        the hop state, its counting and its limit (MAX_HOPS) live here only:
+        hops = route(url, policy)
         while True:  send to hops.url ... ; if not hops.follow(status, location): break
+    The redirect statuses are named here and in wire/settle.py (a 3xx not followed fails the
+    request as ``redirect``; its body is never the error snippet: ``settle.error_body``).
 
 ``never`` (default): no redirect is followed. ``same-host``: a 307/308 (the method and body are
 kept, so the prompt is POSTed again) to the same scheme, host and port is followed, up to
@@ -46,11 +49,6 @@ def redirect_message(status: int, location: Optional[str]) -> str:
             "(api.follow_redirects: same-host follows a 307/308 to the same host)")
 
 
-def is_redirect(status: Optional[int]) -> bool:
-    """A 3xx redirect status (followed or not)."""
-    return status in REDIRECTS
-
-
 class Hops:
     """One request's hop loop (module doc): ``url`` is where the next send goes; ``follow``
     says whether the answer just read leads to another send (and moves ``url`` there)."""
@@ -68,3 +66,9 @@ class Hops:
             return False
         self.url, self.hops = nxt, self.hops + 1
         return True
+
+
+def route(url: str, policy: str = "never") -> Hops:
+    """One request's hops from ``url`` under ``api.follow_redirects`` ``policy``: the drivers'
+    one call (module doc)."""
+    return Hops(url, policy)

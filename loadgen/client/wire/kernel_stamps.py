@@ -201,15 +201,15 @@ class StampKeeper:
 
 
 class Stamps:
-    """One pool's stamping. ``mode``: ``"auto"`` (kernel receive stamps where the platform gives
+    """One pool's stamping. ``stamping`` (a stamp mode, not the load's): ``"auto"`` (kernel receive stamps where the platform gives
     them) or ``"user"``. ``open()`` switches stamping on host-wide, probes it (<= 0.2 s once) and
     measures the clock; ``clock`` is then the ClockMap every connection reads its offset from
     (None: user-space stamps only). ``fold(resp)`` adds one response's read figures."""
 
-    def __init__(self, mode: str = "auto"):
-        if mode not in ("auto", "user"):
-            raise ValueError(f"stamps: 'auto' or 'user', got {mode!r}")
-        self.mode = mode
+    def __init__(self, stamping: str = "auto"):
+        if stamping not in ("auto", "user"):
+            raise ValueError(f"stamps: 'auto' or 'user', got {stamping!r}")
+        self.stamping = stamping
         self.clock: Optional[ClockMap] = None
         self.probe_tries = 0                    # loopback reads until the first kernel stamp (0: none)
         self._keeper: Optional[StampKeeper] = None
@@ -218,7 +218,7 @@ class Stamps:
         self.clock_steps: list = []             # [perf_counter_ns, offset moved by ns] per step seen
 
     def open(self) -> None:
-        if self.mode == "auto" and self._keeper is None:
+        if self.stamping == "auto" and self._keeper is None:
             self._keeper = StampKeeper()
             if self._keeper.active:
                 self.probe_tries = self._keeper.probe()

@@ -32,7 +32,8 @@ from typing import Callable, Optional
 
 from loadgen.client.sse import StreamTally
 from loadgen.client.wire import kernel_stamps
-from loadgen.client.http1.policy import KEEPALIVE_S, ConnPolicy, Idle, Release, hangup_deadline
+from loadgen.client.http1.policy import (KEEPALIVE_S, ConnPolicy, Idle, PolicyCounts, Release,
+                                         hangup_deadline)
 from loadgen.client.wire.conn import Conn
 from loadgen.client.wire.record_fill import RecordFiller
 from loadgen.client.http1.message import (DEFAULT_ASK, Ask, Target, WireResponse, connect_failure,
@@ -44,7 +45,7 @@ CANCELLED = "the run was interrupted before the request ended"
 SWEEP_S = 0.25                # streams in flight parsed this often (Conn.catch_up): see module doc
 
 
-class WirePool:
+class WirePool(PolicyCounts):
     """``async with WirePool(limit=N) as pool: resp = await pool.request("POST", url, headers, body)``.
 
     ``limit``: most requests in flight at once (0: unbounded; size it to the in-flight cap).
@@ -69,15 +70,6 @@ class WirePool:
         self.connections_opened = 0
         self.coalesced_reads = 0                    # over the records filled by fill()
         self._sweeper: Optional[asyncio.TimerHandle] = None
-
-    @property
-    def retries(self) -> int:
-        """Stale-connection resends so far (the policy's count)."""
-        return self.policy.retries
-
-    @property
-    def reuse_connections(self) -> bool:
-        return self.policy.reuse
 
     async def __aenter__(self) -> "WirePool":
         self.open()

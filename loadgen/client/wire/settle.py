@@ -43,6 +43,11 @@ def begin(resp: WireResponse, rec: Record) -> None:
             resp.retries, resp.first_sent_at_ns, (resp.retry_error or "")[:SNIPPET])
 
 
+def error_body(status: int) -> bool:
+    """An answer whose body is read as the error snippet: not 2xx, not a redirect."""
+    return not 200 <= status < 300 and status not in REDIRECTS
+
+
 def status_failure(resp: WireResponse, rec: Record) -> bool:
     """``http_status``; True when the status alone failed the request (redirect, non-2xx)."""
     status = rec.http_status = resp.status

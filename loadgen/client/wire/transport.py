@@ -14,8 +14,8 @@ import asyncio
 from functools import partial
 from typing import Optional
 
-from loadgen.client.http1.policy import parses_inline
-from loadgen.client.http1.redirects import Hops
+from loadgen.client.http1.policy import PolicyCounts, parses_inline
+from loadgen.client.http1 import redirects
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
 from loadgen.client.wire.record_fill import catch_up_steps, drive, fill_steps
@@ -24,7 +24,7 @@ from loadgen.client.wire.pool import WirePool
 from loadgen.record import Record
 
 
-class WireTransport:
+class WireTransport(PolicyCounts):
     name = "wire"
 
     def __init__(self, url: str, max_connections: int, timeout_s: float,
@@ -46,12 +46,9 @@ class WireTransport:
         self.pool.close()
 
     @property
-    def retries(self) -> int:
-        return self.pool.retries
-
-    @property
-    def reuse_connections(self) -> bool:
-        return self.pool.reuse_connections
+    def policy(self):
+        """The pool's ConnPolicy (PolicyCounts: retries, reuse_connections)."""
+        return self.pool.policy
 
     def describe(self) -> dict:
         return self.pool.describe()
@@ -76,9 +73,9 @@ class WireTransport:
     async def send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally,
                    hangup=None) -> None:
         """One POST into ``rec`` (all but ``request.finish``); raises only CancelledError.
-        Hops (loadgen.client.http1.redirects) decides whether an answer leads to another send
+        loadgen.client.http1.redirects.route decides whether an answer leads to another send
         (``follow_redirects``); the last answer is filled."""
-        hops = Hops(self.url, self.follow_redirects)
+        hops = redirects.route(self.url, self.follow_redirects)
         args = self._exchange_args(rec, tally, hangup)
         while True:
             resp = WireResponse()

@@ -63,7 +63,7 @@ class Senders:
         self.failure: Optional[str] = None
         self.merged: Optional[dict] = None
         self.t0 = self.end = self.crashed = None    # the runner takes them (Run._took)
-        self.count = planned_count(ld.mode, run.schedule.count, ld.num_requests, ld.duration_s)
+        self.count = planned_count(ld.closed_loop, run.schedule.count, ld.num_requests, ld.duration_s)
 
     def _spawn(self) -> None:
         run = self.run

@@ -30,12 +30,13 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def planned_count(mode: str, schedule_count: Optional[int], num_requests: Optional[int],
+def planned_count(closed_loop: bool, schedule_count: Optional[int], num_requests: Optional[int],
                   duration_s: Optional[float]) -> Optional[int]:
-    """Measured requests known before t0 (None: a closed loop bounded by duration only)."""
+    """Measured requests known before t0 (None: a closed loop bounded by duration only);
+    ``closed_loop``: the scenario's ``load.closed_loop``."""
     if schedule_count is not None:
         return schedule_count
-    if mode == "concurrency" and duration_s:
+    if closed_loop and duration_s:
         return num_requests if num_requests is not None else None
     return num_requests
 
@@ -106,6 +107,6 @@ def for_run(run, warn: Optional[Callable[[str], None]] = None) -> int:
     sc, ld = run.sc, run.sc.load
     if sc.client.processes == 1:
         return 1
-    count = planned_count(ld.mode, run.schedule.count, ld.num_requests, ld.duration_s)
+    count = planned_count(ld.closed_loop, run.schedule.count, ld.num_requests, ld.duration_s)
     return processes_for(sc.client.processes, ld.in_flight_cap, count,   # one process: sessions
                          run.plan.sessions is not None or ld.probe is not None, warn=warn)  # probe

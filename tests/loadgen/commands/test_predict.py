@@ -134,5 +134,7 @@ def test_a_server_without_a_shape_and_a_trace_load_are_one_line_errors(calib_ser
 
 def test_offline_without_a_cap_sends_every_request_at_once():
     from analysis.predict.forecast import point_load
-    lp = point_load("load.concurrency", 0, "offline", {"num_requests": 12, "concurrency": None})
+    from loadgen.scenario.model import Load
+    offline = Load(mode="offline", num_requests=12).point_shape
+    lp = point_load("load.concurrency", 0, {"num_requests": 12, "concurrency": None}, **offline)
     assert lp.kind == "closed" and lp.concurrency == 12

@@ -50,5 +50,5 @@ def test_processes_for_auto_caps_and_sessions():
     assert part.processes_for(4, None, 2, False, cpus=8, warn=said.append) == 2
     assert "4 asked, 2 started" in said[0]
     assert part.processes_for(4, None, None, True, cpus=8) == 1       # sessions: one process
-    assert part.planned_count("concurrency", None, None, 5.0) is None
-    assert part.planned_count("server", 12, None, 1.0) == 12
+    assert part.planned_count(True, None, None, 5.0) is None
+    assert part.planned_count(False, 12, None, 1.0) == 12
