@@ -49,9 +49,8 @@ class RequestSource(SliceSender):
         a = sc.api
         self.base_url = setup["base_url"].rstrip("/")
         self.url = self.base_url + request.endpoint_path(a.endpoint)
-        # the native client's request shape: body, headers, record fields, the tally
-        self.shape = request.Shape(a, setup["model"], api_key,
-                                   tuple(setup.get("drop_fields") or ()))
+        self.shape = request.Shape(a, setup["model"], api_key,   # the native client's body,
+                                   tuple(setup.get("drop_fields") or ()))   # headers, record
         self.trace = TraceContext.of(a)          # traceparent per request (client/trace_context)
         # target.urls: each request's replica picked here (balance.Picker, the native rule;
         # worker i starts its round-robin turns at URL i, as sender process i does natively)
@@ -65,9 +64,8 @@ class RequestSource(SliceSender):
         self.hangups = HangupRule.of_scenario(sc)     # load.cancel: by id, as every engine
         self.retry = RetryPolicy.of_api(a)            # api.retry (client/retry.py), or None
         self.attempts: dict[int, AttemptLoop] = {}    # api.retry: the requests in flight's
-        # the shift onto the master's clock (worker.py's ping-pong, else senders.clock's rule)
         self.clock = setup.get("clock_estimate") or estimate_from(setup["clock"])
-        self.shift = int(self.clock["shift_ns"])
+        self.shift = int(self.clock["shift_ns"])  # onto the master's clock (worker.py, senders.clock)
         self.stamps = process_stamps()           # kernel stamping on before the first connect
         self.work = SessionWork(self, self.plan) if self.plan.sessions else None
         self.hold = False                        # True: a batch of records, finish after it
