@@ -8,8 +8,9 @@ native engine, and its --procs parent inside it) and the Locust engine's CLI sid
         the spans joined after the load: run/server_traces.py) | target.url(s)
         ─► affinity: with target.server.cpus, loadgen on the remaining CPUs ─► load(placed): the
         engine's (readiness, probe, sut.json, power, /metrics, the measured phase, records.jsonl)
-        ─► finish: meta.json (run.meta()) ─► device.json (calibration.freeze_device) ─► summary.json (rundir.defer_summary: not
-        now after a big interrupted run) ─► the signal handlers as they were, the claim released
+        ─► finish: meta.json (run.meta()) ─► device.json (calibration.freeze_device)
+        ─► summary.json (rundir.defer_summary: not now after a big interrupted run) ─► the
+        signal handlers as they were, the claim released
 
 ``run`` is a runner.Run, read here, never written: what the harness makes it returns as
 values, as preflight returns TargetFacts: ``Placed`` (frozen: the base URL, the managed server,
