@@ -6,6 +6,9 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
 from tests.support.source import parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,6 +93,7 @@ def test_documented_bench_commands_use_the_module_form():
     assert bad == []
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_every_bench_module_imports_from_the_repository_root_alone():
     """One child, cwd = the repository root, no PYTHONPATH: what `python -m bench.NAME` sees."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

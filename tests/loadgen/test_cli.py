@@ -64,6 +64,7 @@ def test_bad_scenario_names_the_field(tmp_path):
     assert "not valid YAML" in one_line_error(cli("run", p))
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_bad_override(tmp_path):
     p = ROOT / "scenarios" / "external.yaml"
     assert "load.num_requests" in one_line_error(cli("run", p, "--set", "load.num_requests=lots"))
@@ -104,6 +105,7 @@ def test_wrong_model_name_is_a_user_error(calib_server, tmp_path):
                     f"({calib_server.url}/v1/models lists 'calib-model')")
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_rejected_field_in_strict_mode_is_a_user_error(tmp_path):
     from tests.loadgen.client.fakes import FakeOpenAI
     with FakeOpenAI(reject=("ignore_eos",), models=("calib-model",)) as srv:
@@ -131,6 +133,7 @@ def test_a_run_where_every_request_failed_exits_3_and_says_why(calib_server, tmp
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_fail_on_invalid_exit_codes(calib_server, tmp_path):
     p = calib_scenario(tmp_path, calib_server.url, {"ttft_ms": 20})
     ok = cli("run", p, "--json", "--fail-on-invalid", "--set", "output.run_name=valid")
@@ -158,6 +161,7 @@ def test_server_that_fails_to_start(tmp_path):
     assert (tmp_path / "r" / "server.log").read_text().strip() == "weights missing"
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_run_json_and_report(calib_server, tmp_path):
     p = tmp_path / "s.yaml"
     p.write_text(yaml.safe_dump({

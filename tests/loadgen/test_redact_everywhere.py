@@ -71,6 +71,7 @@ def loadgen(args: list, s: dict, timeout: float = 300) -> subprocess.CompletedPr
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("extra", [[], ["--procs", "2"]], ids=["native", "procs2"])
 def test_no_secret_in_any_file_of_a_run(echo_server, tmp_path, extra):
     s = secret_set()
@@ -84,6 +85,7 @@ def test_no_secret_in_any_file_of_a_run(echo_server, tmp_path, extra):
     assert scan(tmp_path / "out", s, r.stdout, r.stderr) == []
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_no_secret_in_a_sweep(echo_server, tmp_path):
     s = secret_set()
     p = scenario(tmp_path, echo_server.url, s,
@@ -94,6 +96,7 @@ def test_no_secret_in_a_sweep(echo_server, tmp_path):
     assert scan(tmp_path / "out", s, r.stdout, r.stderr) == []
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_no_secret_on_the_locust_engine(echo_server, tmp_path):
     # find_spec, not importorskip: importing locust would monkey-patch this pytest process
     # (gevent), and every later test's threads and subprocesses with it

@@ -17,6 +17,7 @@ def _cases(t: Transcripts) -> list[dict]:
     return [c for c in t.cases.values() if "exchanges" not in c]
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("server", SERVERS)
 def test_every_case_replays_byte_for_byte(server):
     t = Transcripts(server)

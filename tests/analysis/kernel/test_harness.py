@@ -49,6 +49,7 @@ def test_inputs_random_and_tolerance_can_fail():
     assert np.max(np.abs(no_bias - ref)) > tol       # a kernel that drops b fails the check
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("path", ["torch-eager", "jax-eager", "jax-jit"])
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_path_matches_float64(path, dtype):

@@ -1,6 +1,8 @@
 """`loadgen compare`: change, 95 % interval and verdict per headline figure; the regression gate."""
 import json
 
+import pytest
+
 from analysis.report import compare
 from loadgen import cli
 from tests.analysis.synth import jax_sut, noisy_loop, scenario_yaml, server_meta, write_run
@@ -23,6 +25,7 @@ def _series(parent, seeds, scale=1.0):
     return str(parent)
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_identical_load_is_within_noise_and_passes_the_gate(tmp_path, capsys):
     # 1,000 requests a run: p99 gets an interval (10 values beyond it)
     a, b = _run(tmp_path / "a", 1, per_lane=250), _run(tmp_path / "b", 2, per_lane=250)

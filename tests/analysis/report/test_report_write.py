@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from analysis.metrics.summary import write_summary
 from analysis.report.render import render_html, render_md
 from analysis.report.run_report import build_sections
@@ -46,6 +48,7 @@ def _no_torn_report(d: Path) -> None:
     assert f"loadgen report {d}" in err
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_loadgen_report_on_a_full_disk_leaves_no_torn_report(tmp_path):
     d = _run_dir(tmp_path)
     out = subprocess.run([sys.executable, "-m", "loadgen.cli", "report", str(d)], cwd=ROOT,
@@ -88,6 +91,7 @@ def test_write_report_on_a_full_disk_replaces_neither_file(tmp_path):
     assert (d / "report.md").read_text() == "older report\n"      # not a new md beside no html
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_loadgen_run_on_a_full_disk_for_the_report_exits_1_not_valid(calib_server, tmp_path):
     """The whole run, against the calibration server: the load and summary.json fit, the report
     with its plots does not; the run ends with the one line and exit 1, records kept."""

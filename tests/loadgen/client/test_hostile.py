@@ -109,6 +109,7 @@ def test_client_survives_the_hostile_server(case, transport, outcomes):
                      + f"\n--- stderr (tail) ---\n{o.stderr[-2000:]}")
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("transport", SUITE_TRANSPORTS)
 @pytest.mark.parametrize("case, sig", [("endless_tokens", signal.SIGINT),
                                        ("never_answers", signal.SIGTERM)])
@@ -155,6 +156,7 @@ def _report(run_dir) -> "subprocess.CompletedProcess":
                           cwd=str(ROOT))
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_nan_running_gauge_gives_a_summary_and_a_report(outcomes):
     """Issue #41 item 2, end to end: load.cancel's leak check against a server whose running gauge
     is NaN: exit 0 with summary.json (it was exit 1, no summary, and meta.json kept

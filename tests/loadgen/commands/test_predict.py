@@ -120,6 +120,7 @@ def test_calibrated_forecast_on_the_calibration_server(calib_server, tmp_path, c
         assert p["ttft_ms_p50"] == pytest.approx(30.0, rel=0.25)
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_server_without_a_shape_and_a_trace_load_are_one_line_errors(calib_server, tmp_path):
     sc = scenario(tmp_path, target={"url": calib_server.url})
     assert "--model-config" in one_line_error(sc, "--device", "h100-sxm", home=tmp_path)

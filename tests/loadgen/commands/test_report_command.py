@@ -44,6 +44,7 @@ def measured(run_dir: Path) -> int:
     return sum(1 for r in read_records(p) if r["phase"] == "measured") if p.is_file() else 0
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_run_killed_with_sigkill_is_invalid_with_the_count(calib_server, tmp_path):
     sc = scenario(calib_server, tmp_path, "killed",
                   {"mode": "concurrency", "concurrency": 1, "num_requests": 50}, ttft_ms=100)

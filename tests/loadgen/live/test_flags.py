@@ -68,6 +68,7 @@ def test_a_port_that_is_not_a_port_number(bad):
     assert parse_port("9464") == 9464
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_flag_errors_are_one_line_naming_the_flag(tmp_path):
     path = scenario(tmp_path, "http://127.0.0.1:9", {"mode": "concurrency", "concurrency": 1,
                                                        "num_requests": 1})
@@ -88,6 +89,7 @@ def test_flag_errors_are_one_line_naming_the_flag(tmp_path):
     assert not (tmp_path / "run").exists()              # refused before anything ran
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_served_during_a_cli_run_and_freed_when_it_is_interrupted(calib_server, tmp_path):
     path = scenario(tmp_path, calib_server.url,
                     {"mode": "concurrency", "concurrency": 2, "duration_s": 600})
@@ -112,6 +114,7 @@ def test_served_during_a_cli_run_and_freed_when_it_is_interrupted(calib_server, 
     assert not [n for n in os.listdir(run_dir) if "live" in n]   # nothing of ours in the run
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_repeat_series_is_served_by_one_exporter_and_the_port_freed_at_its_end(calib_server,
                                                                                 tmp_path):
     path = scenario(tmp_path, calib_server.url,

@@ -75,6 +75,7 @@ def scenario(tmp_path, url, n=30, processes=1, **load):
     return path
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("processes", [1, 2])    # 2: the senders' parts, then the merged file
 def test_a_real_run_is_served_live_and_its_counts_end_equal_to_its_records(calib_server,
                                                                          tmp_path, processes):

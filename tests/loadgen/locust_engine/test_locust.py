@@ -143,6 +143,7 @@ def test_plan_slices_cover_every_id_once(tmp_path):
     assert {s.id: s.offset_ns for s in Plan(sc, 1, 3).measured_specs()}.items() <= offs.items()
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_local_server_mode_matches_truth(tmp_path, timed_server):
     timed_server.clear()
     p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 25, "num_requests": 30,
@@ -161,6 +162,7 @@ def test_local_server_mode_matches_truth(tmp_path, timed_server):
     assert min(lag) >= 0                  # paced to the schedule: none sent before its time
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_two_workers_every_request_once_and_true(tmp_path, timed_server):
     timed_server.clear()
     p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 30, "num_requests": 40,
@@ -213,6 +215,7 @@ def test_closed_loop_concurrency(tmp_path, calib_server):
     assert all(r["scheduled_at_ns"] <= r["sent_at_ns"] for r in recs)
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("fault,kind", [("http500", "http"), ("drop", "connection"),
                                         ("no_done", "incomplete")])
 def test_failed_requests_are_records(tmp_path, calib_server, fault, kind):
@@ -484,6 +487,7 @@ class _CloseDelimitedSSE:
         self.sock.close()
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_event_by_event_stamps_and_close_delimited_body(tmp_path):
     srv = _CloseDelimitedSSE()
     try:
@@ -519,6 +523,7 @@ def test_scenarios_the_workers_cannot_share_are_refused(tmp_path):
         _run(p, workers=4)
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_packaged_locustfile_run_time_stop_keeps_one_record_each(tmp_path, calib_server):
     p = _scenario(tmp_path, calib_server.url, {"mode": "server", "rate": 10, "num_requests": 80,
                                                "arrival": "constant"})
@@ -563,6 +568,7 @@ def test_cli_runs_on_locust_with_two_workers(tmp_path, calib_server):
     assert meta["engine"] == "locust" and meta["locust"]["workers"] == 2
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_cli_interrupt_marks_the_rest_cancelled(tmp_path, timed_server):
     p = _scenario(tmp_path, timed_server.url, {"mode": "server", "rate": 10, "num_requests": 60,
                                                "arrival": "constant"})
@@ -588,6 +594,7 @@ def test_cli_interrupt_marks_the_rest_cancelled(tmp_path, timed_server):
     assert meta["interrupted"] and (run_dir / "summary.json").is_file()
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_master_without_workers_is_a_reported_error(tmp_path, calib_server):
     from loadgen.targets.managed import free_port
     p = _scenario(tmp_path, calib_server.url, {"mode": "server", "rate": 5, "num_requests": 6})
@@ -637,6 +644,7 @@ def test_locust_run_scrapes_metrics_and_records_the_server_version(tmp_path):
     assert res.summary["server_metrics"]["status"] == "unmeasured"
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_locust_workers_drop_the_fields_the_probe_found_rejected(tmp_path):
     from tests.loadgen.client.fakes import FakeOpenAI
     with FakeOpenAI(reject=("ignore_eos",), models=("calib-model",)) as srv:

@@ -44,6 +44,7 @@ def _run(tmp_path: Path, url: str, load: dict, body: dict, name: str, seed: int,
     return sc, recs, json.loads((res.run_dir / "summary.json").read_text())
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_cancel_after_tokens_and_after_ms(tmp_path, calib):
     sc, recs, summary = _run(tmp_path, calib.url, {
         "mode": "concurrency", "concurrency": 4, "num_requests": 12,
@@ -60,6 +61,7 @@ def test_cancel_after_tokens_and_after_ms(tmp_path, calib):
         assert (r["chunk_output_tokens"] or 0) < 40
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_429_retried_with_every_attempt_recorded(tmp_path, calib):
     sc, recs, summary = _run(tmp_path, calib.url, {
         "mode": "concurrency", "concurrency": 2, "num_requests": 2},
@@ -72,6 +74,7 @@ def test_429_retried_with_every_attempt_recorded(tmp_path, calib):
     assert summary["retries"]["requests"] == 2 and summary["retries"]["attempts"] == 6
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_hang_up_due_in_the_retry_wait_is_not_sent_again(tmp_path, calib):
     """load.cancel after_ms counts from the FIRST send (issue 41 item 14): due inside a
     Retry-After wait, the request is aborted there with its one attempt, never resent."""

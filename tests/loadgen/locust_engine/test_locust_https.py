@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import yaml
 
 from tests.support.procs import loadgen_cli
@@ -21,6 +23,7 @@ def _scenario(tmp_path: Path, target: dict) -> Path:
     return p
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_locust_against_an_https_target_is_refused_before_the_run(tmp_path):
     p = _scenario(tmp_path, {"url": "https://127.0.0.1:1"})
     out = loadgen_cli("run", p, "--engine", "locust", timeout_s=120)

@@ -21,6 +21,7 @@ def calib():
         yield s
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("engine", ["native", "locust"])
 def test_ctrl_c_in_a_retry_wait_keeps_the_attempts(calib, tmp_path, engine):
     if engine == "locust":

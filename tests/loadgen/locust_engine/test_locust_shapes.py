@@ -50,6 +50,7 @@ def _locust(path: Path, workers=None, overrides=()):
     return res, read_records(res.run_dir / "records.jsonl")
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_images_are_dealt_from_the_pool_as_natively_and_reach_the_server(calib_server,
                                                                           tmp_path):
     p = _write(tmp_path, "img", {
@@ -91,6 +92,7 @@ def _replicas(urls: list, balance: str, load: dict, output: dict) -> dict:
             "load": load}
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_round_robin_over_two_replicas_each_worker_in_turn(calib_server, second_server,
                                                            tmp_path):
     urls = [calib_server.url, second_server.url]
@@ -144,6 +146,7 @@ STRUCTURED = ("status", "finish_reason", "tool_calls", "tool_args_parsed", "tool
               "json_parsed", "json_valid", "output_tokens", "chunk_output_tokens")
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_tool_calls_are_checked_by_the_locust_users_as_natively(calib_server, tmp_path):
     from loadgen.run.runner import run_scenario
     sets = [f"target.url={calib_server.url}", "api.model=calib-model", "load.num_requests=6",

@@ -157,6 +157,7 @@ def test_server_mode_sessions_start_on_the_schedule(tmp_path, server):
     _check_conversations(recs, server.log(clear=True))
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_same_turn_records_as_the_native_engine(tmp_path, server):
     load = {"mode": "concurrency", "concurrency": 1, "num_requests": 5, "warmup_requests": 1}
     native = read_records(_cli(_scenario(tmp_path, server.url, load, "nat"), "native")
@@ -168,6 +169,7 @@ def test_same_turn_records_as_the_native_engine(tmp_path, server):
     assert all(set(a) == set(b) for a, b in zip(ours, native))
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_drain_timeout_cancels_the_turns_left(tmp_path, server):
     """A think time longer than load.drain_timeout_s: the native driver's rule cancels the
     session's turns left, drain_timeout_s after the last send (not after the think time)."""

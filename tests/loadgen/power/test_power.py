@@ -344,6 +344,7 @@ def test_estimate_is_labelled_and_kept_apart(tmp_path):
 
 
 # ---- the whole chain: runner ─► power session ─► summary.json["energy"] ---------------------
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_run_with_a_live_rapl_tree_reports_energy(calib_server, tmp_path):
     from loadgen.run.runner import run_scenario
     from loadgen.scenario.loader import scenario_from_dict

@@ -33,6 +33,7 @@ if importlib.util.find_spec("locust") is not None:
     ENGINES.append(("locust", ("--engine", "locust")))
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("name,extra", ENGINES, ids=[e[0] for e in ENGINES])
 def test_regex_answers_are_graded_on_every_engine(server, tmp_path, dataset, name, extra):
     d, recs, s, _ = run_accuracy(server.url, tmp_path, name, "--set",

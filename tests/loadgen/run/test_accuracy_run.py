@@ -44,6 +44,7 @@ def run(url: str, tmp_path: Path, name: str, *extra: str, calib=None, n: int = 1
             json.loads((d / "summary.json").read_text()), r.stdout)
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("answer,fraction", [("solve", 1.0), ("solve_wrong", 0.0)])
 def test_right_and_wrong_answers_give_fraction_one_and_zero(server, tmp_path, answer, fraction):
     d, recs, s, out = run(server.url, tmp_path, answer, calib={"answer": answer})
@@ -76,6 +77,7 @@ def test_answers_cut_by_max_tokens_are_not_checkable(server, tmp_path):
     assert a["unchecked"]["cut_by_max_tokens"] == 12 and "cut by max tokens" in a["reason"]
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_two_sender_processes_grade_every_answer(server, tmp_path):
     d, recs, s, _ = run(server.url, tmp_path, "procs", "--procs", "2",
                         calib={"answer": "solve"})
@@ -83,6 +85,7 @@ def test_two_sender_processes_grade_every_answer(server, tmp_path):
     assert all(r["correct"] is True for r in recs) and s["accuracy"]["fraction"] == 1.0
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.skipif(importlib.util.find_spec("locust") is None, reason="the locust extra")
 def test_the_locust_engine_grades_every_answer(server, tmp_path):
     d, recs, s, _ = run(server.url, tmp_path, "locust", "--engine", "locust",

@@ -40,6 +40,7 @@ def run_cli(p: Path, *extra: str, env: dict = None) -> dict:
     return json.loads(r.stdout)
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("fmt,transport,procs", [
     ("openai", "wire", None), ("openai", "aiohttp", None), ("vllm", "wire", "2"),
     ("text", "aiohttp", "2"), ("text", "wire", None)])
@@ -75,6 +76,7 @@ def test_transcriptions_run_end_to_end(calib_server, tmp_path, fmt, transport, p
     assert validate_run_dir(run_dir) == []
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_whole_answers_and_server_errors_are_records(calib_server, tmp_path):
     p = scenario(tmp_path, calib_server.url, "a-whole", {}, stream=False)
     out = run_cli(p)

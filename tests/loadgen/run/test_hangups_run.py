@@ -83,6 +83,7 @@ def test_cancel_after_ms(calib, tmp_path, monkeypatch, engine):
     assert summary["requests_aborted"] == 6 and summary["requests_failed"] == 0
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_429_is_rate_limited_and_retried(calib, tmp_path, monkeypatch, engine):
     load = {"mode": "concurrency", "concurrency": 4, "num_requests": 4}

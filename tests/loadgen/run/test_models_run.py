@@ -56,6 +56,7 @@ def check_run(res, n=24):
     return recs, summary
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_round_robin_two_processes_same_models_as_one(multi, tmp_path):
     before = len(multi.log())
     one = run_scenario(scenario_from_dict(tree(multi.url, tmp_path, "one")))
@@ -112,6 +113,7 @@ def test_one_model_leaves_model_null(calib_server, tmp_path):
     assert {r["model"] for r in recs} == {None} and s["models"] is None
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.skipif(importlib.util.find_spec("locust") is None, reason="the locust extra is not installed")
 def test_locust_engine_sends_the_same_models(multi, tmp_path):
     from loadgen.locust_engine.run import LocustOptions, run_locust

@@ -190,6 +190,7 @@ def test_too_few_descriptors_are_said_up_front_in_one_line(calib_server, tmp_pat
     assert json.loads(out)["summary"]["requests_completed"] == 40
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_the_soft_descriptor_limit_is_raised_to_the_hard_one(calib_server, tmp_path):
     load = {"mode": "concurrency", "concurrency": 600, "num_requests": 1200}
     proc, d = start(tmp_path, load, preexec=_nofile(128, 4096), url=calib_server.url)

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from loadgen.run.preflight import startup_get_s
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -18,6 +20,7 @@ def test_a_start_up_get_waits_the_shorter_of_the_two_timeouts():
     assert startup_get_s(SimpleNamespace(connect_timeout_s=2.0, timeout_s=600.0)) == 2.0
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_black_hole_costs_timeout_s_not_connect_timeout_s(tmp_path):
     hole = socket.socket()                  # the kernel completes handshakes; nobody reads
     hole.bind(("127.0.0.1", 0))

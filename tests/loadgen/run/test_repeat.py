@@ -2,6 +2,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support.procs import loadgen_cli, scenario_file
 
 
@@ -14,6 +16,7 @@ def _scenario(calib_server, name: str, load: dict, output: dict, **more) -> dict
             "load": {"mode": "concurrency", **load}, "output": output, **more}
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_repeat_runs_and_summarises_with_confidence_intervals(calib_server, tmp_path):
     sc = _scenario(calib_server, "rep", {"concurrency": 2, "num_requests": 6},
                    {"dir": str(tmp_path), "run_name": "series", "report": "text"})
@@ -39,6 +42,7 @@ def test_repeat_runs_and_summarises_with_confidence_intervals(calib_server, tmp_
     assert bad.returncode == 2 and "--repeat 0" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_sweep_repeat_gives_each_point_a_confidence_interval(calib_server, tmp_path):
     sc = _scenario(calib_server, "rs", {"concurrency": 1, "num_requests": 4},
                    {"dir": str(tmp_path), "report": "none"},

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import yaml
 
 from loadgen.record import read_records
@@ -29,6 +31,7 @@ def launch(path: Path) -> subprocess.Popen:
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_runs_started_together_never_share_a_run_directory(calib_server, tmp_path):
     path = scenario(calib_server, tmp_path)
     procs = [launch(path) for _ in range(3)]
@@ -44,6 +47,7 @@ def test_runs_started_together_never_share_a_run_directory(calib_server, tmp_pat
     assert sorted(ids) == list(range(10))                   # each id once: one run wrote here
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_sequential_rerun_is_still_refused_and_a_new_name_runs(calib_server, tmp_path):
     path = scenario(calib_server, tmp_path)
     first = subprocess.run([sys.executable, "-m", "loadgen", "run", str(path), "--json"],
@@ -59,6 +63,7 @@ def test_a_sequential_rerun_is_still_refused_and_a_new_name_runs(calib_server, t
     assert json.loads(other.stdout)["summary"]["requests_completed"] == 10
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_an_overlong_run_name_is_one_line_and_exit_2(calib_server, tmp_path):
     for field, value in (("output.run_name", "r" * 300), ("name", "n" * 300)):
         path = scenario(calib_server, tmp_path)

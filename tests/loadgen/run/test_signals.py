@@ -40,6 +40,7 @@ def base(calib_server, tmp_path, load, **kw) -> dict:
             "load": load, "output": {"dir": str(tmp_path), "run_name": "run", "report": "none"}}
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_closed_loop_remainder_is_one_count(calib_server, tmp_path, sig):
     n = 10 ** 12
@@ -68,6 +69,7 @@ CONV = [{"conversations": [{"from": "human", "value": "one"}, {"from": "gpt", "v
     {"mode": "concurrency", "concurrency": 2, "num_requests": 40},
     {"mode": "server", "rate": 4, "arrival": "constant", "num_requests": 40},
 ])
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_sessions_interrupted_keep_a_record_for_every_turn(calib_server, tmp_path, load):
     conv = tmp_path / "conv.json"
     conv.write_text(json.dumps(CONV))
@@ -128,6 +130,7 @@ def test_second_signal_interrupts_synchronous_work(tmp_path):
     assert hit["after_s"] < 5
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_large_interrupted_run_defers_its_summary(calib_server, tmp_path):
     """Issue 29 item 3: after the first Ctrl-C a run with many records is not summarised on the
     spot (3.2M records took minutes); meta.json is written, summary.json is not, and `loadgen
@@ -162,6 +165,7 @@ def _any_ok(d: Path) -> bool:
     return False
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("engine", [[], ["--procs", "2"], ["--engine", "locust"]],
                          ids=["native", "procs2", "locust"])
 def test_every_engine_defers_the_summary_of_a_large_interrupted_open_loop(calib_server, tmp_path,

@@ -89,6 +89,7 @@ def test_concurrency_sweep_is_resumable(calib_server, tmp_path):
         run_sweep(scenario_from_dict(changed))
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_search_against_the_calibration_server(calib_server, tmp_path):
     # cap 1 and a ~25 ms request: rates well above 40/s cannot keep their schedule
     tree = base(tmp_path, {"mode": "server", "rate": 1, "arrival": "constant",

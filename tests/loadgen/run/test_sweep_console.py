@@ -5,11 +5,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_piped_sweep_prints_whole_cells_and_the_cache_warning(calib_server, tmp_path):
     sc = {"name": "pipe", "target": {"url": calib_server.url}, "api": {"probe": False},
           "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 8},

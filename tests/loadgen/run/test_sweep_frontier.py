@@ -28,6 +28,7 @@ def _sweep(tmp_path, url, name, itl_ms, values=(1, 2), report="full"):
     return run_sweep(scenario_from_dict(tree))
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_sweep_writes_the_frontier_of_its_points(calib_server, tmp_path):
     d, res = _sweep(tmp_path, calib_server.url, "fast", 4)
     fr = json.loads((d / "frontier.json").read_text())
@@ -57,6 +58,7 @@ def test_sweep_writes_the_frontier_of_its_points(calib_server, tmp_path):
         assert "| c=1 | " in text and "| c=2 | " in text
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_compare_two_sweeps_overlays_their_frontiers(calib_server, tmp_path):
     fast, _ = _sweep(tmp_path, calib_server.url, "fast", 4, report="text")
     slow, _ = _sweep(tmp_path, calib_server.url, "slow", 12, report="text")

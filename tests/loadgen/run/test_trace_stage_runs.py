@@ -1,6 +1,8 @@
 """Trace replay and staged load through the runner, against the calibration server."""
 import json
 
+import pytest
+
 from loadgen.record import read_records
 from loadgen.run.runner import run_scenario
 from loadgen.scenario.loader import scenario_from_dict
@@ -80,6 +82,7 @@ def test_stages_switch_rates_and_are_summarised_apart(calib_server, tmp_path):
     assert s0["failed"] == s1["failed"] == 0
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_concurrency_stages_change_the_number_of_users(calib_server, tmp_path):
     from loadgen.scenario.loader import scenario_from_dict as sfd
     tree = base(calib_server, tmp_path, {"prompt_tokens": {"dist": "fixed", "value": 8},

@@ -56,6 +56,7 @@ SHAPES = [(768, 2304), (3072, 768), (13, 29), (37, 8), (5, 7), (64, 63), (129, 3
           (6, 4096), (7, 4099)]
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("k,n", SHAPES)
 def test_ffi_equals_xla_dot_both_layouts(ffi, k, n):
     rng = np.random.default_rng(k * 1000 + n)
@@ -91,6 +92,7 @@ def test_xla_mode_is_plain_matmul():
     assert MATMUL_MODES == kernels.MODES
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("tied", [False, True])
 def test_forward_and_fused_decode_ffi_equal_xla(kernel_dir, monkeypatch, tied):
     monkeypatch.setenv("SERVERS_JAX_KERNEL_DIR", str(kernel_dir))

@@ -45,6 +45,7 @@ def test_llama3_rope_scaling():
         M.rope_inv_freq(a.replace(rope_scaling={"rope_type": "yarn"}))
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_prefill_then_decode_equals_reference_logits():
     p = M.init_params(TINY, "fp32", seed=1, std=0.2)
     toks = np.array([3, 9, 27, 81, 243, 217, 139], np.int32)     # 7 tokens
@@ -67,6 +68,7 @@ def test_prefill_then_decode_equals_reference_logits():
         x.nbytes for x in jax.tree_util.tree_leaves(M.init_cache(TINY, slots, max_len, "fp32")))
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_chunked_prefill_equals_reference_including_overlapping_last_chunk():
     p = M.init_params(TINY, "fp32", seed=2, std=0.2)
     n, chunk, tb = 19, 8, 20                                      # offsets 0, 8, 12 (clamped)

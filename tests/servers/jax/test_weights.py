@@ -80,6 +80,7 @@ QWEN = ModelArgs("hf-qwen", dim=64, n_layers=2, n_heads=4, n_kv_heads=1, ffn_dim
                  norm_eps=1e-6, rope_theta=1e6, tied_embeddings=True, qkv_bias=True)
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("a,arch", [(LLAMA, "LlamaForCausalLM"), (QWEN, "Qwen2ForCausalLM")])
 def test_hf_dir_logits_match_preset_structured_model(tmp_path, a, arch):
     params = M.init_params(a, "fp32", seed=5, std=0.2)

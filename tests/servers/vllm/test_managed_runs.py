@@ -121,6 +121,7 @@ def test_managed_vllm_from_a_venv_with_env_and_lifecycle(cpu_venv, tmp_path):
     assert rows["precision"]["value"] == "float32 (--dtype given at launch)"
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_failed_launch_leaves_log_record_and_hint(cpu_venv, tmp_path):
     sc = tmp_path / "s.yaml"
     sc.write_text(

@@ -150,6 +150,7 @@ def finish(proc) -> tuple[str, str]:
 SLOW = {"ttft_ms": 100, "itl_ms": 20}        # ~200 ms a request: a run of a few seconds
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_killed_sender_process_leaves_every_record(calib_server, tmp_path):
     n = 60
     proc, d = start(tmp_path, tree(calib_server, tmp_path,
@@ -178,6 +179,7 @@ def test_a_killed_sender_process_leaves_every_record(calib_server, tmp_path):
     assert validate_run_dir(d) == []
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.parametrize("how", ["parent", "group"])
 def test_an_interrupt_exits_130_with_every_record(calib_server, tmp_path, how):
     n = 60
@@ -201,6 +203,7 @@ def test_an_interrupt_exits_130_with_every_record(calib_server, tmp_path, how):
     assert validate_run_dir(d) == []
 
 
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 def test_a_closed_loop_interrupt_counts_the_unsent(calib_server, tmp_path):
     n = 10 ** 9
     proc, d = start(tmp_path, tree(calib_server, tmp_path,
