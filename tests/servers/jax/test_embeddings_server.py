@@ -120,10 +120,10 @@ def test_errors_are_clear(jax_server, body, status, param, words):
 
 
 def test_metrics_count_the_input_tokens_and_the_latency(jax_server):
-    from tests.servers.jax.test_api_server import metrics
-    before = metrics(jax_server)
+    from tests.servers.jax.server_proc import metrics
+    before = metrics(jax_server.base_url)
     status, _ = post(jax_server, {"input": ["abc", "defgh"]})
-    after = metrics(jax_server)
+    after = metrics(jax_server.base_url)
     assert status == 200
     assert after["vllm:prompt_tokens_total"] - before["vllm:prompt_tokens_total"] == 8
     assert after["vllm:e2e_request_latency_seconds_count"] == \
