@@ -46,6 +46,7 @@ def _pin(cpu: int) -> None:
 # ----------------------------------------------------------------- workers (run in a subprocess)
 async def _ours_capacity(url: str, conc: int, warm_s: float, dur_s: float, tokens: int) -> dict:
     from loadgen.client.http_client import Client, ClientConfig, RequestSpec
+    from loadgen.scenario.workload import PromptSpec
     cfg = ClientConfig(base_url=url, model="calib-model", timeout_s=60)
     st = {"t0": None, "t1": None, "tokens": 0, "requests": 0, "errors": 0}
     stop = False
@@ -54,7 +55,7 @@ async def _ours_capacity(url: str, conc: int, warm_s: float, dur_s: float, token
             i = 0
             while not stop:
                 i += 1
-                rec = await c.execute(RequestSpec(i, "measured", "hello", 1, tokens, None))
+                rec = await c.execute(RequestSpec.of(PromptSpec("hello", 1, tokens), i))
                 t0, t1 = st["t0"], st["t1"]
                 if t0 is not None and t1 is None and rec.end_at_ns >= t0:
                     if rec.status == "ok":
@@ -77,17 +78,19 @@ async def _ours_capacity(url: str, conc: int, warm_s: float, dur_s: float, token
 
 async def _ours_timing(url: str, conc: int, rounds: int, tokens: int, req_s: float) -> dict:
     from loadgen.client.http_client import Client, ClientConfig, RequestSpec
+    from loadgen.scenario.workload import PromptSpec
     from loadgen.client.load_monitor import ClientLoad
     cfg = ClientConfig(base_url=url, model="calib-model", timeout_s=120)
     out = []
     async with Client(cfg, conc) as c:
-        await asyncio.gather(*(c.execute(RequestSpec(-1, "warmup", f"warm-{w}", 1, 2)) for w in range(conc)))
+        await asyncio.gather(*(c.execute(RequestSpec.of(PromptSpec(f"warm-{w}", 1, 2), -1, "warmup"))
+                               for w in range(conc)))
         load = ClientLoad().start()
 
         async def worker(w: int) -> None:
             await asyncio.sleep(w * req_s / conc)       # spread starts: a steady closed loop
             for k in range(rounds):
-                rec = await c.execute(RequestSpec(k, "measured", f"t-{w}-{k}", 1, tokens))
+                rec = await c.execute(RequestSpec.of(PromptSpec(f"t-{w}-{k}", 1, tokens), k))
                 out.append([f"t-{w}-{k}", rec.status, rec.sent_at_ns, rec.first_token_at_ns,
                             [t for t, _ in rec.chunks]])
         await asyncio.gather(*(worker(w) for w in range(conc)))

@@ -28,6 +28,7 @@ import sys
 import time
 
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec, build_base_body
+from loadgen.scenario.workload import PromptSpec
 from loadgen.client.load_monitor import gc_hold, gc_release
 from loadgen.client.request import request_body, request_headers
 from loadgen.client.request import finish
@@ -60,7 +61,7 @@ async def _rounds(kind: str, url: str, n: int, rounds: int, tokens: int, calib: 
 
     def mk(max_tokens: int) -> RequestSpec:
         i = next(ctr)
-        return RequestSpec(i, "measured", f"{tag}-{kind}-{i:07d} hello", 2, max_tokens)
+        return RequestSpec.of(PromptSpec(f"{tag}-{kind}-{i:07d} hello", 2, max_tokens), i)
 
     if kind == "aiohttp":
         async with Client(cfg, n, transport="aiohttp") as c:

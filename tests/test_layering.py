@@ -3,8 +3,11 @@
     loadgen ─► analysis, servers          analysis ─╳─► loadgen        servers ─╳─► loadgen
     inside analysis: report reads the others; metrics, energy, roofline, server, kernel never read report
     inside loadgen: client and scenario never read run/ or targets/ (nothing slow near the stamps)
+    but: loadgen/client may import exactly analysis.server.rules (the Retry-After and usage-count
+    rules it shares with the sanity gate), a module that imports the standard library only
 """
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +34,10 @@ RULES = [  # (package dir, forbidden module prefixes)
                                     "loadgen.client.wire.conn", "loadgen.client.http_client")),
     ("loadgen/scenario", ("loadgen.run", "loadgen.targets", "loadgen.client")),
 ]
+ALLOWED = {  # (package dir) ─► modules it may import although a prefix above forbids them
+    "loadgen/client": ("analysis.server.rules",),
+}
+SHARED_RULES = "analysis/server/rules.py"    # stdlib only: the client imports it
 
 
 def imported_modules(source: str) -> set[str]:
@@ -45,11 +52,15 @@ def imported_modules(source: str) -> set[str]:
     return out
 
 
-def violations(pkg_dir: Path, forbidden: tuple[str, ...]) -> list[str]:
+def _under(mod: str, prefixes: tuple[str, ...]) -> bool:
+    return any(mod == p or mod.startswith(p + ".") for p in prefixes)
+
+
+def violations(pkg_dir: Path, forbidden: tuple[str, ...], allowed: tuple[str, ...] = ()) -> list[str]:
     bad = []
     for f in sorted(pkg_dir.rglob("*.py")):
         for mod in sorted(imported_modules(f.read_text())):
-            if any(mod == p or mod.startswith(p + ".") for p in forbidden):
+            if _under(mod, forbidden) and not _under(mod, allowed):
                 bad.append(f"{f.relative_to(pkg_dir.parent)} imports {mod}")
     return bad
 
@@ -57,7 +68,24 @@ def violations(pkg_dir: Path, forbidden: tuple[str, ...]) -> list[str]:
 @pytest.mark.parametrize("pkg,forbidden", RULES, ids=[r[0] for r in RULES])
 def test_imports_run_one_way(pkg, forbidden):
     assert (ROOT / pkg).is_dir()
-    assert violations(ROOT / pkg, forbidden) == []
+    assert violations(ROOT / pkg, forbidden, ALLOWED.get(pkg, ())) == []
+
+
+def test_the_shared_rules_import_the_standard_library_only():
+    """analysis/server/rules.py: no pydantic, no numpy, nothing of analysis or loadgen (the
+    client imports it, and with it analysis/__init__ and analysis/server/__init__: docstrings)."""
+    mods = imported_modules((ROOT / SHARED_RULES).read_text())
+    assert mods and not [m for m in mods if m.split(".")[0] not in sys.stdlib_module_names]
+    for init in ("analysis/__init__.py", "analysis/server/__init__.py"):
+        assert imported_modules((ROOT / init).read_text()) == set(), init
+
+
+def test_the_allowance_is_exactly_one_module(tmp_path):
+    (tmp_path / "m.py").write_text("from analysis.server.rules import token_count\n"
+                                   "import analysis.server.sanity\n"
+                                   "from analysis.server import rules\n")
+    assert violations(tmp_path, ("analysis",), ("analysis.server.rules",)) == [
+        f"{tmp_path.name}/m.py imports analysis.server", f"{tmp_path.name}/m.py imports analysis.server.sanity"]
 
 
 def test_the_checker_sees_lazy_and_from_imports(tmp_path):

@@ -21,41 +21,20 @@ a hit rate above 1, a string where a count belongs). The rules:
     spans(queue, prefill, ttft)   server durations (s): finite, ≥ 0, queue + prefill ≤ TTFT + tol
 
 Used by analysis/server (metrics, series, spec_decode), analysis/metrics (hangups, prefix_cache)
-and loadgen/run/running_after. loadgen/client may not import analysis (tests/test_layering.py):
-its Retry-After and usage checks follow the same rules (tests/analysis/server/test_sanity.py
-holds both to the same table).
+and loadgen/run/running_after. ``retry_after``, ``token_count`` and ``Checked`` live in
+analysis/server/rules.py (standard library only), the one module of analysis loadgen/client may
+import (tests/test_layering.py): the client applies the very same rules, re-exported here.
 """
 from __future__ import annotations
 
-import email.utils
 import math
-import time
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import Any, Optional, Sequence
 
-MAX_RETRY_AFTER_S = 86_400.0          # a Retry-After beyond a day is read as a day
+from analysis.server.rules import MAX_RETRY_AFTER_S, Checked, retry_after, token_count  # noqa: F401
+from analysis.server.rules import fail as _fail
+from analysis.server.rules import show as _show
+
 SPAN_TOLERANCE_S = 0.001              # queue + prefill may exceed TTFT by rounding only
-
-
-class Checked(NamedTuple):
-    """A value that passed the gate (reason None), or None and why not."""
-
-    value: Any
-    reason: Optional[str] = None
-
-    @property
-    def ok(self) -> bool:
-        return self.reason is None
-
-
-def _fail(reason: str) -> Checked:
-    return Checked(None, reason)
-
-
-def _show(v: Any) -> str:
-    if isinstance(v, float) and not math.isfinite(v):
-        return "NaN" if v != v else ("+Inf" if v > 0 else "-Inf")      # Prometheus' spelling
-    s = repr(v) if isinstance(v, str) else str(v)
-    return s[:40]
 
 
 def number(v: Any, what: str = "value") -> Checked:
@@ -134,43 +113,6 @@ def ratio(part: Optional[float], whole: Optional[float], part_name: str = "part"
         return _fail(f"{part_name} ({part:g}) > {whole_name} ({whole:g}): the server's counters "
                      "disagree; no ratio")
     return Checked(part / whole)
-
-
-def retry_after(value: Any, now: Optional[float] = None) -> Checked:
-    """A Retry-After header value in seconds, within [0, MAX_RETRY_AFTER_S] (RFC 9110 §10.2.3:
-    ``delta-seconds = 1*DIGIT`` in ASCII, or an HTTP-date). Bounded: at most 64 characters are
-    looked at. Absent: Checked(None, None)."""
-    if value is None or value == "":
-        return Checked(None)
-    if not isinstance(value, str):
-        return _fail(f"Retry-After is a {type(value).__name__}, not text: ignored")
-    v = value.strip()[:64]
-    if v.isascii() and v.isdigit():
-        return Checked(min(float(int(v[:12])), MAX_RETRY_AFTER_S))
-    bad = f"Retry-After {_show(v)} is neither ASCII digits nor an HTTP-date: ignored"
-    if not v.isascii():
-        return _fail(bad)
-    try:
-        when = email.utils.parsedate_to_datetime(v)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return _fail(bad)
-    if when is None or when.tzinfo is None:
-        return _fail(bad)
-    now = time.time() if now is None else now
-    return Checked(min(max(when.timestamp() - now, 0.0), MAX_RETRY_AFTER_S))
-
-
-def token_count(v: Any, what: str = "tokens", cap: Optional[int] = None) -> Checked:
-    """A usage count: an int (a bool, a float or the string "5" is the wrong type), in [0, cap].
-    None (not said) passes as None."""
-    if v is None:
-        return Checked(None)
-    if v.__class__ is not int:
-        return _fail(f"usage {what} is a {type(v).__name__} ({_show(v)}), not an integer")
-    if v < 0 or (cap is not None and v > cap):
-        return _fail(f"usage {what} {v} outside [0, {'∞' if cap is None else cap}] "
-                     "(what this answer could carry)")
-    return Checked(v)
 
 
 def spans(queue_s: Any, prefill_s: Any, ttft_s: Any,

@@ -186,18 +186,15 @@ class AiohttpTransport(PolicyCounts):
 
     async def _send(self, data: bytes, headers: dict, rec: Record, tally: StreamTally,
                     hangup) -> None:
-        url = self._url
-        hops = redirects.route(str(url), self.follow_redirects)
+        hops = redirects.route(str(self._url), self.follow_redirects)
         try:
-            while True:
-                async with await self._post(data, headers, rec, url) as resp:
+            for n, url in enumerate(hops):
+                async with await self._post(data, headers, rec,
+                                            URL(url) if n else self._url) as resp:
                     if self.first_response_headers is None:
                         self.first_response_headers = dict(resp.headers)
-                    if hops.follow(resp.status, resp.headers.get("Location")):
-                        url = URL(hops.url)
-                        continue
-                    await self._answer(resp, rec, tally, hangup)
-                    return
+                    if not hops.answered(resp.status, resp.headers.get("Location")):
+                        await self._answer(resp, rec, tally, hangup)
         except asyncio.TimeoutError:
             if rec.status == "pending":
                 _fail(rec, "timeout", f"no complete answer within {self.timeout_s:g} s")

@@ -92,11 +92,18 @@ class RequestSpec(msgspec.Struct):
     audio: Any = None                           # transcriptions: the clip sent (workload.audio)
 
     @classmethod
-    def of(cls, p: Any, id: int, phase: str = "measured") -> "RequestSpec":
-        """Request ``id`` of a workload PromptSpec (= senders.plan.Spec): every engine's."""
-        return cls(id, phase, p.prompt, p.prompt_tokens, p.max_tokens, None,
-                   list(p.messages) if p.messages else None, images=p.images,
-                   expected=p.expected, audio=p.audio)
+    def of(cls, p: Any, id: int, phase: str = "measured", *, messages: Optional[list] = None,
+           session_id: Optional[str] = None, turn: Optional[int] = None,
+           want_text: bool = False, headers: Optional[dict] = None) -> "RequestSpec":
+        """THE constructor (tests/loadgen/client/test_request_spec.py: no other module calls
+        a direct build): request ``id`` of a frozen workload PromptSpec (= senders.plan.Spec;
+        the plan, a session turn, the probe stream, the preflight probe), plus what the sender
+        adds at the send (a session turn's ``messages``, ``session_id``, ``turn``, ``headers``,
+        ``want_text``). A new per-request field is a PromptSpec field copied here, once."""
+        if messages is None and p.messages:
+            messages = list(p.messages)
+        return cls(id, phase, p.prompt, p.prompt_tokens, p.max_tokens, None, messages,
+                   session_id, turn, want_text, headers, p.images, p.expected, p.audio)
 
 
 @dataclass

@@ -6,6 +6,7 @@
         ─► finish: first-chunk/first-token times, usage vs chunk counts, mismatch, sources
 
 No I/O, no asyncio, no aiohttp, no gevent here (json, loadgen.record/redact, client.sse; in ``finish``
+the usage-count rule of analysis.server.rules (the sanity gate's),
 client.structured's tool-call / JSON checks and client.accuracy's grade; client.responses in ``apply_body``):
 ``loadgen.client.http_client`` (asyncio) and ``loadgen.locust_engine`` (gevent-patched processes) both import
 it, so the two engines build the same bodies and fill the same records by construction.
@@ -18,6 +19,7 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Iterable, Optional
 
+from analysis.server.rules import token_count   # the usage rule, the sanity gate's too
 from loadgen import redact
 from loadgen.record import Record, now_ns
 from loadgen.client import accuracy, structured
@@ -334,17 +336,13 @@ def usage_cap(rec: Record) -> Optional[int]:
 
 
 def _usage_checked(rec: Record, name: str, value: Any, cap: Optional[int]) -> Optional[int]:
-    """``value`` if it is a count in [0, cap]; else the record fails as ``protocol`` (the
-    server's usage is absurd: never a figure) and None (the chunk count stands in, labelled)."""
-    if value is None or (value.__class__ is int and value >= 0 and (cap is None or value <= cap)):
-        return value
-    if rec.status != "error":          # the wording of analysis.server.sanity.token_count
-        fail(rec, "protocol", (
-            f"usage {name} is a {type(value).__name__} ({value!r:.40}), not an integer"
-            if value.__class__ is not int else
-            f"usage {name} {value} outside [0, {'∞' if cap is None else cap}] "
-            "(what this answer could carry)"))
-    return None
+    """``value`` if it is a count in [0, cap] (analysis/server/rules.token_count, the sanity
+    gate's rule); else the record fails as ``protocol`` (the server's usage is absurd: never a
+    figure) and None (the chunk count stands in, labelled)."""
+    c = token_count(value, name, cap)
+    if c.reason is not None and rec.status != "error":
+        fail(rec, "protocol", c.reason)
+    return c.value
 
 
 def finish(rec: Record, tally: Any, workload_prompt_tokens: Optional[int]) -> None:

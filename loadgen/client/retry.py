@@ -1,8 +1,9 @@
 """Rate limits: HTTP 429 and ``api.retry``. Pure: every engine's driver only waits and sends.
 
     settle.status_failure: 429 ─► error_kind ``rate_limited``; 429/503 with Retry-After ─►
-        rec.retry_after_s (``retry_after``: ASCII delta-seconds or an HTTP-date, bounded parse;
-        anything else ignored with its reason, appended to the record's error)
+        rec.retry_after_s (``retry_after``: analysis/server/rules.py's rule, ASCII delta-seconds or
+        an HTTP-date, bounded parse; anything else ignored with its reason, appended to the
+        record's error)
     Attempts(policy, rec, hangup)   one request's attempts (api.retry on); stepped by THE attempt
                                     loop (client/attempt.AttemptLoop) that every engine's driver
                                     drives (asyncio Client.execute, the Locust request source):
@@ -27,45 +28,17 @@ A wait never runs past ``api.timeout_s`` from the first send (then the last answ
 """
 from __future__ import annotations
 
-import email.utils
-import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import msgspec
 
+# the Retry-After rule is analysis/server/rules.py's, the sanity gate's too (one rule; the one
+# module of analysis the client may import): (seconds, None); (None, reason) when ignored
+from analysis.server.rules import MAX_RETRY_AFTER_S  # noqa: F401
+from analysis.server.rules import retry_after as retry_after_checked
 from loadgen.client.hangup import Hangup, abort
 from loadgen.record import Record
-
-MAX_RETRY_AFTER_S = 86_400.0          # a Retry-After beyond a day is read as a day
-
-
-def retry_after_checked(value: Any, now: Optional[float] = None) -> tuple[Optional[float],
-                                                                          Optional[str]]:
-    """(seconds, None) of a Retry-After value (RFC 9110 §10.2.3: ``delta-seconds = 1*DIGIT`` in
-    ASCII, or an HTTP-date), within [0, MAX_RETRY_AFTER_S]; (None, reason) when it is neither
-    (``²``, ``１２``, ``1.5``, a date without its zone: ignored, never an exception); (None, None)
-    when absent. Bounded: at most 64 characters are looked at. The rule of
-    analysis.server.sanity.retry_after (loadgen/client may not import analysis; the tests hold
-    both to one table)."""
-    if value is None or value == "":
-        return None, None
-    if not isinstance(value, str):
-        return None, f"Retry-After is a {type(value).__name__}, not text: ignored"
-    v = value.strip()[:64]
-    if v.isascii() and v.isdigit():      # str.isdigit alone takes "²" and "١"
-        return min(float(int(v[:12])), MAX_RETRY_AFTER_S), None
-    bad = f"Retry-After {v[:40]!r} is neither ASCII digits nor an HTTP-date: ignored"
-    if not v.isascii():
-        return None, bad
-    try:
-        when = email.utils.parsedate_to_datetime(v)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None, bad
-    if when is None or when.tzinfo is None:
-        return None, bad
-    now = time.time() if now is None else now
-    return min(max(when.timestamp() - now, 0.0), MAX_RETRY_AFTER_S), None
 
 
 def retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:

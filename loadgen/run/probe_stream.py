@@ -86,8 +86,7 @@ class ProbeStream:
     def _spec(self, phase: str) -> RequestSpec:
         ps = next(self.prompts)
         self.issued[phase] += 1
-        return RequestSpec(id=next(self.ids), phase=phase, prompt=ps.prompt,
-                           prompt_tokens=ps.prompt_tokens, max_tokens=ps.max_tokens)
+        return RequestSpec.of(ps, next(self.ids), phase)
 
     async def alone(self) -> None:
         """The baseline: alone_requests probes one after another, before the main load."""

@@ -38,6 +38,7 @@ from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from loadgen.client.load_monitor import ClientLoad
 from loadgen.run.dispatch import Dispatcher, Ledger, spec_factory
 from loadgen.run.probe_stream import ProbeStream
+from loadgen.scenario.session_turns import turn_headers
 from loadgen.targets.managed import ManagedServer
 from loadgen.run.progress import RunProgress
 from loadgen.record import RecordWriter, now_ns
@@ -45,7 +46,7 @@ from loadgen.run.rundir import write_json
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.schedule import Schedule
 from loadgen.targets.scrape import ServerMetricsScraper
-from loadgen.scenario.workload import WorkloadPlan
+from loadgen.scenario.workload import PromptSpec, WorkloadPlan
 from loadgen.run.harness import Placed, RunResult, around
 from loadgen.run.meta import run_meta
 from loadgen.run.outcome import Outcome, Prepared, prepare
@@ -268,10 +269,9 @@ class Run:
 
     def _turn_spec(self, turn, k: int, messages: list, session, i: int) -> RequestSpec:
         """One turn of a session: the conversation so far, the answer's text kept for the next."""
-        hdr = self.sc.api.session_header
-        return RequestSpec(id=i, phase="measured", prompt=turn.user, prompt_tokens=turn.user_tokens,
-                           max_tokens=turn.max_tokens, messages=messages, session_id=session.id,
-                           turn=k, want_text=True, headers={hdr: session.id} if hdr else None)
+        return RequestSpec.of(PromptSpec(turn.user, turn.user_tokens, turn.max_tokens), i,
+                              messages=messages, session_id=session.id, turn=k, want_text=True,
+                              headers=turn_headers(self.sc.api.session_header, session.id))
 
     async def _sessions(self, d: Dispatcher, p: Pacing) -> None:
         """Multi-turn sessions: new ones at the schedule's times, or N concurrent ones."""

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from loadgen.client.request import base_body, optional_fields
+from loadgen.scenario.workload import PromptSpec
 from loadgen.targets.reach import (REFUSED, SNIPPET, ProbeError, body_message,  # noqa: F401
                                   connection_cause, fetch_models, one_line, request_headers,
                                   server_message)
@@ -164,9 +165,8 @@ async def _probe(cfg: ClientConfig, drop_rejected: bool, min_tokens: int,
         c = ClientConfig(**{**cfg.__dict__, "drop_fields": tuple(drop),
                             "timeout_s": min(cfg.timeout_s, PROBE_TIMEOUT_S)})
         async with Client(c, 1) as client:
-            rec = await client.execute(RequestSpec(id=-1, phase="probe", prompt=PROBE_PROMPT,
-                                                   prompt_tokens=None, max_tokens=max_tokens,
-                                                   audio=_probe_audio(cfg.endpoint)))
+            probe = PromptSpec(PROBE_PROMPT, None, max_tokens, audio=_probe_audio(cfg.endpoint))
+            rec = await client.execute(RequestSpec.of(probe, -1, "probe"))
             path = client.url
         res.attempts += 1
         res.http_status, res.error_kind, res.error = rec.http_status, rec.error_kind, rec.error

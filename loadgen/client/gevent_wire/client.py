@@ -143,11 +143,10 @@ class GWire(PolicyCounts):
         hops = redirects.route(self.url, self.follow_redirects)
         resp = WireResponse()
         try:
-            while True:
-                self._request(hops.url, headers, data, rec, tally, stream, resp, hangup)
-                if not hops.follow(resp.status, resp.headers.get("location")):
-                    break
-                resp = WireResponse()
+            for url in hops:
+                self._request(url, headers, data, rec, tally, stream, resp, hangup)
+                if hops.answered(resp.status, resp.headers.get("location")):
+                    resp = WireResponse()       # the next hop's answer
         except gevent.GreenletExit:
             resp.error_kind = resp.error_kind or "cancelled"
             resp.error = resp.error or CANCELLED

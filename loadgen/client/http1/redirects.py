@@ -4,9 +4,11 @@ the hop loop every driver runs through it. No I/O.
     status, Location, api.follow_redirects ─► redirect_target ─► the next URL, or None (the
     request fails as ``redirect``, its Location in the error: ``redirect_message``)
     route(url, policy) ─► Hops: the one call the drivers (wire, gevent_wire, aiohttp) make;
-        the hop state, its counting and its limit (MAX_HOPS) live here only:
-        hops = route(url, policy)
-        while True:  send to hops.url ... ; if not hops.follow(status, location): break
+        the hop loop, its state, its counting and its limit (MAX_HOPS) live here only; the
+        drivers keep only their I/O:
+        for url in route(url, policy):         # the first URL, then each followed hop's
+            send to url ... ; hops.answered(status, location)
+        (the iteration ends once an answer stands: that answer is the request's)
     The redirect statuses are named here and in wire/settle.py (a 3xx not followed fails the
     request as ``redirect``; its body is never the error snippet: ``settle.error_body``).
 
@@ -18,7 +20,7 @@ stands (a 3xx then fails the request as ``redirect``).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterator, Optional
 from urllib.parse import urljoin, urlsplit
 
 MAX_HOPS = 3
@@ -50,13 +52,28 @@ def redirect_message(status: int, location: Optional[str]) -> str:
 
 
 class Hops:
-    """One request's hop loop (module doc): ``url`` is where the next send goes; ``follow``
-    says whether the answer just read leads to another send (and moves ``url`` there)."""
+    """One request's hop loop (module doc): iterating gives the URLs to send to, in order;
+    ``answered`` says what the answer just read leads to. ``url`` is where the next send goes;
+    ``follow`` is the rule of one answer (moves ``url`` when it leads to another send)."""
 
-    __slots__ = ("url", "policy", "hops")
+    __slots__ = ("url", "policy", "hops", "_more")
 
     def __init__(self, url: str, policy: str = "never"):
-        self.url, self.policy, self.hops = url, policy, 0
+        self.url, self.policy, self.hops, self._more = url, policy, 0, False
+
+    def __iter__(self) -> Iterator[str]:
+        """The first URL, then, while ``answered`` says an answer leads on, the next; an answer
+        not reported ends it (never a send the rule did not ask for)."""
+        self._more = True
+        while self._more:
+            self._more = False
+            yield self.url
+
+    def answered(self, status: Optional[int], location: Optional[str]) -> bool:
+        """The answer from the URL just yielded: True when it leads to another send (the
+        iteration goes on to the next URL), False when it stands (the iteration ends)."""
+        self._more = self.follow(status, location)
+        return self._more
 
     def follow(self, status: Optional[int], location: Optional[str]) -> bool:
         if self.hops >= MAX_HOPS:

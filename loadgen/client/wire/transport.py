@@ -77,16 +77,15 @@ class WireTransport(PolicyCounts):
         (``follow_redirects``); the last answer is filled."""
         hops = redirects.route(self.url, self.follow_redirects)
         args = self._exchange_args(rec, tally, hangup)
-        while True:
+        for url in hops:
             resp = WireResponse()
             try:
-                await self.pool.request("POST", hops.url, headers, data, resp=resp,
+                await self.pool.request("POST", url, headers, data, resp=resp,
                                         on_headers=self._on_headers, **args)
             except asyncio.CancelledError:
                 drive(fill_steps(resp, rec, tally, self.stream, 0, self.limits))
                 raise
-            if not hops.follow(resp.status, resp.headers.get("location")):
-                break
+            hops.answered(resp.status, resp.headers.get("location"))
         await self.pool.fill(resp, rec, tally, stream=self.stream)
 
 

@@ -1,7 +1,7 @@
 """analysis.server.sanity: every rule of the gate on the values servers have been seen to say.
-Each case yields a value or a reason, never an exception, never an absurd figure. The client's
-own copies of the header and usage rules (loadgen/client may not import analysis) are held to
-the same table here."""
+Each case yields a value or a reason, never an exception, never an absurd figure. The client
+applies the header and usage rules from analysis/server/rules.py too (the one module of analysis
+it may import); its wrappers are held to the same table here."""
 import math
 
 import pytest

@@ -5,6 +5,7 @@ import pytest
 
 from loadgen.client.balance import Balanced, open_client, pick
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
+from loadgen.scenario.workload import PromptSpec
 from servers.calib import CalibrationServer
 
 _ids = iter(range(10**6))
@@ -12,7 +13,7 @@ _ids = iter(range(10**6))
 
 def spec():
     i = next(_ids)
-    return RequestSpec(id=i, phase="measured", prompt=f"req-{i}", prompt_tokens=3, max_tokens=4)
+    return RequestSpec.of(PromptSpec(f"req-{i}", 3, 4), i)
 
 
 def test_round_robin_follows_the_send_order_whatever_is_in_flight():

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec, pick_transport
+from loadgen.scenario.workload import PromptSpec
 
 # Only causal checks (no timing bounds: either process may be descheduled for any time on a busy
 # box): the client never stamps a byte before the server wrote it, nor after it handed the record
@@ -30,8 +31,7 @@ def cfg(server, calib=None, **kw):
 
 def spec(prompt=None, max_tokens=8, prompt_tokens=3):
     i = next(_ids)
-    return RequestSpec(id=i, phase="measured", prompt=prompt or f"req-{i} hello world",
-                       prompt_tokens=prompt_tokens, max_tokens=max_tokens, scheduled_at_ns=None)
+    return RequestSpec.of(PromptSpec(prompt or f"req-{i} hello world", prompt_tokens, max_tokens), i)
 
 
 async def one(c, s=None, **kw):

@@ -16,6 +16,7 @@ from aiohttp.http_parser import RawResponseMessage
 
 from loadgen.client.aiohttp_transport import stale_connection_error
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
+from loadgen.scenario.workload import PromptSpec
 from tests.loadgen.client.fakes import FakeOpenAI, chat_chunk, cmpl_chunk, sse, usage
 
 _ids = iter(range(10**6))
@@ -35,8 +36,9 @@ def cfg(url, calib=None, **kw):
 
 def spec(max_tokens=4, scheduled_at_ns=None):
     i = next(_ids)
-    return RequestSpec(id=i, phase="measured", prompt=f"stale-{i} hello", prompt_tokens=2,
-                       max_tokens=max_tokens, scheduled_at_ns=scheduled_at_ns)
+    s = RequestSpec.of(PromptSpec(f"stale-{i} hello", 2, max_tokens), i)
+    s.scheduled_at_ns = scheduled_at_ns
+    return s
 
 
 async def sequential(c, n, max_connections=1):

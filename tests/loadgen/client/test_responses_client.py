@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
+from loadgen.scenario.workload import PromptSpec
 
 
 @pytest.fixture
@@ -31,8 +32,7 @@ def run_specs(cfg: ClientConfig, specs: list[RequestSpec]) -> list:
 
 
 def spec(i: int, prompt, max_tokens: int, want_text: bool = True) -> RequestSpec:
-    return RequestSpec(id=i, phase="measured", prompt=prompt, prompt_tokens=None, max_tokens=max_tokens,
-                       want_text=want_text)
+    return RequestSpec.of(PromptSpec(prompt, None, max_tokens), i, want_text=want_text)
 
 
 def test_streamed_records(server, transport):

@@ -5,6 +5,7 @@ import pytest
 
 from loadgen.client.hangup import Hangup, HangupRule
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
+from loadgen.scenario.workload import PromptSpec
 from loadgen.client.retry import RetryPolicy
 
 
@@ -14,7 +15,7 @@ def _cfg(server, calib, **kw):
 
 
 async def _one(cfg, prompt, transport):
-    spec = RequestSpec(id=3, phase="measured", prompt=prompt, prompt_tokens=3, max_tokens=40)
+    spec = RequestSpec.of(PromptSpec(prompt, 3, 40), 3)
     async with Client(cfg, 2, transport=transport) as client:
         return await client.execute(spec)
 

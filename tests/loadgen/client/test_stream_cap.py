@@ -6,6 +6,7 @@ tests/loadgen/locust_engine/test_locust_stream_cap.py."""
 import pytest
 
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
+from loadgen.scenario.workload import PromptSpec
 from loadgen.client.request import finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import MAX_CHUNK_STAMPS, Limits, StreamStep
@@ -74,8 +75,7 @@ async def test_a_real_stream_past_the_cap_on_both_transports(calib_server, trans
     cfg = ClientConfig(base_url=calib_server.url, model="calib-model", endpoint=endpoint,
                        extra_body={"calib": {"ttft_ms": 0, "itl_ms": 0}},
                        limits=Limits(max_chunk_stamps=8))
-    spec = RequestSpec(id=1, phase="measured", prompt=f"cap {transport} {endpoint}",
-                       prompt_tokens=3, max_tokens=40)
+    spec = RequestSpec.of(PromptSpec(f"cap {transport} {endpoint}", 3, 40), 1)
     async with Client(cfg, 2, transport=transport) as client:
         rec = await client.execute(spec)
     assert rec.status == "ok", rec.error
@@ -120,8 +120,7 @@ async def test_a_real_answer_past_the_text_budget_keeps_its_start(calib_server, 
     monkeypatch.setattr(kept, "MAX_KEPT_CHARS", 20)            # " tok" per token: 5 kept
     cfg = ClientConfig(base_url=calib_server.url, model="calib-model",
                        extra_body={"calib": {"ttft_ms": 0, "itl_ms": 0}})
-    spec = RequestSpec(id=2, phase="measured", prompt=f"kept {transport}", prompt_tokens=3,
-                       max_tokens=40, want_text=True)
+    spec = RequestSpec.of(PromptSpec(f"kept {transport}", 3, 40), 2, want_text=True)
     async with Client(cfg, 2, transport=transport) as client:
         rec = await client.execute(spec)
     assert rec.status == "ok" and rec.output_tokens == 40

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
+from loadgen.scenario.workload import PromptSpec
 from loadgen.scenario.structured import JsonSchema, ResponseFormat, Tool, body_fields
 
 _ids = iter(range(10**6))
@@ -41,7 +42,7 @@ def schema_format(schema=ANSWER_SCHEMA) -> ResponseFormat:
 
 async def one(cfg: ClientConfig, max_tokens: int = 8):
     i = next(_ids)
-    s = RequestSpec(i, "measured", f"tools-{i} what is the weather", 4, max_tokens)
+    s = RequestSpec.of(PromptSpec(f"tools-{i} what is the weather", 4, max_tokens), i)
     async with Client(cfg, 2) as c:
         return await c.execute(s), s
 
@@ -122,7 +123,7 @@ async def test_json_object_needs_an_object_and_want_text_still_keeps_the_text(ca
                     rf=ResponseFormat(type="json_object"))
     i = next(_ids)
     async with Client(cfg, 1) as c:
-        rec = await c.execute(RequestSpec(i, "measured", f"tools-{i}", 2, 4, want_text=True))
+        rec = await c.execute(RequestSpec.of(PromptSpec(f"tools-{i}", 2, 4), i, want_text=True))
     assert (rec.json_parsed, rec.json_valid, rec.output_text) == (True, False, "[1, 2]")
 
 
@@ -149,5 +150,5 @@ async def test_a_plain_chat_run_gets_no_structured_fields(calib_server):
     assert all(getattr(rec, k) is None for k in ("tool_calls", "tool_args_parsed", "tool_args_valid",
                                                   "json_parsed", "json_valid", "structured_error"))
     body = json.loads(Client(ClientConfig(base_url=calib_server.url, endpoint="chat"), 1)
-                      .body(RequestSpec(0, "measured", "x", 1, 2)))
+                      .body(RequestSpec.of(PromptSpec("x", 1, 2), 0)))
     assert not {"tools", "tool_choice", "response_format"} & set(body)

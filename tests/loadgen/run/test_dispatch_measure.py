@@ -4,6 +4,7 @@ has one record; a closed loop's never-started rest is the count ``unsent_request
 import asyncio
 
 from loadgen.client.http_client import RequestSpec
+from loadgen.scenario.workload import PromptSpec
 from loadgen.record import Record, now_ns
 from loadgen.run.dispatch import Dispatcher, Ledger, spec_factory
 from loadgen.run.senders.pacing import Closed, Offline, Staged
@@ -55,7 +56,7 @@ def _factory():
 
 
 def _of(p, i):
-    return RequestSpec(id=i, phase="measured", prompt=p.prompt, prompt_tokens=1, max_tokens=2)
+    return RequestSpec.of(PromptSpec(p.prompt, 1, 2), i)
 
 
 def test_a_closed_loop_refills_its_users_until_the_budget():

@@ -4,12 +4,13 @@ import io
 from rich.console import Console
 
 from loadgen.client.http_client import RequestSpec
+from loadgen.scenario.workload import PromptSpec
 from loadgen.run.progress import RunProgress, failure_causes, failure_lines, print_summary
 from loadgen.record import Record
 
 
 def spec(i):
-    return RequestSpec(id=i, phase="measured", prompt="x", prompt_tokens=1, max_tokens=4)
+    return RequestSpec.of(PromptSpec("x", 1, 4), i)
 
 
 def test_counters():

@@ -7,6 +7,7 @@ import gc
 import pytest
 
 from loadgen.client.http_client import RequestSpec
+from loadgen.scenario.workload import PromptSpec
 from loadgen.record import Record, now_ns
 from loadgen.run.dispatch import Dispatcher, Ledger
 from loadgen.run.sessions import SessionDriver
@@ -39,9 +40,8 @@ class ListWriter:
 
 
 def make_spec(turn, k, messages, session, i):
-    return RequestSpec(id=i, phase="measured", prompt=turn.user, prompt_tokens=1,
-                       max_tokens=turn.max_tokens, messages=messages, session_id=session.id,
-                       turn=k, want_text=True)
+    return RequestSpec.of(PromptSpec(turn.user, 1, turn.max_tokens), i, messages=messages,
+                          session_id=session.id, turn=k, want_text=True)
 
 
 def session(i: int, turns: int = 3, think_s: float = 0.0) -> Session:

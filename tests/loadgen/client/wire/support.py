@@ -4,6 +4,7 @@ bad HTTP, a socket that only drops)."""
 import asyncio
 
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec, build_base_body
+from loadgen.scenario.workload import PromptSpec
 from loadgen.client.request import request_body, request_headers
 from loadgen.client.wire.record_fill import fill_record
 from loadgen.client.wire.pool import WirePool
@@ -25,8 +26,7 @@ def cfg(server, calib=None, **kw):
 
 def spec(max_tokens=8):
     i = next(_ids)
-    return RequestSpec(id=i, phase="measured", prompt=f"wire-{i} hello world", prompt_tokens=3,
-                       max_tokens=max_tokens)
+    return RequestSpec.of(PromptSpec(f"wire-{i} hello world", 3, max_tokens), i)
 
 
 def url_of(c: ClientConfig) -> str:
