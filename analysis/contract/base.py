@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -123,6 +123,18 @@ class Model(BaseModel):
 class Open(Model):
     """An open block (see the module docstring): the keys readers use named, the rest kept."""
     CLOSED = False
+
+
+class StatusBlock(Open):
+    """An open block that opens with its ``status`` (measured, ok, n/a, ...) and, when it has no
+    figures, the ``reason``; its own keys follow (pydantic puts a base's fields first)."""
+    status: Optional[str] = None
+    reason: Optional[str] = None
+
+
+class SourcedStatus(StatusBlock):
+    """A StatusBlock that also says where its figures came from (``source``)."""
+    source: Optional[str] = None
 
 
 def schema_version_field():

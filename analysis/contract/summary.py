@@ -15,6 +15,7 @@ from typing import Any, Optional
 from pydantic import Field
 
 from analysis.contract.base import Model, Open, schema_version_field
+from analysis.contract.meta import ClientTransport
 from analysis.contract.summary_blocks import Audio, Cancel, Energy, ModelFigures, Retries, Slo
 from analysis.contract.summary_roofline import Roofline
 from analysis.contract.summary_server import ServerMetrics, ServerTiming, SpecDecode
@@ -52,10 +53,8 @@ class TokenCounts(Model):
     chunk_output_tokens_total: Optional[int] = None
 
 
-class Client(Open):
+class Client(ClientTransport):
     """Client health (analysis.metrics.summary.client_block): CPU, lag growth, saturation."""
-    transport: Optional[str] = None
-    stamp_source: Optional[str] = None
     coalesced_reads: Optional[int] = None
     coalesced_reads_share: Optional[float] = None
     cpu_fraction: Optional[float] = None

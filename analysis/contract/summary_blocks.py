@@ -14,19 +14,15 @@ from typing import Any, Optional, Union
 
 from pydantic import Field
 
-from analysis.contract.base import Model, Open
-from analysis.contract.summary_workload import P50P99
+from analysis.contract.base import Model, Open, StatusBlock
+from analysis.contract.summary_workload import P50P99, RequestCounts
 
 Num = Union[int, float]          # a limit as the scenario gave it (200 stays 200)
 
 
 
-class ModelFigures(Open):
+class ModelFigures(RequestCounts):
     """One model of api.models (analysis.metrics.models): a replica's figures, without a url."""
-    requests: int = 0
-    completed: int = 0
-    failed: int = 0
-    cancelled: int = 0
     share: Optional[float] = None
     ttft_ms: Optional[P50P99] = None
     tpot_ms: Optional[P50P99] = None
@@ -125,10 +121,8 @@ class EnergyWindow(Open):
     duration_s: Optional[float] = None
 
 
-class AboveIdle(Open):
+class AboveIdle(StatusBlock):
     """Gross energy minus idle power x duration (not the headline)."""
-    status: Optional[str] = None
-    reason: Optional[str] = None
     j_per_output_token: Optional[float] = None
 
 
@@ -141,10 +135,8 @@ class PerRequestEnergy(Open):
     mean_decode_j: Optional[float] = None
 
 
-class Energy(Open):
+class Energy(StatusBlock):
     """analysis.energy (or "unmeasured" with the reason)."""
-    status: Optional[str] = None
-    reason: Optional[str] = None
     energy_j: Optional[float] = None
     j_per_output_token: Optional[float] = None
     avg_power_w: Optional[float] = None
