@@ -15,10 +15,10 @@ from typing import Any, Optional, Union
 from pydantic import Field
 
 from analysis.contract.base import Model, Open, StatusBlock
-from analysis.contract.summary_workload import P50P99, RequestCounts
+from analysis.contract.stats import P50P99, Spread
+from analysis.contract.summary_workload import RequestCounts
 
 Num = Union[int, float]          # a limit as the scenario gave it (200 stays 200)
-
 
 
 class ModelFigures(RequestCounts):
@@ -59,16 +59,6 @@ class Retries(Open):
     requests: int = 0
     attempts: int = 0
     wait_s: Optional[float] = None
-
-
-class Spread(Open):
-    """Per-request figures' spread (the slowest is the min of a speed)."""
-    mean: Optional[float] = None
-    min: Optional[float] = None
-    p50: Optional[float] = None
-    p90: Optional[float] = None
-    p99: Optional[float] = None
-    max: Optional[float] = None
 
 
 class Audio(Open):

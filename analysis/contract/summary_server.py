@@ -16,6 +16,7 @@ from typing import Any, Optional
 from pydantic import Field
 
 from analysis.contract.base import Open, SourcedStatus, StatusBlock
+from analysis.contract.stats import ChunkStats
 
 
 class SpecPosition(Open):
@@ -23,16 +24,6 @@ class SpecPosition(Open):
     position: int
     accepted_tokens: Optional[int] = None
     acceptance_rate: Optional[float] = None
-
-
-class ChunkStats(Open):
-    """A short distribution (tokens per chunk, ITL per token / per chunk)."""
-    mean: Optional[float] = None
-    p50: Optional[float] = None
-    p90: Optional[float] = None
-    p99: Optional[float] = None
-    max: Optional[float] = None
-    count: int = 0
 
 
 class SpecClient(StatusBlock):

@@ -16,14 +16,9 @@ from pydantic import Field
 
 from analysis.contract.base import Open
 from analysis.contract.meta import ImagesShape, ProbeAsked, StageShape
+from analysis.contract.stats import P50P99
 
 Num = Union[int, float]
-
-
-class P50P99(Open):
-    """A latency's p50 and p99 (ms) in a per-group row; None: no completed request."""
-    p50: Optional[float] = None
-    p99: Optional[float] = None
 
 
 class RequestCounts(Open):
