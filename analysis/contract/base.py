@@ -12,12 +12,13 @@ The exported JSON Schema says the same: ``additionalProperties: false`` on close
 """
 from __future__ import annotations
 
+import copy
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 SCHEMA_VERSION = 1
 
@@ -125,9 +126,34 @@ class Open(Model):
     CLOSED = False
 
 
-def schema_version_field():
-    return Field(None, description=f"the contract's version ({SCHEMA_VERSION}); absent in run "
-                                   "directories written before the contract")
+class RunFile(Model):
+    """A whole file of the run directory (meta.json, sut.json, server.json, summary.json,
+    device.json): it opens with the contract's version, which ``dump`` sets."""
+    schema_version: Optional[int] = Field(
+        None, description=f"the contract's version ({SCHEMA_VERSION}); absent in run directories "
+                          "written before the contract")
+
+
+class StatusBlock(Open):
+    """An open block that opens with its ``status`` (measured, ok, n/a, ...) and, when it has no
+    figures, the ``reason``; its own keys follow (pydantic puts a base's fields first)."""
+    status: Optional[str] = None
+    reason: Optional[str] = None
+
+
+class SourcedStatus(StatusBlock):
+    """A StatusBlock that also says where its figures came from (``source``)."""
+    source: Optional[str] = None
+
+
+def part_of(model: type[BaseModel], names: str, base: type[Model], name: str, doc: str,
+            module: str) -> type[Model]:
+    """A ``base`` model (Model: closed, Open: open) of some of ``model``'s fields, in the order
+    ``names`` gives them, each with ``model``'s own type, default and description: a block that
+    keeps part of another has one definition of each figure, not a copy."""
+    fields = {n: (model.model_fields[n].annotation, copy.copy(model.model_fields[n]))
+              for n in names.split()}
+    return create_model(name, __base__=base, __doc__=doc, __module__=module, **fields)
 
 
 def unnamed_keys(m: BaseModel, prefix: str = "") -> list[str]:

@@ -15,8 +15,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from analysis.contract.base import Model, Open, schema_version_field
-
+from analysis.contract.base import Model, Open, RunFile
 
 
 class Figure(Model):
@@ -80,9 +79,8 @@ class DeviceSpec(Model):
     meta: SpecMeta = Field(default_factory=SpecMeta)
 
 
-class Device(Model):
+class Device(RunFile):
     """device.json (docs/architecture.md, "The run directory"; docs/roofline.md)."""
-    schema_version: Optional[int] = schema_version_field()
     status: Literal["recorded", "none"]
     frozen_at: Optional[str] = Field(None, description="when it was frozen (ISO 8601, UTC)")
     frozen_on: Optional[str] = Field(None, description="the host that froze it")

@@ -13,11 +13,10 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, field_validator
 
-from analysis.contract.base import Model, Open, schema_version_field
+from analysis.contract.base import Open, RunFile
 from analysis.contract.device import HostLoad as CalibrationHostLoad
 
 Mode = Literal["offline", "server", "concurrency", "trace"]
-
 
 
 Num = Union[int, float]          # a configured number as given (a rate of 2 stays 2)
@@ -144,9 +143,8 @@ class CacheHygiene(Open):
     warning: Optional[str] = None
 
 
-class RunMeta(Model):
+class RunMeta(RunFile):
     """meta.json (see docs/architecture.md, "The run directory")."""
-    schema_version: Optional[int] = schema_version_field()
     loadgen_version: Optional[str] = None
     scenario: Optional[str] = None
     run_dir: Optional[str] = None

@@ -14,27 +14,13 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from analysis.contract.base import Model, Open, schema_version_field
+from analysis.contract.base import Model, Open, RunFile
+from analysis.contract.meta import ClientTransport
+from analysis.contract.stats import P50P99, Stats
 from analysis.contract.summary_blocks import Audio, Cancel, Energy, ModelFigures, Retries, Slo
 from analysis.contract.summary_roofline import Roofline
 from analysis.contract.summary_server import ServerMetrics, ServerTiming, SpecDecode
-from analysis.contract.summary_workload import (Images, P50P99, ProbeStream, Reasoning,
-                                                Sessions, Stage)
-
-
-
-class Stats(Model):
-    """One latency distribution (ms): numpy linear percentiles; all None when count is 0."""
-    mean: Optional[float] = None
-    std: Optional[float] = None
-    min: Optional[float] = None
-    p50: Optional[float] = None
-    p90: Optional[float] = None
-    p95: Optional[float] = None
-    p99: Optional[float] = None
-    p999: Optional[float] = None
-    max: Optional[float] = None
-    count: int = 0
+from analysis.contract.summary_workload import Images, ProbeStream, Reasoning, Sessions, Stage
 
 
 class Window(Model):
@@ -52,10 +38,8 @@ class TokenCounts(Model):
     chunk_output_tokens_total: Optional[int] = None
 
 
-class Client(Open):
+class Client(ClientTransport):
     """Client health (analysis.metrics.summary.client_block): CPU, lag growth, saturation."""
-    transport: Optional[str] = None
-    stamp_source: Optional[str] = None
     coalesced_reads: Optional[int] = None
     coalesced_reads_share: Optional[float] = None
     cpu_fraction: Optional[float] = None
@@ -228,9 +212,8 @@ class Capacity(Open):
     reasons: dict[str, str] = Field(default_factory=dict, description="why a figure is null")
 
 
-class Summary(Model):
+class Summary(RunFile):
     """summary.json (docs/metrics.md defines each figure)."""
-    schema_version: Optional[int] = schema_version_field()
     summary_version: Optional[int] = None
     mode: Optional[str] = None
     requests_completed: int = 0

@@ -14,19 +14,15 @@ from typing import Any, Optional, Union
 
 from pydantic import Field
 
-from analysis.contract.base import Model, Open
-from analysis.contract.summary_workload import P50P99
+from analysis.contract.base import Model, Open, StatusBlock
+from analysis.contract.stats import P50P99, Spread
+from analysis.contract.summary_workload import RequestCounts
 
 Num = Union[int, float]          # a limit as the scenario gave it (200 stays 200)
 
 
-
-class ModelFigures(Open):
+class ModelFigures(RequestCounts):
     """One model of api.models (analysis.metrics.models): a replica's figures, without a url."""
-    requests: int = 0
-    completed: int = 0
-    failed: int = 0
-    cancelled: int = 0
     share: Optional[float] = None
     ttft_ms: Optional[P50P99] = None
     tpot_ms: Optional[P50P99] = None
@@ -63,16 +59,6 @@ class Retries(Open):
     requests: int = 0
     attempts: int = 0
     wait_s: Optional[float] = None
-
-
-class Spread(Open):
-    """Per-request figures' spread (the slowest is the min of a speed)."""
-    mean: Optional[float] = None
-    min: Optional[float] = None
-    p50: Optional[float] = None
-    p90: Optional[float] = None
-    p99: Optional[float] = None
-    max: Optional[float] = None
 
 
 class Audio(Open):
@@ -125,10 +111,8 @@ class EnergyWindow(Open):
     duration_s: Optional[float] = None
 
 
-class AboveIdle(Open):
+class AboveIdle(StatusBlock):
     """Gross energy minus idle power x duration (not the headline)."""
-    status: Optional[str] = None
-    reason: Optional[str] = None
     j_per_output_token: Optional[float] = None
 
 
@@ -141,10 +125,8 @@ class PerRequestEnergy(Open):
     mean_decode_j: Optional[float] = None
 
 
-class Energy(Open):
+class Energy(StatusBlock):
     """analysis.energy (or "unmeasured" with the reason)."""
-    status: Optional[str] = None
-    reason: Optional[str] = None
     energy_j: Optional[float] = None
     j_per_output_token: Optional[float] = None
     avg_power_w: Optional[float] = None

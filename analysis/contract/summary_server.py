@@ -15,7 +15,8 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from analysis.contract.base import Open
+from analysis.contract.base import Open, SourcedStatus, StatusBlock
+from analysis.contract.stats import ChunkStats
 
 
 class SpecPosition(Open):
@@ -25,20 +26,8 @@ class SpecPosition(Open):
     acceptance_rate: Optional[float] = None
 
 
-class ChunkStats(Open):
-    """A short distribution (tokens per chunk, ITL per token / per chunk)."""
-    mean: Optional[float] = None
-    p50: Optional[float] = None
-    p90: Optional[float] = None
-    p99: Optional[float] = None
-    max: Optional[float] = None
-    count: int = 0
-
-
-class SpecClient(Open):
+class SpecClient(StatusBlock):
     """analysis.metrics.bursts.bursts_block: the client's tokens per content chunk."""
-    status: Optional[str] = None
-    reason: Optional[str] = None
     tokens_per_chunk: Optional[ChunkStats] = None
     histogram: Optional[dict[str, int]] = Field(None, description="tokens per chunk: chunks")
     multi_token_chunk_share: Optional[float] = None
@@ -47,12 +36,9 @@ class SpecClient(Open):
     itl_ms_per_chunk: Optional[ChunkStats] = None
 
 
-class SpecDecode(Open):
+class SpecDecode(SourcedStatus):
     """Speculative decoding: the server's draft/accept counters over the window (measured, or
     unmeasured with the reason) and the client's tokens per chunk."""
-    status: Optional[str] = None
-    reason: Optional[str] = None
-    source: Optional[str] = None
     draft_tokens: Optional[int] = None
     accepted_tokens: Optional[int] = None
     drafts: Optional[int] = None
@@ -83,10 +69,8 @@ class ScrapeWindow(Open):
     notes: list[str] = Field(default_factory=list)
 
 
-class TtftDecomposition(Open):
+class TtftDecomposition(StatusBlock):
     """client TTFT = network/client + server queue + server prefill + server other."""
-    status: Optional[str] = None
-    reason: Optional[str] = None
     client_ttft_mean_ms: Optional[float] = None
     client_requests: Optional[int] = None
     server_requests: Optional[Any] = None
@@ -98,11 +82,8 @@ class TtftDecomposition(Open):
     queue_share: Optional[float] = None
 
 
-class ServerMetrics(Open):
+class ServerMetrics(SourcedStatus):
     """summary.json "server_metrics" (analysis.server.metrics.server_metrics_summary)."""
-    status: Optional[str] = None
-    reason: Optional[str] = None
-    source: Optional[str] = None
     scrapes: Optional[int] = None
     scrapes_failed: Optional[int] = None
     window: Optional[ScrapeWindow] = None

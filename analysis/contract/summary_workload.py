@@ -15,15 +15,18 @@ from typing import Optional, Union
 from pydantic import Field
 
 from analysis.contract.base import Open
-from analysis.contract.meta import ImagesShape, StageShape
+from analysis.contract.meta import ImagesShape, ProbeAsked, StageShape
+from analysis.contract.stats import P50P99
 
 Num = Union[int, float]
 
 
-class P50P99(Open):
-    """A latency's p50 and p99 (ms) in a per-group row; None: no completed request."""
-    p50: Optional[float] = None
-    p99: Optional[float] = None
+class RequestCounts(Open):
+    """The requests of a group (a model, a probe side) and how they ended; its figures follow."""
+    requests: int = 0
+    completed: int = 0
+    failed: int = 0
+    cancelled: int = 0
 
 
 class Stage(StageShape):
@@ -65,12 +68,8 @@ class Reasoning(Open):
     rule: Optional[str] = None
 
 
-class ProbeSide(Open):
+class ProbeSide(RequestCounts):
     """The probe stream alone, or beside the main load."""
-    requests: int = 0
-    completed: int = 0
-    failed: int = 0
-    cancelled: int = 0
     ttft_ms: P50P99 = Field(default_factory=P50P99)
     tpot_ms: P50P99 = Field(default_factory=P50P99)
     e2el_ms_p50: Optional[float] = None
@@ -85,11 +84,8 @@ class Slowdown(Open):
     e2el_p50: Optional[float] = None
 
 
-class ProbeStream(Open):
+class ProbeStream(ProbeAsked):
     """load.probe (analysis.metrics.probe_stream): the side stream alone vs under the load."""
-    rate: Optional[Num] = None
-    prompt_tokens: Optional[int] = None
-    output_tokens: Optional[int] = None
     alone: ProbeSide = Field(default_factory=ProbeSide)
     under_load: ProbeSide = Field(default_factory=ProbeSide)
     slowdown: Slowdown = Field(default_factory=Slowdown)

@@ -12,8 +12,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from analysis.contract.base import Model, Open, schema_version_field
-
+from analysis.contract.base import Open, RunFile
 
 
 class ClientHost(Open):
@@ -47,9 +46,8 @@ class ServerVersion(Open):
     reason: Optional[str] = None
 
 
-class Sut(Model):
+class Sut(RunFile):
     """sut.json (docs/architecture.md, "The run directory")."""
-    schema_version: Optional[int] = schema_version_field()
     target_url: Optional[str] = None
     endpoint: Optional[str] = None
     model: Optional[str] = None
@@ -87,9 +85,8 @@ class ServerStop(Open):
     exit_signal: Optional[str] = None
 
 
-class ServerLife(Model):
+class ServerLife(RunFile):
     """server.json: a managed server's start, health and stop, or why it failed."""
-    schema_version: Optional[int] = schema_version_field()
     kind: Optional[str] = None
     status: Literal["not_started", "starting", "healthy", "failed", "stopped"]
     argv: Optional[list[str]] = None

@@ -96,24 +96,30 @@ def _hopper_sparse(source: str) -> Figure:
     return _doc(1979 * TERA, "FLOP/s", source, "with 2:4 structured sparsity")
 
 
+
+def _hopper(name: str, form: str, ds: str, dense_note: str, bandwidth: float, capacity: float,
+            hbm: str, nvlink_note: str, match: list[str], **other: Figure) -> DeviceSpec:
+    """A Hopper part from its datasheet ``ds``: the dense peaks, the HBM's bandwidth and size
+    (decimal TB/s, GB), the sparse bf16 peak and the 900 GB/s NVLink; ``other`` adds links."""
+    return DeviceSpec(
+        name, form, peak=_hopper_peak(ds, dense_note),
+        mem_bandwidth=_doc(bandwidth, "B/s", ds, f"{hbm}, decimal TB/s"),
+        mem_capacity=_doc(capacity, "B", ds, f"{hbm}, decimal GB"),
+        other={"bf16_sparse": _hopper_sparse(ds), "nvlink": _doc(900e9, "B/s", ds, nvlink_note),
+               **other},
+        match=match)
+
 CATALOGUE: dict[str, DeviceSpec] = {
-    "h100-sxm": DeviceSpec(
-        "NVIDIA H100 SXM", "1 chip (SXM; the PCIe card's figures differ)",
-        peak=_hopper_peak(H100_DS, "dense = half of the 1,979 TFLOP/s that carries the 2:4 sparsity footnote"),
-        mem_bandwidth=_doc(3.35 * TERA, "B/s", H100_DS, "HBM, decimal TB/s"),
-        mem_capacity=_doc(80e9, "B", H100_DS, "HBM, decimal GB"),
-        other={"bf16_sparse": _hopper_sparse(H100_DS),
-               "nvlink": _doc(900e9, "B/s", H100_DS, "NVLink, GPU-to-GPU, not the HBM boundary"),
-               "pcie_gen5": _doc(128e9, "B/s", H100_DS, "PCIe Gen5 host link")},
-        match=["NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM", "H100 SXM"]),
-    "h200": DeviceSpec(
-        "NVIDIA H200", "1 chip (SXM)",
-        peak=_hopper_peak(H200_DS, "dense = half of the 1,979 TFLOP/s sparse figure (~989 TFLOP/s)"),
-        mem_bandwidth=_doc(4.8 * TERA, "B/s", H200_DS, "HBM3e, decimal TB/s"),
-        mem_capacity=_doc(141e9, "B", H200_DS, "HBM3e, decimal GB"),
-        other={"bf16_sparse": _hopper_sparse(H200_DS),
-               "nvlink": _doc(900e9, "B/s", H200_DS, "NVLink 4, GPU-to-GPU")},
-        match=["NVIDIA H200"]),
+    "h100-sxm": _hopper(
+        "NVIDIA H100 SXM", "1 chip (SXM; the PCIe card's figures differ)", H100_DS,
+        "dense = half of the 1,979 TFLOP/s that carries the 2:4 sparsity footnote",
+        3.35 * TERA, 80e9, "HBM", "NVLink, GPU-to-GPU, not the HBM boundary",
+        ["NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM", "H100 SXM"],
+        pcie_gen5=_doc(128e9, "B/s", H100_DS, "PCIe Gen5 host link")),
+    "h200": _hopper(
+        "NVIDIA H200", "1 chip (SXM)", H200_DS,
+        "dense = half of the 1,979 TFLOP/s sparse figure (~989 TFLOP/s)",
+        4.8 * TERA, 141e9, "HBM3e", "NVLink 4, GPU-to-GPU", ["NVIDIA H200"]),
     "a100-sxm4-40gb": DeviceSpec(
         "NVIDIA A100-SXM4-40GB", "1 chip (SXM4)",
         peak={"bf16": _doc(312 * TERA, "FLOP/s", A100_DS, "BF16 Tensor Core, dense (624 sparse)"),

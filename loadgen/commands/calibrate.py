@@ -10,24 +10,15 @@ Runnable as `python -m loadgen.commands.calibrate` too.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from analysis.roofline import calibrate as cal
-
-
-DESCRIPTION = ("Measure this machine's memory bandwidth (a large copy) and matmul rate (fp32, bf16), "
-               "the medians of --repeats runs, and save them as a device spec (evidence: measured) "
-               "that `loadgen kernel` and the roofline of later managed runs on this host use. "
-               "See docs/kernel.md.")
+from loadgen.commands import standalone, subcommand
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("calibrate", help="measure local memory bandwidth and matmul rate",
-                              description=DESCRIPTION)
-    add_arguments(p)
-    p.set_defaults(func=main)
+    add_arguments(subcommand(subparsers, "calibrate", main))
 
 
 def add_arguments(p) -> None:
@@ -93,6 +84,4 @@ def _fail(msg: str) -> int:
 
 
 if __name__ == "__main__":
-    _p = argparse.ArgumentParser(prog="loadgen calibrate", description=DESCRIPTION)
-    add_arguments(_p)
-    sys.exit(main(_p.parse_args()))
+    standalone("calibrate", main, add_arguments)

@@ -25,15 +25,11 @@ import sys
 from pathlib import Path
 
 from loadgen.scenario.model import ScenarioError
+from loadgen.commands import subcommand
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "compare", help="compare runs side by side (refused when workload, SLO or scenario "
-                        "type differ)",
-        description="Put two or more run directories side by side. Refuses, naming the "
-                    "fields, when their scenario type (load.mode), workload or SLO differ; "
-                    "lists every other condition that differs.")
+    p = subcommand(subparsers, "compare", main)
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
                    help="run directories (a sweep directory stands for all its points; a "
                         "--repeat parent holding run-1/ … run-N/ is one entry)")
@@ -51,7 +47,6 @@ def register(subparsers) -> None:
                    help="sweep directories only: at X tokens/s per user, which frontier gives "
                         "more output tokens/s per accelerator, and by how much (linear "
                         "interpolation on each frontier; refused where one does not reach X)")
-    p.set_defaults(func=main)
 
 
 def expand(paths: list[str]) -> list[Path]:

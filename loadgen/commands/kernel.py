@@ -22,6 +22,7 @@ from analysis.roofline import devices
 from analysis.kernel import harness
 from analysis.roofline import model_cost
 from analysis.roofline.calibrate import DEFAULT_PATH
+from loadgen.commands import standalone, subcommand
 
 COLUMNS = [("path", "path"), ("dtype", "dtype"), ("M", "M"), ("I FLOP/B", "intensity"),
            ("first ms", "first_ms"), ("device ms", "device_ms"), ("w/ transfer ms", "transfer_ms"),
@@ -38,17 +39,8 @@ def _csv_list(kind):
     return parse
 
 
-DESCRIPTION = ("Time the common kernel Y = ReLU(XW + b) (X: M x K, W: K x N) on every framework path "
-               "found here and place each row under a roofline (the `loadgen calibrate` spec, "
-               "else the catalogue device); or, with --model, time one decode step's GEMVs "
-               "against the engine's measured TPOT. See docs/kernel.md.")
-
-
 def register(subparsers) -> None:
-    p = subparsers.add_parser("kernel", help="time Y = ReLU(XW + b) across frameworks (seed protocol)",
-                              description=DESCRIPTION)
-    add_arguments(p)
-    p.set_defaults(func=main)
+    add_arguments(subcommand(subparsers, "kernel", main))
 
 
 def add_arguments(p) -> None:
@@ -308,6 +300,4 @@ def run_model(args, proto, spec_for, spec_note: str) -> int:
 
 
 if __name__ == "__main__":
-    _p = argparse.ArgumentParser(prog="loadgen kernel", description=DESCRIPTION)
-    add_arguments(_p)
-    sys.exit(main(_p.parse_args()))
+    standalone("kernel", main, add_arguments)

@@ -15,20 +15,15 @@ import json
 
 from loadgen.commands.scenario_args import add_scenario_args
 from loadgen.scenario.model import ScenarioError
+from loadgen.commands import subcommand
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "predict", help="forecast a scenario's latency and throughput per load point",
-        description="Forecast TTFT, TPOT, output throughput and interactivity at each load point "
-                    "of a scenario (its sweep values, else its load) from the model's shape, the "
-                    "device's roofs and a simulation of continuous batching; --calibrate first "
-                    "probes the server for at most 60 s and fits its per-step overheads.")
+    p = subcommand(subparsers, "predict", main)
     add_scenario_args(p, scenario_help="scenario YAML file (a sweep: block gives the points)",
                       set_help="override one scenario field (repeatable)",
                       json_help="print the forecast as one JSON line")
     add_predict_flags(p)
-    p.set_defaults(func=main)
 
 
 def add_predict_flags(p: argparse.ArgumentParser, prefix: str = "") -> None:

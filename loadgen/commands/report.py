@@ -22,12 +22,11 @@ import sys
 from pathlib import Path
 
 from loadgen.scenario.model import ScenarioError
+from loadgen.commands import subcommand
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("report", help="regenerate summary.json and the report of a run",
-                              description="Recompute RUN_DIR/summary.json from its records and "
-                                          "meta, then write report.md and report.html.")
+    p = subcommand(subparsers, "report", main)
     p.add_argument("run_dir", help="a run directory (loadgen run) or a sweep directory (loadgen sweep)")
     p.add_argument("--no-plots", action="store_true", help="skip the HTML plots (faster)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
@@ -35,7 +34,6 @@ def register(subparsers) -> None:
                    help="recompute the roofline against this device spec instead of the one "
                         "frozen into the run: a catalogue key (e.g. h100-sxm), a spec JSON, or "
                         "'calibrate' (this host's `loadgen calibrate` file); the report says so")
-    p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -30,14 +30,12 @@ import sys
 
 from loadgen.commands.scenario_args import add_measure_args, add_scenario_args
 from loadgen.scenario.model import ScenarioError
+from loadgen.commands import subcommand
 
 
 def register(subparsers) -> None:
     from loadgen.live.flags import add_flags as add_live_flags
-    p = subparsers.add_parser(
-        "run", help="run one scenario (YAML) and write a run directory",
-        description="Run one scenario: start or reach the server, send the load, write "
-                    "records.jsonl, meta.json, sut.json and summary.json.")
+    p = subcommand(subparsers, "run", main)
     add_scenario_args(p, scenario_help="scenario YAML file (see scenarios/)",
                       set_help="override one scenario field, e.g. --set load.rate=4 (repeatable)",
                       json_help="no live display; print the summary as one JSON line on stdout")
@@ -72,7 +70,6 @@ def register(subparsers) -> None:
     g.add_argument("--master-host", default=None, metavar="H", help="the --master's host")
     g.add_argument("--master-port", type=int, default=5557, metavar="P",
                    help="the master's port (default 5557)")
-    p.set_defaults(func=main)
 
 
 def _procs_override(args: argparse.Namespace) -> list[str]:

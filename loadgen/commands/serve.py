@@ -11,23 +11,19 @@ same things.
 from __future__ import annotations
 
 import argparse
+from loadgen.commands import subcommand
 
 SERVERS = ("jax", "calib")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "serve", help="run a built-in server (jax: the JAX engine; calib: known timing)",
-        description="Run a built-in OpenAI-compatible server: jax (the built-in JAX inference "
-                    "engine) or calib (a calibration server whose TTFT and ITL you set, to check "
-                    "a load tester against known numbers).")
+    p = subcommand(subparsers, "serve", main)
     p.add_argument("server", choices=SERVERS,
                    help="jax (the built-in JAX engine) or calib (known TTFT/ITL: --ttft-ms, --itl-ms)")
     rest = p.add_argument("server_args", nargs=argparse.REMAINDER, metavar="FLAGS",
                           help="the server's own flags, optional, e.g. --preset small --port 8000 "
                                "(see `loadgen serve jax --help`, `loadgen serve calib --help`)")
     rest.required = False       # argparse counts a REMAINDER as required: `serve jax` is enough
-    p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -23,16 +23,12 @@ from loadgen.run.progress import stdout_console
 
 from loadgen.commands.scenario_args import add_measure_args, add_scenario_args
 from loadgen.scenario.model import ScenarioError
+from loadgen.commands import subcommand
 
 
 def register(subparsers) -> None:
     from loadgen.live.flags import add_flags as add_live_flags
-    p = subparsers.add_parser(
-        "sweep", help="run a scenario at several load points, or search the max rate or "
-                      "concurrency under SLO",
-        description="One full run per point of the scenario's sweep block (load.concurrency "
-                    "or load.rate values), or the max_rate_under_slo / max_concurrency_under_slo "
-                    "search; writes sweep.json and frontier.json; resumable.")
+    p = subcommand(subparsers, "sweep", main)
     add_scenario_args(p, scenario_help="scenario YAML file with a sweep: block",
                       set_help="override one scenario field (repeatable)",
                       json_help="print sweep.json as one JSON line")
@@ -47,7 +43,6 @@ def register(subparsers) -> None:
                    help="forecast every point first (docs/predict.md): summary.json 'forecast' "
                         "and frontier.json/png show it beside the measured figures")
     add_predict_flags(p, prefix="predict-")
-    p.set_defaults(func=main)
 
 
 def _f(v, digits=1) -> str:

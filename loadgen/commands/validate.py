@@ -18,23 +18,16 @@ import json
 from typing import Optional
 
 from loadgen.commands.scenario_args import add_scenario_args
+from loadgen.commands import subcommand
 
 SAMPLE = 200        # requests drawn for the length summary (a run draws the same ones first)
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "validate", help="check a scenario and print its plan, without sending anything",
-        description="Load and resolve a scenario (defaults and --set overrides applied), check "
-                    "every field and the workload's files, and print the plan: the target and "
-                    "whether loadgen would start a server, the load mode, the number of requests "
-                    "or the duration, the rate or concurrency, the prompt and output lengths, "
-                    "and the resolved scenario. Nothing is sent or written. Exit 0, or one line "
-                    "and exit 2 for a bad scenario. `loadgen run SCENARIO --dry-run` is the same.")
+    p = subcommand(subparsers, "validate", main)
     add_scenario_args(p, scenario_help="scenario YAML file (see scenarios/)",
                       set_help="override one scenario field, e.g. --set load.rate=4 (repeatable)",
                       json_help="print the plan as one JSON object")
-    p.set_defaults(func=main)
 
 
 def _target(sc) -> dict:

@@ -33,16 +33,8 @@ class AmdSmiSource(PowerSource):
     method = "counter"
 
     def open(self) -> None:
-        try:
-            import amdsmi
-        except ImportError:
-            raise SourceUnavailable("amdsmi is not installed (it ships with ROCm)") from None
-        self._a = a = amdsmi
-        try:
-            a.amdsmi_init()
-        except Exception as e:
-            raise SourceUnavailable(f"amdsmi_init failed: {e}") from None
-        self._shut_down = a.amdsmi_shut_down
+        self._a = a = self.load_library("amdsmi", "amdsmi is not installed (it ships with ROCm)",
+                                        "amdsmi_init", "amdsmi_shut_down")
         handles = a.amdsmi_get_processor_handles()
         idx = self.pick_gpus(len(handles), "amdsmi")
         self._gpus = [[f"gpu{i}", handles[i], True] for i in idx]

@@ -7,12 +7,14 @@ about ``sample_hz`` times a second and returns ``Reading``s. ``clock`` (ns) is t
 refresh times) reads it, never the wall clock, so a test can drive it. ``describe`` is what ``stop()``
 reports: name, scope, method ("counter" | "integrated_power" | "estimate"), evidence
 ("measured" | "estimated"), requested and achieved sampling rate, devices, warnings. The GPU
-libraries' sources (nvml, amdsmi) share ``pick_gpus`` (power.gpu_indices checked against the GPUs
-the library sees) and ``close`` (the library's shutdown, once).
+libraries' sources (nvml, amdsmi) share ``load_library`` (import and init, each failure one line),
+``pick_gpus`` (power.gpu_indices checked against the GPUs the library sees) and ``close`` (the
+library's shutdown, once).
 """
 from __future__ import annotations
 
 import contextlib
+import importlib
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -67,6 +69,23 @@ class PowerSource:
         if shut is not None:
             with contextlib.suppress(Exception):
                 shut()
+
+    def load_library(self, module: str, missing: str, init: str, shut_down: str,
+                     error: Optional[str] = None, hint: str = ""):
+        """The GPU library ``module``, imported (SourceUnavailable ``missing`` when it is not
+        installed) and initialised by its function ``init`` (SourceUnavailable "INIT failed:
+        ERROR HINT" when the library's ``error`` class, or any Exception, comes out); its
+        ``shut_down`` is then what ``close`` calls. Returns the module."""
+        try:
+            lib = importlib.import_module(module)
+        except ImportError:
+            raise SourceUnavailable(missing) from None
+        try:
+            getattr(lib, init)()
+        except (getattr(lib, error) if error else Exception) as e:
+            raise SourceUnavailable(f"{init} failed: {e}{hint}") from None
+        self._shut_down = getattr(lib, shut_down)
+        return lib
 
     def pick_gpus(self, count: int, library: str) -> list[int]:
         """``power.gpu_indices`` (None: all) among the ``count`` GPUs ``library`` sees;

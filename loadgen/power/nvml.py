@@ -11,7 +11,7 @@ its power samples by the trapezoid rule.
 """
 from __future__ import annotations
 
-from loadgen.power.base import PowerSource, Reading, SourceUnavailable
+from loadgen.power.base import PowerSource, Reading
 
 # c_nvmlValue_t members by NVML_VALUE_TYPE_* (0 double, 1 uint, 2 ulong, 3 ulonglong, 4 sll, 5 sint, 6 ushort)
 _VALUE_MEMBER = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
@@ -23,16 +23,9 @@ class NvmlSource(PowerSource):
     method = "counter"
 
     def open(self) -> None:
-        try:
-            import pynvml
-        except ImportError:
-            raise SourceUnavailable("nvidia-ml-py is not installed (pip install nvidia-ml-py)") from None
-        self._nv = nv = pynvml
-        try:
-            nv.nvmlInit()
-        except nv.NVMLError as e:
-            raise SourceUnavailable(f"nvmlInit failed: {e} (no NVIDIA driver or GPU here)") from None
-        self._shut_down = nv.nvmlShutdown
+        self._nv = nv = self.load_library(
+            "pynvml", "nvidia-ml-py is not installed (pip install nvidia-ml-py)", "nvmlInit",
+            "nvmlShutdown", error="NVMLError", hint=" (no NVIDIA driver or GPU here)")
         indices = self.pick_gpus(nv.nvmlDeviceGetCount(), "NVML")
         self._gpus = []
         self._field = [(nv.NVML_FI_DEV_POWER_INSTANT, getattr(nv, "NVML_POWER_SCOPE_GPU", 0))]

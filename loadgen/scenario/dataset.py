@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple, Optional
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from loadgen.scenario.limits import MAX_FILE_ROWS, MAX_SEED
 from loadgen.scenario.pattern import compile_pattern
@@ -39,12 +39,7 @@ class Dataset(Strict):
     builtin: Optional[Literal["arithmetic"]] = None
     seed: int = Field(0, ge=0, le=MAX_SEED)   # builtin: which items
     size: int = Field(256, ge=1, le=MAX_FILE_ROWS)   # builtin: distinct items before repeating
-
-    @model_validator(mode="after")
-    def _one(self) -> "Dataset":
-        if (self.path is None) == (self.builtin is None):
-            raise ValueError("give exactly one of 'path' (a JSONL file) or 'builtin: arithmetic'")
-        return self
+    ONE_OF = (("path", "builtin"), "give exactly one of 'path' (a JSONL file) or 'builtin: arithmetic'")
 
     def label(self) -> str:
         return (f"builtin {self.builtin} (seed {self.seed}, {self.size} items)"

@@ -31,12 +31,7 @@ class Cancel(Strict):
     after_tokens: Optional[int] = Field(None, ge=1, le=1_000_000)
     after_ms: Optional[float] = Field(None, gt=0, le=3_600_000)
     seed: Optional[int] = None                 # None: the scenario's schedule seed
-
-    @model_validator(mode="after")
-    def _one_point(self) -> "Cancel":
-        if (self.after_tokens is None) == (self.after_ms is None):
-            raise ValueError("give exactly one of after_tokens and after_ms")
-        return self
+    ONE_OF = (("after_tokens", "after_ms"), "give exactly one of after_tokens and after_ms")
 
 
 def check_cancel(sc) -> None:

@@ -4,15 +4,17 @@ Every number in a scenario is finite (no .inf / .nan), a number (true/false is n
 most its bound in ``loadgen.scenario.limits.UPPER`` (docs/limits.md): checked on every field of
 every model, so a model that adds a field gets the first two for free. A boolean field given the
 string on/off/yes/no/y/n (any case: what YAML 1.1 and pydantic's lax mode take as a boolean; the
-scenario is read as YAML 1.2, analysis.contract.yaml12) is refused: write true or false.
+scenario is read as YAML 1.2, analysis.contract.yaml12) is refused: write true or false. A model
+whose fields are alternatives names them in ``ONE_OF`` (the fields, the message when not exactly
+one of them is given).
 """
 from __future__ import annotations
 
 import difflib
 import typing
-from typing import Optional
+from typing import ClassVar, Optional
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from analysis.contract.yaml12 import YAML11_BOOL_WORDS
 from loadgen.scenario import limits
@@ -24,6 +26,15 @@ class ScenarioError(ValueError):
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+    ONE_OF: ClassVar[Optional[tuple[tuple[str, ...], str]]] = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self):
+        if self.ONE_OF is not None:
+            names, message = self.ONE_OF
+            if sum(getattr(self, n) is not None for n in names) != 1:
+                raise ValueError(message)
+        return self
 
     @field_validator("*", mode="before")
     @classmethod

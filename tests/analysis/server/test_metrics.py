@@ -34,6 +34,22 @@ def hist(t, base, s, c, buckets=None):
             *(row(t, base + "_bucket", n, le=le) for le, n in buckets.items())]
 
 
+def full(t, ttft, queue, prefill, running, kv, hits, queries):
+    """A snapshot that wrote every metric (the window's edges): the TTFT / queue / prefill
+    histograms (sum, count[, buckets]), an empty decode one, engine 0's gauges (engine 1 idle),
+    the KV-cache use and the prefix-cache counters."""
+    return [*hist(t, "vllm:time_to_first_token_seconds", *ttft),
+            *hist(t, "vllm:request_queue_time_seconds", *queue),
+            *hist(t, "vllm:request_prefill_time_seconds", *prefill),
+            *hist(t, "vllm:request_decode_time_seconds", 0.0, 0),
+            row(t, "vllm:num_requests_running", running, engine="0"),
+            row(t, "vllm:num_requests_running", 0, engine="1"),
+            row(t, "vllm:num_requests_waiting", 0, engine="0"),
+            row(t, "vllm:kv_cache_usage_perc", kv),
+            row(t, "vllm:prefix_cache_hits_total", hits),
+            row(t, "vllm:prefix_cache_queries_total", queries)]
+
+
 def rows():
     out = [scrape(5_000), *hist(5_000, "vllm:time_to_first_token_seconds", 0.5, 2),
            row(5_000, "vllm:num_requests_running", 9, engine="0"),
@@ -42,17 +58,8 @@ def rows():
     # measure_start: a full snapshot at 9k (warm-up finished: 4 requests in TTFT)
     out += [{"t_ns": 8_900, "name": "loadgen:mark", "labels": {"mark": "measure_start"},
              "value": 1}, scrape(9_000),
-            *hist(9_000, "vllm:time_to_first_token_seconds", 1.0, 4,
-                  {"0.1": 2, "0.25": 4, "+Inf": 4}),
-            *hist(9_000, "vllm:request_queue_time_seconds", 0.0, 0),
-            *hist(9_000, "vllm:request_prefill_time_seconds", 0.2, 4),
-            *hist(9_000, "vllm:request_decode_time_seconds", 0.0, 0),
-            row(9_000, "vllm:num_requests_running", 1, engine="0"),
-            row(9_000, "vllm:num_requests_running", 0, engine="1"),
-            row(9_000, "vllm:num_requests_waiting", 0, engine="0"),
-            row(9_000, "vllm:kv_cache_usage_perc", 0.1),
-            row(9_000, "vllm:prefix_cache_hits_total", 100),
-            row(9_000, "vllm:prefix_cache_queries_total", 400),
+            *full(9_000, (1.0, 4, {"0.1": 2, "0.25": 4, "+Inf": 4}), (0.0, 0), (0.2, 4),
+                  running=1, kv=0.1, hits=100, queries=400),
             row(9_000, "vllm:generation_tokens_total", 50)]
     out += [scrape(12_000, ok=False)]
     # 15k: only gauges (counters unchanged are not written)
@@ -62,17 +69,8 @@ def rows():
             row(15_000, "vllm:kv_cache_usage_perc", 0.5)]
     # measure_end: full snapshot at 21k; generation tokens not rewritten (forward fill: 80 at 17k)
     out += [row(17_000, "vllm:generation_tokens_total", 80), scrape(21_000),
-            *hist(21_000, "vllm:time_to_first_token_seconds", 1.6, 7,
-                  {"0.1": 2, "0.25": 6, "+Inf": 7}),
-            *hist(21_000, "vllm:request_queue_time_seconds", 0.15, 3),
-            *hist(21_000, "vllm:request_prefill_time_seconds", 0.5, 7),
-            *hist(21_000, "vllm:request_decode_time_seconds", 0.0, 0),
-            row(21_000, "vllm:num_requests_running", 2, engine="0"),
-            row(21_000, "vllm:num_requests_running", 0, engine="1"),
-            row(21_000, "vllm:num_requests_waiting", 0, engine="0"),
-            row(21_000, "vllm:kv_cache_usage_perc", 0.3),
-            row(21_000, "vllm:prefix_cache_hits_total", 160),
-            row(21_000, "vllm:prefix_cache_queries_total", 600),
+            *full(21_000, (1.6, 7, {"0.1": 2, "0.25": 6, "+Inf": 7}), (0.15, 3), (0.5, 7),
+                  running=2, kv=0.3, hits=160, queries=600),
             {"t_ns": 21_100, "name": "loadgen:mark", "labels": {"mark": "measure_end"},
              "value": 1}]
     out += [scrape(25_000), row(25_000, "vllm:num_requests_running", 0, engine="0"),

@@ -1,6 +1,7 @@
 """`python -m servers.jax` flag handling: bad flags give one clear line naming the flag and exit 2."""
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 
@@ -8,26 +9,15 @@ import pytest
 
 from tests.servers.jax.server_proc import REPO
 
-BAD_FLAGS = [
-    (["--slots", "0"], "--slots"),
-    (["--max-queue", "0"], "--max-queue"),
-    (["--interleave-chunk", "-1"], "--interleave-chunk"),
-    (["--port", "70000"], "--port"),
-    (["--port", "abc"], "--port"),
-    (["--max-model-len", "1"], "--max-model-len"),
-    (["--preset", "nope"], "--preset"),
-    (["--dtype", "fp8"], "--dtype"),
-    (["--preset", "tiny", "--model", "/tmp"], "--model"),
-    (["--model", "/definitely/not/here"], "--model"),
-    (["--api-key", " "], "--api-key"),
-    (["--bogus"], "--bogus"),
-    (["--prefix-cache", "yes"], "--prefix-cache"),
-    (["--prefix-block", "0"], "--prefix-block"),
-    (["--prefix-cache-blocks", "0"], "--prefix-cache-blocks"),
-    (["--prefix-cache", "on", "--interleave-chunk", "0"], "--prefix-cache"),
-    (["--served-model-name", "a,,b"], "--served-model-name"),
-    (["--served-model-name", "a, b"], "--served-model-name"),
-]
+# each bad argv (shell words) and the flag its one line names: the first word, or NAMED's
+BAD_ARGV = [
+    "--slots 0", "--max-queue 0", "--interleave-chunk -1", "--port 70000", "--port abc",
+    "--max-model-len 1", "--preset nope", "--dtype fp8", "--preset tiny --model /tmp",
+    "--model /definitely/not/here", "--api-key ' '", "--bogus", "--prefix-cache yes",
+    "--prefix-block 0", "--prefix-cache-blocks 0", "--prefix-cache on --interleave-chunk 0",
+    "--served-model-name a,,b", "--served-model-name 'a, b'"]
+NAMED = {"--preset tiny --model /tmp": "--model"}
+BAD_FLAGS = [(shlex.split(a), NAMED.get(a, a.split()[0])) for a in BAD_ARGV]
 
 
 @pytest.mark.parametrize("argv,flag", BAD_FLAGS)
