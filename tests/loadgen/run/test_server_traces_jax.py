@@ -10,7 +10,7 @@ import pytest
 
 from tests.loadgen.run.jax_e2e import jax_scenario, run_scenario_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]   # a JAX compile on a busy box
 
 
 def test_every_record_gets_the_jax_servers_own_span(tmp_path):
