@@ -26,6 +26,7 @@ from loadgen.run.rundir import write_json
 from loadgen.scenario.strict import ScenarioError
 
 FILE = "server_spans.json"
+RAW_FILE = "server_spans.raw.jsonl"     # server_traces.keep_raw_mb: the export bodies as they came
 
 
 @contextlib.contextmanager
@@ -36,7 +37,9 @@ def receiving(run):
         yield None
         return
     rx = Receiver(st.otlp_port, st.host, max_body_bytes=int(st.max_body_mb * 2**20),
-                  max_spans=st.max_spans)
+                  max_spans=st.max_spans,
+                  raw_path=run.run_dir / RAW_FILE if st.keep_raw_mb > 0 else None,
+                  raw_max_bytes=int(st.keep_raw_mb * 2**20))
     try:
         rx.start()
     except OSError as e:
