@@ -136,11 +136,13 @@ class Receiver:
         self.raw_path, self.raw_max_bytes = raw_path, raw_max_bytes
         self.raw_bytes = self.raw_bodies = self.raw_dropped = 0
         self._srv: Optional[_Server] = None
+        self._bound = 0
         self._thread: Optional[threading.Thread] = None
 
     @property
     def port(self) -> int:
-        return self._srv.server_address[1] if self._srv is not None else self.want_port
+        """The bound port while running, and after stop (server_spans.json is written then)."""
+        return self._srv.server_address[1] if self._srv is not None else self._bound or self.want_port
 
     @property
     def endpoint(self) -> str:
@@ -148,6 +150,7 @@ class Receiver:
 
     def start(self) -> "Receiver":
         self._srv = _Server((self.host, self.want_port), _Handler)
+        self._bound = self._srv.server_address[1]
         self._srv.receiver = self                   # type: ignore[attr-defined]
         self._srv.open = set()
         self._thread = threading.Thread(target=self._srv.serve_forever, name="otlp-receiver",
