@@ -6,4 +6,5 @@ loadgen or analysis (tests/test_layering.py).
     servers/calib/  a calibration server whose TTFT/ITL and faults are set by flags or per request,
                     logging each write on the client's clock (`loadgen serve calib`, docs/calib.md)
     routes.py       the OpenAI paths both HTTP servers answer, registered once
+    otlp.py         a server's own span per traced request, posted as OTLP/JSON (calib/, jax/)
 """

@@ -4,6 +4,7 @@
              ─► compare(dirs) ─► {"comparable", "refusals", "differences", "metrics" rows,
                                   "figures" (2nd vs 1st), "pairs" (each later run vs the 1st)}
              ─► blocks() ─► render.render_md / render_html;  regressions(result, PCT) ─► gate
+             ─► "phases" (compare_phases.py): with the server's spans, the TTFT phase that moved
 
 A repeat series (the parent of run-1/ … run-N/ that ``--repeat N`` writes) counts as one entry:
 its table column is the mean over its runs, its noise test Welch's t on the run figures; two
@@ -34,6 +35,7 @@ from analysis.report import manifest as man_mod
 from analysis.metrics import noise
 from analysis.metrics import slo as slo_mod
 from analysis.metrics import summary as summary_mod
+from analysis.report.compare_phases import phase_blocks, phase_changes
 from analysis.report.render import Block, fmt
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "percentile")
@@ -285,7 +287,8 @@ def compare(dirs: list[str | Path]) -> dict:
     return {"runs": label, "dirs": [str(p) for p in paths], "comparable": not refusals,
             "refusals": refusals, "differences": _diff([c["other"] for c in conds]),
             "metrics": metric_rows(summaries), "figures": pairs[0]["figures"] if pairs else {},
-            "pairs": pairs, "summaries": summaries, "stale": stale}
+            "pairs": pairs, "summaries": summaries, "stale": stale,
+            "phases": phase_changes(summaries, label) if not refusals else None}
 
 
 def regressions(result: dict, pct: float) -> list[str]:
@@ -363,6 +366,7 @@ def blocks(result: dict) -> list[Block]:
                  "quantile for an interval (p99: 1,000)."),
                 ("table", ["figure", "A", "B", "change", "95 % interval", "verdict", "method"],
                  noise_rows(pair["figures"]))]
+    out += phase_blocks(result.get("phases"))
     out += [("h", "Conditions that differ")]
     diffs = result["differences"]
     out += [("table", ["condition: values in run order"], [[d] for d in diffs])] if diffs \

@@ -7,6 +7,9 @@
            a socket timeout (an endless or stalled body ends in 408) ─► spans.decode (≤ max_spans
            in all; the rest counted) ─► timings[trace_id] = ServerTiming fields | reasons[why]
         ─► 200 with an empty ExportTraceServiceResponse (protobuf) or ``{}`` (JSON)
+        ─► with ``raw_path``: the body itself appended to that file as one JSON line
+           {"json": bool, "body": base64} while the file stays ≤ raw_max_bytes (the rest counted
+           in ``raw_dropped``): the server's own words, kept to replay (spans_replay.py)
     snapshot() after the load: the checked timings by trace id, the bad spans' reasons counted,
     the unparsable bodies, the spans dropped past the bounds; wait_quiet() waits (bounded) for
     late spans. Memory: at most max_spans small dicts plus one body at a time per connection
@@ -14,12 +17,15 @@
 """
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import socket
 import threading
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Optional
 
 from analysis.server import spans as spans_mod
@@ -67,6 +73,7 @@ class _Handler(BaseHTTPRequestHandler):
             rx.refused("body shorter than its Content-Length")
             return self._answer(400, b'{"error":"short body"}')
         as_json = "json" in (self.headers.get("Content-Type") or "").lower()
+        rx.keep_raw(body, as_json)
         d = spans_mod.decode(body, as_json=as_json, max_spans=rx.room())
         rx.take(d)
         if d.reason is not None:              # OTLP/HTTP: a body that does not parse is a 400
@@ -114,7 +121,8 @@ class Receiver:
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1",
                  max_body_bytes: int = MAX_BODY_BYTES, max_spans: int = spans_mod.MAX_SPANS,
-                 read_timeout_s: float = READ_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS):
+                 read_timeout_s: float = READ_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS,
+                 raw_path: Optional[Path] = None, raw_max_bytes: int = 0):
         self.host, self.want_port = host, port
         self.max_body_bytes, self.max_spans = max_body_bytes, max_spans
         self.read_timeout_s = read_timeout_s
@@ -125,12 +133,16 @@ class Receiver:
         self.refusals: Counter = Counter()      # a refused or unparsable body's reason ─► count
         self.kept = self.foreign = self.dropped = self.duplicates = 0
         self.last_at = 0.0                      # monotonic time of the last export
+        self.raw_path, self.raw_max_bytes = raw_path, raw_max_bytes
+        self.raw_bytes = self.raw_bodies = self.raw_dropped = 0
         self._srv: Optional[_Server] = None
+        self._bound = 0
         self._thread: Optional[threading.Thread] = None
 
     @property
     def port(self) -> int:
-        return self._srv.server_address[1] if self._srv is not None else self.want_port
+        """The bound port while running, and after stop (server_spans.json is written then)."""
+        return self._srv.server_address[1] if self._srv is not None else self._bound or self.want_port
 
     @property
     def endpoint(self) -> str:
@@ -138,6 +150,7 @@ class Receiver:
 
     def start(self) -> "Receiver":
         self._srv = _Server((self.host, self.want_port), _Handler)
+        self._bound = self._srv.server_address[1]
         self._srv.receiver = self                   # type: ignore[attr-defined]
         self._srv.open = set()
         self._thread = threading.Thread(target=self._srv.serve_forever, name="otlp-receiver",
@@ -167,6 +180,19 @@ class Receiver:
         with self._lock:
             self.refusals[why] += 1
             self.last_at = time.monotonic()
+
+    def keep_raw(self, body: bytes, as_json: bool) -> None:
+        if self.raw_path is None:
+            return
+        line = json.dumps({"json": as_json, "body": base64.b64encode(body).decode()}) + "\n"
+        with self._lock:
+            if self.raw_bytes + len(line) > self.raw_max_bytes:
+                self.raw_dropped += 1
+                return
+            with open(self.raw_path, "a", encoding="ascii") as f:
+                f.write(line)
+            self.raw_bytes += len(line)
+            self.raw_bodies += 1
 
     def take(self, d: spans_mod.Decoded) -> None:
         checked = [(tid, *spans_mod.timing(a)) for tid, a in d.spans]    # outside the lock
@@ -203,4 +229,6 @@ class Receiver:
             return {"timings": dict(self.timings), "bad_spans": dict(self.reasons),
                     "refused_bodies": dict(self.refusals),
                     "foreign_spans": self.foreign, "dropped_spans": self.dropped,
-                    "duplicate_spans": self.duplicates}
+                    "duplicate_spans": self.duplicates,
+                    **({"raw_bodies": self.raw_bodies, "raw_dropped": self.raw_dropped}
+                       if self.raw_path is not None else {})}

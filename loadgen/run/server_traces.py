@@ -9,7 +9,7 @@
 
 A managed vLLM (target.server kind vllm) is started with the tracing flags pointing at the
 receiver (``traced_spec``: --otlp-traces-endpoint, --collect-detailed-traces all, OTLP over
-HTTP/protobuf) unless its args set them; the receiver is started before it and stopped after
+HTTP/protobuf) unless its args set them, a managed JAX server with --otlp-traces-endpoint; the receiver is started before it and stopped after
 it (vLLM flushes its spans when it stops). A port that cannot be bound is one line naming
 server_traces.otlp_port (exit 2). A load that raised is not joined (the receiver is stopped; no
 wait). Nothing here runs on the sending loop.
@@ -26,6 +26,7 @@ from loadgen.run.rundir import write_json
 from loadgen.scenario.strict import ScenarioError
 
 FILE = "server_spans.json"
+RAW_FILE = "server_spans.raw.jsonl"     # server_traces.keep_raw_mb: the export bodies as they came
 
 
 @contextlib.contextmanager
@@ -36,7 +37,9 @@ def receiving(run):
         yield None
         return
     rx = Receiver(st.otlp_port, st.host, max_body_bytes=int(st.max_body_mb * 2**20),
-                  max_spans=st.max_spans)
+                  max_spans=st.max_spans,
+                  raw_path=run.run_dir / RAW_FILE if st.keep_raw_mb > 0 else None,
+                  raw_max_bytes=int(st.keep_raw_mb * 2**20))
     try:
         rx.start()
     except OSError as e:
@@ -52,9 +55,11 @@ def receiving(run):
 
 
 def traced_spec(spec, rx: Optional[Receiver]):
-    """``spec`` (target.server) for the run: a vLLM one with its spans sent to ``rx``."""
-    if rx is None or spec is None or spec.kind != "vllm":
+    """``spec`` (target.server) for the run: a vLLM or JAX one with its spans sent to ``rx``."""
+    if rx is None or spec is None or spec.kind not in ("vllm", "jax"):
         return spec
+    if spec.kind == "jax":      # servers/jax/spans.py: OTLP/JSON, no detail levels
+        return spec.model_copy(update={"args": {"otlp_traces_endpoint": rx.endpoint, **spec.args}})
     args = {"otlp_traces_endpoint": rx.endpoint, "collect_detailed_traces": "all", **spec.args}
     env = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", **spec.env}
     return spec.model_copy(update={"args": args, "env": env})

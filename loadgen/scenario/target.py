@@ -50,6 +50,13 @@ class ServerSpec(Strict):
     # so client and server do not share cores (recorded in meta.json)
     cpus: Optional[list[int]] = None
 
+    @field_validator("model")
+    @classmethod
+    def _home(cls, v: Optional[str]) -> Optional[str]:
+        """A directory given from the home (``~/…``; docs/vllm.md) reaches the server expanded:
+        vLLM would take ``~/…`` for a Hub repo id; a Hub id never starts with ``~``."""
+        return os.path.expanduser(v) if v and v.startswith("~") else v
+
     @model_validator(mode="after")
     def _kind_fields(self) -> "ServerSpec":
         if self.kind != "vllm":

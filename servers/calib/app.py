@@ -21,7 +21,8 @@ from aiohttp import web
 from servers.calib.audio import Transcriber
 from servers.calib.chunks import MODEL
 from servers.calib.handler import DEFAULTS, Calibration
-from servers.calib.spans import SpanSender
+from servers.calib.spans import traced
+from servers.otlp import SpanSender
 from servers.routes import add_openai_routes
 
 CALIBRATION = web.AppKey("calibration", Calibration)   # app[CALIBRATION]: the server's state
@@ -67,8 +68,8 @@ def make_app(defaults: Optional[dict] = None, log: bool = True,
     app = web.Application(client_max_size=64 * 2**20)
     generate = cal.generate
     if otlp_endpoint:
-        spans = SpanSender(otlp_endpoint)
-        generate = spans.wrap(cal.generate, lambda b: {**cal.defaults, **(
+        spans = SpanSender(otlp_endpoint, "servers.calib")
+        generate = traced(spans, cal.generate, lambda b: {**cal.defaults, **(
             b.get("calib") if isinstance(b.get("calib"), dict) else {})})
 
         async def get_spans(request: web.Request) -> web.Response:

@@ -11,6 +11,8 @@
     POST /reset_prefix_cache  forget the prefix cache's blocks (vLLM's dev-mode route); 404 when it is off
     GET  /info        engine describe() + server settings    GET /metrics vLLM-named Prometheus text
                       (server: max_model_len and the tokenizer, which loadgen's context check reads)
+    --otlp-traces-endpoint URL: a request with a W3C traceparent ─► its span (queue, prefill, TTFT,
+         decode, e2e; vLLM's attribute names) posted there after it ends (spans.py)
 
 Status codes: 400 invalid request / 404 unknown model (protocol.py) / 401 bad API key (code
 "invalid_api_key") / 503 queue full (code "queue_full"), warming up ("not_ready") or engine stopped, all with
@@ -41,6 +43,8 @@ from servers.jax.requests import QueueFull, RequestTooLong
 from servers.jax.protocol import ApiError, Plan, build_plan
 from servers.jax import responses as responses_api
 from servers.routes import add_openai_routes
+from servers.jax.spans import RequestSpans
+from servers.otlp import SpanSender, parse_traceparent
 
 log = logging.getLogger(__name__)
 
@@ -171,9 +175,11 @@ def _submit(job, param: str) -> None:
         raise ApiError(503, f"engine unavailable: {e}", type_="server_error", code="engine_stopped") from None
 
 
-def _start(st: ServerState, plan: Plan, rid: str, arrival_ns: int) -> Generation:
-    """Submit one plan to the engine (the chat/completions and responses handlers share it)."""
+def _start(st: ServerState, plan: Plan, rid: str, arrival_ns: int, request: web.Request) -> Generation:
+    """Submit one plan to the engine (the chat/completions and responses handlers share it); a
+    W3C traceparent on the request makes its span (spans.py)."""
     gen = Generation(st.orchestrator, st.tokenizer, plan, rid, st.metrics, arrival_ns)
+    gen.timing.trace = parse_traceparent(request.headers.get("traceparent"))
     _submit(gen, "prompt")
     st.active.add(gen)
     return gen
@@ -185,7 +191,7 @@ async def _generate(request: web.Request, kind: str) -> web.StreamResponse:
     body = await _body(request)
     plan = build_plan(kind, body, st.tokenizer, _served(st, body), st.max_model_len)  # type: ignore[arg-type]
     rid = f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex}"
-    gen = _start(st, plan, rid, arrival_ns)
+    gen = _start(st, plan, rid, arrival_ns, request)
     try:
         if plan.stream:
             return await _stream(request, plan, gen, rid)
@@ -250,7 +256,7 @@ async def _responses(request: web.Request) -> web.StreamResponse:
     body = await _body(request)
     plan, meta = responses_api.build_responses_plan(body, st.tokenizer, _served(st, body), st.max_model_len)
     rid = f"resp_{uuid.uuid4().hex}"
-    gen = _start(st, plan, rid, arrival_ns)
+    gen = _start(st, plan, rid, arrival_ns, request)
     obj = responses_api.ResponseObject(rid, plan, meta)
     try:
         if not plan.stream:
@@ -343,8 +349,10 @@ async def _metrics(request: web.Request) -> web.Response:
 
 
 def create_app(orchestrator: Any, tokenizer: Any, describe: dict, *, model_name: str, max_model_len: int,
-               api_key: str | None = None, settings: dict | None = None, ready: bool = False) -> web.Application:
-    """Build the aiohttp app around a started orchestrator; call set_ready(app) once warm-up is done."""
+               api_key: str | None = None, settings: dict | None = None, ready: bool = False,
+               otlp_traces_endpoint: str | None = None) -> web.Application:
+    """Build the aiohttp app around a started orchestrator; call set_ready(app) once warm-up is done.
+    ``otlp_traces_endpoint``: a span per traced request posted there (spans.py)."""
     app = web.Application(middlewares=[_errors_and_auth], client_max_size=64 * 1024 * 1024)
     names = tuple(dict.fromkeys(model_name.split(",")))          # "a,b": several names, same weights
     model_name = names[0]
@@ -358,4 +366,11 @@ def create_app(orchestrator: Any, tokenizer: Any, describe: dict, *, model_name:
     app.router.add_post("/v1/responses", _responses)
     app.router.add_get("/info", _info)
     app.router.add_get("/metrics", _metrics)
+    if otlp_traces_endpoint:
+        sender = SpanSender(otlp_traces_endpoint, "servers.jax")
+        app[STATE].metrics.finished_hooks.append(RequestSpans(sender).on_finish)
+
+        async def close_spans(app: web.Application) -> None:
+            await sender.close()
+        app.on_cleanup.append(close_spans)
     return app

@@ -56,6 +56,7 @@ class RequestTiming:
     last_token_ns: int | None = None
     end_ns: int | None = None
     token_ns: list[int] = field(default_factory=list)
+    trace: tuple[str, str] | None = None   # (trace id, caller's span id) of a W3C traceparent (spans.py)
 
 
 class ServerMetrics:
@@ -64,6 +65,7 @@ class ServerMetrics:
     def __init__(self, model_name: str, stats: Callable[[], dict]) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._stats = stats
+        self.finished_hooks: list[Callable[[RequestTiming], None]] = []   # spans.py's, when traced
         self._labels = {"model_name": model_name}
         r, ln = self.registry, ["model_name"]
         self.running = Gauge("vllm:num_requests_running", "Number of requests in the running batch.",
@@ -128,6 +130,8 @@ class ServerMetrics:
                 self.prefill_time.observe(max(0, timing.first_token_ns - timing.scheduled_ns) * NS)
         if timing.first_token_ns is not None and timing.last_token_ns is not None:
             self.decode_time.observe(max(0, timing.last_token_ns - timing.first_token_ns) * NS)
+        for hook in self.finished_hooks:
+            hook(timing)
 
     def on_embedded(self, arrival_ns: int, end_ns: int, prompt_tokens: int) -> None:
         """An embeddings request answered: its input tokens, its latency, one success."""

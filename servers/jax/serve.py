@@ -65,6 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="TCP port, 0 = any free port (default 8000)")
     p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1/*")
+    p.add_argument("--otlp-traces-endpoint", default=None, metavar="URL",
+                   help="post one OpenTelemetry span per request that carries a W3C traceparent to this "
+                        "OTLP/HTTP endpoint (e.g. http://127.0.0.1:4318/v1/traces; vLLM's flag)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic weights (default 0)")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="the server's log level on stderr (default info)")
     p.add_argument("--matmul", choices=MATMUL_MODES, default="xla",
@@ -107,6 +110,8 @@ def check_args(args: argparse.Namespace) -> str | None:
         return f"--served-model-name: empty or padded name in {args.served_model_name!r} (a,b)"
     if args.api_key is not None and not args.api_key.strip():
         return "--api-key: must not be empty"
+    if args.otlp_traces_endpoint is not None and not args.otlp_traces_endpoint.startswith(("http://", "https://")):
+        return f"--otlp-traces-endpoint: an http:// or https:// URL, got {args.otlp_traces_endpoint!r}"
     return None
 
 
@@ -185,7 +190,7 @@ async def _serve(args: argparse.Namespace, engine, tokenizer, describe: dict, na
     settings = {"host": args.host, "port": args.port, "slots": args.slots, "max_queue": args.max_queue,
                 "dtype": dtype, "seed": args.seed, "pid": os.getpid(), "prefix_cache": args.prefix_cache}
     app = create_app(orch, tokenizer, describe, model_name=name, max_model_len=int(engine.max_model_len),
-                     api_key=args.api_key, settings=settings)
+                     api_key=args.api_key, settings=settings, otlp_traces_endpoint=args.otlp_traces_endpoint)
     runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=5.0)
     await runner.setup()
     try:

@@ -102,3 +102,11 @@ def test_wait_quiet_is_bounded():
         t0 = time.monotonic()
         r.wait_quiet(0.05, 1.0)        # nothing ever came: the quiet period, not the bound
         assert time.monotonic() - t0 < 0.5
+
+
+def test_the_endpoint_still_names_the_bound_port_after_stop():
+    # server_spans.json is written after the receiver stops: it said http://127.0.0.1:0/v1/traces
+    rx = Receiver(0).start()
+    live = rx.endpoint
+    rx.stop()
+    assert rx.endpoint == live and not live.endswith(":0/v1/traces")

@@ -49,5 +49,17 @@ def test_a_managed_vllm_is_started_with_the_tracing_flags():
     assert "--max-num-batched-tokens" in argv
     assert spec.env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] == "http/protobuf"
     assert sc.target.server.args == {"max_num_batched_tokens": 8}      # the scenario untouched
+    assert traced_spec(sc.target.server, None) is sc.target.server
+
+
+def test_a_managed_jax_server_is_started_with_its_otlp_flag_and_a_command_one_untouched():
+    from loadgen.run.server_traces import traced_spec
+    from loadgen.targets.server_argv import build_argv
+    rx = SimpleNamespace(endpoint="http://127.0.0.1:4318/v1/traces")
     jax = scenario_from_dict({**BASE, "target": {"server": {"kind": "jax"}}}).target.server
-    assert traced_spec(jax, rx) is jax and traced_spec(sc.target.server, None) is sc.target.server
+    argv = build_argv(traced_spec(jax, rx), 8000)
+    assert argv[argv.index("--otlp-traces-endpoint") + 1] == rx.endpoint
+    assert "--collect-detailed-traces" not in argv and jax.args == {}
+    cmd = scenario_from_dict({**BASE, "target": {"server": {"kind": "command",
+                                                            "command": ["srv", "{port}"]}}}).target.server
+    assert traced_spec(cmd, rx) is cmd

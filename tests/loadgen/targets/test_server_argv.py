@@ -51,3 +51,15 @@ def test_vllm_argv(tmp_path, monkeypatch):
                  "--max-num-batched-tokens 8192"):
         assert part in joined
     assert "prefix" not in joined       # False flags are left out
+
+
+def test_a_home_relative_model_directory_reaches_the_server_expanded():
+    # docs/vllm.md's recipe writes `model: ~/.cache/...`: vLLM took "~/..." for a Hub repo id and
+    # exited ("Repo id must be in the form ..."); the JAX server refused it as not a directory
+    home = os.path.expanduser("~")
+    for kind in ("jax", "vllm"):
+        s = ServerSpec(kind=kind, model="~/models/small-hf")
+        assert s.model == f"{home}/models/small-hf"
+    assert ServerSpec(kind="vllm", model="meta-llama/Llama-3.1-8B").model == "meta-llama/Llama-3.1-8B"
+    argv = build_argv(ServerSpec(kind="jax", model="~/m"), 1)
+    assert argv[argv.index("--model") + 1] == f"{home}/m"

@@ -83,6 +83,7 @@ class FakeOrchestrator:
                 dropped += [self._running.pop(i)[0] for i in list(self._running) if i in cancels]
                 while self._waiting and len(self._running) < self.slots:
                     r = self._waiting.popleft()
+                    r.admitted_ns = time.perf_counter_ns()      # as the orchestrator stamps it
                     self._running[r.request_id] = [r, 0]
                 work = list(self._running.items())
             for r in dropped:
