@@ -272,13 +272,19 @@ class _SubTable(RecordTable):
 
 
 def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
-    """records.jsonl (or probe_stream.jsonl) as a RecordTable; the last one read is cached."""
+    """records.jsonl (or probe_stream.jsonl, or records.arrow: columnar.py) as a RecordTable;
+    the last one read is cached."""
     p = Path(path)
     st = os.stat(p)
     key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
     if _CACHE.get("key") == key:
         return _CACHE["table"]
     name = p.name
+    if p.suffix == ".arrow":                             # the columnar store (columnar.py)
+        from analysis.contract.columnar import read_table_arrow
+        table = read_table_arrow(p)
+        _CACHE.update(key=key, table=table)
+        return table
     records = RecordList()
     arrays, counts = [], []
     for first, body, last in _lines(p, min(slice_bytes, max(st.st_size, 1 << 16))):
@@ -375,9 +381,19 @@ def read_records(path: str | Path) -> RecordList:
     return read_table(path).records
 
 
+def records_path(run_dir: str | Path) -> Path:
+    """The run's records store: records.arrow (columnar.py) where there is one, else
+    records.jsonl."""
+    d = Path(run_dir)
+    return d / "records.arrow" if (d / "records.arrow").is_file() else d / "records.jsonl"
+
+
 def records_of(run_dir: str | Path, name: str = "records.jsonl") -> Optional[RecordTable]:
-    """run_dir/``name`` as a RecordTable, None when absent."""
+    """run_dir/``name`` as a RecordTable, None when absent (records.jsonl: the run's records
+    store, records.arrow where there is one)."""
     p = Path(run_dir) / name
+    if name == "records.jsonl" and not p.is_file():
+        p = Path(run_dir) / "records.arrow"
     return read_table(p) if p.is_file() else None
 
 
