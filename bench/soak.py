@@ -11,10 +11,12 @@ it leaves (issue 42).
     ─► `loadgen report DIR` and open_run(DIR).records() + .chunks() (bench.report_speed's
        timers: wall seconds, peak RSS), bytes per record of the records store
     --synthetic N: bench.report_speed.synthesise's run dir (16-token answers) instead of a run
+    --arrow: records.arrow (analysis.contract.columnar) converted beside records.jsonl after the
+        report: open_run's tables read it, and the bytes per record are its
 
     python -m bench.soak [--requests 200000] [--procs 2 | --engine locust] [--concurrency 64]
-                         [--tokens 4] [--client-cpus 1] [--every 0.2] [--keep DIR]
-    python -m bench.soak --synthetic 10000000 [--keep DIR]
+                         [--tokens 4] [--client-cpus 1] [--every 0.2] [--keep DIR] [--arrow]
+    python -m bench.soak --synthetic 10000000 [--keep DIR] [--arrow]
 Goals (1M requests, a quiet box): growth 20 %→95 % <= 32 MB; run peak <= 400 MB; report <= 5 s
 and <= 400 MB; open_run <= 3 s; <= 200 bytes per 4-token record. Ends with one JSON line.
 """
@@ -116,15 +118,11 @@ def growth(samples: list[tuple], lo: float = 0.20, hi: float = 0.95) -> dict:
 
 # ----------------------------------------------------------------- one run
 def scenario(url: str, out: Path, conc: int, n: int, tokens: int) -> str:
-    return json.dumps({
-        "name": "soak", "target": {"url": url},
-        "api": {"endpoint": "completions", "model": "calib-model", "stream": True, "probe": False,
-                "timeout_s": 120},
-        "workload": {"prompt_tokens": {"dist": "fixed", "value": 8},
-                     "output_tokens": {"dist": "fixed", "value": tokens}, "seed": 0},
-        "load": {"mode": "concurrency", "concurrency": conc, "num_requests": n,
-                 "warmup_requests": 0},
-        "output": {"dir": str(out)}})
+    """bench.ab_run's closed loop, no warm-up."""
+    from bench.ab_run import scenario as ab_scenario
+    sc = json.loads(ab_scenario(url, out, conc, n, tokens))
+    sc["name"], sc["load"]["warmup_requests"] = "soak", 0
+    return json.dumps(sc)
 
 
 def soak_run(url: str, work: Path, a) -> tuple[Path, dict]:
@@ -173,9 +171,14 @@ def store_bytes(run_dir: Path, n: int) -> dict:
     return {"store": None, "bytes": None, "bytes_per_record": None}
 
 
-def analyse(run_dir: Path, n: int) -> dict:
+def analyse(run_dir: Path, n: int, arrow: bool = False) -> dict:
+    """`loadgen report` (records.jsonl) and open_run's tables (records.arrow with ``arrow``:
+    converted beside it first, the store open_run then reads)."""
     from bench.report_speed import _open_run, timed
     rep = timed([sys.executable, "-m", "loadgen.cli", "report", str(run_dir.resolve())])
+    if arrow:
+        from analysis.contract.columnar import from_jsonl
+        from_jsonl(run_dir / "records.jsonl", run_dir / "records.arrow")
     opened = _open_run(run_dir.resolve())
     return {"report": rep, "open_run": opened, **store_bytes(run_dir, n)}
 
@@ -203,6 +206,9 @@ def main(argv=None) -> int:
                     help="report a synthesised run dir of N requests instead of running one")
     ap.add_argument("--keep", default=None, help="work in this directory and keep it")
     ap.add_argument("--quiet", action="store_true", help="no RSS-over-time table")
+    ap.add_argument("--arrow", action="store_true",
+                    help="convert the records to records.arrow after the report: open_run's "
+                         "tables and the bytes per record from it")
     a = ap.parse_args(argv)
     work = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="soak-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -222,7 +228,7 @@ def main(argv=None) -> int:
             n = a.requests
             if not a.quiet:
                 print_samples(out["samples"])
-        out.update(analyse(run_dir, n))
+        out.update(analyse(run_dir, n, a.arrow))
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

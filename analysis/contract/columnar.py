@@ -7,6 +7,7 @@
         a batch was written, or a file still being written: dropped) ─► RecordTable (the same
         Records and flat chunk arrays as analysis.contract.records' JSON reader)
     export_jsonl(path, out) ─► records.jsonl lines (Record.to_json: jq, pandas.read_json)
+    from_jsonl(path, out) ─► records.jsonl's slices (records.py's bounded reader) ─► records.arrow
 One column per Record field in the field order (SCHEMA); ``chunks`` is two list columns,
 ``chunks_t`` (arrival_ns) and ``chunks_n`` (n_tokens); ``attempt_log`` and ``server_timing`` (rare,
 nested) are JSON text. A killed run keeps what was flushed: the batches written whole.
@@ -269,3 +270,16 @@ def export_jsonl(path: str | Path, out: str | Path) -> int:
             f.write(rec.to_json() + "\n")
             n += 1
     return n
+
+
+def from_jsonl(path: str | Path, out: str | Path, clean: Optional[Callable] = None) -> int:
+    """records.jsonl ─► ``out`` (records.arrow), a slice of lines at a time; the count."""
+    from analysis.contract.records import SLICE_BYTES, _decode, _lines
+    chunks = msgspec.json.Decoder(list[tuple[int, int]]).decode
+    p = Path(path)
+    with ColumnarWriter(out, clean=clean, flush_s=1e9) as w:
+        for first, body, last in _lines(p, SLICE_BYTES):
+            for r in _decode(first, body, p.name, last):
+                r.chunks = chunks(r.chunks)
+                w.write(r)
+    return w.count

@@ -51,6 +51,9 @@ def test_the_same_records_as_written_and_small(tmp_path):
     j = read_table(tmp_path / "records.jsonl")
     assert np.array_equal(j.t, t.t) and np.array_equal(j.offsets, t.offsets)
     assert all(same(a, b) for a, b in zip(j.records, t.records))
+    assert columnar.from_jsonl(tmp_path / "records.jsonl", tmp_path / "again.arrow") == 300
+    assert all(same(a, b) for a, b in zip(read_table_arrow(tmp_path / "again.arrow").records,
+                                          t.records))
     (tmp_path / "records.jsonl").unlink()
     assert len(records_of(tmp_path)) == 300                    # the run's store, found
     big = (tmp_path / "records.arrow").stat().st_size / 300
