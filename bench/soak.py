@@ -1,7 +1,7 @@
 """Benchmark (not a test): does a long run keep its memory flat, and how big and slow is what
 it leaves (issue 42).
 
-    servers.calib (0 ms TTFT / ITL, core 0) ◄── `loadgen run` (subprocess, pinned to --client-cpus):
+    servers.calib (0 ms TTFT / ITL, core 0) ◄── `loadgen run` (a subprocess, --client-cpus):
         N closed-loop requests, 64 streams, 4-token answers; native, --procs P or --engine locust
         every --every s: the RSS of the run process and of its process tree (/proc/PID/status
         VmRSS, children by /proc/PID/task/*/children) and the bytes of its record files so far
@@ -177,7 +177,7 @@ def analyse(run_dir: Path, n: int, arrow: bool = False) -> dict:
     from bench.report_speed import _open_run, timed
     rep = timed([sys.executable, "-m", "loadgen.cli", "report", str(run_dir.resolve())])
     if arrow:
-        from analysis.contract.columnar import from_jsonl
+        from analysis.contract.columnar_io import from_jsonl
         from_jsonl(run_dir / "records.jsonl", run_dir / "records.arrow")
     opened = _open_run(run_dir.resolve())
     return {"report": rep, "open_run": opened, **store_bytes(run_dir, n)}

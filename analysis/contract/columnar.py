@@ -3,11 +3,10 @@
     Record ─► ColumnarWriter.write(rec) ─► per-field value lists (strings through ``clean``:
         the writer's redaction) ─► every BATCH records or FLUSH_S seconds: one record batch,
         zstd-compressed buffers, appended to the stream and flushed ─► records.arrow
-    records.arrow ─► read_table_arrow(path) ─► whole batches (a torn tail: a run killed while
-        a batch was written, or a file still being written: dropped) ─► RecordTable (the same
-        Records and flat chunk arrays as analysis.contract.records' JSON reader)
-    export_jsonl(path, out) ─► records.jsonl lines (Record.to_json: jq, pandas.read_json)
-    from_jsonl(path, out) ─► records.jsonl's slices (records.py's bounded reader) ─► records.arrow
+    records.arrow ─► read_columns(path) ─► whole batches (a torn tail: a run killed while a
+        batch was written, or a file still being written: dropped) ─► each field's values, the
+        flat chunk array and offsets ─► records.read_table: the same RecordTable as the JSON
+        reader's (columnar_io.py: read_table_arrow, export_jsonl, from_jsonl)
 One column per Record field in the field order (SCHEMA); ``chunks`` is two list columns,
 ``chunks_t`` (arrival_ns) and ``chunks_n`` (n_tokens); ``attempt_log`` and ``server_timing`` (rare,
 nested) are JSON text. A killed run keeps what was flushed: the batches written whole.
@@ -204,18 +203,13 @@ def _np(a: pa.Array, dtype) -> np.ndarray:
     return np.frombuffer(a.buffers()[1], dtype)[a.offset:a.offset + len(a)]
 
 
-def read_table_arrow(path: str | Path):
-    """records.arrow as a RecordTable (analysis.contract.records'), whole batches only."""
-    from analysis.contract.records import ChunkView, RecordTable, _set
-    from analysis.contract.record_in import RecordList
-    from itertools import repeat
+def read_columns(path: str | Path) -> tuple[list, np.ndarray, np.ndarray]:
+    """records.arrow's whole batches as (each Record field's values in field order, chunks
+    as None; the (n, 2) chunk array; offsets): what records.read_table makes Records of."""
     got = list(batches(path))
     table = pa.Table.from_batches(got, schema=SCHEMA) if got else SCHEMA.empty_table()
-    cols = []
-    for f in FIELDS:
-        cols.append(repeat(None) if f == "chunks" else _values(table.column(f), f))
-    records = RecordList(map(Record, *cols))
-    offsets = np.zeros(len(records) + 1, np.int64)
+    cols = [None if f == "chunks" else _values(table.column(f), f) for f in FIELDS]
+    offsets = np.zeros(len(table) + 1, np.int64)
     chunks = np.zeros((0, 2), np.int64)
     if len(table):
         ct = table.column("chunks_t").combine_chunks()
@@ -225,12 +219,7 @@ def read_table_arrow(path: str | Path):
         chunks = np.empty((int(offsets[-1]), 2), np.int64)
         chunks[:, 0] = _np(ct.flatten(), np.int64)
         chunks[:, 1] = _np(cn.flatten(), np.int64)
-    bounds = offsets.tolist()
-    _set(records, "chunks", map(ChunkView, repeat(chunks), bounds[:-1], bounds[1:],
-                                range(len(records))))
-    out = RecordTable(records, chunks, offsets)
-    records.table = out
-    return out
+    return cols, chunks, offsets
 
 
 _EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"      # the IPC stream's end mark (close() writes it)
@@ -259,27 +248,3 @@ def problems(path: str | Path) -> list[str]:
         return [f"{name}: no end mark after {n} records (the run was killed: only what it "
                 f"flushed is there)"]
     return []
-
-
-def export_jsonl(path: str | Path, out: str | Path) -> int:
-    """records.arrow ─► ``out`` as records.jsonl lines (one Record.to_json each); the count."""
-    n = 0
-    with open(out, "w", encoding="utf-8") as f:
-        for rec in read_table_arrow(path).records:
-            rec = msgspec.structs.replace(rec, chunks=[list(c) for c in rec.chunks])
-            f.write(rec.to_json() + "\n")
-            n += 1
-    return n
-
-
-def from_jsonl(path: str | Path, out: str | Path, clean: Optional[Callable] = None) -> int:
-    """records.jsonl ─► ``out`` (records.arrow), a slice of lines at a time; the count."""
-    from analysis.contract.records import SLICE_BYTES, _decode, _lines
-    chunks = msgspec.json.Decoder(list[tuple[int, int]]).decode
-    p = Path(path)
-    with ColumnarWriter(out, clean=clean, flush_s=1e9) as w:
-        for first, body, last in _lines(p, SLICE_BYTES):
-            for r in _decode(first, body, p.name, last):
-                r.chunks = chunks(r.chunks)
-                w.write(r)
-    return w.count

@@ -26,8 +26,8 @@ from analysis.contract import timing
 from analysis.contract.base import SCHEMA_VERSION
 from analysis.contract.meta import RunMeta
 from analysis.contract.record import FIELDS, Record
-from analysis.contract.records import read_table, records_path
-from analysis.contract.rundir import read_meta, read_server, read_summary, read_sut
+from analysis.contract.records import read_table
+from analysis.contract.rundir import read_meta, read_server, read_summary, read_sut, records_path
 from analysis.contract.summary import Summary
 from analysis.contract.summary_blocks import nonfinite_keys
 from analysis.contract.target import ServerLife, Sut

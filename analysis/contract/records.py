@@ -281,10 +281,10 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
         return _CACHE["table"]
     name = p.name
     if p.suffix == ".arrow":                             # the columnar store (columnar.py)
-        from analysis.contract.columnar import read_table_arrow
-        table = read_table_arrow(p)
-        _CACHE.update(key=key, table=table)
-        return table
+        from analysis.contract.columnar import read_columns
+        cols, chunks, offsets = read_columns(p)
+        records = RecordList(map(Record, *(repeat(None) if c is None else c for c in cols)))
+        return _tabled(records, chunks, offsets, key)
     records = RecordList()
     arrays, counts = [], []
     for first, body, last in _lines(p, min(slice_bytes, max(st.st_size, 1 << 16))):
@@ -308,6 +308,11 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
     offsets = np.zeros(len(records) + 1, np.int64)
     if counts:
         np.cumsum(np.concatenate(counts), out=offsets[1:])
+    return _tabled(records, chunks, offsets, key)
+
+
+def _tabled(records: RecordList, chunks: np.ndarray, offsets: np.ndarray, key) -> RecordTable:
+    """The records with their chunk views into ``chunks``, as the (cached) table over them."""
     bounds = offsets.tolist()                            # each record's view of the one array
     _set(records, "chunks", map(ChunkView, repeat(chunks), bounds[:-1], bounds[1:],
                                 range(len(records))))
@@ -381,19 +386,10 @@ def read_records(path: str | Path) -> RecordList:
     return read_table(path).records
 
 
-def records_path(run_dir: str | Path) -> Path:
-    """The run's records store: records.arrow (columnar.py) where there is one, else
-    records.jsonl."""
-    d = Path(run_dir)
-    return d / "records.arrow" if (d / "records.arrow").is_file() else d / "records.jsonl"
-
-
 def records_of(run_dir: str | Path, name: str = "records.jsonl") -> Optional[RecordTable]:
-    """run_dir/``name`` as a RecordTable, None when absent (records.jsonl: the run's records
-    store, records.arrow where there is one)."""
+    """run_dir/``name`` as a RecordTable, None when absent (records.jsonl: else records.arrow)."""
     p = Path(run_dir) / name
-    if name == "records.jsonl" and not p.is_file():
-        p = Path(run_dir) / "records.arrow"
+    p = Path(run_dir) / "records.arrow" if name == "records.jsonl" and not p.is_file() else p
     return read_table(p) if p.is_file() else None
 
 

@@ -47,6 +47,13 @@ def _read(run_dir, name: str):
     return FILES[name].read_file(p) if p.is_file() else None
 
 
+def records_path(run_dir: str | Path) -> Path:
+    """The run's records store: records.arrow (columnar.py) where there is one, else
+    records.jsonl."""
+    d = Path(run_dir)
+    return d / "records.arrow" if (d / "records.arrow").is_file() else d / "records.jsonl"
+
+
 def read_meta(run_dir) -> Optional[RunMeta]:
     return _read(run_dir, "meta.json")
 
