@@ -4,9 +4,9 @@
         the writer's redaction) ─► every BATCH records or FLUSH_S seconds: one record batch,
         zstd-compressed buffers, appended to the stream and flushed ─► records.arrow
     records.arrow ─► read_columns(path) ─► whole batches (a torn tail: a run killed while a
-        batch was written, or a file still being written: dropped) ─► each field's values, the
-        flat chunk array and offsets ─► records.read_table: the same RecordTable as the JSON
-        reader's (columnar_io.py: read_table_arrow, export_jsonl, from_jsonl)
+        batch was written, or a file still being written: dropped) ─► per batch: each field's
+        values, its chunk array and counts ─► records.read_table: the same RecordTable as the
+        JSON reader's (columnar_io.py: read_table_arrow, export_jsonl, from_jsonl)
 One column per Record field in the field order (SCHEMA); ``chunks`` is two list columns,
 ``chunks_t`` (arrival_ns) and ``chunks_n`` (n_tokens); ``attempt_log`` and ``server_timing`` (rare,
 nested) are JSON text. A killed run keeps what was flushed: the batches written whole.
@@ -67,9 +67,11 @@ def _buf(a: np.ndarray) -> pa.Buffer:
 
 def _valid(vals, n: int) -> tuple[Optional[pa.Buffer], int]:
     """The validity bitmap of ``vals`` (None where every value is there) and its null count."""
+    nulls = vals.count(None)
+    if nulls in (0, n):                  # every value there, or none: no bitmap to build
+        return None, nulls
     ok = np.fromiter((v is not None for v in vals), bool, count=n)
-    nulls = n - int(ok.sum())
-    return (None if not nulls else _buf(np.packbits(ok, bitorder="little"))), nulls
+    return _buf(np.packbits(ok, bitorder="little")), nulls
 
 
 def _column(vals, t: pa.DataType) -> pa.Array:
@@ -190,6 +192,9 @@ def batches(path: str | Path) -> Iterator[pa.RecordBatch]:
 
 def _values(col: pa.ChunkedArray | pa.Array, name: str) -> list:
     vals = col.to_pylist()
+    if name in _STRS and col.null_count < len(col):     # one str per distinct value (status,
+        one: dict = {}                                  # phase, sources: not one per record)
+        vals = [v if v is None else one.setdefault(v, v) for v in vals]
     if name == "server_timing":
         return [None if v is None else msgspec.json.decode(v, type=ServerTiming) for v in vals]
     if name == "attempt_log":
@@ -203,23 +208,18 @@ def _np(a: pa.Array, dtype) -> np.ndarray:
     return np.frombuffer(a.buffers()[1], dtype)[a.offset:a.offset + len(a)]
 
 
-def read_columns(path: str | Path) -> tuple[list, np.ndarray, np.ndarray]:
-    """records.arrow's whole batches as (each Record field's values in field order, chunks
-    as None; the (n, 2) chunk array; offsets): what records.read_table makes Records of."""
-    got = list(batches(path))
-    table = pa.Table.from_batches(got, schema=SCHEMA) if got else SCHEMA.empty_table()
-    cols = [None if f == "chunks" else _values(table.column(f), f) for f in FIELDS]
-    offsets = np.zeros(len(table) + 1, np.int64)
-    chunks = np.zeros((0, 2), np.int64)
-    if len(table):
-        ct = table.column("chunks_t").combine_chunks()
-        cn = table.column("chunks_n").combine_chunks()
+def read_columns(path: str | Path) -> Iterator[tuple[list, np.ndarray, np.ndarray]]:
+    """Each whole batch of records.arrow as (each Record field's values in field order, chunks
+    as None; its (n, 2) chunk array; each record's chunk count): what records.read_table makes
+    Records of, a batch at a time (the Python values of one batch at most)."""
+    for b in batches(path):
+        cols = [None if f == "chunks" else _values(b.column(f), f) for f in FIELDS]
+        ct, cn = b.column("chunks_t"), b.column("chunks_n")
         offsets = _np(ct.offsets, np.int32).astype(np.int64)
-        offsets -= offsets[0]
-        chunks = np.empty((int(offsets[-1]), 2), np.int64)
+        chunks = np.empty((int(offsets[-1] - offsets[0]), 2), np.int64)
         chunks[:, 0] = _np(ct.flatten(), np.int64)
         chunks[:, 1] = _np(cn.flatten(), np.int64)
-    return cols, chunks, offsets
+        yield cols, chunks, np.diff(offsets)
 
 
 _EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"      # the IPC stream's end mark (close() writes it)

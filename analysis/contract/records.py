@@ -280,14 +280,16 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
     if _CACHE.get("key") == key:
         return _CACHE["table"]
     name = p.name
-    if p.suffix == ".arrow":                             # the columnar store (columnar.py)
-        from analysis.contract.columnar import read_columns
-        cols, chunks, offsets = read_columns(p)
-        records = RecordList(map(Record, *(repeat(None) if c is None else c for c in cols)))
-        return _tabled(records, chunks, offsets, key)
     records = RecordList()
     arrays, counts = [], []
-    for first, body, last in _lines(p, min(slice_bytes, max(st.st_size, 1 << 16))):
+    if p.suffix == ".arrow":                             # the columnar store (columnar.py)
+        from analysis.contract.columnar import read_columns
+        for cols, arr, cnt in read_columns(p):
+            records.extend(map(Record, *(repeat(None) if c is None else c for c in cols)))
+            arrays.append(arr)
+            counts.append(cnt)
+    for first, body, last in () if p.suffix == ".arrow" else \
+            _lines(p, min(slice_bytes, max(st.st_size, 1 << 16))):
         recs = _decode(first, body, name, last)
         del body
         if not recs:
@@ -308,11 +310,6 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
     offsets = np.zeros(len(records) + 1, np.int64)
     if counts:
         np.cumsum(np.concatenate(counts), out=offsets[1:])
-    return _tabled(records, chunks, offsets, key)
-
-
-def _tabled(records: RecordList, chunks: np.ndarray, offsets: np.ndarray, key) -> RecordTable:
-    """The records with their chunk views into ``chunks``, as the (cached) table over them."""
     bounds = offsets.tolist()                            # each record's view of the one array
     _set(records, "chunks", map(ChunkView, repeat(chunks), bounds[:-1], bounds[1:],
                                 range(len(records))))
