@@ -131,3 +131,16 @@ def test_other_columns_or_not_arrow_are_named(tmp_path):
         s.write_batch(pa.record_batch([pa.array([1])], names=["id"]))
     assert "columns differ" in columnar.problems(p)[0]
     assert json.dumps(columnar.SCHEMA.names[:3]) == '["chunks_t", "chunks_n", "id"]'
+
+
+def test_a_run_dir_of_records_arrow_only_has_the_same_summary(tmp_path):
+    from analysis.metrics.summary import summary_of
+    from bench.report_speed import synthesise
+    j, a = tmp_path / "jsonl", tmp_path / "arrow"
+    synthesise(j, 300)
+    a.mkdir()
+    (a / "meta.json").write_bytes((j / "meta.json").read_bytes())
+    from_jsonl(j / "records.jsonl", a / "records.arrow")
+    assert validate_run_dir(a) == []
+    assert json.dumps(summary_of(a), sort_keys=True, default=str) == \
+        json.dumps(summary_of(j), sort_keys=True, default=str)
