@@ -7,28 +7,22 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from analysis.contract.records import read_table
 from analysis.contract.rundir import validate_run_dir
+from bench.soak import scenario
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow
 def test_a_run_writes_records_arrow(calib_server, tmp_path):
-    sc = {"name": "arrow", "target": {"url": calib_server.url},
-          "api": {"probe": False, "extra_body": {"calib": {}}},
-          "workload": {"tokenizer": "bytes", "prompt_tokens": {"dist": "fixed", "value": 8},
-                       "output_tokens": {"dist": "fixed", "value": 4}},
-          "load": {"mode": "concurrency", "concurrency": 4, "num_requests": 300}}
-    p = tmp_path / "s.yaml"
-    p.write_text(yaml.safe_dump(sc))
-    out = subprocess.run([sys.executable, "-m", "loadgen", "run", str(p), "--json",
-                          "--set", f"output.dir={tmp_path}", "--set", "output.run_name=r",
-                          "--set", "output.report=none"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300,
-                         env=dict(os.environ, LOADGEN_RECORDS="arrow", PYTHONPATH=str(ROOT)))
+    p = tmp_path / "s.yaml"                               # bench.soak's closed loop
+    p.write_text(scenario(calib_server.url, tmp_path, 4, 300, 4))      # JSON is YAML
+    env = dict(os.environ, LOADGEN_RECORDS="arrow", PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "loadgen", "run", str(p), "--json", "--set",
+           "output.run_name=r", "--set", "output.report=none"]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
     d = tmp_path / "r"
     assert (d / "records.arrow").is_file() and not (d / "records.jsonl").exists()
