@@ -12,6 +12,8 @@ What is here:
                           harness of tests/loadgen/client/test_hostile.py)
     scrape_interference   whether scraping /metrics disturbs the client's timing
     report_speed          how fast and how small reading a big run is (loadgen report, open_run)
+    soak                  a long run's memory: RSS over time, growth 20 %→95 % of the load, peak; its
+                          report's time and peak, bytes per record (native, --procs, Locust, --synthetic N)
     decode_roofline, decode_profile, ffi_matmul, jax_batch1, engine_vs_llama_cpp
                           the built-in JAX server: decode roofline, per-op profile, FFI matmul kernel,
                           batch-1 over HTTP (--tree DIR: an old checkout's server, same sitting), and

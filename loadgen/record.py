@@ -19,7 +19,7 @@ from pathlib import Path
 from analysis.contract.record import ERROR_KINDS, Record
 from loadgen.redact import redact
 
-__all__ = ["Record", "RecordWriter", "ERROR_KINDS", "now_ns", "read_records"]
+__all__ = ["Record", "RecordWriter", "ERROR_KINDS", "now_ns", "read_records", "arrow_writer"]
 
 now_ns = time.perf_counter_ns
 
@@ -78,6 +78,15 @@ class RecordWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def arrow_writer(empty: RecordWriter, run_dir: str | Path):
+    """LOADGEN_RECORDS=arrow (issue 42, a one-process run): records.arrow instead of
+    records.jsonl (``empty``: closed, its file removed), strings redacted on the way in."""
+    from analysis.contract.columnar import ColumnarWriter
+    empty.close()
+    empty.path.unlink(missing_ok=True)
+    return ColumnarWriter(Path(run_dir) / "records.arrow", clean=redact)
 
 
 def read_records(path: str | Path) -> list[dict]:

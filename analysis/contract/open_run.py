@@ -27,7 +27,7 @@ from analysis.contract.base import SCHEMA_VERSION
 from analysis.contract.meta import RunMeta
 from analysis.contract.record import FIELDS, Record
 from analysis.contract.records import read_table
-from analysis.contract.rundir import read_meta, read_server, read_summary, read_sut
+from analysis.contract.rundir import read_meta, read_server, read_summary, read_sut, records_path
 from analysis.contract.summary import Summary
 from analysis.contract.summary_blocks import nonfinite_keys
 from analysis.contract.target import ServerLife, Sut
@@ -78,7 +78,7 @@ class RunData:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        if not (self.path / "records.jsonl").is_file():
+        if not records_path(self.path).is_file():
             raise FileNotFoundError(f"{self.path}: no records.jsonl (not a run directory?)")
         self.meta: Optional[RunMeta] = read_meta(self.path)
         self.sut: Optional[Sut] = read_sut(self.path)
@@ -90,8 +90,9 @@ class RunData:
 
     @cached_property
     def table(self):
-        """records.jsonl as a RecordTable (analysis.contract.records: Records + arrays)."""
-        return read_table(self.path / "records.jsonl")
+        """records.jsonl (records.arrow where there is one) as a RecordTable
+        (analysis.contract.records: Records + arrays)."""
+        return read_table(records_path(self.path))
 
     @property
     def raw_records(self) -> list:

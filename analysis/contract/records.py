@@ -272,7 +272,8 @@ class _SubTable(RecordTable):
 
 
 def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
-    """records.jsonl (or probe_stream.jsonl) as a RecordTable; the last one read is cached."""
+    """records.jsonl (or probe_stream.jsonl, or records.arrow: columnar.py) as a RecordTable;
+    the last one read is cached."""
     p = Path(path)
     st = os.stat(p)
     key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
@@ -281,7 +282,14 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
     name = p.name
     records = RecordList()
     arrays, counts = [], []
-    for first, body, last in _lines(p, min(slice_bytes, max(st.st_size, 1 << 16))):
+    if p.suffix == ".arrow":                             # the columnar store (columnar.py)
+        from analysis.contract.columnar import read_columns
+        for cols, arr, cnt in read_columns(p):
+            records.extend(map(Record, *(repeat(None) if c is None else c for c in cols)))
+            arrays.append(arr)
+            counts.append(cnt)
+    for first, body, last in () if p.suffix == ".arrow" else \
+            _lines(p, min(slice_bytes, max(st.st_size, 1 << 16))):
         recs = _decode(first, body, name, last)
         del body
         if not recs:
@@ -376,8 +384,9 @@ def read_records(path: str | Path) -> RecordList:
 
 
 def records_of(run_dir: str | Path, name: str = "records.jsonl") -> Optional[RecordTable]:
-    """run_dir/``name`` as a RecordTable, None when absent."""
+    """run_dir/``name`` as a RecordTable, None when absent (records.jsonl: else records.arrow)."""
     p = Path(run_dir) / name
+    p = Path(run_dir) / "records.arrow" if name == "records.jsonl" and not p.is_file() else p
     return read_table(p) if p.is_file() else None
 
 

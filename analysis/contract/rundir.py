@@ -47,6 +47,13 @@ def _read(run_dir, name: str):
     return FILES[name].read_file(p) if p.is_file() else None
 
 
+def records_path(run_dir: str | Path) -> Path:
+    """The run's records store: records.arrow (columnar.py) where there is one, else
+    records.jsonl."""
+    d = Path(run_dir)
+    return d / "records.arrow" if (d / "records.arrow").is_file() else d / "records.jsonl"
+
+
 def read_meta(run_dir) -> Optional[RunMeta]:
     return _read(run_dir, "meta.json")
 
@@ -168,7 +175,8 @@ def validate_run_dir(run_dir: str | Path, written: bool = True) -> list[str]:
     ``written=True`` (a directory this version wrote): also no key outside the contract and
     ``schema_version`` = SCHEMA_VERSION in each JSON file. ``written=False``: readable only."""
     d = Path(run_dir)
-    out = [f"{name}: missing" for name in REQUIRED if not (d / name).is_file()]
+    out = [f"{name}: missing" for name in REQUIRED if not (d / name).is_file()
+           and not (name == "records.jsonl" and (d / "records.arrow").is_file())]
     for name, model in FILES.items():
         p = d / name
         if not p.is_file():
@@ -179,13 +187,19 @@ def validate_run_dir(run_dir: str | Path, written: bool = True) -> list[str]:
             out.append(f"{name}: not JSON ({e})")
             continue
         out += model.problems(data, name, written)
-    for name in ("records.jsonl", "probe_stream.jsonl"):     # the second: load.probe only
+    for name in ("records.jsonl", "records.arrow", "probe_stream.jsonl"):  # probe: load.probe
         if (d / name).is_file():
-            bad = record_problems(d / name, written)
+            bad = (record_problems if name != "records.arrow" else _arrow_problems)(d / name,
+                                                                                     written)
             out += bad
-            if not bad and name == "records.jsonl":         # what the lines say (sanity.py)
+            if not bad and name != "probe_stream.jsonl":    # what the records say (sanity.py)
                 out += [f"{name}: {r}" for r in _faults(d, name)]
     return out
+
+
+def _arrow_problems(path: Path, written: bool = True) -> list[str]:
+    from analysis.contract.columnar import problems
+    return problems(path)
 
 
 def _faults(d: Path, name: str) -> list[str]:

@@ -28,7 +28,7 @@ from analysis.contract.meta import ClientTransport
 from analysis.contract.power import PowerSource
 from analysis.contract.summary import SteadyState
 from analysis.contract.summary_blocks import Energy, nonfinite_keys
-from analysis.contract.rundir import read_json, read_rows
+from analysis.contract.rundir import read_json, read_rows, records_path
 from analysis.metrics import figures as m
 from analysis.metrics import slo as slo_mod
 from analysis.metrics import saturation as saturation_mod
@@ -230,7 +230,7 @@ def load_run(run_dir: str | Path) -> tuple[list[dict], dict, dict]:
 def read_checked(run_dir: str | Path):
     """(records without the faulty ones, meta, sut, Faults over every line of records.jsonl)."""
     d = Path(run_dir)
-    rec_path = d / "records.jsonl"
+    rec_path = records_path(d)                     # records.arrow where there is one
     if not rec_path.is_file():
         raise FileNotFoundError(f"{d}: no records.jsonl (not a run directory?)")
     meta_p, sut_p = d / "meta.json", d / "sut.json"
@@ -276,7 +276,7 @@ def summarize_run(run_dir: str | Path, meta: Optional[dict] = None) -> dict:
     from analysis.server.metrics import server_metrics_summary
     summary = summarize(records, meta, load_power(run_dir))
     from analysis.metrics.run_end import run_end      # no meta.json / records missing: INVALID
-    end = run_end(run_dir, read_table(Path(run_dir) / "records.jsonl").records, meta)
+    end = run_end(run_dir, read_table(records_path(run_dir)).records, meta)
     summary["verdict"] = with_faults(slo_mod.with_run_end(summary["verdict"], end), faults,
                                      records, end["planned"])
     summary["server_metrics"] = server_metrics_summary(run_dir)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.atomic import write_text
-from analysis.contract.rundir import read_repeat
+from analysis.contract.rundir import read_repeat, records_path
 from analysis.report import conditions
 from analysis.report import manifest
 from analysis.report import plots
@@ -292,7 +292,7 @@ def write_any(path: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
     if (d / "sweep.json").is_file():
         from analysis.report.sweep import write_sweep_report  # lazy: it imports this module
         return write_sweep_report(d, with_plots)
-    if (d / "records.jsonl").is_file():
+    if records_path(d).is_file():
         return write_report(d, with_plots)
     rep = read_repeat(d)                    # through analysis.contract
     if rep is not None and "figures" in rep:
@@ -300,7 +300,7 @@ def write_any(path: str | Path, with_plots: bool = True) -> tuple[Path, Path]:
         from analysis.metrics.summary import summary_of
         from analysis.report.repeats import write_repeat_report
         runs = [Path(r) for r in rep.get("run_dirs") or []]
-        fresh = repeat_summary([summary_of(r) for r in runs if (r / "records.jsonl").is_file()])
+        fresh = repeat_summary([summary_of(r) for r in runs if records_path(r).is_file()])
         rep.update(fresh)                   # from the runs' own summaries, like a run's report
         write_text(d / "repeat.json", json.dumps(rep, indent=2, default=str))
         write_repeat_report(d, rep)

@@ -21,6 +21,7 @@ import re
 import sys
 from pathlib import Path
 
+from analysis.contract.rundir import records_path
 from loadgen.scenario.model import ScenarioError
 from loadgen.commands import subcommand
 
@@ -69,7 +70,7 @@ def _beside(args: argparse.Namespace, slug: str) -> int:
     d = Path(args.run_dir)
     if (d / "sweep.json").is_file():          # the sweep report against that spec, beside
         return _sweep(d, args, stem=f"report-device-{slug}")
-    if not (d / "records.jsonl").is_file():
+    if not records_path(d).is_file():
         raise ScenarioError(f"--device: {d}: not a run or sweep directory (no records.jsonl, "
                             "no sweep.json)")
     from analysis.metrics.summary import store_summary
@@ -118,12 +119,12 @@ def _main(args: argparse.Namespace) -> int:
     d = Path(args.run_dir)
     if (d / "sweep.json").is_file():
         return _sweep(d, args)
-    if (d / "repeat.json").is_file() and not (d / "records.jsonl").is_file():
+    if (d / "repeat.json").is_file() and not records_path(d).is_file():
         from analysis.report.run_report import write_any   # a repeat series: recomputed from its runs
         for p in write_any(d, with_plots=not args.no_plots):
             print(f"wrote {p}")
         return 0
-    if not (d / "records.jsonl").is_file():
+    if not records_path(d).is_file():
         raise ScenarioError(f"RUN_DIR: {d}: not a run or sweep directory (no records.jsonl, "
                             "no sweep.json)")
     from analysis.metrics.summary import write_summary

@@ -188,10 +188,13 @@ def _measured(summary: dict) -> int:
 
 def _print_failures(run_dir, summary: dict) -> None:
     """The most common causes of the failed measured requests, one line each, on stderr."""
+    from analysis.contract.records import read_table
+    from analysis.contract.rundir import records_path
     from loadgen.record import read_records
     from loadgen.run.progress import failure_causes, failure_lines
+    p = records_path(run_dir)
     try:
-        causes = failure_causes(read_records(run_dir / "records.jsonl"),
+        causes = failure_causes(read_records(p) if p.suffix == ".jsonl" else read_table(p).records,
                                 statuses=("error",) if summary.get("requests_failed")
                                 else ("cancelled",))
     except OSError:

@@ -40,7 +40,7 @@ def run_dir_for(sc: Scenario) -> Path:
         raise ScenarioError(f"output.run_name: {name} leaves output.dir {base}")
     if d.exists() and not d.is_dir():
         raise ScenarioError(f"output.run_name: {d} exists and is not a directory")
-    if (d / "records.jsonl").exists():
+    if (d / "records.jsonl").exists() or (d / "records.arrow").exists():
         raise ScenarioError(f"output.run_name: {d} already holds a run (records.jsonl); "
                             "choose another name or remove it")
     return d
@@ -58,7 +58,7 @@ def claim(d: Path) -> None:
     if key in _claims:
         return
     fd = lock(d, d, os.O_RDONLY | os.O_DIRECTORY, lambda: "run right now; choose another name")
-    if (d / "records.jsonl").exists():         # a run that ended while this one checked
+    if (d / "records.jsonl").exists() or (d / "records.arrow").exists():   # ended meanwhile
         os.close(fd)
         raise ScenarioError(f"output.run_name: {d} already holds a run (records.jsonl); "
                             "choose another name or remove it")

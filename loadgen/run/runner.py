@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 from typing import Optional
 
@@ -41,7 +42,7 @@ from loadgen.run.probe_stream import ProbeStream
 from loadgen.scenario.session_turns import turn_headers
 from loadgen.targets.managed import ManagedServer
 from loadgen.run.progress import RunProgress
-from loadgen.record import RecordWriter, now_ns
+from loadgen.record import RecordWriter, arrow_writer, now_ns
 from loadgen.run.rundir import write_json
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.schedule import Schedule
@@ -185,6 +186,8 @@ class Run:
                 if self.server is not None:
                     self.server_alive_at_end = self.server.alive
                 return
+            if os.environ.get("LOADGEN_RECORDS") == "arrow":    # issue 42: records.arrow
+                self.writer = ledger.writer = arrow_writer(self.writer, self.run_dir)
             cfg = ClientConfig.from_api(a, base_url, model, self.key, self.drop_fields)
             cfg.cancel = HangupRule.of_scenario(self.sc)     # load.cancel (client/hangup.py)
             tg = self.sc.target

@@ -1,8 +1,9 @@
 """The one-record ledger every sender writes through (the one-process run, each ``--procs``
 child, each Locust worker): each request's record exactly once.
 
-    write(rec)          once per id (a repeat is dropped); ``tag``: Record.worker, the sender
-                        that sent it (analysis judges each process: schedule lag, coalescing)
+    write(rec)          once per id (a repeat is dropped; the ids are kept one bit each:
+                        idset.py); ``tag``: Record.worker, the sender that sent it
+                        (analysis judges each process: schedule lag, coalescing)
         ─► _put(rec)    the runtime's write (here: the RecordWriter at once; the Locust worker
                         batches lines for an idle hub) ─► on_done(rec) (the progress counters)
     cancelled(spec, why)       a never-finished request's record (from its spec)
@@ -19,6 +20,7 @@ from typing import Callable, Iterable, Optional
 from loadgen.client.attempt import cancelled_record
 from loadgen.record import Record, now_ns
 from loadgen.run.senders import cancelled as cancelled_mod
+from loadgen.run.senders.idset import IdSet
 
 BULK = 4096                 # cancelled records per write when a remainder is written at once
 
@@ -31,7 +33,7 @@ class Ledger:
         self.writer = writer
         self.on_done = on_done
         self.tag = tag
-        self.written: set[int] = set()
+        self.written = IdSet()          # one bit an id: flat memory over a long run
         self.failed: Optional[OSError] = None
         self._stops: list = []
 
