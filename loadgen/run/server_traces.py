@@ -12,12 +12,16 @@ receiver (``traced_spec``: --otlp-traces-endpoint, --collect-detailed-traces all
 HTTP/protobuf) unless its args set them, a managed JAX server with --otlp-traces-endpoint; the receiver is started before it and stopped after
 it (vLLM flushes its spans when it stops). A port that cannot be bound is one line naming
 server_traces.otlp_port (exit 2). A load that raised is not joined (the receiver is stopped; no
-wait). Nothing here runs on the sending loop.
+wait). A sweep's one managed server (loadgen.run.sweep) is started traced too: the sweep pins
+otlp_port 0 to one free port (``for_shared_server``) and every point's receiver opens there in
+turn. Nothing here runs on the sending loop.
 """
 from __future__ import annotations
 
 import contextlib
+import socket
 import sys
+from types import SimpleNamespace
 from typing import Optional
 
 from analysis.server.otlp_receiver import Receiver
@@ -54,6 +58,28 @@ def receiving(run):
     settle(run, rx)
 
 
+def for_shared_server(sc):
+    """A sweep's scenario with ``server_traces.otlp_port`` 0 pinned to one free port, so the
+    one managed server of every point sends to the receiver each point opens there in turn;
+    unchanged without server_traces or a managed server."""
+    st = sc.server_traces
+    if st is None or sc.target.server is None or st.otlp_port:
+        return sc
+    with socket.socket() as s:
+        s.bind((st.host, 0))
+        port = s.getsockname()[1]
+    return sc.model_copy(update={"server_traces": st.model_copy(update={"otlp_port": port})})
+
+
+def shared_spec(sc):
+    """The sweep's managed server spec, traced to ``sc``'s (pinned) receiver port."""
+    st = sc.server_traces
+    if st is None:
+        return sc.target.server
+    return traced_spec(sc.target.server, SimpleNamespace(
+        endpoint=f"http://{st.host}:{st.otlp_port}/v1/traces"))
+
+
 def traced_spec(spec, rx: Optional[Receiver]):
     """``spec`` (target.server) for the run: a vLLM or JAX one with its spans sent to ``rx``."""
     if rx is None or spec is None or spec.kind not in ("vllm", "jax"):
@@ -61,7 +87,10 @@ def traced_spec(spec, rx: Optional[Receiver]):
     if spec.kind == "jax":      # servers/jax/spans.py: OTLP/JSON, no detail levels
         return spec.model_copy(update={"args": {"otlp_traces_endpoint": rx.endpoint, **spec.args}})
     args = {"otlp_traces_endpoint": rx.endpoint, "collect_detailed_traces": "all", **spec.args}
-    env = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", **spec.env}
+    # spans every 0.2 s (the SDK's default batch delay is 5 s): a sweep's shared server is not
+    # stopped between points, so its spans must come while the point's receiver waits
+    env = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", "OTEL_BSP_SCHEDULE_DELAY": "200",
+           **spec.env}
     return spec.model_copy(update={"args": args, "env": env})
 
 

@@ -44,6 +44,7 @@ from loadgen.run.calibration import refreeze_after_shared_server
 from loadgen.run.meta import write_meta
 from loadgen.run.multilock import held
 from loadgen.run.rundir import summarize_dir
+from loadgen.run.server_traces import for_shared_server, shared_spec
 from loadgen.run.storage import atomic_write_text
 from loadgen.run.sweep_plan import (capped_line, check_points, concurrency_cap, dumps, finite,
                                     plan, probe_scenario, rate_cap, read_sweep_json)
@@ -94,6 +95,8 @@ class Sweep:
         if sc.sweep is None:
             raise ScenarioError("sweep: the scenario has no sweep block "
                                 "(add sweep.values or sweep.search)")
+        self.fp = fingerprint(sc)           # before the receiver's port is pinned
+        sc = for_shared_server(sc)
         self.sc = sc
         self.spec = sc.sweep
         self.dir = sweep_dir_for(sc)
@@ -103,7 +106,6 @@ class Sweep:
         self.managed = None                 # one managed server for every point, started lazily
         self.points: list[dict] = []
         self.search: Optional[dict] = None
-        self.fp = fingerprint(sc)
         self.max_sent = 0                   # the most requests an earlier point sent (hygiene)
         self.slo: Optional[dict] = None     # the resolved SLO (a point's summary): frontier shading
         self.plan: Optional[dict] = None    # sweep.json "plan", written before the first point
@@ -193,7 +195,8 @@ class Sweep:
             return None
         if self.managed is None:
             from loadgen.targets.managed import ManagedServer
-            self.managed = ManagedServer(self.sc.target.server, self.dir).start()
+            # traced: its spans go to the receiver each point opens on the pinned port
+            self.managed = ManagedServer(shared_spec(self.sc), self.dir).start()
         return self.managed
 
     # -- the two kinds ---------------------------------------------------------------------

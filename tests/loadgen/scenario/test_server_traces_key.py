@@ -63,3 +63,30 @@ def test_a_managed_jax_server_is_started_with_its_otlp_flag_and_a_command_one_un
     cmd = scenario_from_dict({**BASE, "target": {"server": {"kind": "command",
                                                             "command": ["srv", "{port}"]}}}).target.server
     assert traced_spec(cmd, rx) is cmd
+
+
+def test_a_sweeps_shared_server_is_traced_to_one_pinned_port_and_resumes():
+    from loadgen.run.server_traces import shared_spec
+    from loadgen.run.sweep import Sweep
+    from loadgen.targets.server_argv import build_argv
+    tree = {**BASE, "target": {"server": {"kind": "jax"}}, "server_traces": {"otlp_port": 0},
+            "sweep": {"param": "load.concurrency", "values": [1, 2]}}
+    a, b = Sweep(scenario_from_dict(tree)), Sweep(scenario_from_dict(tree))
+    port = a.sc.server_traces.otlp_port
+    assert port != 0 and a.fp == b.fp        # the pinned port does not change the fingerprint
+    argv = build_argv(shared_spec(a.sc), 8000)
+    assert argv[argv.index("--otlp-traces-endpoint") + 1] == f"http://127.0.0.1:{port}/v1/traces"
+    fixed = {**tree, "server_traces": {"otlp_port": 4318}}
+    assert Sweep(scenario_from_dict(fixed)).sc.server_traces.otlp_port == 4318
+    untraced = {k: v for k, v in tree.items() if k != "server_traces"}
+    assert shared_spec(Sweep(scenario_from_dict(untraced)).sc).args == {}
+
+
+def test_vllm_sends_its_batches_often_unless_told_otherwise():
+    from loadgen.run.server_traces import traced_spec
+    rx = SimpleNamespace(endpoint="http://127.0.0.1:4318/v1/traces")
+    sc = scenario_from_dict({**BASE, "target": {"server": {"kind": "vllm", "model": "m"}}})
+    assert traced_spec(sc.target.server, rx).env["OTEL_BSP_SCHEDULE_DELAY"] == "200"
+    own = scenario_from_dict({**BASE, "target": {"server": {"kind": "vllm", "model": "m",
+                                                            "env": {"OTEL_BSP_SCHEDULE_DELAY": "5000"}}}})
+    assert traced_spec(own.target.server, rx).env["OTEL_BSP_SCHEDULE_DELAY"] == "5000"
