@@ -1,7 +1,7 @@
 """The house, counted statically (no timing, nothing run): issue 37's "Done when" figures.
 
     loadgen/ analysis/ servers/ (every .py) ─► packages (a directory: its modules and lines),
-        the largest modules, locust_engine + run/procs lines
+        the largest modules, engine/locust + engine/procs lines
     the rules' names, grepped per module (comments and docstrings count: a module that names a
     rule is a module a change to the rule must read):
         hang-up     ``after_tokens|after_ms``                       loadgen/ outside scenario/
@@ -70,7 +70,7 @@ def house(root: Path = ROOT) -> dict:
         "largest": [[f, n] for f, n in largest],
         "over_400": [f for f, n in lines.items() if n > LIMITS["module_lines"]],
         "locust_procs_lines": sum(n for f, n in lines.items() if f.startswith(
-            ("loadgen/locust_engine/", "loadgen/run/procs/"))),
+            ("loadgen/engine/locust/", "loadgen/engine/procs/"))),
         "rule_modules": named,
         "rule_counts": {k: len(v) for k, v in named.items()},
         "record_sites": sum(records.values()), "record_modules": sorted(records),
@@ -87,7 +87,7 @@ def main(argv=None, root: Path = ROOT) -> int:
     print(f"{'(all)':32s} {h['modules']:7d} {h['lines']:7,d}\n\nlargest modules:")
     for f, n in h["largest"]:
         print(f"  {n:5d}  {f}")
-    print(f"\nlocust_engine + run/procs: {h['locust_procs_lines']:,} lines "
+    print(f"\nengine/locust + engine/procs: {h['locust_procs_lines']:,} lines "
           f"(limit {LIMITS['locust_procs_lines']:,})")
     for k, mods in h["rule_modules"].items():
         print(f"{k} named in {len(mods)} modules outside scenario/ (limit {LIMITS[k]}): "

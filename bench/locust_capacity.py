@@ -2,7 +2,7 @@
 
     calibration server (subprocess, zero delay, no log; CPU 0) ◄── the real engines, end to end:
         native            loadgen.run.runner.run_scenario (asyncio + aiohttp, this process)
-        locust, 1 worker  loadgen.locust_engine.run_locust, --workers 1 (master + 1 worker)
+        locust, 1 worker  loadgen.engine.locust.run_locust, --workers 1 (master + 1 worker)
         locust, 2 workers the same with 2 worker processes
     each: closed loop (mode concurrency) at each concurrency level for --duration s of
     128-token streams; throughput from the run's own records.jsonl (ok requests' chunk tokens
@@ -65,7 +65,7 @@ def one(engine: str, workers: int, url: str, conc: int, duration_s: float, tmp: 
         from loadgen.run.runner import run_scenario
         res = run_scenario(sc)
     else:
-        from loadgen.locust_engine.run import LocustOptions, run_locust
+        from loadgen.engine.locust.run import LocustOptions, run_locust
         res = run_locust(sc, LocustOptions(workers=workers, scenario_path=str(p)))
     out = {"engine": engine, "workers": workers, "concurrency": conc,
            "wall_s": time.perf_counter() - t, **_rates(res.run_dir)}

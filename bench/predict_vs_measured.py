@@ -1,8 +1,8 @@
 """Benchmark (not a test): the calibrated forecast against a measured sweep, point by point.
 
-    servers.jax (preset small, managed by loadgen) ─► loadgen.run.predict.Predictor(calibrate):
+    servers.jax (preset small, managed by loadgen) ─► loadgen.multirun.predict.Predictor(calibrate):
         ≤ 60 s of probes (kept run directories) ─► fitted overheads ─► forecast per point
-    ─► loadgen.run.sweep.run_sweep(predictor=...) ─► measured points, each summary.json with its
+    ─► loadgen.multirun.sweep.run_sweep(predictor=...) ─► measured points, each summary.json with its
        "forecast" and error ─► a table of forecast vs measured and the error per figure, then one
        JSON line {"rows", "fit", "pass", "load_average", ...}
 Pass (issue 40): |error| ≤ 15 % on TPOT p50 and output throughput at every point of a concurrency
@@ -85,8 +85,8 @@ def main(argv=None) -> int:
     ap.add_argument("--target-url", default=None)
     ap.add_argument("--out", type=Path, default=Path("runs"))
     a = ap.parse_args(argv)
-    from loadgen.run.predict import Predictor
-    from loadgen.run.sweep import run_sweep
+    from loadgen.multirun.predict import Predictor
+    from loadgen.multirun.sweep import run_sweep
     from loadgen.scenario.loader import scenario_from_dict
     sc = scenario_from_dict(scenario_tree(a))
     load0 = os.getloadavg()

@@ -3,13 +3,13 @@
     scenarios/*.yaml ─► scenario/ (strict pydantic; workload and schedule, seeded and pure)
         ─► run/runner.py ─► targets/ (start a managed server: servers.jax | servers.vllm | command;
         │                             sut.json; /metrics scraped to server_metrics.jsonl)
-        │               ─► run/dispatch.py (offline | server open loop | closed loop)
+        │               ─► engine/aio/dispatch.py (offline | server open loop | closed loop)
         │                      └► client/ (aiohttp, SSE parser, every read stamped) ─► record.py
         │                         ─► records.jsonl, one Record per request, flushed as it ends
         │               ─► power/ (samplers ─► power.jsonl)
         │               ─► analysis/ (summary.json, report.html / report.md)
-        ├► run/sweep.py: one run per load point, resumable; max rate under the SLO by bisection
-        └► locust_engine/: the same scenario and records on Locust workers (a gevent world of its own)
+        ├► multirun/sweep.py: one run per load point, resumable; max rate under the SLO by bisection
+        └► engine/locust/: the same scenario and records on Locust workers (a gevent world of its own)
     commands/: one module per CLI subcommand, wired by cli.py
     open_run(path): a finished run for notebooks (analysis.contract.open_run: typed meta, sut,
         summary; pandas records() and chunks()) — docs/notebooks.md

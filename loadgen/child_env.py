@@ -1,6 +1,6 @@
 """The environment of a Python child that loadgen starts from its own modules (``python -m
 loadgen....``): the /metrics scrape worker (targets/scrape.py), the --procs sender processes
-(run/procs/parent.py), the Locust processes (locust_engine/run.py), the live exporter
+(engine/procs/parent.py), the Locust processes (engine/locust/run.py), the live exporter
 (live/process.py). Imports no other loadgen module, so every package may use it."""
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
     loadgen [--version] COMMAND ...
         run SCENARIO [--set k.path=v ...] [--json]   loadgen/commands/run.py ─► runner.py
-            [--procs N|auto]                        (N sender processes: run/procs/)
+            [--procs N|auto]                        (N sender processes: engine/procs/)
             [--dry-run]                             = validate
         validate SCENARIO [--set ...] [--json]       loadgen/commands/validate.py: the plan, nothing sent
         sweep SCENARIO                               loadgen/commands/sweep.py ─► sweep.py

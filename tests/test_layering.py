@@ -2,7 +2,9 @@
 
     loadgen ─► analysis, servers          analysis ─╳─► loadgen        servers ─╳─► loadgen
     inside analysis: report reads the others; metrics, energy, roofline, server, kernel never read report
-    inside loadgen: client and scenario never read run/ or targets/ (nothing slow near the stamps)
+    inside loadgen: client and scenario never read run/, engine/, multirun/, console/ or targets/
+    (nothing slow near the stamps); engine/core/ runs no driver (no asyncio, no gevent) and
+    engine/aio/ no gevent; run/ and engine/ never read multirun/; console/ only prints
     but: loadgen/client may import exactly analysis.server.rules (the Retry-After and usage-count
     rules it shares with the sanity gate), a module that imports the standard library only
 """
@@ -28,11 +30,33 @@ RULES = [  # (package dir, forbidden module prefixes)
     ("analysis/contract", ("analysis.report", "analysis.roofline", "analysis.energy",
                            "analysis.server", "analysis.kernel", "analysis.metrics.slo",
                            "analysis.metrics.figures")),
-    ("loadgen/client", ("loadgen.run", "loadgen.targets", "analysis", "loadgen.locust_engine")),
+    ("loadgen/client", ("loadgen.run", "loadgen.targets", "analysis", "loadgen.engine.locust",
+                        "loadgen.engine", "loadgen.multirun", "loadgen.console")),
     # the Locust users' gevent driver: Locust's gevent world runs no asyncio code
-    ("loadgen/client/gevent_wire", ("asyncio", "aiohttp", "uvloop", "loadgen.client.wire.pool",
-                                    "loadgen.client.wire.conn", "loadgen.client.http_client")),
-    ("loadgen/scenario", ("loadgen.run", "loadgen.targets", "loadgen.client")),
+    # (client/wire/ is the asyncio driver only: the gevent driver shares client/settle.py and
+    # client/kernel_stamps.py with it, never a module of it)
+    ("loadgen/client/gevent_wire", ("asyncio", "aiohttp", "uvloop", "loadgen.client.wire",
+                                    "loadgen.client.http_client")),
+    ("loadgen/scenario", ("loadgen.run", "loadgen.targets", "loadgen.client", "loadgen.engine",
+                          "loadgen.multirun", "loadgen.console")),
+    # the sender's rules, sans I/O: no driver, no transport (every runtime imports them)
+    ("loadgen/engine/core", ("asyncio", "gevent", "locust", "aiohttp", "uvloop",
+                             "loadgen.engine.aio", "loadgen.engine.procs", "loadgen.engine.locust",
+                             "loadgen.client.wire", "loadgen.client.gevent_wire",
+                             "loadgen.client.http_client", "loadgen.multirun", "loadgen.console")),
+    # the asyncio driver: never gevent, never the run around it
+    ("loadgen/engine/aio", ("gevent", "locust", "loadgen.engine.locust", "loadgen.client.gevent_wire",
+                            "loadgen.engine.procs", "loadgen.run", "loadgen.multirun",
+                            "loadgen.console")),
+    ("loadgen/engine/procs", ("gevent", "locust", "loadgen.engine.locust",
+                              "loadgen.client.gevent_wire", "loadgen.multirun")),
+    ("loadgen/engine", ("loadgen.multirun",)),
+    ("loadgen/run", ("loadgen.multirun",)),
+    ("loadgen/console", ("loadgen.run", "loadgen.engine", "loadgen.multirun", "loadgen.client",
+                         "loadgen.targets", "loadgen.engine.locust")),
+    # the gevent driver (its CLI side may use asyncio: it only spawns and waits, no gevent there)
+    ("loadgen/engine/locust", ("aiohttp", "uvloop", "loadgen.client.wire", "loadgen.client.http_client",
+                               "loadgen.engine.aio", "loadgen.engine.procs", "loadgen.multirun")),
 ]
 ALLOWED = {  # (package dir) ─► modules it may import although a prefix above forbids them
     "loadgen/client": ("analysis.server.rules",),

@@ -1,7 +1,7 @@
 """meta.json: how a run went — its settings, clock marks, schedule, client health, probe, transport.
 
     loadgen/run/meta.py (either engine) ─► RunMeta.dump ─► meta.json ─► RunMeta.read ─► analysis
-    loadgen/run/sweep.py adds cache_hygiene, runner.py calibration, the Locust engine locust
+    loadgen/multirun/sweep.py adds cache_hygiene, runner.py calibration, the Locust engine locust
 
 Times are integers of ``time.perf_counter_ns`` (the records' clock). Blocks written by other
 modules (the probe, the client transport, the power sampler, the /metrics scraper) name the keys
@@ -118,7 +118,7 @@ class ClientTransport(Open):
 
 
 class ClientProcess(Open):
-    """One sender process of a ``client.processes: N`` run (loadgen.run.procs.parent)."""
+    """One sender process of a ``client.processes: N`` run (loadgen.engine.procs.parent)."""
     index: Optional[int] = None
     pid: Optional[int] = None
     status: Optional[str] = Field(None, description="done | stopped | failed | died")
@@ -137,7 +137,7 @@ class ServerMetricsScrape(Open):
 
 
 class CacheHygiene(Open):
-    """loadgen.run.cache_hygiene: what earlier sweep points left in a prefix cache."""
+    """loadgen.multirun.cache_hygiene: what earlier sweep points left in a prefix cache."""
     prompts_seen_before: Optional[int] = None
     reset: Optional[Any] = None
     warning: Optional[str] = None

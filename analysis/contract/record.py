@@ -110,7 +110,7 @@ class Record(msgspec.Struct, gc=False):
                          "in chunks (null: every one kept)") = None
     chunks_unstamped_tokens: _d(Optional[int], "output tokens of those events (in "
                                 "chunk_output_tokens)") = None
-    # multi-turn sessions (loadgen.run.sessions): which conversation, which turn (1-based)
+    # multi-turn sessions (loadgen.engine.aio.sessions): which conversation, which turn (1-based)
     session_id: Optional[str] = None
     turn: Optional[int] = None
     # reasoning models: the first chunk with NON-reasoning output (content, text, tool calls);

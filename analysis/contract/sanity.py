@@ -15,7 +15,7 @@ A record is faulty (a writer never produces it; a hand edit or a corrupted file 
 
 ``slack_ns``: kernel receive stamps (meta ``client_transport.stamp_source`` kernel / mixed or
 not recorded) are REALTIME minus a measured offset, so a stamp may sit up to KERNEL_SLACK_NS off
-the user-space ones (loadgen.client.wire.kernel_stamps.FUTURE_SLACK_NS); user stamps get none.
+the user-space ones (loadgen.client.kernel_stamps.FUTURE_SLACK_NS); user stamps get none.
 Pure: numpy only; the result is cached on the table (one check per read).
 """
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """sweep.json: a sweep's points (one run directory each), its plan and its search result; and
 frontier.json, its throughput-interactivity frontier.
 
-    loadgen/run/sweep.py ─► sweep.json ─► analysis.report.sweep_state.sweep_problem (the one-line
+    loadgen/multirun/sweep.py ─► sweep.json ─► analysis.report.sweep_state.sweep_problem (the one-line
         fault of a garbled file) ─► SweepFile.read ─► analysis.report.sweep (read as attributes)
-    loadgen/run/sweep.py ─► frontier.json ─► Frontier.read ─► analysis.report.plots_frontier,
+    loadgen/multirun/sweep.py ─► frontier.json ─► Frontier.read ─► analysis.report.plots_frontier,
         compare_frontier, sweep (the frontier section)
 
 Open: the keys the report reads are named and typed (a misspelt one is an AttributeError, not a
@@ -29,7 +29,7 @@ class NonFinite(Open):
 
 
 class PointForecast(Open):
-    """A point row's "forecast" (``sweep --predict``: loadgen.run.predict.attach_forecasts)."""
+    """A point row's "forecast" (``sweep --predict``: loadgen.multirun.predict.attach_forecasts)."""
     grade: Optional[str] = None
     interactivity_tok_s_p50: Optional[float] = None
     output_throughput: Optional[float] = Field(None, description="output tokens/s, all "
@@ -38,7 +38,7 @@ class PointForecast(Open):
 
 class SweepPoint(Open):
     """One finished point: the swept value, its run directory (a name inside the sweep) and the
-    frontier figures of its summary (loadgen/run/sweep.py point rows; analysis.metrics.frontier
+    frontier figures of its summary (loadgen/multirun/sweep.py point rows; analysis.metrics.frontier
     reads them)."""
     value: Num
     run_dir: str = ""
@@ -68,7 +68,7 @@ class Search(Open):
 
 
 class SweepPlan(Open):
-    """sweep.json "plan", written before the first point (loadgen/run/sweep_plan.py)."""
+    """sweep.json "plan", written before the first point (loadgen/multirun/sweep_plan.py)."""
     values: Optional[list[Num]] = Field(None, description="a values sweep: every value planned")
     search: Optional[str] = Field(None, description="a search: its kind (its probes unknown)")
     max_probes: Optional[int] = None
@@ -105,7 +105,7 @@ class Excluded(Open):
 
 
 class Frontier(Open):
-    """frontier.json (loadgen/run/sweep.py), or compare_frontier.frontier_of's recomputed one."""
+    """frontier.json (loadgen/multirun/sweep.py), or compare_frontier.frontier_of's recomputed one."""
     points: list[FrontierPoint] = Field(default_factory=list)
     excluded: list[Excluded] = Field(default_factory=list)
     line: list[list[Optional[float]]] = Field(default_factory=list)

@@ -91,7 +91,7 @@ def _why_missing(p: SweepPoint, what: str) -> str:
 
 
 def frontier(points: list[dict | SweepPoint], param: str, y: str = Y) -> dict:
-    """frontier.json of a sweep's point rows (loadgen/run/sweep.py point rows: ``value``,
+    """frontier.json of a sweep's point rows (loadgen/multirun/sweep.py point rows: ``value``,
     ``run_dir`` and the summary's figures under their summary names), each read as
     contract/sweep.py SweepPoint."""
     y_higher = y != Y_COST

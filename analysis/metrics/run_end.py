@@ -3,7 +3,7 @@
     run_dir/{meta.json, scenario.yaml} + its records ─► run_end ─► {"ended_cleanly", "reason",
         "planned", "accounted", "without_record", "rule"} ─► slo.with_run_end ─► the verdict
 
-The marker of a clean end is meta.json: both engines (loadgen.run.runner, loadgen.locust_engine)
+The marker of a clean end is meta.json: both engines (loadgen.run.runner, loadgen.engine.locust)
 write it once, after the load phase ended and every planned request has its record (a crash or a
 signal still writes it, with ``interrupted`` / ``crashed`` set; a second signal writes it too,
 ``interrupted``). So:

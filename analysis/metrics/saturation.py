@@ -33,7 +33,7 @@ warning with the evidence. (Whether late sends invalidate the run is the verdict
 their cause: analysis.metrics.slo; its reason names the cause with ``lag_cause``.) A busy host
 without late sends is a warning only.
 
-Several sender processes (meta ``client_processes``, loadgen.run.procs; each record's
+Several sender processes (meta ``client_processes``, loadgen.engine.procs; each record's
 ``worker`` is its process): every rule is judged per process on that process's records and
 load (a full loop is one process's core, not the sum), and a reason names its ``process``;
 the run-wide figures stay for display (``cpu_fraction``: the busiest process).

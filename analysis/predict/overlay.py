@@ -1,7 +1,7 @@
 """The forecast beside the measured frontier: frontier.json "forecast" of a ``sweep --predict``.
 
     sweep.json point rows (contract/sweep.py SweepPoint), each with "forecast"
-    (loadgen.run.predict.attach_forecasts) and the measured frontier figures
+    (loadgen.multirun.predict.attach_forecasts) and the measured frontier figures
         ─► overlay(points) ─► {"grade", "points": [{run, value, x, y, x_measured, y_measured,
            error: {x, y}}], "line", "rule"}
 

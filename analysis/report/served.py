@@ -6,7 +6,7 @@
                               position) and the client's tokens per chunk, ITL per token vs per chunk
     summary["prefix_cache"] ─► prefix_blocks: the server's hit rate, the cached share of the prompt
                               tokens, TTFT p50 of hits vs misses (with the prompt lengths behind them)
-    the console (loadgen.run.progress) ─► prefix_line, spec_line: the same figures in one line each
+    the console (loadgen.console.progress) ─► prefix_line, spec_line: the same figures in one line each
 Nothing when the run had none of them (one model; no spec-decode counters and single-token chunks;
 a prefix cache that said nothing in a run whose workload asked for no shared prefix). A figure
 that is missing is written "n/a: REASON", never 0.

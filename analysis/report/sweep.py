@@ -8,7 +8,7 @@
         ─► conditions (first point) + what differs between points; manifest
         ─► SWEEP_DIR/report.md, report.html (render.py)
 
-The layout is loadgen/run/sweep.py's. A point's files are read through analysis.contract (meta.json,
+The layout is loadgen/multirun/sweep.py's. A point's files are read through analysis.contract (meta.json,
 sut.json by summary.load_run; summary.json by summary.summary_of). A point without summary.json (or
 with one of an older contract) is summarised from its records;
 one whose directory is gone is listed as missing, never dropped silently. A sweep that did not

@@ -2,7 +2,7 @@
 
     SWEEP_DIR/sweep.json ─► sweep_problem(): None, or one line naming the file and what is wrong
                             (not JSON, not an object, points[i] without a number or a directory)
-    sweep.json "plan" + "complete" (loadgen/run/sweep.py writes both before the first point)
+    sweep.json "plan" + "complete" (loadgen/multirun/sweep.py writes both before the first point)
     + the point directories on disk ─► sweep_state(): {complete, planned, done, missing,
         half_written, headline}
         done          the points listed in sweep.json (each finished: a summary was written)

@@ -11,7 +11,7 @@ loadgen/client exactly this module of analysis).
     token_count(v, what, cap)  usage counts: an int (not a bool, not "5"), ≥ 0, ≤ cap
 
 Used by analysis/server/sanity.py (the sanity gate, which re-exports them), by
-loadgen/client/retry.py (rec.retry_after_s, via wire/settle.py and the aiohttp transport) and by
+loadgen/client/retry.py (rec.retry_after_s, via client/settle.py and the aiohttp transport) and by
 loadgen/client/request.py (the record's usage counts at finish). Pure and total: never an
 exception.
 """

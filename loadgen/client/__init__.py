@@ -8,7 +8,7 @@
                      │    gevent driver feeds it too); the record filled after the reads, in slices
                      └► aiohttp_transport.py (https://, LOADGEN_HTTP=aiohttp): aiohttp session,
                           perf_counter_ns per read as the loop gets it; settled by the same
-                          rules (wire/settle.py, stream_step.py)
+                          rules (client/settle.py, stream_step.py)
                      both: a stale reused keep-alive connection is sent once more on a fresh one
                      attempt.py: THE attempt loop (send / wait / done; settlement, cancellation,
                      the two Record constructors), stepped by the asyncio Client and the Locust
@@ -20,7 +20,7 @@
                                   responses.py's ResponsesTally over the named events;
                                   api.endpoint transcriptions: multipart.py, the upload's
                                   bytes once per clip, transcriptions.py's TranscriptionTally)
-                ─► Record (loadgen.record) ─► back to run/dispatch.py
+                ─► Record (loadgen.record) ─► back to engine/aio/dispatch.py
     structured.py / accuracy.py  tool calls, JSON answers / a workload.dataset answer, checked
                    once after the stream (Record fields; the text kept only when checked)
     eventloop.py   asyncio (default) or uvloop

@@ -40,7 +40,7 @@ from loadgen.client.request import SNIPPET
 from loadgen.client.request import fail as _fail
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large
-from loadgen.client.wire import settle
+from loadgen.client import settle
 from loadgen.client.http1.message import WireResponse, connect_failure
 from loadgen.record import Record, now_ns
 
@@ -207,7 +207,7 @@ class AiohttpTransport(PolicyCounts):
 
     async def _answer(self, resp: aiohttp.ClientResponse, rec: Record, tally: StreamTally,
                       hangup=None) -> None:
-        """The wire exchange's settlement rules (``wire.settle``: status, redirect, whole body)
+        """The wire exchange's settlement rules (``client.settle``: status, redirect, whole body)
         over what aiohttp read; a stream goes to the one stream step as it comes."""
         status = resp.status
         wr = WireResponse(status=status, headers={k.lower(): v for k, v in resp.headers.items()

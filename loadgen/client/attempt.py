@@ -5,7 +5,7 @@ Add a per-request feature — the places it touches now (hang-up, load.cancel, a
     2. its rule, pure, one module: loadgen/client/<rule>.py (hangup.py: which request, when;
        retry.py: api.retry's waits) — built once per run where the engines build theirs:
        http_client.ClientConfig (cfg.cancel / cfg.retry, set by run/runner.py and
-       run/procs/child.py) and locust_engine/request_source.RequestSource.__init__
+       engine/procs/child.py) and engine/locust/request_source.RequestSource.__init__
     3. THIS module, when it changes an attempt: one step of ``AttemptLoop.play`` (SEND / WAIT /
        DONE) or one line of ``settle`` / ``cancelled``; the two drivers (http_client.Client.
        execute: asyncio; request_source.RequestSource.send: gevent) follow the steps unchanged
@@ -30,7 +30,7 @@ Add a per-request feature — the places it touches now (hang-up, load.cancel, a
       cancelled(rec, why)  interrupted (a task cancelled): the record ``cancelled`` with what was
                            measured so far (a complete answer stays ``ok``), end now when unset
     new_record(...)        the Record a request fills (every engine, every sender)
-    cancelled_record(...)  the Record of a request that never ended (senders/cancelled.py,
+    cancelled_record(...)  the Record of a request that never ended (engine/core/cancelled.py,
                            sessions' unsent turns, the ledger's stand-in)
     INTERRUPTED            the one wording of an interrupted request's error
 

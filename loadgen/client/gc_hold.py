@@ -4,7 +4,7 @@
 
 Per chunk the client allocates a few containers that refcounting frees at once; the default gen-0
 threshold (700) would still run a collection every few requests and walk the records kept so far.
-Standard library only: the gevent world (loadgen.locust_engine) imports it without asyncio.
+Standard library only: the gevent world (loadgen.engine.locust) imports it without asyncio.
 """
 from __future__ import annotations
 

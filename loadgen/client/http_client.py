@@ -72,7 +72,7 @@ def pick_transport(url: str, wanted: Optional[str] = None) -> str:
 
 class RequestSpec(msgspec.Struct):
     """One request as a driver sends it: the plan's frozen spec (scenario.workload.PromptSpec,
-    alias senders.plan.Spec) with what the sender adds at the send (scheduled time, a session
+    alias engine.core.plan.Spec) with what the sender adds at the send (scheduled time, a session
     turn's messages/headers, ``want_text``). A msgspec Struct: slots, cheap to build; mutable
     because the dispatcher stamps ``scheduled_at_ns`` on it when it goes out."""
 
@@ -96,7 +96,7 @@ class RequestSpec(msgspec.Struct):
            session_id: Optional[str] = None, turn: Optional[int] = None,
            want_text: bool = False, headers: Optional[dict] = None) -> "RequestSpec":
         """THE constructor (tests/loadgen/client/test_request_spec.py: no other module calls
-        a direct build): request ``id`` of a frozen workload PromptSpec (= senders.plan.Spec;
+        a direct build): request ``id`` of a frozen workload PromptSpec (= engine.core.plan.Spec;
         the plan, a session turn, the probe stream, the preflight probe), plus what the sender
         adds at the send (a session turn's ``messages``, ``session_id``, ``turn``, ``headers``,
         ``want_text``). A new per-request field is a PromptSpec field copied here, once."""

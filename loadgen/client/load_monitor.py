@@ -11,7 +11,7 @@ coalesced reads. Costs one timer per interval (default 100 ms), nothing per requ
 
 ``LoadWindow`` (no loop, no asyncio) is what every sender's monitor shares: the window's CPU
 and wall time and its lag samples; ClientLoad samples it on asyncio, the Locust workers'
-locust_engine.clock.LagSampler on the gevent hub.
+engine.locust.clock.LagSampler on the gevent hub.
 
 ``gc_hold()``/``gc_release()`` (called by ``Client``) keep the cyclic GC out of the hot path.
 """

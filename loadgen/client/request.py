@@ -8,7 +8,7 @@
 No I/O, no asyncio, no aiohttp, no gevent here (json, loadgen.record/redact, client.sse; in ``finish``
 the usage-count rule of analysis.server.rules (the sanity gate's),
 client.structured's tool-call / JSON checks and client.accuracy's grade; client.responses in ``apply_body``):
-``loadgen.client.http_client`` (asyncio) and ``loadgen.locust_engine`` (gevent-patched processes) both import
+``loadgen.client.http_client`` (asyncio) and ``loadgen.engine.locust`` (gevent-patched processes) both import
 it, so the two engines build the same bodies and fill the same records by construction.
 ``api`` below is anything with the ``scenario.Api`` fields used (``client.ClientConfig`` too).
 """

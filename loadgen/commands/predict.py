@@ -1,6 +1,6 @@
 """``loadgen predict SCENARIO``: forecast TTFT, TPOT, throughput and interactivity per load point.
 
-    SCENARIO (+ --set) ─► loadgen.run.predict.Predictor
+    SCENARIO (+ --set) ─► loadgen.multirun.predict.Predictor
         spec only (default): roofline floors under simulated continuous batching (a bound)
         --calibrate: ≤ 60 s of probes of this server first; overheads fitted (grade calibrated)
         --device NAME|PATH|calibrate: the device (a catalogue name is a what-if: spec only)
@@ -44,7 +44,7 @@ def _f(v, d=1) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from loadgen.run.predict import Predictor
+    from loadgen.multirun.predict import Predictor
     from loadgen.scenario.loader import load_scenario
     sc = load_scenario(args.scenario, args.overrides)
     if args.calibrate and args.device and not args.device.endswith(".json") \
@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(res, default=str))
         return 0
     from rich.table import Table
-    from loadgen.run.progress import stdout_console
+    from loadgen.console.progress import stdout_console
     label = res["grade"] + (" what-if " + str(res["device"].get("name"))
                             if res["device"].get("what_if") else "")
     t = Table(title=f"forecast {sc.name} ({label}; {res['evidence']})", header_style="bold")

@@ -4,8 +4,8 @@
         ─► run_dir/{scenario.yaml, records.jsonl, sut.json, meta.json, summary.json, ...}
         ─► summary table (rich) on stdout, or one JSON line with --json
 
-``--engine locust`` hands the same scenario to loadgen/locust_engine (same run directory).
-``--procs N|auto`` sets client.processes: N sender processes (loadgen/run/procs), one run.
+``--engine locust`` hands the same scenario to loadgen/engine/locust (same run directory).
+``--procs N|auto`` sets client.processes: N sender processes (loadgen/engine/procs), one run.
 ``--otlp-endpoint URL`` exports loadgen's own span of every request after the run
 (loadgen/run/client_spans.py; docs/server-traces.md).
 ``--metrics-port P`` serves live Prometheus metrics on 127.0.0.1:P/metrics from its own process
@@ -89,11 +89,11 @@ def _term_as_interrupt(signum, frame):  # only while no event loop owns the sign
 
 
 def main(args: argparse.Namespace) -> int:
-    from loadgen.run.progress import RunProgress, print_summary
+    from loadgen.console.progress import RunProgress, print_summary
     from loadgen.live.flags import open_live, run_live
     from loadgen.scenario.loader import load_scenario
 
-    from loadgen.locust_engine.cli import run_from_cli
+    from loadgen.engine.locust.cli import run_from_cli
     from loadgen.run.engines import check_flags
 
     if args.dry_run:                     # = loadgen validate (commands/validate.py)
@@ -191,7 +191,7 @@ def _print_failures(run_dir, summary: dict) -> None:
     from analysis.contract.records import read_table
     from analysis.contract.rundir import records_path
     from loadgen.record import read_records
-    from loadgen.run.progress import failure_causes, failure_lines
+    from loadgen.console.progress import failure_causes, failure_lines
     p = records_path(run_dir)
     try:
         causes = failure_causes(read_records(p) if p.suffix == ".jsonl" else read_table(p).records,
@@ -205,8 +205,8 @@ def _print_failures(run_dir, summary: dict) -> None:
 
 def _repeat(sc, args: argparse.Namespace, live=None) -> int:
     """N runs of ``sc``; each prints as a single run would, then the mean ± 95 % CI table."""
-    from loadgen.run.progress import RunProgress, print_summary
-    from loadgen.run.repeat import run_repeats
+    from loadgen.console.progress import RunProgress, print_summary
+    from loadgen.multirun.repeat import run_repeats
     from loadgen.live.flags import run_live
 
     codes: list[int] = []
@@ -214,7 +214,7 @@ def _repeat(sc, args: argparse.Namespace, live=None) -> int:
     def one(scenario):
         progress = RunProgress(None, enabled=not args.json)
         if args.engine == "locust":
-            from loadgen.locust_engine.cli import run_from_cli
+            from loadgen.engine.locust.cli import run_from_cli
             res = run_from_cli(scenario, args, progress, live)
             if isinstance(res, int):             # locust not installed: its line was printed
                 raise SystemExit(res)

@@ -1,6 +1,6 @@
 """``loadgen sweep SCENARIO``: a run per load point (or a max-rate-under-SLO search), resumable.
 
-    SCENARIO with a ``sweep:`` block (+ --set) ─► loadgen.run.sweep.run_sweep
+    SCENARIO with a ``sweep:`` block (+ --set) ─► loadgen.multirun.sweep.run_sweep
         ─► <output.dir>/<output.run_name or sweep-NAME>/{<param>-<value>/, sweep.json}
         ─► table of the points (rich) or one JSON line with --json
         ─► SWEEP_DIR/report.md + report.html (output.report text | full), or the command that
@@ -19,7 +19,7 @@ import sys
 
 from rich.table import Table
 
-from loadgen.run.progress import stdout_console
+from loadgen.console.progress import stdout_console
 
 from loadgen.commands.scenario_args import add_measure_args, add_scenario_args
 from loadgen.scenario.model import ScenarioError
@@ -100,12 +100,12 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _main(sc, args: argparse.Namespace, exporter) -> int:
-    from loadgen.run.sweep import run_sweep
+    from loadgen.multirun.sweep import run_sweep
     if args.repeat > 1:
         return _repeat(sc, args, exporter)
     predictor = None
-    if args.predict or args.calibrate:  # --predict: forecasts (loadgen.run.predict)
-        from loadgen.run.predict import Predictor
+    if args.predict or args.calibrate:  # --predict: forecasts (loadgen.multirun.predict)
+        from loadgen.multirun.predict import Predictor
         predictor = Predictor(sc, args.device, args.calibrate, model_config=args.model_config)
     d, result = run_sweep(sc, live=not args.json, exporter=exporter, predictor=predictor)
     if args.json:
@@ -164,8 +164,8 @@ def _invalid_code(result: dict, fail_on_invalid: bool) -> int:
 
 def _repeat(sc, args: argparse.Namespace, exporter=None) -> int:
     """The whole sweep N times; per point, the mean and 95 % CI of each headline figure."""
-    from loadgen.run.repeat import sweep_repeats
-    from loadgen.run.sweep import run_sweep
+    from loadgen.multirun.repeat import sweep_repeats
+    from loadgen.multirun.sweep import run_sweep
     base, rep = sweep_repeats(sc, args.repeat, lambda one: run_sweep(one, live=not args.json,
                                                                      exporter=exporter))
     if args.json:

@@ -13,6 +13,6 @@
 
 Served from before the run until it ends (interrupt included); nothing is written to the run
 directory. docs/live-metrics.md; docs/grafana/loadgen.json queries these names.
-May import: prometheus_client, analysis.metrics, loadgen.run (runner, senders.counters),
+May import: prometheus_client, analysis.metrics, loadgen.run (runner, engine.core.counters),
 loadgen.scenario, loadgen.child_env (the exporter process's environment).
 """

@@ -8,7 +8,7 @@
 
 The stamping interpreter does nothing more per event than it already did for the progress
 bar: the copy is a timer, not a hook. ``live.bin`` has the layout of
-loadgen.run.senders.counters.Counters (the sender processes' progress files), in a temporary
+loadgen.engine.core.counters.Counters (the sender processes' progress files), in a temporary
 directory of the parent's, removed at close.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-from loadgen.run.senders.counters import CANCELLED, FAILED, OK, SENT, TOKENS, Counters
+from loadgen.engine.core.counters import CANCELLED, FAILED, OK, SENT, TOKENS, Counters
 
 MIRROR_S = 0.2
 

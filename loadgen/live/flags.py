@@ -5,7 +5,7 @@
             permitted, a host that does not resolve, --worker (the master's side serves it)
     open_live's exporter + scenario ─► run_live(live, sc, progress): runner.Run built (its run
             directory known), live.follow(run_dir, progress), then the run as run_scenario runs it
-    --engine locust: locust_engine/cli.run_from_cli does the same with its LocustRun (the
+    --engine locust: engine/locust/cli.run_from_cli does the same with its LocustRun (the
             exporter follows the workers' ledgers, locust/records.worker-i.jsonl, and the
             progress that the CLI process already feeds from those files: nothing is added
             to the Locust workers' gevent processes)

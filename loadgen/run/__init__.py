@@ -1,20 +1,21 @@
-"""run: one run (or a sweep of runs) from a resolved scenario to a run directory.
+"""run: one run's lifecycle, from a resolved scenario to a run directory.
 
     Scenario ─► runner.py ─► harness.py (around every engine's load phase: run dir, server, CPUs,
                              meta.json, device.json, summary.json; the Locust engine's too)
-                          ─► targets/ (start a managed server, describe the SUT, scrape /metrics)
-                          ─► scenario/workload.py + scenario/schedule.py ─► specs, offsets
-                          ─► dispatch.py (offline | server open loop | closed loop) ─► client/
-                                 └► Ledger: exactly one Record per request ─► records.jsonl
-                          ─► progress.py (live bar)   ─► power/ (samplers ─► power.jsonl)
+                          ─► preflight.py ─► targets/ (managed server, the SUT, scrape /metrics)
+                          ─► outcome.py: Prepared (scenario/workload.py + scenario/schedule.py
+                             ─► specs, offsets; the run dir: rundir.py claim, storage.py)
+                          ─► the load phase: loadgen.engine (core/ rules; aio/ Dispatcher,
+                             procs/ --procs N, the Locust engine) ─► records.jsonl
+                          ─► loadgen.console (live bar, final table)  ─► power_hook.py ─► power/
+                          ─► meta.py (meta.json), calibration.py (device.json, host rates once)
+                          ─► server_traces.py, client_spans.py (OTLP in / out), running_after.py
+                             (load.cancel: the server's running gauge back to 0?)
                           ─► rundir.py ─► analysis/ (summary.json, report.html / report.md)
-                          ─► sessions.py (multi-turn: turn k+1 after turn k's answer + think time)
-                          ─► meta.py (meta.json), calibration.py (host rates for the roofline, once)
-                          ─► running_after.py (load.cancel: the server's running gauge back to 0?)
-    sweep.py: one run per load point, resumable; max rate under the SLO by bisection, max
-              concurrency by integer bisection (sweep_search.py); frontier.json + .png;
-              cache_hygiene.py (prompts a point re-sends; /reset_prefix_cache)
-    repeat.py: --repeat N (runs or sweeps) ─► repeat.json with 95 % confidence intervals
+    engines.py (what each engine runs, one rule), fdlimit.py (RLIMIT_NOFILE), multilock.py (the
+    run dir's and a multi-run dir's lock). Several runs (sweep, search, --repeat): loadgen.multirun.
 
-May import: everything in loadgen, analysis and servers (it is the orchestrator).
+May import: loadgen.engine, loadgen.console, loadgen.client, loadgen.scenario, loadgen.targets,
+loadgen.power, loadgen.live, analysis, servers (it is the orchestrator of one run); never
+loadgen.multirun (tests/test_layering.py).
 """

@@ -76,7 +76,7 @@ def check_flags(engine: str, workers, master: bool, worker: bool, master_host) -
 
 
 def workers_error(sc, users: int, workers: Optional[int]) -> Optional[str]:
-    """``users`` Locust users (senders.plan.users_for) over ``workers``: a one-line error."""
+    """``users`` Locust users (engine.core.plan.users_for) over ``workers``: a one-line error."""
     ld = sc.load
     if workers and users < workers:
         field = "load.concurrency" if ld.closed_loop else "load.max_concurrency"

@@ -1,6 +1,6 @@
 """The set-up and tear-down around every engine's load phase, written once: runner.Run (the
 native engine, and its --procs parent inside it) and the Locust engine's CLI side
-(locust_engine/run.py) call ``around``; only the ``load`` they pass differs.
+(engine/locust/run.py) call ``around``; only the ``load`` they pass differs.
 
     around(run, load) ─► rundir.claim (made and locked) ─► scenario.yaml (resolved; secrets
         redacted) ─► the target: a sweep's shared server | target.server started (managed.py,

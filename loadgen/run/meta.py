@@ -66,9 +66,9 @@ def run_meta(prep: Prepared, out: Outcome) -> dict:
     }
     if out.locust is not None:
         meta["locust"] = out.locust
-    if out.probe_stream is not None:       # load.probe (loadgen.run.probe_stream)
+    if out.probe_stream is not None:       # load.probe (loadgen.engine.aio.probe_stream)
         meta["probe_stream"] = out.probe_stream
-    if out.client_processes is not None:   # client.processes > 1 (loadgen.run.procs)
+    if out.client_processes is not None:   # client.processes > 1 (loadgen.engine.procs)
         meta["client_processes"] = out.client_processes
     if sc.workload.dataset is not None:    # the accuracy check ran (scenario/dataset.py)
         meta["accuracy"] = describe_check(sc.workload.dataset)

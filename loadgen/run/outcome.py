@@ -1,7 +1,7 @@
 """What a run was set to do (Prepared) and what it did (Outcome): the two inputs of meta.json.
 
     Scenario ─► prepare(sc) ─► Prepared (scenario, workload plan, seeded schedule, run dir, API key)
-        ─► either engine: runner.Run (asyncio)  |  locust_engine.run.LocustRun (Locust workers)
+        ─► either engine: runner.Run (asyncio)  |  engine.locust.run.LocustRun (Locust workers)
         ─► Outcome (target, clock marks, counts, client load, power, probe, transport, ending)
     (Prepared, Outcome) ─► loadgen.run.meta.run_meta ─► meta.json
 

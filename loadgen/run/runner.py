@@ -7,10 +7,10 @@
         ─► power (power.jsonl) ─► server_metrics.py (server_metrics.jsonl)
         ─► fdlimit.py (RLIMIT_NOFILE raised to the hard limit; one warning line if too few)
         ─► warm-up (phase "warmup", closed loop) ─► [load.probe: probes alone, probe_stream.py]
-        ─► t0 ─► dispatch.py drives senders/pacing.py (the mode's strategy)  [+ probe_stream.jsonl]
+        ─► t0 ─► dispatch.py drives engine/core/pacing.py (the mode's strategy)  [+ probe_stream.jsonl]
             planned runs: planned.py builds each request as it is sent (memory: what is in
             flight) ─► Client.execute ─► Record ─► records.jsonl (one write per record)
-           (client.processes > 1: loadgen.run.procs, N sender processes, parts merged)
+           (client.processes > 1: loadgen.engine.procs, N sender processes, parts merged)
         ─► meta.json (mode, t0, rates, client CPU, interruption) ─► device.json (calibration.py:
            the roofline's device spec, frozen) ─► analysis.metrics.summary ─► summary.json
     The run dir, the server, the CPUs and the end (meta, device, summary) are harness.py's,
@@ -37,11 +37,11 @@ from loadgen.client.balance import open_client
 from loadgen.client.hangup import HangupRule
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec
 from loadgen.client.load_monitor import ClientLoad
-from loadgen.run.dispatch import Dispatcher, Ledger, spec_factory
-from loadgen.run.probe_stream import ProbeStream
+from loadgen.engine.aio.dispatch import Dispatcher, Ledger, spec_factory
+from loadgen.engine.aio.probe_stream import ProbeStream
 from loadgen.scenario.session_turns import turn_headers
 from loadgen.targets.managed import ManagedServer
-from loadgen.run.progress import RunProgress
+from loadgen.console.progress import RunProgress
 from loadgen.record import RecordWriter, arrow_writer, now_ns
 from loadgen.run.rundir import write_json
 from loadgen.scenario.model import Scenario
@@ -51,15 +51,15 @@ from loadgen.scenario.workload import PromptSpec, WorkloadPlan
 from loadgen.run.harness import Placed, RunResult, around
 from loadgen.run.meta import run_meta
 from loadgen.run.outcome import Outcome, Prepared, prepare
-from loadgen.run.planned import Planned
+from loadgen.engine.aio.planned import Planned
 from loadgen.run.preflight import TargetFacts, describe_target
 from loadgen.run import fdlimit
 from loadgen.run.power_hook import PowerHook
-from loadgen.run.procs.parent import Senders
-from loadgen.run.senders.partition import for_run as processes_for
-from loadgen.run.senders.pacing import Closed, Pacing, pacing_for
-from loadgen.run.senders.plan import Plan
-from loadgen.run.sessions import SessionDriver
+from loadgen.engine.procs.parent import Senders
+from loadgen.engine.core.partition import for_run as processes_for
+from loadgen.engine.core.pacing import Closed, Pacing, pacing_for
+from loadgen.engine.core.plan import Plan
+from loadgen.engine.aio.sessions import SessionDriver
 
 class Run:
     """State of one run; ``execute()`` is the whole lifecycle."""
@@ -98,7 +98,7 @@ class Run:
         self.drop_fields: tuple = ()            # fields the server rejected, dropped
         self.client: Optional[Client] = None    # the measured phase's (meta: its retries)
         # sender processes run by _main, their outcome(out) meta's: client.processes > 1's
-        # procs.parent.Senders, or the Locust engine's LocustRun (given to Run())
+        # engine.procs.parent.Senders, or the Locust engine's LocustRun (given to Run())
         self.senders = senders
         self.facts: Optional[TargetFacts] = None     # preflight's (frozen)
         self.probe_stream: Optional[ProbeStream] = None   # load.probe
@@ -173,10 +173,10 @@ class Run:
                 base_url, self.run_dir, tg.metrics_interval_s, headers=a.headers,
                 path=tg.metrics_path, api_key=self.key, enabled=tg.scrape_metrics,
                 timeout_s=min(5.0, a.timeout_s)).start()
-            if self.senders is None:    # else the Locust engine's (locust_engine/run.py)
+            if self.senders is None:    # else the Locust engine's (engine/locust/run.py)
                 procs = processes_for(self, self.progress.warn)
                 bound = fdlimit.check(self.sc, self.schedule, procs, self.progress)
-                if procs > 1:       # client.processes: N sender processes (loadgen.run.procs)
+                if procs > 1:       # client.processes: N sender processes (loadgen.engine.procs)
                     self.senders = Senders(self, procs)
             if self.senders is not None:
                 try:
@@ -236,7 +236,7 @@ class Run:
 
     async def _measure(self, d: Dispatcher, pacing: Pacing, specs, cap: Optional[int]) -> None:
         """The measured phase between the marks that power, /metrics and client load share:
-        ``pacing`` (the mode's strategy, senders/pacing.py) driven from t0 on ``specs``."""
+        ``pacing`` (the mode's strategy, engine/core/pacing.py) driven from t0 on ``specs``."""
         await self.mark("measure_start")
         self.cpu.start()
         self.t0 = now_ns() + pacing.t0_lead_ns

@@ -12,7 +12,7 @@ receiver (``traced_spec``: --otlp-traces-endpoint, --collect-detailed-traces all
 HTTP/protobuf) unless its args set them, a managed JAX server with --otlp-traces-endpoint; the receiver is started before it and stopped after
 it (vLLM flushes its spans when it stops). A port that cannot be bound is one line naming
 server_traces.otlp_port (exit 2). A load that raised is not joined (the receiver is stopped; no
-wait). A sweep's one managed server (loadgen.run.sweep) is started traced too: the sweep pins
+wait). A sweep's one managed server (loadgen.multirun.sweep) is started traced too: the sweep pins
 otlp_port 0 to one free port (``for_shared_server``) and every point's receiver opens there in
 turn. Nothing here runs on the sending loop.
 """

@@ -2,11 +2,11 @@
 
     model.Load(LoadFacts, Strict) ─► load.closed_loop / traced / unsent_counted / in_flight_cap
         (the engines: pacing, partition, the ledger), load.steady / knob / point_shape
-        (loadgen/run/predict.py ─► analysis.predict.forecast.point_load), load.how / whole
+        (loadgen/multirun/predict.py ─► analysis.predict.forecast.point_load), load.how / whole
         (loadgen/commands/validate.py: the plan's words)
 
 The engines, validate and predict ask these instead of switching on ``mode`` themselves; the
-pacing of each mode is loadgen.run.senders.pacing's (the one other place that branches on it).
+pacing of each mode is loadgen.engine.core.pacing's (the one other place that branches on it).
 Mixed into ``model.Load`` (a pydantic model): plain properties of its fields, no state.
 """
 from __future__ import annotations

@@ -144,7 +144,7 @@ class Stage(Strict):
 
 
 class Probe(Strict):
-    """load.probe: a light side stream beside the main load (loadgen.run.probe_stream): first
+    """load.probe: a light side stream beside the main load (loadgen.engine.aio.probe_stream): first
     ``alone_requests`` probes one after another with nothing else in flight, then, during the
     measured phase, one probe every 1/``rate`` s; reported apart (summary.json probe_stream)."""
 
@@ -245,7 +245,7 @@ MAX_PROCESSES = 1024          # client.processes: sender processes on one host
 
 
 class Client(Strict):
-    """How the client runs: ``processes`` sender processes (loadgen.run.procs), each with its own
+    """How the client runs: ``processes`` sender processes (loadgen.engine.procs), each with its own
     event loop and connections, one share of the schedule each; ``auto``: the CPUs loadgen may
     use − 1 (at least 1). 1 (the default) is the one-process client."""
 

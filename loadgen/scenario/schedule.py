@@ -156,7 +156,7 @@ def seed_for(sc) -> int:
 
 def schedule_of(load, seed: int, workload) -> Schedule:
     """``build_schedule`` with a trace's times taken from ``workload`` (a WorkloadPlan) in mode
-    trace: the one place a schedule is built for a run (outcome.prepare, senders/plan.Plan)."""
+    trace: the one place a schedule is built for a run (outcome.prepare, engine/core/plan.Plan)."""
     return build_schedule(load, seed, workload.trace_offsets(load) if load.traced else None)
 
 

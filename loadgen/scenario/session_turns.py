@@ -10,7 +10,7 @@
         gives every turn from ``next`` on a cancelled record (``rest``): due time for the first,
         null for the later ones (their due time depends on answers never given).
 
-Used by the one session driver (loadgen.run.senders.sessions, whichever runtime plays it);
+Used by the one session driver (loadgen.engine.core.sessions, whichever runtime plays it);
 imports nothing but the standard library.
 """
 from __future__ import annotations

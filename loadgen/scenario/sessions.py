@@ -6,7 +6,7 @@ conversation so far (with the answers the server actually gave).
                                                                 user turns sized by prompt_tokens
         ─► SessionPlan ─► endless stream of Session(id, turns=[Turn(user, tokens, max_tokens,
                                                                      think_s)])  (files cycle)
-        ─► loadgen.run.sessions (the driver: turn k+1 after turn k's answer + think_s)
+        ─► loadgen.engine.aio.sessions (the driver: turn k+1 after turn k's answer + think_s)
 
 Output lengths: ``workload.output_tokens`` when the scenario gives it, else the length of the
 conversation's own assistant turn (by the workload's counter). ``think_s`` is drawn from

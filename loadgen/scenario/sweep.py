@@ -4,7 +4,7 @@
     sweep: {param: load.rate, search: max_rate_under_slo, rate_low}    bracket + bisection
     sweep: {param: load.concurrency, search: max_concurrency_under_slo, concurrency_low}
                                                                        integer bisection
-Run by loadgen.run.sweep (and sweep_search.py); every probe and the bracket go to sweep.json.
+Run by loadgen.multirun.sweep (and sweep_search.py); every probe and the bracket go to sweep.json.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class Sweep(Strict):
     # before each point after the first: POST /reset_prefix_cache (vLLM's dev mode); recorded
     reset_prefix_cache: bool = False
     # search max_concurrency_under_slo: integer bisection from concurrency_low (doubling up to
-    # concurrency_high, or halving down to 1) until the bracket is [n, n + 1] (loadgen/run/sweep_search.py)
+    # concurrency_high, or halving down to 1) until the bracket is [n, n + 1] (loadgen/multirun/sweep_search.py)
     concurrency_low: Optional[int] = Field(None, gt=0)
     concurrency_high: Optional[int] = Field(None, gt=0)
 

@@ -43,19 +43,19 @@ from loadgen.scenario.trace import (TracePrompts, jsonl_objects, positive_int, p
 
 class PromptSpec(msgspec.Struct, frozen=True):
     """One request as the plan holds it, from the workload to the wire (the workload's stream
-    leaves ``id``/``phase``/``offset_ns`` at their defaults; senders.plan gives each its id,
-    phase and offset: ``senders.plan.Spec`` is this type). Frozen and cheap to build (a
+    leaves ``id``/``phase``/``offset_ns`` at their defaults; engine.core.plan gives each its id,
+    phase and offset: ``engine.core.plan.Spec`` is this type). Frozen and cheap to build (a
     msgspec Struct); the per-send state (scheduled time, session turn, headers) is the
     client's RequestSpec (http_client.py), made from it by ``RequestSpec.of``."""
 
     prompt: Union[str, list, None]   # a list of texts: one embeddings request of several inputs
     prompt_tokens: Optional[int]     # by the workload's counter (see WorkloadPlan.token_count)
-    max_tokens: Optional[int]        # None: a closed loop's owed id (senders.plan.started)
+    max_tokens: Optional[int]        # None: a closed loop's owed id (engine.core.plan.started)
     messages: Optional[tuple] = None   # chat messages as given (trace jsonl); else prompt is the user turn
     images: Optional[tuple] = None     # workload.images: data URLs sent after the text (chat)
     expected: Optional[tuple] = None   # workload.dataset: dataset.Expected (the answer's check)
     audio: Optional[audio_clips.Clip] = None   # workload.audio: the clip sent (transcriptions)
-    id: int = -1                       # senders.plan: the request id (warm-up 0.., measured W..)
+    id: int = -1                       # engine.core.plan: the request id (warm-up 0.., measured W..)
     phase: str = "measured"            # "warmup" | "measured"
     offset_ns: Optional[int] = None    # from t0 (server/offline); None: closed loop (now)
 
@@ -231,7 +231,7 @@ class WorkloadPlan:
         if self.trace_rows is not None:
             yield from self._trace_specs(rng)
             return
-        if self.sessions is not None:   # a session run is driven by loadgen.run.sessions
+        if self.sessions is not None:   # a session run is driven by loadgen.engine.aio.sessions
             yield from self.warmup_specs()
             return
         if self.dataset is not None:    # workload.dataset: each prompt with its expected answer

@@ -132,7 +132,7 @@ def scenario_yaml(conc: int, n: int, run_name: str) -> str:
 
 def write_sweep(root: Path, values=(1, 2, 4), per_lane: int = 6, spec_path=None,
                 watts=lambda c: 100 + 20 * c) -> Path:
-    """A concurrency sweep laid out as loadgen/run/sweep.py writes it: root/concurrency-C/ run
+    """A concurrency sweep laid out as loadgen/multirun/sweep.py writes it: root/concurrency-C/ run
     directories (records, meta, sut, scenario.yaml, power.jsonl, summary.json) + sweep.json.
     TPOT grows with the batch: itl = 10 + 2 * C ms; ``watts(C)`` W of GPU power (None: no
     power source)."""

@@ -26,7 +26,7 @@ def test_the_redirect_rule_lives_in_two_modules_at_most(h):
 
 def test_three_modules_at_most_branch_on_the_load_mode(h):
     assert h["rule_counts"]["load_mode"] <= house.LIMITS["load_mode"], h["rule_modules"]["load_mode"]
-    assert "loadgen/run/senders/pacing.py" in h["rule_modules"]["load_mode"]
+    assert "loadgen/engine/core/pacing.py" in h["rule_modules"]["load_mode"]
 
 
 def test_no_module_over_400_lines_and_the_engines_small(h):

@@ -4,7 +4,7 @@
 
 What counts as a name: a word ending in ``.py`` (``pool.py``, ``wire/exchange.py``,
 ``loadgen/run/meta.py``) or a path ending in ``/`` that starts at a top-level directory of the
-repository (``loadgen/run/senders/``). How it is found:
+repository (``loadgen/engine/core/``). How it is found:
   * rooted (``loadgen/…``, ``analysis/…``, ``tests/…``): that exact path;
   * in the Layout tree, a name in a package's row or its continuation lines is relative to that
     package (the left column's indentation nests them): ``metrics/  slo.py`` is

@@ -1,5 +1,5 @@
 """load.cancel's records checked alike on every engine and server (tests/loadgen/run/test_hangups_run.py,
-test_hangups_jax.py, tests/loadgen/locust_engine/test_locust_hangups.py):
+test_hangups_jax.py, tests/loadgen/engine/locust/test_locust_hangups.py):
 
     chosen(sc, ids)                  the ids the scenario's seeded rule hangs up (measured phase)
     assert_hung_up(sc, recs, n, after_tokens, tokens)

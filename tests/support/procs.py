@@ -28,7 +28,7 @@ from typing import Callable, Iterator
 import yaml
 
 from loadgen.record import read_records
-from loadgen.run.progress import RunProgress
+from loadgen.console.progress import RunProgress
 
 ROOT = Path(__file__).resolve().parents[2]
 

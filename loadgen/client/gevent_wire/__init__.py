@@ -5,8 +5,8 @@
     reader.py  Reader: ONE reader per worker process (its own epoll), every ready socket read
                before any read is parsed; a user's greenlet wakes once per request
 
-The rules (framing, bounds, keep-alive, settlement, the stream step) are loadgen.client.wire's
-exchange.py / settle.py and loadgen.client.stream_step, the asyncio driver's too: this package
+The rules (framing, bounds, keep-alive, settlement, the stream step) are loadgen.client.http1's
+exchange.py, loadgen.client.settle and loadgen.client.stream_step, the asyncio driver's too: this package
 only reads, stamps, feeds and writes.
 
 May import: gevent, httptools, loadgen.client (sans-I/O modules), loadgen.record. Never asyncio or

@@ -13,7 +13,7 @@
            ─► httptools (C) framing ─► body pieces of that read, one stamp
            ─► streamed 2xx: stream_step.StreamStep.feed(t, piece) at once (THE stream step);
               anything else held (≤ api.limits.max_body_bytes) for ``fill``
-      ─► fill: the wire transport's rules, the same code (loadgen.client.wire.settle: pure, no
+      ─► fill: the wire transport's rules, the same code (loadgen.client.settle: pure, no
          asyncio): http_status, ``redirect`` (never followed unless api.follow_redirects
          same-host: loadgen.client.http1.redirects), ``http``, the stream's end, the whole JSON body
          (gzip/deflate), then the exchange's own failure
@@ -44,9 +44,9 @@ from loadgen.client.http1 import redirects
 from loadgen.client.request import fail, finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep
-from loadgen.client.wire import kernel_stamps
+from loadgen.client import kernel_stamps
 from loadgen.client.http1.message import Target, WireResponse, connect_failure, request_head
-from loadgen.client.wire.settle import CANCELLED, settle
+from loadgen.client.settle import CANCELLED, settle
 from loadgen.client.gevent_wire.conn import GConn
 from loadgen.client.gevent_wire.reader import Reader, process_reader
 from loadgen.record import Record, now_ns
@@ -57,7 +57,7 @@ RawSocket = monkey.get_original("socket", "socket")      # the standard library'
 def fill(resp: WireResponse, rec: Record, tally: StreamTally, step: Optional[StreamStep],
          limits: Limits = DEFAULT_LIMITS) -> None:
     """``rec`` from one read exchange (all but ``request.finish``): the wire transport's rules
-    (``loadgen.client.wire.settle``), the stream already fed as it was read."""
+    (``loadgen.client.settle``), the stream already fed as it was read."""
     settle(resp, rec, tally, step, limits)
 
 

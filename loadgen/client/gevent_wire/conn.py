@@ -26,8 +26,8 @@ from gevent.socket import wait_write
 
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import Limits, StreamStep
-from loadgen.client.wire import kernel_stamps
-from loadgen.client.wire.kernel_stamps import process_stamps  # noqa: F401 - the workers import it here
+from loadgen.client import kernel_stamps
+from loadgen.client.kernel_stamps import process_stamps  # noqa: F401 - the workers import it here
 from loadgen.client.http1.exchange import GOING, Exchange
 from loadgen.client.http1.policy import DONE_GRACE, ConnPolicy, hangup_deadline
 from loadgen.client.http1.message import Ask, WireResponse

@@ -27,7 +27,7 @@ The rules (one copy for both engines):
                  awaited at most ``policy.DONE_GRACE_S``, after which the driver ends the exchange
                  (not reused); a settled (failed) stream ends it at once
 Status, redirects, whole bodies (gzip/deflate) and the exchange's own failure settle the record
-in wire/settle.py (pure), for every transport (aiohttp's too).
+in client/settle.py (pure), for every transport (aiohttp's too).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ the hop loop every driver runs through it. No I/O.
         for url in route(url, policy):         # the first URL, then each followed hop's
             send to url ... ; hops.answered(status, location)
         (the iteration ends once an answer stands: that answer is the request's)
-    The redirect statuses are named here and in wire/settle.py (a 3xx not followed fails the
+    The redirect statuses are named here and in client/settle.py (a 3xx not followed fails the
     request as ``redirect``; its body is never the error snippet: ``settle.error_body``).
 
 ``never`` (default): no redirect is followed. ``same-host``: a 307/308 (the method and body are

@@ -15,9 +15,10 @@
            sweep is parsed (fill.catch_up_steps): one that failed or had its [DONE] on a socket
            left open and quiet ends
       ─► pool.WirePool.fill ─► fill.RecordFiller: fill_steps in slices of <= 250 µs per loop
-             turn: SSE, JSON, tokens (sse.py), settle.py (status, redirect, whole body, the
-             exchange's failure), request.py's record rules ─► Record
-    kernel_stamps.py   kernel receive stamps on the records' clock (probe, offset, steps, per-pool figures)
+             turn: SSE, JSON, tokens (sse.py), client/settle.py (status, redirect, whole body,
+             the exchange's failure), request.py's record rules ─► Record
+    client/kernel_stamps.py   kernel receive stamps on the records' clock (probe, offset, steps,
+             per-pool figures): shared with the Locust client's gevent driver, like client/settle.py
 
 No JSON, no SSE and no task switch per read: the loop's only per-read work is one recvmsg, one
 clock read (user time, kept to measure how late the loop got to the read) and one parser feed. A
@@ -27,6 +28,7 @@ reads that carried more than one token chunk (``coalesced_reads``). A read witho
 stamped in user space; ``stamp_source`` says ``kernel``, ``user`` or ``mixed`` per response and per
 pool. Linux gives kernel stamps; elsewhere the same code path stamps in user space.
 
-May import: httptools, loadgen.record, loadgen.client.http1 / sse / request / stream_step.
-Nothing else of loadgen (the Locust client, loadgen.client.gevent_wire, imports this).
+This package is the asyncio driver only. May import: httptools, loadgen.record,
+loadgen.client.http1 / sse / request / stream_step / settle / kernel_stamps. Nothing else of
+loadgen; the Locust client (loadgen.client.gevent_wire) never imports it (tests/test_layering.py).
 """

@@ -20,7 +20,7 @@ import socket
 from functools import partial
 from typing import Optional
 
-from loadgen.client.wire import kernel_stamps
+from loadgen.client import kernel_stamps
 from loadgen.client.http1.exchange import GOING, SPILL, Exchange
 from loadgen.client.http1.policy import DONE_GRACE, ConnPolicy
 from loadgen.client.http1.message import DEFAULT_ASK, Ask, WireResponse

@@ -31,7 +31,7 @@ import socket
 from typing import Callable, Optional
 
 from loadgen.client.sse import StreamTally
-from loadgen.client.wire import kernel_stamps
+from loadgen.client import kernel_stamps
 from loadgen.client.http1.policy import (KEEPALIVE_S, ConnPolicy, Idle, PolicyCounts, Release,
                                          hangup_deadline)
 from loadgen.client.wire.conn import Conn

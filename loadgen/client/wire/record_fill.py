@@ -26,7 +26,7 @@ from typing import Callable, Optional
 
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import DEFAULT_LIMITS, Limits, StreamStep, body_too_large
-from loadgen.client.wire import settle
+from loadgen.client import settle
 from loadgen.client.http1.message import WireResponse
 from loadgen.record import Record, now_ns
 

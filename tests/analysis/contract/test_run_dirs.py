@@ -91,7 +91,7 @@ def test_the_report_renders_the_summary_the_run_wrote(calib_server, tmp_path):
 @pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.skipif(importlib.util.find_spec("locust") is None, reason="locust not installed")
 def test_a_locust_run_fits_the_contract(calib_server, tmp_path):
-    from loadgen.locust_engine.run import LocustOptions, run_locust   # subprocesses: no gevent here
+    from loadgen.engine.locust.run import LocustOptions, run_locust   # subprocesses: no gevent here
     path = tmp_path / "lc.yaml"
     path.write_text(yaml.safe_dump(scenario({"url": calib_server.url}, tmp_path, "lc",
                                             LOADS["closed"])))

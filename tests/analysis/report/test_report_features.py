@@ -11,7 +11,7 @@ from rich.console import Console
 from analysis.metrics.summary import store_summary
 from analysis.report.render import render_md
 from analysis.report.run_report import build_sections
-from loadgen.run.progress import print_summary
+from loadgen.console.progress import print_summary
 from tests.analysis.synth import MS, rec, server_meta, steady, write_run
 
 S = 1_000_000_000   # ns per s

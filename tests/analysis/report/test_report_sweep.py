@@ -1,4 +1,4 @@
-"""The sweep report on a hand-built sweep directory (loadgen/run/sweep.py's layout)."""
+"""The sweep report on a hand-built sweep directory (loadgen/multirun/sweep.py's layout)."""
 import json
 import shutil
 

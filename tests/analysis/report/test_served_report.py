@@ -1,5 +1,5 @@
 """The run report's and the console's prefix-cache and speculative-decoding figures
-(analysis.report.served, loadgen.run.progress.print_summary), on summary blocks the pure functions
+(analysis.report.served, loadgen.console.progress.print_summary), on summary blocks the pure functions
 build from hand-made records and /metrics rows: shown when there is something to say, a missing
 figure as "n/a: REASON", never 0; nothing at all when the server said nothing and nothing was asked.
 Then once through a real `loadgen run` + `loadgen report` against the calibration server."""
@@ -17,7 +17,7 @@ from analysis.metrics.prefix_cache import NO_USAGE, prefix_cache_block
 from analysis.report.render import render_md
 from analysis.report.served import prefix_blocks, prefix_line, served_blocks, spec_line
 from analysis.server.spec_decode import server_figures
-from loadgen.run.progress import print_summary
+from loadgen.console.progress import print_summary
 from tests.analysis.synth import rec, steady
 
 ASKED = {"workload": {"prefix": {"groups": 4, "tokens": 64}, "shared_prefix_tokens": 0}}

@@ -14,7 +14,7 @@ import pytest
 
 from bench.hosts.cluster import Cluster
 from bench.hosts.netns import Hosts
-from loadgen.run.senders.plan import Plan
+from loadgen.engine.core.plan import Plan
 from loadgen.scenario.loader import load_scenario
 
 pytestmark = pytest.mark.slow     # a real JAX server or engine compiles: minutes on CI's 2 cores

@@ -127,7 +127,7 @@ def test_a_record_is_built_in_at_most_three_places():
 
 
 def test_one_frozen_spec_from_the_workload_to_the_plan():
-    from loadgen.run.senders.plan import Spec
+    from loadgen.engine.core.plan import Spec
     from loadgen.scenario.workload import PromptSpec
     assert Spec is PromptSpec
     s = PromptSpec("hi", 1, 4, id=3, phase="warmup")

@@ -2,7 +2,7 @@
 [arrival_ns, n_tokens] stamps; every chunk past it is counted (``chunks_unstamped``, its tokens
 ``chunks_unstamped_tokens``, both in ``chunk_output_tokens``), never stored. The pure step, then
 the real calibration server through both asyncio transports (wire, aiohttp). Locust's twin:
-tests/loadgen/locust_engine/test_locust_stream_cap.py."""
+tests/loadgen/engine/locust/test_locust_stream_cap.py."""
 import pytest
 
 from loadgen.client.http_client import Client, ClientConfig, RequestSpec

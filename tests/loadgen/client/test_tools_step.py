@@ -63,7 +63,7 @@ def test_tool_call_deltas_are_output_and_the_first_is_the_first_token():
 
 
 def test_a_locust_users_tally_without_a_checker_parses_but_does_not_validate():
-    rec = run(STREAM, StreamTally(False, False))                  # loadgen/locust_engine/user.py
+    rec = run(STREAM, StreamTally(False, False))                  # loadgen/engine/locust/user.py
     assert [n for _, n in rec.chunks] == [0, 1, 1, 1, 1, 0]
     assert (rec.tool_calls, rec.tool_args_parsed, rec.tool_args_valid) == (1, True, None)
     plain = run([chat({"content": "hi"}, "stop")], StreamTally(False, False))

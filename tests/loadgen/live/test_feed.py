@@ -2,8 +2,8 @@
 import time
 
 from loadgen.live.feed import Mirror, in_flight, open_counters
-from loadgen.run.progress import RunProgress
-from loadgen.run.senders.counters import OK, SENT, TOKENS
+from loadgen.console.progress import RunProgress
+from loadgen.engine.core.counters import OK, SENT, TOKENS
 
 
 class Spec:

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from loadgen.live.flags import run_live
 from loadgen.live.process import LiveExporter
-from loadgen.run.progress import RunProgress
+from loadgen.console.progress import RunProgress
 from loadgen.scenario.loader import load_scenario
 from loadgen.targets.managed import free_port
 

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from loadgen.live.process import LiveExporter
-from loadgen.run.sweep import run_sweep
+from loadgen.multirun.sweep import run_sweep
 from loadgen.scenario.loader import scenario_from_dict
 from loadgen.targets.managed import free_port
 from tests.loadgen.live.test_flags import cli, one_line_error

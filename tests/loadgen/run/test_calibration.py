@@ -15,7 +15,7 @@ from analysis.roofline import calibrate as cal
 from analysis.roofline import devices
 from loadgen.commands import report as report_cmd
 from loadgen.run import calibration as calmod
-from loadgen.run.progress import roofline_line
+from loadgen.console.progress import roofline_line
 from loadgen.scenario.model import ScenarioError
 from tests.analysis.synth import jax_sut, server_meta, spec_file, steady, write_run
 

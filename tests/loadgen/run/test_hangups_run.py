@@ -1,7 +1,7 @@
 """load.cancel (clients that hang up) and api.retry (rate limits) through ``loadgen run``
 against the calibration server (its own, so its per-body attempt counts are this module's):
 the wire transport, aiohttp (LOADGEN_HTTP=aiohttp) and --procs 2 give the same records.
-The Locust engine's twin is tests/loadgen/locust_engine/test_locust_hangups.py. No timing
+The Locust engine's twin is tests/loadgen/engine/locust/test_locust_hangups.py. No timing
 asserts: token counts are exact (the stream step stops counting at after_tokens), waits are
 lower bounds the sleeps guarantee."""
 import json

@@ -116,7 +116,7 @@ def test_one_model_leaves_model_null(calib_server, tmp_path):
 @pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
 @pytest.mark.skipif(importlib.util.find_spec("locust") is None, reason="the locust extra is not installed")
 def test_locust_engine_sends_the_same_models(multi, tmp_path):
-    from loadgen.locust_engine.run import LocustOptions, run_locust
+    from loadgen.engine.locust.run import LocustOptions, run_locust
     from loadgen.scenario.loader import load_scenario
     nat, _ = check_run(run_scenario(scenario_from_dict(tree(multi.url, tmp_path, "nat", n=12))), n=12)
     p = tmp_path / "loc.yaml"

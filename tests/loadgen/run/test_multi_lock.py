@@ -81,7 +81,7 @@ def test_the_lock_of_a_dead_process_is_taken_over(tmp_path):
 
 def test_repeat_series_are_held_too(tmp_path):
     from loadgen.run.multilock import hold, release
-    from loadgen.run.repeat import run_repeats, sweep_repeats
+    from loadgen.multirun.repeat import run_repeats, sweep_repeats
     tree = yaml.safe_load(_sweep_yaml(tmp_path).read_text())
     sc = scenario_from_dict(tree)
     ran = []

@@ -121,7 +121,7 @@ def test_procs_children_build_their_slices_as_they_send(calib_server, tmp_path):
         wait_for(lambda: sum(lines(p) for p in d.glob("procs/records.*.jsonl")) >= 3000, proc)
         kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
         senders = [int(k) for k in kids
-                   if "loadgen.run.procs.child" in Path(f"/proc/{k}/cmdline").read_text()]
+                   if "loadgen.engine.procs.child" in Path(f"/proc/{k}/cmdline").read_text()]
         assert len(senders) == 2
         assert peak_mb(proc.pid) < PEAK_MB
         for pid in senders:             # a child holding its slice: ~390 MB; built as sent: ~150

@@ -54,7 +54,7 @@ def test_two_sender_processes_balance_too(calib_server, second_server, tmp_path)
     rows = json.loads((res.run_dir / "summary.json").read_text())["replicas"]["urls"]
     assert sum(u["requests"] for u in rows) == 12
     # meta client_connections: each URL's sends summed over BOTH processes (the warm-up's too),
-    # by the rule the Locust workers' sends are summed (senders/describe.py)
+    # by the rule the Locust workers' sends are summed (engine/core/describe.py)
     meta = json.loads((res.run_dir / "meta.json").read_text())
     sent = {x["url"]: x["requests_sent"] for x in meta["client_connections"]["replicas"]}
     assert sum(sent.values()) == 14 and sent == {u: sum(r["target_url"] == u for r in recs)

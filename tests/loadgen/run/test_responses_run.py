@@ -2,7 +2,7 @@
 preset) on 127.0.0.1, sends POST /v1/responses (input, max_output_tokens, stream), and the run
 directory holds records whose first token is the first response.output_text.delta, usage-sourced
 counts and a summary with TTFT/TPOT as for chat; a bad combination is refused in one line (the
-Locust engine's run: tests/loadgen/locust_engine/test_locust_endpoints.py)."""
+Locust engine's run: tests/loadgen/engine/locust/test_locust_endpoints.py)."""
 import json
 
 import pytest

@@ -104,7 +104,7 @@ def test_two_processes(traced, tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("locust") is None, reason="the locust extra is not installed")
 def test_locust_engine(traced, tmp_path):
     import yaml
-    from loadgen.locust_engine.run import LocustOptions, run_locust
+    from loadgen.engine.locust.run import LocustOptions, run_locust
     from loadgen.scenario.loader import load_scenario
     server, port = traced
     p = tmp_path / "loc.yaml"

@@ -67,7 +67,7 @@ def test_a_managed_jax_server_is_started_with_its_otlp_flag_and_a_command_one_un
 
 def test_a_sweeps_shared_server_is_traced_to_one_pinned_port_and_resumes():
     from loadgen.run.server_traces import shared_spec
-    from loadgen.run.sweep import Sweep
+    from loadgen.multirun.sweep import Sweep
     from loadgen.targets.server_argv import build_argv
     tree = {**BASE, "target": {"server": {"kind": "jax"}}, "server_traces": {"otlp_port": 0},
             "sweep": {"param": "load.concurrency", "values": [1, 2]}}

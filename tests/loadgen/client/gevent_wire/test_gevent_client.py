@@ -5,7 +5,7 @@ split at the recorded socket reads, each read carrying a fake kernel stamp) go t
 reader and through the native connection (loadgen.client.wire.conn.Conn + fill.fill_record):
 the two Records must be equal, field for field. Hand-written streams cover the failure rules.
 The real-socket tests run gevent in a subprocess: the pytest process is never gevent-patched.
-Also here: the clock-offset estimate (locust_engine/clock.py) on synthetic timestamps.
+Also here: the clock-offset estimate (engine/locust/clock.py) on synthetic timestamps.
 """
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ import pytest
 from loadgen.client.request import finish
 from loadgen.client.sse import StreamTally
 from loadgen.client.stream_step import Limits
-from loadgen.client.wire import kernel_stamps
+from loadgen.client import kernel_stamps
 from loadgen.client.wire.conn import Conn
 from loadgen.client.wire.record_fill import fill_record
 from loadgen.client.http1.message import Ask, WireResponse
-from loadgen.run.senders.clock import clock_estimate, offset_estimate
+from loadgen.engine.core.clock import clock_estimate, offset_estimate
 from tests.support.source import parse
 from loadgen.client.gevent_wire.conn import GConn
 from loadgen.client.gevent_wire.client import fill
@@ -360,7 +360,7 @@ def test_gwire_against_the_calibration_server(calib_server):
 def test_no_geventhttpclient_in_the_locust_engine():
     """Neither geventhttpclient nor FastHttpUser, nor any private attribute of another package."""
     import ast
-    for p in (ROOT / "loadgen" / "locust_engine").glob("*.py"):
+    for p in (ROOT / "loadgen" / "engine" / "locust").glob("*.py"):
         for node in ast.walk(parse(p.read_text())):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from loadgen.client.wire import kernel_stamps
+from loadgen.client import kernel_stamps
 from loadgen.client.wire.record_fill import fill_record
 from loadgen.client.http1.message import WireResponse
 from loadgen.client.wire.pool import WirePool
