@@ -14,6 +14,7 @@ of medians. Ends with one JSON line.
     python -m bench.ab_run [--base REV|working-tree] [--rounds 3] [--concurrency 64] [--requests 400]
                            [--tokens 1000] [--transport wire|aiohttp]
                            [--a-procs N --b-procs M --client-cpus 0,1]   (e.g. --procs 1 vs 2)
+                           [--a-set KEY=VALUE] [--b-set KEY=VALUE]   (e.g. api.traceparent=false)
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def scenario(url: str, out: Path, conc: int, n: int, tokens: int) -> str:
 
 
 def one_run(tree: Path, url: str, work: Path, conc: int, n: int, tokens: int, transport: str,
-            procs: int = 1, cpus: str = str(CLIENT_CPU)) -> dict:
+            procs: int = 1, cpus: str = str(CLIENT_CPU), sets: tuple = ()) -> dict:
     out = Path(tempfile.mkdtemp(dir=work))
     sc = out / "scenario.yaml"
     sc.write_text(scenario(url, out / "runs", conc, n, tokens))    # JSON is YAML
@@ -55,6 +56,8 @@ def one_run(tree: Path, url: str, work: Path, conc: int, n: int, tokens: int, tr
     cmd = ["taskset", "-c", cpus, sys.executable, "-m", "loadgen", "run", str(sc), "--json"]
     if procs != 1:
         cmd += ["--procs", str(procs)]
+    for kv in sets:                               # a side's scenario settings (--a-set / --b-set)
+        cmd += ["--set", kv]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     p = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=900)
@@ -86,6 +89,10 @@ def main() -> None:
     ap.add_argument("--transport", default="wire", choices=("wire", "aiohttp"))
     ap.add_argument("--a-procs", type=int, default=1, help="--procs for side A")
     ap.add_argument("--b-procs", type=int, default=1, help="--procs for side B")
+    ap.add_argument("--a-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a scenario setting for side A only (loadgen run --set), repeatable")
+    ap.add_argument("--b-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="the same for side B (e.g. --base working-tree --a-set api.traceparent=false)")
     ap.add_argument("--client-cpus", default=str(CLIENT_CPU),
                     help="taskset list for the client (e.g. 0,1: sharing the server's core)")
     a = ap.parse_args()
@@ -100,13 +107,14 @@ def main() -> None:
                              capture_output=True, text=True).stdout.strip()
     sides = {"A": base, "B": ROOT}
     procs = {"A": a.a_procs, "B": a.b_procs}
+    sets = {"A": tuple(a.a_set), "B": tuple(a.b_set)}
     rows: dict = {"A": [], "B": []}
     try:
         with CalibrationServer(ttft_ms=0, itl_ms=0, log=False, cpu=SERVER_CPU) as srv:
             for r in range(a.rounds):
                 for side in ("A", "B"):
                     res = one_run(sides[side], srv.url, work, a.concurrency, a.requests, a.tokens,
-                                  a.transport, procs[side], a.client_cpus)
+                                  a.transport, procs[side], a.client_cpus, sets[side])
                     rows[side].append(res)
                     print(f"round {r + 1} {side}: {res['events_s']:>10,.0f} events/s  "
                           f"load-phase CPU {res['load_cpu_us_per_event']:5.2f} µs/event  "
@@ -118,10 +126,12 @@ def main() -> None:
                            capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
     out = {"base": rev, "head": "working tree", "a_procs": a.a_procs, "b_procs": a.b_procs,
+           "a_set": a.a_set, "b_set": a.b_set,
            "client_cpus": a.client_cpus, "transport": a.transport, "concurrency": a.concurrency,
            "requests": a.requests, "tokens": a.tokens, "rounds": a.rounds,
            "load_average": os.getloadavg()[0]}
-    print(f"\nA = {rev} (--procs {a.a_procs}), B = working tree (--procs {a.b_procs}); {a.transport}, "
+    print(f"\nA = {rev} (--procs {a.a_procs}{''.join(' --set ' + x for x in a.a_set)}), B = working tree "
+          f"(--procs {a.b_procs}{''.join(' --set ' + x for x in a.b_set)}); {a.transport}, "
           f"concurrency {a.concurrency}, {a.requests} × {a.tokens} tokens, {a.rounds} rounds alternating, "
           f"client on cores {a.client_cpus}, server on core {SERVER_CPU}")
     for side in ("A", "B"):

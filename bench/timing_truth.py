@@ -16,6 +16,7 @@ Prints a table, ends with one JSON line.
     python -m bench.timing_truth [--quick] [--levels 1,32,256] [--engines native,locust,locust1,procs2]
     (procs2: the native engine with --procs 2 on CPUs 0-1, sharing CPU 0 with the server: labelled)
                                  [--stagger-levels 256] [--loop asyncio|uvloop] [--keep DIR]
+                                 [--set KEY=VALUE ...]   (e.g. api.traceparent=false: tracing off)
 Needs: tcpdump (root or CAP_NET_RAW), dpkt, 2 CPUs.
 """
 from __future__ import annotations
@@ -105,6 +106,8 @@ def one_run(engine: str, mode: str, streams: int, args, tmp: Path,
             argv = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "loadgen", "run", str(scen)]
         eng_flags, client_cpus = _engine_args(engine)
         argv += eng_flags
+        for kv in args.set or ():                  # scenario settings (e.g. api.traceparent=false)
+            argv += ["--set", kv]
         cap = Capture(srv.port, pcap_path, cpu=SERVER_CPU).start()
         try:
             off0 = clock_offset_ns()
@@ -213,6 +216,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="run `python -m loadgen` from this source tree (a snapshot, e.g. "
                          "`git archive HEAD | tar -x -C DIR`) instead of this checkout's command")
     ap.add_argument("--repeat", type=int, default=1, help="run the whole plan this many times")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a scenario setting for every run (loadgen run --set), repeatable")
     ap.add_argument("--no-tty", dest="tty", action="store_false",
                     help="run loadgen with pipes instead of a terminal (no live progress drawn)")
     args = ap.parse_args(argv)
@@ -268,6 +273,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"warning: load average {load0[0]:.2f} at start, up to {other:.0%} of the client core "
               f"busy with other work, up to {steal:.0%} VM steal: rows above 5% are not evidence")
     print(json.dumps({"bench": "timing_truth", "evidence": "measured", "quick": args.quick,
+                      "set": args.set,
                       "server": {"ttft_ms": TTFT_MS, "itl_ms": ITL_MS, "tokens": TOKENS},
                       "cpus": os.cpu_count(), "git": _git_state(args.loadgen_root), "loadavg_at_start": load0, "loadavg_at_end": os.getloadavg(),
                       "wall_s": round(time.perf_counter() - t_start, 1), "rows": rows, "goals": goals,
