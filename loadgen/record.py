@@ -81,7 +81,7 @@ class RecordWriter:
 
 
 def arrow_writer(empty: RecordWriter, run_dir: str | Path):
-    """LOADGEN_RECORDS=arrow (issue 42, a one-process run): records.arrow instead of
+    """output.records: arrow (issue 42, a one-process run): records.arrow instead of
     records.jsonl (``empty``: closed, its file removed), strings redacted on the way in."""
     from analysis.contract.columnar import ColumnarWriter
     empty.close()

@@ -1,6 +1,6 @@
 """``loadgen run --otlp-endpoint URL``: loadgen's own span of every request, to your collector.
 
-    records.jsonl (after the run; never on the sending path) ─► one CLIENT span per record with
+    records.jsonl or records.arrow (after the run; never on the sending path) ─► one CLIENT span per record with
         a trace id: traceId = record.trace_id, spanId = the parent id its traceparent carried
         (trace_context.span_id), so the server's span (vLLM honours the traceparent) is its
         child and Jaeger / Tempo / Phoenix show both in one trace
@@ -25,6 +25,8 @@ from typing import Iterator, Optional
 import msgspec
 
 from analysis.contract.record import Record
+from analysis.contract.records import read_table
+from analysis.contract.rundir import records_path
 from loadgen.client.trace_context import span_id
 
 BATCH = 512
@@ -66,6 +68,12 @@ def span_of(r: Record, offset_ns: int) -> Optional[dict]:
 
 
 def spans(path: Path, offset_ns: int) -> Iterator[dict]:
+    if path.suffix == ".arrow":                  # output.records: arrow (analysis/contract/columnar)
+        for r in read_table(path).records:
+            s = span_of(r, offset_ns)
+            if s is not None:
+                yield s
+        return
     with open(path, "rb") as f:
         for line in f:
             try:
@@ -87,7 +95,7 @@ def export(run_dir: str | Path, url: str, batch: int = BATCH,
     """Every record's span posted to ``url``; {spans, error} (error: None, or one line)."""
     offset = time.time_ns() - time.perf_counter_ns()
     sent, buf = 0, []
-    path = Path(run_dir) / "records.jsonl"
+    path = records_path(run_dir)
     if not path.is_file():
         return {"spans": 0, "error": f"{path}: no records"}
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 from typing import Optional
 
@@ -186,7 +185,7 @@ class Run:
                 if self.server is not None:
                     self.server_alive_at_end = self.server.alive
                 return
-            if os.environ.get("LOADGEN_RECORDS") == "arrow":    # issue 42: records.arrow
+            if self.sc.output.records == "arrow":    # issue 42: records.arrow
                 self.writer = ledger.writer = arrow_writer(self.writer, self.run_dir)
             cfg = ClientConfig.from_api(a, base_url, model, self.key, self.drop_fields)
             cfg.cancel = HangupRule.of_scenario(self.sc)     # load.cancel (client/hangup.py)

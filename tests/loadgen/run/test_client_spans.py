@@ -86,3 +86,18 @@ def test_a_bad_url_is_refused_by_the_flag():
     assert otlp_url("http://h:4318/v1/traces") == "http://h:4318/v1/traces"
     with pytest.raises(argparse.ArgumentTypeError, match="an http:// or https:// URL"):
         otlp_url("ftp://x")
+
+
+def test_a_run_stored_as_records_arrow_exports_the_same_spans(tmp_path, collector):
+    from analysis.contract.columnar import ColumnarWriter
+    from analysis.contract.records import read_table
+    records(tmp_path, 5)
+    w = ColumnarWriter(tmp_path / "records.arrow")           # output.records: arrow
+    for r in read_table(tmp_path / "records.jsonl").records:
+        w.write(r)
+    w.close()
+    (tmp_path / "records.jsonl").unlink()
+    url = f"http://127.0.0.1:{collector.server_port}/v1/traces"
+    assert export(tmp_path, url, batch=10) == {"spans": 5, "error": None}
+    spans = collector.got[0]["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert [s["spanId"] for s in spans] == [f"{i + 1:016x}" for i in range(5)]

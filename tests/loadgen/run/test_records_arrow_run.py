@@ -1,4 +1,4 @@
-"""LOADGEN_RECORDS=arrow (issue 42): a one-process run writes records.arrow instead of
+"""output.records: arrow (issue 42): a one-process run writes records.arrow instead of
 records.jsonl, and its summary, report and run dir read from it (-m slow: a real run)."""
 import json
 import os
@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_a_run_writes_records_arrow(calib_server, tmp_path):
     p = tmp_path / "s.yaml"                               # bench.soak's closed loop
     p.write_text(scenario(calib_server.url, tmp_path, 4, 300, 4))      # JSON is YAML
-    env = dict(os.environ, LOADGEN_RECORDS="arrow", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-m", "loadgen", "run", str(p), "--json", "--set",
-           "output.run_name=r", "--set", "output.report=none"]
+           "output.run_name=r", "--set", "output.report=none", "--set", "output.records=arrow"]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
     d = tmp_path / "r"

@@ -1,0 +1,38 @@
+"""output.records (issue 42): jsonl by default; arrow is a one-process native run's store for now,
+so what else reads or rewrites records.jsonl is refused in one line naming the key."""
+import pytest
+
+from loadgen.run.engines import refusal
+from loadgen.scenario.loader import scenario_from_dict
+from loadgen.scenario.model import ScenarioError
+
+BASE = {"target": {"url": "http://127.0.0.1:9"},
+        "load": {"mode": "concurrency", "concurrency": 2, "num_requests": 4}}
+
+
+def with_(**over):
+    return {**BASE, "output": {"records": "arrow"}, **over}
+
+
+def test_jsonl_by_default_arrow_on_request():
+    assert scenario_from_dict(BASE).output.records == "jsonl"
+    assert scenario_from_dict(with_()).output.records == "arrow"
+    with pytest.raises(ScenarioError, match="output.records"):
+        scenario_from_dict({**BASE, "output": {"records": "parquet"}})
+
+
+@pytest.mark.parametrize("over,named", [
+    ({"client": {"processes": 2}}, "client.processes"),
+    ({"server_traces": {"otlp_port": 0}}, "server_traces"),
+    ({"sweep": {"param": "load.concurrency", "values": [1, 2]}}, "sweep"),
+])
+def test_arrow_with_what_wants_records_jsonl_is_one_line(over, named):
+    with pytest.raises(ScenarioError) as e:
+        scenario_from_dict(with_(**over))
+    msg = str(e.value)
+    assert "output.records: arrow" in msg and named in msg and "\n" not in msg
+
+
+def test_the_locust_engine_refuses_arrow():
+    assert refusal("locust", scenario_from_dict(with_())).startswith("output.records: arrow")
+    assert refusal("native", scenario_from_dict(with_())) is None
