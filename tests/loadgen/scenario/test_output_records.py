@@ -36,3 +36,24 @@ def test_arrow_with_what_wants_records_jsonl_is_one_line(over, named):
 def test_the_locust_engine_refuses_arrow():
     assert refusal("locust", scenario_from_dict(with_())).startswith("output.records: arrow")
     assert refusal("native", scenario_from_dict(with_())) is None
+
+
+def test_the_keys_load_from_yaml_text_as_a_user_writes_them(tmp_path):
+    from loadgen.scenario.loader import load_scenario
+    p = tmp_path / "s.yaml"
+    p.write_text("target: {url: 'http://127.0.0.1:9'}\n"
+                 "load: {mode: concurrency, concurrency: 2, num_requests: 4}\n"
+                 "output:\n  records: arrow\n")
+    assert load_scenario(p).output.records == "arrow"
+    p.write_text("target: {url: 'http://127.0.0.1:9'}\n"
+                 "load: {mode: concurrency, concurrency: 2, num_requests: 4}\n"
+                 "server_traces:\n  otlp_port: 0\n  keep_raw_mb: 16\n")
+    assert load_scenario(p).server_traces.keep_raw_mb == 16
+    p.write_text(p.read_text().replace("keep_raw_mb: 16", "keep_raw_mb: -1"))
+    with pytest.raises(ScenarioError, match="keep_raw_mb"):
+        load_scenario(p)
+    p.write_text("target: {url: 'http://127.0.0.1:9'}\n"
+                 "load: {mode: concurrency, concurrency: 2, num_requests: 4}\n"
+                 "client: {processes: 2}\noutput: {records: arrow}\n")
+    with pytest.raises(ScenarioError, match="output.records: arrow"):
+        load_scenario(p)
