@@ -172,12 +172,15 @@ class ColumnarWriter:
         self.close()
 
 
-def batches(path: str | Path) -> Iterator[pa.RecordBatch]:
-    """The whole record batches of ``path`` in order (memory-mapped, so a batch costs only
-    what is read of it); a torn tail (killed mid-batch, or still being written) ends it."""
-    with pa.memory_map(str(path), "r") as src:
+def batches(path: str | Path, options: Optional[pa.ipc.IpcReadOptions] = None
+            ) -> Iterator[pa.RecordBatch]:
+    """The whole record batches of ``path`` in order, read a batch at a time (a plain file,
+    not a memory map: the file's pages stay out of this process's RSS; ``options``: e.g.
+    included_fields, the columns to read); a torn tail (killed mid-batch, or still being
+    written) ends it."""
+    with pa.OSFile(str(path), "rb") as src:
         try:
-            reader = pa.ipc.open_stream(src)
+            reader = pa.ipc.open_stream(src, options=options)
         except (pa.ArrowInvalid, OSError):          # not even a whole schema yet
             return
         while True:

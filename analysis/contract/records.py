@@ -279,17 +279,15 @@ def read_table(path: str | Path, slice_bytes: int = SLICE_BYTES) -> RecordTable:
     key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
     if _CACHE.get("key") == key:
         return _CACHE["table"]
+    if p.suffix == ".arrow":            # the columnar store: columns, no Record per request
+        from analysis.contract.columnar_table import ArrowTable
+        table = ArrowTable(p)
+        _CACHE.update(key=key, table=table)
+        return table
     name = p.name
     records = RecordList()
     arrays, counts = [], []
-    if p.suffix == ".arrow":                             # the columnar store (columnar.py)
-        from analysis.contract.columnar import read_columns
-        for cols, arr, cnt in read_columns(p):
-            records.extend(map(Record, *(repeat(None) if c is None else c for c in cols)))
-            arrays.append(arr)
-            counts.append(cnt)
-    for first, body, last in () if p.suffix == ".arrow" else \
-            _lines(p, min(slice_bytes, max(st.st_size, 1 << 16))):
+    for first, body, last in _lines(p, min(slice_bytes, max(st.st_size, 1 << 16))):
         recs = _decode(first, body, name, last)
         del body
         if not recs:

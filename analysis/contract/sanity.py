@@ -97,6 +97,11 @@ def _check(t, slack: int) -> Faults:
     tok = np.zeros(n, bool)
     recs = t.records
     for name in TOKEN_FIELDS:                       # few distinct values: checked as a set
+        if getattr(t, "columnar", False):           # records.arrow: integers by its schema
+            v, ok = t.stamp(name)
+            if ((v < 0) | (v > TOKENS_MAX))[ok].any():
+                tok |= ok & ((v < 0) | (v > TOKENS_MAX))
+            continue
         seen = set(map(attrgetter(name), recs)) if type(t) is RecordTable \
             else set(t._values(name))               # (a read table: Records, no list built)
         wrong = {v for v in seen if v is not None and not 0 <= v <= TOKENS_MAX}
@@ -128,10 +133,16 @@ def _owner(offsets: np.ndarray, chunk_idx: np.ndarray) -> np.ndarray:
 
 def _ids(t, n: int, rule) -> None:
     """No id, a negative id, an earlier line's id (the set first: the common case is clean)."""
-    vals = t._values("id")
-    seen = set(vals)
-    if len(seen) == n and None not in seen and min(seen) >= 0:
-        return
+    if getattr(t, "columnar", False):               # records.arrow: the column, no set
+        v, ok = t.stamp("id")
+        if ok.all() and (not n or (v.min() >= 0 and (
+                np.bincount(v).max() == 1 if v.max() < 8 * n + 1024 else
+                np.unique(v).size == n))):                     # ids 0..N: counted, not sorted
+            return
+    else:
+        seen = set(t._values("id"))
+        if len(seen) == n and None not in seen and min(seen) >= 0:
+            return
     ids = t.column("id", float)
     rule(np.isnan(ids), "no request id")
     rule(ids < 0, "a negative request id")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from analysis.contract.records import as_records
+from analysis.metrics.figures import field, measured
 
 Z95 = 1.959963984540054
 MAX_GRADED_CHARS = 65_536   # a longer answer is not graded (loadgen.client.accuracy): unchecked
@@ -38,21 +38,21 @@ def wilson(k: int, n: int, z: float = Z95) -> Optional[tuple[float, float]]:
 
 def accuracy_block(records: list, meta: dict) -> Optional[dict]:
     """The "accuracy" object (see the module doc); None when no check ran."""
-    records = as_records(records)
     check = meta.get("accuracy")
-    recs = [r for r in records if r.phase != "warmup"]
-    graded = [r.correct for r in recs]
+    recs = measured(records)
+    graded = field(recs, "correct")
     if not check and all(g is None for g in graded):
         return None
     n = sum(g is not None for g in graded)
     k = sum(g is True for g in graded)
     unchecked = {"failed_or_cancelled": 0, "cut_by_max_tokens": 0, "other": 0}
-    for r, g in zip(recs, graded):
-        if g is None:
-            why = ("failed_or_cancelled" if r.status != "ok" else
-                   "cut_by_max_tokens" if r.finish_reason == "length" else
-                   "over_budget" if (r.output_chars or 0) > MAX_GRADED_CHARS else "other")
-            unchecked[why] = unchecked.get(why, 0) + 1     # over_budget: listed when seen
+    ungraded = [i for i, g in enumerate(graded) if g is None]     # fields, not Records
+    status, finish, chars = (field(recs, f) for f in ("status", "finish_reason", "output_chars"))
+    for i in ungraded:
+        why = ("failed_or_cancelled" if status[i] != "ok" else
+               "cut_by_max_tokens" if finish[i] == "length" else
+               "over_budget" if (chars[i] or 0) > MAX_GRADED_CHARS else "other")
+        unchecked[why] = unchecked.get(why, 0) + 1     # over_budget: listed when seen
     ci = wilson(k, n)
     out = {"ran": True, "n": n, "correct": k, "fraction": k / n if n else None,
            "ci95": list(ci) if ci else None, "requests": len(recs), "unchecked": unchecked,

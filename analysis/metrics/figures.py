@@ -45,6 +45,9 @@ def field(records, key: str) -> list:
     """Field ``key`` of every record (attribute access at C speed). Of a RecordList asked again:
     the same list (read it, do not change it)."""
     records = as_records(records)
+    table = records.table
+    if getattr(table, "columnar", False):       # records.arrow: from its column, not kept
+        return table.values(key)
     memo = records.memo.get(key)
     if memo is None:
         memo = records.memo[key] = list(map(attrgetter(key), records))
@@ -156,9 +159,10 @@ def latency_series(records) -> dict[str, np.ndarray]:
     if cached is not None:                          # the verdict, the plots: the same arrays
         return dict(cached)
     f = timing.per_record(t)
-    out = {k: f[k][done] for k in ("ttft_ms", "ttft_from_scheduled_ms", "tpot_ms", "e2el_ms",
-                                    "e2el_from_scheduled_ms")}
-    out["schedule_lag_ms"] = f["schedule_lag_ms"][sent]
+    pick = (lambda a, sel: a if sel.all() else a[sel])      # every record: no copy
+    out = {k: pick(f[k], done) for k in ("ttft_ms", "ttft_from_scheduled_ms", "tpot_ms",
+                                          "e2el_ms", "e2el_from_scheduled_ms")}
+    out["schedule_lag_ms"] = pick(f["schedule_lag_ms"], sent)
     out["itl_ms"], out["chunk_gap_ms"] = timing.pooled_ms(t, done)
     t._latency = out
     return dict(out)

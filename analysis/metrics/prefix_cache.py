@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from analysis.contract import timing
 from analysis.contract.summary_server import ServerFigure, ServerMetrics
 from analysis.metrics import figures as m
 from analysis.server import sanity
@@ -58,11 +59,15 @@ def prefix_cache_block(records: list, server_metrics: Optional[dict] = None) -> 
     """summary.json's "prefix_cache" object (see the module docstring)."""
     done = m.completed(m.measured(records))
     # through the gate: a cached_tokens of the wrong type ("5") counts as unreported
-    cached = [sanity.token_count(c).value for c in m.field(done, "cached_tokens")]
-    rep = [(r, c) for r, c in zip(done, cached) if c is not None]
-    hits = [r for r, c in rep if c > 0]
-    misses = [r for r, c in rep if c == 0]
-    both = [(c, r.prompt_tokens) for r, c in rep if r.prompt_tokens]
+    said = m.field(done, "cached_tokens")
+    cached = [sanity.token_count(c).value for c in said] if said.count(None) < len(said) \
+        else said                                            # none said: nothing to check
+    rep = [k for k, c in enumerate(cached) if c is not None]   # indices: no Record is kept
+    prompts = m.field(done, "prompt_tokens") if rep else []
+    ttft = timing.per_record(done.table)["ttft_ms"] if rep else None
+    hits = [k for k in rep if cached[k] > 0]
+    misses = [k for k in rep if cached[k] == 0]
+    both = [(cached[k], prompts[k]) for k in rep if prompts[k]]
     reasons: dict[str, str] = {}
     rate, why = _server_rate(server_metrics)
     if why:
@@ -79,11 +84,11 @@ def prefix_cache_block(records: list, server_metrics: Optional[dict] = None) -> 
     for key, group, name in (("hit", hits, "with cached_tokens > 0"),
                              ("miss", misses, "with cached_tokens == 0")):
         fig = f"ttft_ms_p50_{key}"
-        out[fig] = m.percentile([m.ttft_ms(r) for r in group], 50)
+        out[fig] = m.percentile(ttft[group] if group else [], 50)
         if out[fig] is None:
             reasons[fig] = (NO_USAGE if not rep else f"no completed measured request {name}"
                             if not group else "no first token among them (not streamed?)")
-        out[f"prompt_tokens_mean_{key}"] = _mean([r.prompt_tokens for r in group])
+        out[f"prompt_tokens_mean_{key}"] = _mean([prompts[k] for k in group])
     out.update(requests_hit=len(hits), requests_miss=len(misses),
                requests_unreported=len(done) - len(rep), reasons=reasons, rule=RULE)
     return out

@@ -22,7 +22,7 @@ import numpy as np
 
 from analysis.atomic import write_text
 from analysis.contract import SCHEMA_VERSION, ContractError, RunMeta, Summary, Sut, sanity
-from analysis.contract.records import Records, read_table
+from analysis.contract.records import Records, read_table, table_of
 from analysis.contract.sanity import record_faults, slack_for
 from analysis.contract.meta import ClientTransport
 from analysis.contract.power import PowerSource
@@ -77,7 +77,7 @@ def energy_block(records: Records, meta: dict, power_rows: Optional[list[dict]],
     measured records. ``window_rule`` says which (present when a window was used)."""
     st = SteadyState.read(steady) if steady else None
     if st and st.status == "ok":
-        win, recs = (st.start_ns, st.end_ns), list(records)
+        win, recs = (st.start_ns, st.end_ns), records
         rule = f"steady-state window: {st.rule}"
     else:
         recs = m.measured(records)
@@ -247,9 +247,8 @@ def with_faults(v: dict, faults, records: list, planned) -> dict:
     rule broken, when a record was left out of the figures, or more distinct measured request
     ids than planned; ``records_excluded`` counts the records left out."""
     reasons = [f"{r}: excluded from the figures" for r in faults.reasons()]
-    ids = m.field(m.measured(records), "id") if planned is not None else []
-    extra = sanity.planned_excess(np.asarray([i for i in ids if i is not None]), planned) \
-        if len(ids) > (planned or 0) else None
+    ids, ok = table_of(m.measured(records)).stamp("id") if planned is not None else ([], [])
+    extra = sanity.planned_excess(ids[ok], planned) if len(ids) > (planned or 0) else None
     if extra:
         reasons.append(f"{extra}: records.jsonl holds requests the plan does not")
     check = {"name": "records_consistent", "ok": not reasons, "value": faults.count,
