@@ -109,26 +109,22 @@ class ArrowTable(RecordTable):
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        counts = [np.diff(_np(b.column(0).offsets, np.int32)) for b in batches(
-            self.path, pa.ipc.IpcReadOptions(included_fields=[0]))]    # sizes first: chunks_t
-        self._len = n = sum(map(len, counts))
-        self.offsets = np.zeros(n + 1, np.int64)
-        if n:
-            np.cumsum(np.concatenate(counts), out=self.offsets[1:])
-        del counts
-        m = int(self.offsets[-1])
-        self.t = np.empty(m, np.int64)                 # every chunk's arrival_ns
-        self.n = np.empty(m, np.int32)                 # and its n_tokens
+        rows = [b.num_rows for b in batches(self.path, pa.ipc.IpcReadOptions(
+            included_fields=[SCHEMA.get_field_index("id")]))]     # the count first: ids only
+        self._len = n = sum(rows)
+        counts = np.zeros(n, np.int64)
+        ts, ns = [], []                                # every chunk's arrival_ns, n_tokens
         vals: dict[str, np.ndarray] = {}               # field ─► its values, filled in place
         oks = {f: np.zeros(n, bool) for f in SCHEMA.names[2:]}
         words: dict[str, dict] = {f: {} for f in _TEXT}     # text: the run's distinct values
-        lo = at = 0
+        lo = 0
         for b in batches(self.path):                   # then every column, a batch at a time
             k, ct = b.num_rows, b.column("chunks_t")
-            t = _np(ct.flatten(), np.int64)
-            self.t[at:at + len(t)] = t
-            self.n[at:at + len(t)] = _np(b.column("chunks_n").flatten(), np.int64)
-            at += len(t)
+            if lo + k > n:                             # grew since counted (being written)
+                break
+            counts[lo:lo + k] = np.diff(_np(ct.offsets, np.int32))
+            ts.append(_np(ct.flatten(), np.int64).copy())
+            ns.append(_np(b.column("chunks_n").flatten(), np.int64).astype(np.int32))
             for f, ok in oks.items():
                 a = b.column(f)
                 if a.null_count == k:
@@ -145,6 +141,19 @@ class ArrowTable(RecordTable):
                 got[lo:lo + k] = v
                 ok[lo:lo + k] = _valid(a)
             lo += k
+        if lo < n:                                     # fewer than counted (truncated since)
+            self._len = n = lo
+            counts = counts[:n]
+            vals = {f: v[:n] for f, v in vals.items()}
+            oks = {f: ok[:n] for f, ok in oks.items()}
+        self.offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=self.offsets[1:])
+        del counts
+        self.t = np.concatenate(ts) if ts else np.zeros(0, np.int64)
+        del ts
+        self.n = np.concatenate(ns) if ns else np.zeros(0, np.int32)
+        del ns
+        m = len(self.t)
         if m and self.n.min() >= -(1 << 15) and self.n.max() < 1 << 15:
             self.n = self.n.astype(np.int16)
         self._raw: dict[str, object] = {f: self._join(f, vals.pop(f, None), oks.pop(f),
