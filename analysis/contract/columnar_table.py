@@ -1,28 +1,28 @@
 """records.arrow as a RecordTable that holds columns, not Records (issue 42: analysis in bounded
 memory).
 
-    records.arrow ─► ArrowTable(path)
-        .t / .n / .offsets   every chunk's arrival_ns / n_tokens (one (m, 2) int64 array) and
-                             each record's span of it, read from the chunks_t / chunks_n columns
-        .column(name, dtype) / .stamp(name)
-                             ONE field read from the file when first asked (IpcReadOptions'
-                             included_fields: the other columns are never decompressed), kept as
-                             a numpy array; a column with no value at all is kept as its count
-        .records             a LazyRecords: len() and index like a list, but a Record exists only
-                             while it is looked at (built a block of BLOCK at a time from the
-                             columns, then dropped)
-    select(mask) ─► a selection over the same arrays (its .records again a LazyRecords)
-Memory: the columns analysis asks for (8 bytes a record each; text as one shared str per
-distinct value) and the chunk array (16 bytes a chunk), never a Python object per record. What
-the metrics ask for goes through the columns (analysis.metrics.figures.field: a column's
-values); a metric that walks the records still works, a block at a time.
+    records.arrow ─► ArrowTable(path): the ids' column first (the row count), then ONE pass over
+        the record batches, a batch at a time (a plain file read: no memory map in the RSS)
+        .t / .n / .offsets   every chunk's arrival_ns (int64) / n_tokens (int16 unless one is
+                             huge) and each record's span of them (chunks_t / chunks_n)
+        .raw(name)           a field as (values, present mask | None), or None when no record
+                             has one: stamps (*_ns) int64; counts in the narrowest integer type
+                             that holds them (int8 for 4-token answers); text as a _Text, codes
+                             into the run's distinct values; JSON text decoded
+        .column(name, dtype) / .stamp(name) / .values(name)   as RecordTable's, from raw
+        .records             a LazyRecords (columnar_lazy.py): indexes and walks like a list,
+                             a Record exists only while it is looked at
+    select(mask) ─► columnar_lazy.ArrowSub over the same arrays (a view where one run)
+Memory: about 60 bytes a 4-token request (5 stamps, the chunks, a few narrow counts), never a
+Python object per record: the metrics ask the columns (analysis.metrics.figures.field,
+analysis.contract.sanity); a metric that walks the records still works, a block at a time.
 """
 from __future__ import annotations
 
 import ctypes
 from itertools import repeat
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import msgspec
 import numpy as np
@@ -31,14 +31,13 @@ import pyarrow.compute as pc
 
 from analysis.contract.columnar import FIELDS, SCHEMA, _JSON_FIELDS, _np, batches
 from analysis.contract.record import Record, ServerTiming
-from analysis.contract.record_in import RecordList
-from analysis.contract.records import ChunkView, RecordTable
+from analysis.contract.columnar_lazy import BLOCK, ArrowSub, LazyRecords  # noqa: F401 (BLOCK)
+from analysis.contract.record_table import ChunkView, RecordTable
 
 try:
     _LIBC = ctypes.CDLL("libc.so.6")
 except OSError:                                 # not Linux / glibc
     _LIBC = None
-BLOCK = 4096                     # Records built at once while a LazyRecords is walked
 _TIMING = msgspec.json.Decoder(ServerTiming).decode
 _LOG = msgspec.json.Decoder(list[tuple[Optional[int], int, Optional[int], Optional[str]]]).decode
 
@@ -277,124 +276,4 @@ class ArrowTable(RecordTable):
         return list(map(Record, *cols))
 
     def select(self, mask: np.ndarray) -> "RecordTable":
-        return _ArrowSub(self, np.flatnonzero(mask))
-
-
-class _ArrowSub(RecordTable):
-    """Some records of an ArrowTable (a selection), over its arrays: ``idx`` a slice when they
-    are one run of records (the measured ones after the warm-up: views, nothing copied), else
-    their indices."""
-    columnar = True
-
-    def __init__(self, parent: ArrowTable, idx: np.ndarray):
-        self.parent = parent
-        if not idx.size or int(idx[-1]) - int(idx[0]) + 1 == idx.size:
-            a = int(idx[0]) if idx.size else 0
-            self.idx, rows = slice(a, a + idx.size), range(a, a + idx.size)
-        else:
-            self.idx = rows = idx
-        self._cols = {}
-        self.records = LazyRecords(parent, rows, self)
-
-    def _rows(self) -> np.ndarray:
-        i = self.idx
-        return np.arange(i.start, i.stop, dtype=np.int64) if isinstance(i, slice) else i
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def select(self, mask: np.ndarray) -> "RecordTable":
-        return _ArrowSub(self.parent, self._rows()[np.flatnonzero(mask)])
-
-    def mask(self) -> np.ndarray:
-        out = np.zeros(len(self.parent), bool)
-        out[self.idx] = True
-        return out
-
-    def _chunks(self):
-        got = self.__dict__.get("_ch")
-        if got is None:
-            parent, idx = self.parent, self.idx
-            if isinstance(idx, slice):                     # one run: views of the parent's
-                lo, hi = parent.offsets[idx.start], parent.offsets[idx.stop]
-                got = (parent.t[lo:hi], parent.n[lo:hi],
-                       parent.offsets[idx.start:idx.stop + 1] - lo)
-            else:
-                counts = np.diff(parent.offsets)[idx]
-                offsets = np.zeros(idx.size + 1, np.int64)
-                np.cumsum(counts, out=offsets[1:])
-                pos = np.repeat(parent.offsets[:-1][idx] - offsets[:-1], counts) + \
-                    np.arange(int(offsets[-1]))
-                got = (parent.t[pos], parent.n[pos], offsets)
-            self._ch = got
-        return got
-
-    t = property(lambda self: self._chunks()[0])
-    n = property(lambda self: self._chunks()[1])
-    offsets = property(lambda self: self._chunks()[2])
-
-    def column(self, name: str, dtype=object) -> np.ndarray:
-        return self.parent.column(name, dtype)[self.idx]
-
-    def stamp(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        v, ok = self.parent.stamp(name)
-        return v[self.idx], ok[self.idx]
-
-    def values(self, name: str) -> list:
-        i = self.idx
-        return self.parent.values(name, i.start, i.stop) if isinstance(i, slice) else \
-            self.parent.values(name, idx=i)
-
-    _values = values
-
-
-class LazyRecords(RecordList):
-    """The records of an ArrowTable (or of a selection: ``idx``) as a read-only list whose
-    Records are built when looked at (a block of BLOCK while walked) and not kept."""
-    __slots__ = ("_src", "_idx")
-
-    def __init__(self, src: ArrowTable, idx, table=None):
-        super().__init__((), table if table is not None else src)
-        self._src, self._idx = src, idx
-
-    def _index(self) -> np.ndarray:
-        i = self._idx
-        return np.arange(len(self._src), dtype=np.int64) if i is None else \
-            np.arange(i.start, i.stop, dtype=np.int64) if isinstance(i, range) else i
-
-    def __len__(self) -> int:
-        return len(self._src) if self._idx is None else len(self._idx)
-
-    def __bool__(self) -> bool:
-        return len(self) > 0
-
-    def __iter__(self) -> Iterator[Record]:
-        n = len(self)
-        for lo in range(0, n, BLOCK):
-            idx = np.arange(lo, min(n, lo + BLOCK), dtype=np.int64) if self._idx is None \
-                else np.asarray(self._idx[lo:lo + BLOCK], np.int64)
-            yield from self._src.build(idx)
-
-    def __reversed__(self):
-        return reversed(list(self))
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return LazyRecords(self._src, self._index()[i])
-        n = len(self)
-        if not -n <= i < n:
-            raise IndexError("record index out of range")
-        i = i + n if i < 0 else i
-        k = i if self._idx is None else int(self._idx[i])
-        return self._src.build(np.array([k], np.int64))[0]
-
-    def __eq__(self, other) -> bool:
-        return list(self) == list(other)
-
-    __hash__ = None
-
-    def _no(self, *a, **k):
-        raise TypeError("the records of a run are read-only")
-
-    append = extend = insert = remove = pop = clear = sort = reverse = __setitem__ = \
-        __delitem__ = __iadd__ = _no
+        return ArrowSub(self, np.flatnonzero(mask))

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from analysis.contract import columnar_table
+from analysis.contract import columnar_lazy as columnar_table
 from analysis.contract.columnar import ColumnarWriter
 from analysis.contract.columnar_table import ArrowTable, LazyRecords
 from analysis.contract.record import Record, ServerTiming
