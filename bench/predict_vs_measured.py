@@ -13,6 +13,11 @@ because a busy host moves every figure.
     python -m bench.predict_vs_measured [--preset small] [--param concurrency|rate]
                                         [--values 1,2,4,8,16] [--requests 16] [--prompt 64]
                                         [--output 32] [--device NAME|PATH|calibrate] [--out DIR]
+    python -m bench.predict_vs_measured --offline PROBE_DIR... --measured SWEEP_DIR
+        a refit of kept runs, no server and no load: fit the probe run directories again
+        (loadgen.multirun.predict_offline), forecast the kept sweep's points, same table; plus
+        the drift between a probe and the sweep point of the same concurrency (measured / measured
+        − 1: how far the two runs of one load point disagree, the noise the forecast sits on)
 vLLM: this bench drives the built-in JAX engine only (vLLM is not installed here); point
 --target-url at a running vLLM (with --model-config its config.json) to do the same by hand.
 """
@@ -72,6 +77,41 @@ def verdict(rows: list[dict], param: str) -> dict:
     return out
 
 
+def drift(probes: list[dict], sweep_dir: Path) -> list[dict]:
+    """Probe vs sweep point at the same concurrency: measured / measured − 1 per figure."""
+    from loadgen.multirun.predict_offline import _json
+    from analysis.predict.forecast import measured
+    pts = {int(p["value"]): p["run_dir"]
+           for p in _json(Path(sweep_dir) / "sweep.json").get("points") or []}
+    out = []
+    for pr in probes:
+        c = pr["point"].concurrency
+        if c not in pts or not pr.get("measured"):
+            continue
+        s = _json(Path(sweep_dir) / pts[c] / "summary.json")
+        row = {"concurrency": c}
+        for k, _, _ in FIGS[:3]:
+            a, b = pr["measured"].get(k), measured(s, k)
+            row[k] = a / b - 1.0 if a and b else None
+        out.append(row)
+    return out
+
+
+def offline(a) -> int:
+    from loadgen.multirun.predict_offline import refit
+    pred, rows = refit(a.offline, a.measured)
+    print(table(rows))
+    for d in drift(pred.probes, a.measured):
+        print(f"probe vs sweep, concurrency {d['concurrency']}: " + ", ".join(
+            f"{lab} {d[k] * 100:+.1f} %" for k, lab, _ in FIGS[:3] if d[k] is not None))
+    v = verdict(rows, "concurrency" if rows and rows[0]["param"] == "load.concurrency" else "rate")
+    print(json.dumps({"bench": "predict_vs_measured", "mode": "offline refit of kept runs",
+                      "probes": [str(p) for p in a.offline], "sweep_dir": str(a.measured),
+                      "fit": pred.fit, "rows": rows, "pass": v,
+                      "drift": drift(pred.probes, a.measured)}, default=str))
+    return 0 if all(x["pass"] for x in v.values()) else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="small")
@@ -84,7 +124,20 @@ def main(argv=None) -> int:
     ap.add_argument("--model-config", default=None)
     ap.add_argument("--target-url", default=None)
     ap.add_argument("--out", type=Path, default=Path("runs"))
+    ap.add_argument("--offline", nargs="+", type=Path, default=None, metavar="PROBE_DIR",
+                    help="refit these kept probe run directories (no server, no load)")
+    ap.add_argument("--measured", type=Path, default=None, metavar="SWEEP_DIR",
+                    help="with --offline: the kept sweep directory to check the forecast against")
     a = ap.parse_args(argv)
+    if a.offline is not None or a.measured is not None:
+        if not (a.offline and a.measured):
+            ap.error("--offline PROBE_DIR... and --measured SWEEP_DIR go together")
+        from loadgen.scenario.model import ScenarioError
+        try:
+            return offline(a)
+        except ScenarioError as e:
+            print(f"predict_vs_measured: {e}", file=sys.stderr)
+            return 2
     from loadgen.multirun.predict import Predictor
     from loadgen.multirun.sweep import run_sweep
     from loadgen.scenario.loader import scenario_from_dict
