@@ -31,7 +31,10 @@ from analysis.predict.simulate import simulate
 from analysis.predict.step_model import NAMES, Overheads, StepModel
 
 KEYS = ("tpot_ms_p50", "ttft_ms_p50", "output_throughput")
-STEP_MS = 0.1           # finite-difference step of each overhead, ms
+# finite-difference step of each overhead, ms (floor_scale: 0.01). Not smaller: a mirrored
+# scheduler (engine_jax.py) is piecewise in the timings (a request that arrives just after a
+# step starts waits for the next), so a tiny step can land on one jump and mislead the round
+STEP_MS = 1.0
 START_MS = 1.0          # where the Gauss-Newton rounds start, ms
 
 
@@ -94,8 +97,9 @@ def fit_overheads(model: StepModel, probes: list[dict], iterations: int = 8,
         jac = np.zeros((len(obs), len(free)))
         for c, j in enumerate(free):
             th = theta.copy()
-            th[j] += STEP_MS
-            jac[:, c] = (_vector(_simulated(model, probes, th), obs) - r0) / STEP_MS
+            h = STEP_MS if NAMES[j] != "floor_scale" else STEP_MS / 100
+            th[j] += h
+            jac[:, c] = (_vector(_simulated(model, probes, th), obs) - r0) / h
         # minimise |r0 + J (x − θ_free)| over 0 ≤ x ≤ upper  ⇔  a bounded linear least squares
         x = (lsq_linear(jac, jac @ theta[free] - r0, bounds=(np.zeros(len(free)), upper),
                         method="bvls").x if free else np.array([]))
