@@ -7,7 +7,8 @@
        JSON line {"rows", "fit", "pass", "load_average", ...}
 Pass (issue 40): |error| ≤ 15 % on TPOT p50 and output throughput at every point of a concurrency
 sweep; ≤ 25 % on TTFT p50 for a Poisson rate sweep (--param rate, rates up to 80 % of the
-measured max rate). Do not run it beside other CPU-heavy work: the load average is printed
+measured max rate). The "probe vs sweep" lines say how far a probe and the sweep point of its
+concurrency disagree: beyond the bar, the check says more about the host than the forecast. Do not run it beside other CPU-heavy work: the load average is printed
 because a busy host moves every figure.
 
     python -m bench.predict_vs_measured [--preset small] [--param concurrency|rate]
@@ -79,16 +80,23 @@ def verdict(rows: list[dict], param: str) -> dict:
 
 def drift(probes: list[dict], sweep_dir: Path) -> list[dict]:
     """Probe vs sweep point at the same concurrency: measured / measured − 1 per figure."""
-    from loadgen.multirun.predict_offline import _json
     from analysis.predict.forecast import measured
-    pts = {int(p["value"]): p["run_dir"]
-           for p in _json(Path(sweep_dir) / "sweep.json").get("points") or []}
+    from loadgen.multirun.predict_offline import read_json
+    from loadgen.scenario.model import ScenarioError
+    try:
+        pts = {int(p["value"]): p["run_dir"]
+               for p in read_json(Path(sweep_dir) / "sweep.json").get("points") or []}
+    except ScenarioError:
+        return []
     out = []
     for pr in probes:
         c = pr["point"].concurrency
         if c not in pts or not pr.get("measured"):
             continue
-        s = _json(Path(sweep_dir) / pts[c] / "summary.json")
+        try:
+            s = read_json(Path(sweep_dir) / pts[c] / "summary.json")
+        except ScenarioError:
+            continue
         row = {"concurrency": c}
         for k, _, _ in FIGS[:3]:
             a, b = pr["measured"].get(k), measured(s, k)
@@ -97,18 +105,23 @@ def drift(probes: list[dict], sweep_dir: Path) -> list[dict]:
     return out
 
 
+def print_drift(probes: list[dict], sweep_dir: Path) -> list[dict]:
+    rows = drift(probes, sweep_dir)
+    for d in rows:
+        print(f"probe vs sweep, concurrency {d['concurrency']}: " + ", ".join(
+            f"{lab} {d[k] * 100:+.1f} %" for k, lab, _ in FIGS[:3] if d[k] is not None))
+    return rows
+
+
 def offline(a) -> int:
     from loadgen.multirun.predict_offline import refit
     pred, rows = refit(a.offline, a.measured)
     print(table(rows))
-    for d in drift(pred.probes, a.measured):
-        print(f"probe vs sweep, concurrency {d['concurrency']}: " + ", ".join(
-            f"{lab} {d[k] * 100:+.1f} %" for k, lab, _ in FIGS[:3] if d[k] is not None))
+    dr = print_drift(pred.probes, a.measured)
     v = verdict(rows, "concurrency" if rows and rows[0]["param"] == "load.concurrency" else "rate")
     print(json.dumps({"bench": "predict_vs_measured", "mode": "offline refit of kept runs",
                       "probes": [str(p) for p in a.offline], "sweep_dir": str(a.measured),
-                      "fit": pred.fit, "rows": rows, "pass": v,
-                      "drift": drift(pred.probes, a.measured)}, default=str))
+                      "fit": pred.fit, "rows": rows, "pass": v, "drift": dr}, default=str))
     return 0 if all(x["pass"] for x in v.values()) else 1
 
 
@@ -148,9 +161,11 @@ def main(argv=None) -> int:
     rows = [{"param": res["param"], "value": p["value"], "run_dir": p["run_dir"],
              "error": p["forecast"]["error"]} for p in res["points"] if p.get("forecast")]
     print(table(rows))
+    dr = print_drift(pred.probes, d) if a.param == "concurrency" else []
     v = verdict(rows, a.param)
     print(json.dumps({"bench": "predict_vs_measured", "preset": a.preset, "param": a.param,
                       "sweep_dir": str(d), "fit": pred.fit, "rows": rows, "pass": v,
+                      "drift": dr,
                       "load_average": {"start": load0, "end": os.getloadavg()},
                       "engine": "servers.jax" if not a.target_url else a.target_url},
                      default=str))

@@ -29,7 +29,7 @@ from loadgen.scenario.model import ScenarioError
 FIGS = ("ttft_ms_p50", "tpot_ms_p50", "output_throughput")
 
 
-def _json(path: Path) -> dict:
+def read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -40,7 +40,7 @@ def probe_from_dir(run_dir: str | Path) -> dict:
     """One kept probe, as run_probes returned it: its concurrency from its scenario.yaml."""
     d = Path(run_dir)
     sc = load_scenario(d / "scenario.yaml")
-    s = _json(d / "summary.json")
+    s = read_json(d / "summary.json")
     m = {k: measured(s, k) for k in FIGS}
     return {"point": LoadPoint("closed", concurrency=int(sc.load.concurrency or 1)),
             "run_dir": str(d), "requests": int(s.get("requests_completed") or 0),
@@ -61,7 +61,7 @@ def device_from_dir(run_dir: str | Path) -> dict:
 def sweep_scenario(sweep_dir: str | Path):
     """The sweep's scenario: its first point's scenario.yaml with sweep.json's values."""
     d = Path(sweep_dir)
-    sw = _json(d / "sweep.json")
+    sw = read_json(d / "sweep.json")
     points = sw.get("points") or []
     if not points:
         raise ScenarioError(f"{d / 'sweep.json'}: no points")
@@ -81,7 +81,7 @@ def refit(probe_dirs: list[str | Path], sweep_dir: str | Path,
     res = pred.result()
     rows = []
     for p, f in zip(points, res["points"]):
-        summary = _json(Path(sweep_dir) / p["run_dir"] / "summary.json")
+        summary = read_json(Path(sweep_dir) / p["run_dir"] / "summary.json")
         rows.append({"param": f["param"], "value": p["value"], "run_dir": p["run_dir"],
                      "error": error(f, summary)})
     return pred, rows
