@@ -8,6 +8,8 @@ kept sweep, with no server started and no load sent.
         ─► the scenario (a point's scenario.yaml with sweep.values from sweep.json)
     ─► Predictor(scenario, the probes' frozen device, probes=...) ─► fit ─► forecast per point
     ─► refit() ─► (predictor, rows [{"param", "value", "run_dir", "error": forecast.error()}])
+    the same device, no overheads ─► bound_check() ─► the sweep figures that beat the spec-only
+       bound (it should hold: a beaten bound says the device spec is below what the engine does)
 
 Only the probes are fitted; the sweep's summaries are only compared against. The device is the
 spec the first probe froze in its device.json (the one the live forecast used), not this host's
@@ -68,6 +70,21 @@ def sweep_scenario(sweep_dir: str | Path):
     tree = load_scenario(d / points[0]["run_dir"] / "scenario.yaml").model_dump(mode="json")
     tree["sweep"] = {"param": sw["param"], "values": [p["value"] for p in points]}
     return scenario_from_dict(tree), points
+
+
+def bound_check(sweep_dir: str | Path, device: dict) -> list[dict]:
+    """The spec-only forecast of every kept sweep point against what it measured: the figures
+    that beat the bound ({value, figure, forecast, measured}); empty when the bound held."""
+    sc, points = sweep_scenario(sweep_dir)
+    if device.get("spec") is None:
+        return []
+    res = Predictor(sc, device).result()
+    out = []
+    for p, f in zip(points, res["points"]):
+        e = error(f, read_json(Path(sweep_dir) / p["run_dir"] / "summary.json"))
+        out += [{"value": p["value"], "figure": k, "forecast": v["forecast"],
+                 "measured": v["measured"]} for k, v in e.items() if v.get("beats_bound")]
+    return out
 
 
 def refit(probe_dirs: list[str | Path], sweep_dir: str | Path,

@@ -16,7 +16,7 @@ SPEC = {"name": "toy cpu", "scope": "1 chip",
         "peak": {"fp32": {"value": 1e11, "unit": "FLOP/s", "evidence": "measured",
                           "source": "test"}},
         "mem_bandwidth": {"value": 2e9, "unit": "B/s", "evidence": "measured", "source": "test"}}
-TRUTH = Overheads(step_ms=2.0, per_seq_ms=3.0, prefill_ms=8.0, prefill_req_ms=4.0,
+TRUTH = Overheads(step_ms=0.5, per_seq_ms=0.5, prefill_ms=8.0, prefill_req_ms=4.0,
                   turnaround_ms=2.0, floor_scale=0.4)
 N = 12
 
@@ -79,13 +79,18 @@ def test_refit_of_kept_probes_forecasts_the_kept_sweep(kept):
             assert abs(r["error"][k]["rel_error"]) < 0.01, (r["value"], k)
 
 
-def test_bench_offline_prints_the_table_and_the_drift_and_refuses_a_bad_dir(kept, tmp_path,
-                                                                            capsys):
+def test_bench_offline_prints_the_table_the_drift_and_a_beaten_bound(kept, tmp_path, capsys):
+    """The kept runs' engine is faster than the spec's floor (floor_scale 0.4): the forecast
+    passes, the spec-only bound does not, and the bench says so (exit 1)."""
     from bench.predict_vs_measured import main
     probes, sweep = kept
-    assert main(["--offline", *map(str, probes), "--measured", str(sweep)]) == 0
+    assert main(["--offline", *map(str, probes), "--measured", str(sweep)]) == 1
     out = capsys.readouterr().out
     assert "concurrency=8" in out and "probe vs sweep, concurrency 4: TPOT p50 ms +0.0 %" in out
+    assert "spec-only bound beaten at concurrency=1: tpot_ms_p50" in out
+    line = json.loads(out.strip().splitlines()[-1])
+    assert line["pass"]["tpot_ms_p50"]["pass"] and line["pass"]["output_throughput"]["pass"]
+    assert not line["pass"]["spec_only_bound"]["pass"]
     assert main(["--offline", str(tmp_path / "nope"), "--measured", str(sweep)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nope" in err[0]
