@@ -83,6 +83,8 @@ def forecast(shape: dict, spec: Any, workload: dict, points: list[tuple[str, flo
         evidence = "calculated (spec-only what-if for another device; never a measurement)"
     return {"grade": grade, "fit": fit, "points": rows, "device": dev, "evidence": evidence,
             "model": {k: shape.get(k) for k in ("name", "n_params", "dtype", "slots")},
+            "scheduler": "servers.jax (mirrored: analysis/predict/engine_jax.py)" if engine
+            else "generic (analysis/predict/simulate.py)",
             "roofs_complete": model.complete, "assumptions": ASSUMPTIONS, "simulation": detail}
 
 

@@ -1,10 +1,12 @@
 """Continuous batching under one load point, simulated step by step (seeded, pure, bounded).
 
     StepModel (step_model.py) + [(prompt_len, output_len)] (workload.py) + LoadPoint
-        ─► simulate() ─► per request: arrival, first token, end ─► TTFT, TPOT, interactivity
+        ─► simulate(): Clients (the load point's sends) + a scheduler: model.engine's (a
+           mirrored server loop, engine_jax.py) or the generic one below (_generic)
+        ─► per request: arrival, first token, end ─► TTFT, TPOT, interactivity
         ─► {"ttft_ms_p50", "tpot_ms_p50", "output_throughput", "interactivity_tok_s_p50", ...}
 
-The engine: ``slots`` sequences at most run at once (None: no limit); a request that arrives
+The generic engine: ``slots`` sequences at most run at once (None: no limit); a request that arrives
 waits in a FIFO queue until a slot frees. Each step (1) admits waiting requests into free slots,
 (2) prefills their prompts, at most ``prefill_chunk`` prompt tokens per step while other
 sequences decode (all of them when none decode), (3) decodes one token of every running
