@@ -3,7 +3,9 @@
     probes: [{"point": LoadPoint, "pairs": [(prompt, output)], "measured": {ttft_ms_p50,
               tpot_ms_p50, ...}}]  (2–3 short runs of this server; loadgen/commands/predict.py)
     + StepModel (the roofline floor of this model on this device)
-        ─► fit_overheads() ─► {"overheads": {step_ms, per_seq_ms, prefill_ms, prefill_req_ms},
+        ─► fit_overheads() ─► {"overheads": {step_ms, per_seq_ms, prefill_ms, prefill_req_ms,
+                                             turnaround_ms},
+                               "floor": {scale, fitted, contradicted, note, ...},
                                "residuals": [...],
                                "rms_rel_error", "iterations", "observations"}
 
@@ -15,10 +17,12 @@ stacking them on a floor the measurement beats. Observations: each probe's TPOT 
 client's turnaround shows only in the last), as relative errors (simulated / measured − 1), so a 5 ms TPOT and a 200 ms TTFT weigh
 alike. The forecast is the simulation (simulate.py), not a closed form, so the fit is
 Gauss–Newton: the Jacobian of the simulated figures in θ by finite differences, each update a
-bounded linear least-squares solve (scipy.optimize.lsq_linear), at most ``iterations`` rounds. In a closed
-loop with fixed lengths the simulated TPOT, TTFT and 1 / throughput are linear in θ (the batch in
-every step does not depend on the timings), so a few rounds recover overheads that generated the
-data exactly.
+bounded linear least-squares solve (scipy.optimize.lsq_linear), at most ``iterations`` rounds. With
+the generic scheduler in a closed loop with fixed lengths the simulated TPOT, TTFT and 1 /
+throughput are linear in θ (the batch in every step does not depend on the timings), so a few
+rounds recover overheads that generated the data exactly; a mirrored server loop
+(engine_jax.py) is only piecewise linear (when a request arrives decides the step it joins), so
+the finite differences are 1 ms wide, and the residuals say how close the fit came.
 """
 from __future__ import annotations
 
