@@ -14,6 +14,10 @@ because a busy host moves every figure.
     python -m bench.predict_vs_measured [--preset small] [--param concurrency|rate]
                                         [--values 1,2,4,8,16] [--requests 16] [--prompt 64]
                                         [--output 32] [--device NAME|PATH|calibrate] [--out DIR]
+                                        [--one-server]
+        --one-server: the probes run on the sweep's own managed server, just before its points
+        (by default they start and stop a server of their own: a second process, compiled
+        again, whose speed can differ from the sweep's)
     python -m bench.predict_vs_measured --offline PROBE_DIR... --measured SWEEP_DIR
         a refit of kept runs, no server and no load: fit the probe run directories again
         (loadgen.multirun.predict_offline), forecast the kept sweep's points, same table; plus
@@ -133,6 +137,23 @@ def offline(a) -> int:
     return 0 if all(x["pass"] for x in v.values()) else 1
 
 
+def one_server(sc, a):
+    """--one-server: the probes run on the sweep's own managed server, just before its points
+    (one process, one warm-up), instead of on a server of their own."""
+    from loadgen.multirun.predict import Predictor
+    from loadgen.multirun.sweep import Sweep
+    sw = Sweep(sc)
+    sw.dir.mkdir(parents=True, exist_ok=True)
+    managed = sw._server()                      # started now; the sweep stops it at its end
+    try:
+        sw.predictor = Predictor(sw.sc, a.device, calibrate=True, model_config=a.model_config,
+                                 managed=managed)
+    except BaseException:
+        managed.stop()
+        raise
+    return sw.dir, sw.run(), sw.predictor
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="small")
@@ -145,6 +166,9 @@ def main(argv=None) -> int:
     ap.add_argument("--model-config", default=None)
     ap.add_argument("--target-url", default=None)
     ap.add_argument("--out", type=Path, default=Path("runs"))
+    ap.add_argument("--one-server", action="store_true",
+                    help="run the probes on the sweep's own server, just before its points "
+                         "(default: the probes start a server of their own)")
     ap.add_argument("--offline", nargs="+", type=Path, default=None, metavar="PROBE_DIR",
                     help="refit these kept probe run directories (no server, no load)")
     ap.add_argument("--measured", type=Path, default=None, metavar="SWEEP_DIR",
@@ -164,8 +188,11 @@ def main(argv=None) -> int:
     from loadgen.scenario.loader import scenario_from_dict
     sc = scenario_from_dict(scenario_tree(a))
     load0 = os.getloadavg()
-    pred = Predictor(sc, a.device, calibrate=True, model_config=a.model_config)
-    d, res = run_sweep(sc, predictor=pred)
+    if a.one_server and sc.target.server is not None:
+        d, res, pred = one_server(sc, a)
+    else:
+        pred = Predictor(sc, a.device, calibrate=True, model_config=a.model_config)
+        d, res = run_sweep(sc, predictor=pred)
     rows = [{"param": res["param"], "value": p["value"], "run_dir": p["run_dir"],
              "error": p["forecast"]["error"]} for p in res["points"] if p.get("forecast")]
     print(table(rows))

@@ -156,10 +156,11 @@ class Predictor:
 
     def __init__(self, sc: Scenario, device: Optional[str] | dict = None, calibrate: bool = False,
                  runner=None, model_config: Optional[str] = None,
-                 probes: Optional[list[dict]] = None):
+                 probes: Optional[list[dict]] = None, managed=None):
         """``device``: --device's value, or a device dict as device_of() returns (an offline
         refit passes the spec its probes froze); ``probes``: already measured probes (an
-        offline refit, predict_offline.py) instead of running them."""
+        offline refit, predict_offline.py) instead of running them; ``managed``: a running
+        target.server for the probes (a sweep's own), else they start and stop one."""
         self.sc = sc
         self.device = device if isinstance(device, dict) else device_of(device)
         self.shape = shape_of(sc, self.device, model_config)
@@ -180,7 +181,7 @@ class Predictor:
         elif calibrate:
             from loadgen.multirun.predict_probe import run_probes
             self.probes = run_probes(sc, probe_concurrencies(self.shape.get("slots"), self.points),
-                                     PROBE_BUDGET_S, runner)
+                                     PROBE_BUDGET_S, runner, managed)
             self.fit = self._fit()
 
     def _model(self) -> StepModel:
