@@ -7,12 +7,22 @@
        JSON line {"rows", "fit", "pass", "load_average", ...}
 Pass (issue 40): |error| ≤ 15 % on TPOT p50 and output throughput at every point of a concurrency
 sweep; ≤ 25 % on TTFT p50 for a Poisson rate sweep (--param rate, rates up to 80 % of the
-measured max rate). Do not run it beside other CPU-heavy work: the load average is printed
+measured max rate). The "probe vs sweep" lines say how far a probe and the sweep point of its
+concurrency disagree: beyond the bar, the check says more about the host than the forecast. Do not run it beside other CPU-heavy work: the load average is printed
 because a busy host moves every figure.
 
     python -m bench.predict_vs_measured [--preset small] [--param concurrency|rate]
                                         [--values 1,2,4,8,16] [--requests 16] [--prompt 64]
                                         [--output 32] [--device NAME|PATH|calibrate] [--out DIR]
+                                        [--one-server]
+        --one-server: the probes run on the sweep's own managed server, just before its points
+        (by default they start and stop a server of their own: a second process, compiled
+        again, whose speed can differ from the sweep's)
+    python -m bench.predict_vs_measured --offline PROBE_DIR... --measured SWEEP_DIR
+        a refit of kept runs, no server and no load: fit the probe run directories again
+        (loadgen.multirun.predict_offline), forecast the kept sweep's points, same table; plus
+        the drift between a probe and the sweep point of the same concurrency (measured / measured
+        − 1: how far the two runs of one load point disagree, the noise the forecast sits on)
 vLLM: this bench drives the built-in JAX engine only (vLLM is not installed here); point
 --target-url at a running vLLM (with --model-config its config.json) to do the same by hand.
 """
@@ -72,6 +82,78 @@ def verdict(rows: list[dict], param: str) -> dict:
     return out
 
 
+def drift(probes: list[dict], sweep_dir: Path) -> list[dict]:
+    """Probe vs sweep point at the same concurrency: measured / measured − 1 per figure."""
+    from analysis.predict.forecast import measured
+    from loadgen.multirun.predict_offline import read_json
+    from loadgen.scenario.model import ScenarioError
+    try:
+        pts = {int(p["value"]): p["run_dir"]
+               for p in read_json(Path(sweep_dir) / "sweep.json").get("points") or []}
+    except ScenarioError:
+        return []
+    out = []
+    for pr in probes:
+        c = pr["point"].concurrency
+        if c not in pts or not pr.get("measured"):
+            continue
+        try:
+            s = read_json(Path(sweep_dir) / pts[c] / "summary.json")
+        except ScenarioError:
+            continue
+        row = {"concurrency": c}
+        for k, _, _ in FIGS[:3]:
+            a, b = pr["measured"].get(k), measured(s, k)
+            row[k] = a / b - 1.0 if a and b else None
+        out.append(row)
+    return out
+
+
+def print_drift(probes: list[dict], sweep_dir: Path) -> list[dict]:
+    rows = drift(probes, sweep_dir)
+    for d in rows:
+        print(f"probe vs sweep, concurrency {d['concurrency']}: " + ", ".join(
+            f"{lab} {d[k] * 100:+.1f} %" for k, lab, _ in FIGS[:3] if d[k] is not None))
+    return rows
+
+
+def offline(a) -> int:
+    from loadgen.multirun.predict_offline import bound_check, refit
+    pred, rows = refit(a.offline, a.measured)
+    print(table(rows))
+    dr = print_drift(pred.probes, a.measured)
+    beaten = bound_check(a.measured, pred.device)
+    for b in beaten:
+        print(f"spec-only bound beaten at {rows[0]['param'].split('.')[-1]}={b['value']:g}: "
+              f"{b['figure']} forecast {b['forecast']:.4g}, measured {b['measured']:.4g}")
+    if not beaten:
+        print("spec-only bound: held at every point")
+    v = verdict(rows, "concurrency" if rows and rows[0]["param"] == "load.concurrency" else "rate")
+    v["spec_only_bound"] = {"beaten": len(beaten), "pass": not beaten}
+    print(json.dumps({"bench": "predict_vs_measured", "mode": "offline refit of kept runs",
+                      "probes": [str(p) for p in a.offline], "sweep_dir": str(a.measured),
+                      "fit": pred.fit, "rows": rows, "pass": v, "drift": dr,
+                      "spec_only_beaten": beaten}, default=str))
+    return 0 if all(x["pass"] for x in v.values()) else 1
+
+
+def one_server(sc, a):
+    """--one-server: the probes run on the sweep's own managed server, just before its points
+    (one process, one warm-up), instead of on a server of their own."""
+    from loadgen.multirun.predict import Predictor
+    from loadgen.multirun.sweep import Sweep
+    sw = Sweep(sc)
+    sw.dir.mkdir(parents=True, exist_ok=True)
+    managed = sw._server()                      # started now; the sweep stops it at its end
+    try:
+        sw.predictor = Predictor(sw.sc, a.device, calibrate=True, model_config=a.model_config,
+                                 managed=managed)
+    except BaseException:
+        managed.stop()
+        raise
+    return sw.dir, sw.run(), sw.predictor
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="small")
@@ -84,20 +166,41 @@ def main(argv=None) -> int:
     ap.add_argument("--model-config", default=None)
     ap.add_argument("--target-url", default=None)
     ap.add_argument("--out", type=Path, default=Path("runs"))
+    ap.add_argument("--one-server", action="store_true",
+                    help="run the probes on the sweep's own server, just before its points "
+                         "(default: the probes start a server of their own)")
+    ap.add_argument("--offline", nargs="+", type=Path, default=None, metavar="PROBE_DIR",
+                    help="refit these kept probe run directories (no server, no load)")
+    ap.add_argument("--measured", type=Path, default=None, metavar="SWEEP_DIR",
+                    help="with --offline: the kept sweep directory to check the forecast against")
     a = ap.parse_args(argv)
+    if a.offline is not None or a.measured is not None:
+        if not (a.offline and a.measured):
+            ap.error("--offline PROBE_DIR... and --measured SWEEP_DIR go together")
+        from loadgen.scenario.model import ScenarioError
+        try:
+            return offline(a)
+        except ScenarioError as e:
+            print(f"predict_vs_measured: {e}", file=sys.stderr)
+            return 2
     from loadgen.multirun.predict import Predictor
     from loadgen.multirun.sweep import run_sweep
     from loadgen.scenario.loader import scenario_from_dict
     sc = scenario_from_dict(scenario_tree(a))
     load0 = os.getloadavg()
-    pred = Predictor(sc, a.device, calibrate=True, model_config=a.model_config)
-    d, res = run_sweep(sc, predictor=pred)
+    if a.one_server and sc.target.server is not None:
+        d, res, pred = one_server(sc, a)
+    else:
+        pred = Predictor(sc, a.device, calibrate=True, model_config=a.model_config)
+        d, res = run_sweep(sc, predictor=pred)
     rows = [{"param": res["param"], "value": p["value"], "run_dir": p["run_dir"],
              "error": p["forecast"]["error"]} for p in res["points"] if p.get("forecast")]
     print(table(rows))
+    dr = print_drift(pred.probes, d) if a.param == "concurrency" else []
     v = verdict(rows, a.param)
     print(json.dumps({"bench": "predict_vs_measured", "preset": a.preset, "param": a.param,
                       "sweep_dir": str(d), "fit": pred.fit, "rows": rows, "pass": v,
+                      "drift": dr,
                       "load_average": {"start": load0, "end": os.getloadavg()},
                       "engine": "servers.jax" if not a.target_url else a.target_url},
                      default=str))

@@ -65,10 +65,11 @@ def n_requests(load: dict, point: LoadPoint, cap: int = 2000) -> int:
 def forecast(shape: dict, spec: Any, workload: dict, points: list[tuple[str, float, LoadPoint]],
              load: dict, *, overheads: Optional[Overheads] = None, fit: Optional[dict] = None,
              slots: Optional[int] = None, prefill_chunk: Optional[int] = None,
-             device: Optional[dict] = None, seed: int = 0) -> dict:
-    """The forecast of every point; ``overheads`` None → spec-only."""
+             device: Optional[dict] = None, seed: int = 0, engine: Any = None) -> dict:
+    """The forecast of every point; ``overheads`` None → spec-only; ``engine``: a scheduler
+    to mirror (engine_jax.JaxEngine), else the generic one (simulate.py)."""
     grade = CALIBRATED if overheads is not None else SPEC_ONLY
-    model = StepModel(shape, spec, overheads or Overheads(), slots, prefill_chunk)
+    model = StepModel(shape, spec, overheads or Overheads(), slots, prefill_chunk, engine)
     rows, detail = [], []
     for param, value, lp in points:
         pairs = wl.sample(workload, n_requests(load, lp), seed)
@@ -82,6 +83,8 @@ def forecast(shape: dict, spec: Any, workload: dict, points: list[tuple[str, flo
         evidence = "calculated (spec-only what-if for another device; never a measurement)"
     return {"grade": grade, "fit": fit, "points": rows, "device": dev, "evidence": evidence,
             "model": {k: shape.get(k) for k in ("name", "n_params", "dtype", "slots")},
+            "scheduler": "servers.jax (mirrored: analysis/predict/engine_jax.py)" if engine
+            else "generic (analysis/predict/simulate.py)",
             "roofs_complete": model.complete, "assumptions": ASSUMPTIONS, "simulation": detail}
 
 

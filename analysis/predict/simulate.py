@@ -1,10 +1,12 @@
 """Continuous batching under one load point, simulated step by step (seeded, pure, bounded).
 
     StepModel (step_model.py) + [(prompt_len, output_len)] (workload.py) + LoadPoint
-        ─► simulate() ─► per request: arrival, first token, end ─► TTFT, TPOT, interactivity
+        ─► simulate(): Clients (the load point's sends) + a scheduler: model.engine's (a
+           mirrored server loop, engine_jax.py) or the generic one below (_generic)
+        ─► per request: arrival, first token, end ─► TTFT, TPOT, interactivity
         ─► {"ttft_ms_p50", "tpot_ms_p50", "output_throughput", "interactivity_tok_s_p50", ...}
 
-The engine: ``slots`` sequences at most run at once (None: no limit); a request that arrives
+The generic engine: ``slots`` sequences at most run at once (None: no limit); a request that arrives
 waits in a FIFO queue until a slot frees. Each step (1) admits waiting requests into free slots,
 (2) prefills their prompts, at most ``prefill_chunk`` prompt tokens per step while other
 sequences decode (all of them when none decode), (3) decodes one token of every running
@@ -63,42 +65,69 @@ def _arrivals(point: LoadPoint, n: int, seed: int) -> Optional[np.ndarray]:
     return np.concatenate([[0.0], np.cumsum(gaps[:-1])])
 
 
+class Clients:
+    """The client side: closed-loop users (a user sends again ``turnaround`` after its request
+    ends) or open-loop arrivals capped at ``concurrency`` in flight; shared by the schedulers."""
+
+    def __init__(self, reqs: list, point: LoadPoint, seed: int, turnaround_s: float):
+        n = len(reqs)
+        self.times = _arrivals(point, n, seed)
+        self.cap = point.concurrency or n
+        self.pending = collections.deque(reqs)       # not yet sent
+        self.in_flight = 0
+        self.turnaround = turnaround_s
+        self.free = [0.0] * min(self.cap, n)         # closed loop: when each user sends next (heap)
+
+    def send_ready(self, now: float, waiting: collections.deque) -> None:
+        """Move the requests sent by ``now`` into the server's FIFO ``waiting``."""
+        closed = self.times is None
+        while self.pending and (self.free and self.free[0] <= now if closed
+                                else self.in_flight < self.cap):
+            r = self.pending[0]
+            if not closed and float(self.times[r.i]) > now:
+                break
+            self.pending.popleft()
+            r.arrival = heapq.heappop(self.free) if closed else float(self.times[r.i])
+            self.in_flight += 1
+            waiting.append(r)
+
+    def idle(self) -> bool:
+        """Nothing more will be sent."""
+        return not self.pending or (self.times is None and not self.free)
+
+    def next_send(self) -> float:
+        return self.free[0] if self.times is None else float(self.times[self.pending[0].i])
+
+    def ended(self, r, t: float) -> None:
+        r.end = t
+        self.in_flight -= 1
+        if self.times is None:
+            heapq.heappush(self.free, t + self.turnaround)
+
+
 def simulate(model: StepModel, pairs: list[tuple[int, int]], point: LoadPoint, seed: int = 0,
              max_steps: int = MAX_STEPS) -> dict:
     reqs = [_Req(i, max(1, p), max(1, o)) for i, (p, o) in enumerate(pairs)]
+    clients = Clients(reqs, point, seed, model.overheads.turnaround_ms / 1e3)
+    run = model.engine.run if model.engine is not None else _generic
+    done, steps = run(model, reqs, clients, max_steps)
+    return summarise(reqs[point.warmup:], truncated=done < len(reqs), steps=steps)
+
+
+def _generic(model: StepModel, reqs: list, clients: Clients, max_steps: int) -> tuple[int, int]:
+    """The generic engine: one prefill chunk per step beside the decodes (module docstring)."""
     n = len(reqs)
-    times = _arrivals(point, n, seed)
-    cap = point.concurrency if point.kind == "closed" else point.concurrency
-    cap = cap or n
     slots = model.slots or n
     chunk = model.prefill_chunk
-    pending = collections.deque(reqs)            # not yet sent (client side)
     waiting: collections.deque = collections.deque()   # sent, waiting for a slot (server)
     running: list[_Req] = []
-    t, steps, done, in_flight = 0.0, 0, 0, 0
-    turnaround = model.overheads.turnaround_ms / 1e3
-    free = [0.0] * min(cap, n)                   # closed loop: when each user sends next (heap)
-
-    def send_ready(now: float) -> None:
-        nonlocal in_flight
-        while pending and (free and free[0] <= now if times is None else in_flight < cap):
-            r = pending[0]
-            if times is not None and float(times[r.i]) > now:
-                break
-            pending.popleft()
-            r.arrival = heapq.heappop(free) if times is None else float(times[r.i])
-            in_flight += 1
-            waiting.append(r)
-
-    def next_send() -> float:
-        return free[0] if times is None else float(times[pending[0].i])
-
+    t, steps, done = 0.0, 0, 0
     while done < n and steps < max_steps:
-        send_ready(t)
+        clients.send_ready(t, waiting)
         if not running and not waiting:
-            if not pending or (times is None and not free):
+            if clients.idle():
                 break
-            t = max(t, next_send())
+            t = max(t, clients.next_send())
             continue
         while waiting and len(running) < slots:
             running.append(waiting.popleft())
@@ -116,9 +145,7 @@ def simulate(model: StepModel, pairs: list[tuple[int, int]], point: LoadPoint, s
             ptoks += take
             if r.left == 0:
                 finished_prefill.append(r)
-        ctx = (int(round(sum(r.prompt + r.gen for r in decoding) / len(decoding)))
-               if decoding else 0)
-        t += model.step_s(len(decoding), ctx, ptoks, admitted)
+        t += model.step_s(len(decoding), mean_context(decoding), ptoks, admitted)
         steps += 1
         for r in decoding:
             r.gen += 1
@@ -126,13 +153,15 @@ def simulate(model: StepModel, pairs: list[tuple[int, int]], point: LoadPoint, s
             r.gen, r.first = 1, t
         ended = [r for r in running if r.gen >= r.out and r.left == 0]
         for r in ended:
-            r.end = t
             running.remove(r)
-            in_flight -= 1
-            if times is None:
-                heapq.heappush(free, t + turnaround)
+            clients.ended(r, t)
             done += 1
-    return summarise(reqs[point.warmup:], truncated=done < n, steps=steps)
+    return done, steps
+
+
+def mean_context(decoding: list) -> int:
+    return (int(round(sum(r.prompt + r.gen for r in decoding) / len(decoding)))
+            if decoding else 0)
 
 
 def summarise(reqs: list, truncated: bool = False, steps: int = 0) -> dict:

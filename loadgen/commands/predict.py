@@ -77,4 +77,7 @@ def main(args: argparse.Namespace) -> int:
                 f"prompt, client turnaround {o['turnaround_ms']:.3f} ms; rms relative residual "
                 f"{_f(res['fit']['rms_rel_error'] and res['fit']['rms_rel_error'] * 100)} %",
                 highlight=False, markup=False)
+        floor = res["fit"].get("floor") or {}
+        if floor.get("contradicted"):
+            c.print(f"floor: {floor['note']}", highlight=False, markup=False)
     return 0

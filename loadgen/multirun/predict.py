@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.predict import workload as wl
+from analysis.predict.engine_jax import JaxEngine
 from analysis.predict.fit import fit_overheads
 from analysis.predict.forecast import forecast, n_requests, point_load, summary_block
 from analysis.predict.simulate import LoadPoint
@@ -109,6 +110,15 @@ def prefill_chunk(sc: Scenario) -> Optional[int]:
     return None
 
 
+def engine_of(sc: Scenario) -> Optional[JaxEngine]:
+    """The scheduler to mirror: servers.jax's loop for a target.server of kind jax, else None
+    (the generic one step, one prefill chunk scheduler of simulate.py)."""
+    srv = sc.target.server
+    if srv is None or srv.kind != "jax":
+        return None
+    return JaxEngine(interleave_chunk=prefill_chunk(sc) or 0)
+
+
 def load_points(sc: Scenario) -> list[tuple[str, float, LoadPoint]]:
     """(param, value, LoadPoint) of each sweep value, else of the scenario's own load."""
     load = sc.load.model_dump(mode="json")
@@ -144,30 +154,39 @@ def probe_concurrencies(slots: Optional[int], points) -> list[int]:
 class Predictor:
     """The forecast of one scenario; ``calibrate`` runs the probes first."""
 
-    def __init__(self, sc: Scenario, device: Optional[str] = None, calibrate: bool = False,
-                 runner=None, model_config: Optional[str] = None):
+    def __init__(self, sc: Scenario, device: Optional[str] | dict = None, calibrate: bool = False,
+                 runner=None, model_config: Optional[str] = None,
+                 probes: Optional[list[dict]] = None, managed=None):
+        """``device``: --device's value, or a device dict as device_of() returns (an offline
+        refit passes the spec its probes froze); ``probes``: already measured probes (an
+        offline refit, predict_offline.py) instead of running them; ``managed``: a running
+        target.server for the probes (a sweep's own), else they start and stop one."""
         self.sc = sc
-        self.device = device_of(device)
+        self.device = device if isinstance(device, dict) else device_of(device)
         self.shape = shape_of(sc, self.device, model_config)
         self.points = load_points(sc)
         self.workload = workload_of(sc)
         self.load = sc.load.model_dump(mode="json")
         self.chunk = prefill_chunk(sc)
+        self.engine = engine_of(sc)
         self.fit: Optional[dict] = None
         self.probes: list[dict] = []
-        if not calibrate and self.device["spec"] is None:
+        if not calibrate and probes is None and self.device["spec"] is None:
             raise ScenarioError("--device: a spec-only forecast needs a device spec: give "
                                 "--device NAME|PATH|calibrate, run `loadgen calibrate`, or "
                                 "add --calibrate")
-        if calibrate:
+        if probes is not None:
+            self.probes = probes
+            self.fit = self._fit()
+        elif calibrate:
             from loadgen.multirun.predict_probe import run_probes
             self.probes = run_probes(sc, probe_concurrencies(self.shape.get("slots"), self.points),
-                                     PROBE_BUDGET_S, runner)
+                                     PROBE_BUDGET_S, runner, managed)
             self.fit = self._fit()
 
     def _model(self) -> StepModel:
         return StepModel(self.shape, self.device["spec"], Overheads(), self.shape.get("slots"),
-                         self.chunk)
+                         self.chunk, self.engine)
 
     def _fit(self) -> dict:
         usable = [p for p in self.probes if p.get("measured")]
@@ -177,14 +196,17 @@ class Predictor:
         for p in usable:
             p["pairs"] = wl.sample(self.workload, n_requests({**self.load, "num_requests":
                                                               p["requests"]}, p["point"]))
-        fit = fit_overheads(self._model(), usable)
+        fit = fit_overheads(self._model(), usable, scale_floor=True)
         fit["probes"] = [{"concurrency": p["point"].concurrency, "run_dir": p["run_dir"],
                           "measured": p["measured"]} for p in self.probes]
         return fit
 
     @property
     def overheads(self) -> Optional[Overheads]:
-        return Overheads(**self.fit["overheads"]) if self.fit else None
+        if not self.fit:
+            return None
+        return Overheads(**self.fit["overheads"],
+                         floor_scale=(self.fit.get("floor") or {}).get("scale", 1.0))
 
     def notes(self) -> list[str]:
         src = self.sc.workload.source
@@ -199,7 +221,8 @@ class Predictor:
     def _result(self, points, dev) -> dict:
         return forecast(self.shape, self.device["spec"], self.workload, points or self.points,
                         self.load, overheads=self.overheads, fit=self.fit,
-                        slots=self.shape.get("slots"), prefill_chunk=self.chunk, device=dev)
+                        slots=self.shape.get("slots"), prefill_chunk=self.chunk, device=dev,
+                        engine=self.engine)
 
     def block(self, value: float, summary: dict) -> dict:
         """summary.json "forecast" of the sweep point at ``value`` (any value, searches too)."""

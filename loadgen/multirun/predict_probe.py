@@ -8,7 +8,9 @@
            (a normal run directory, kept; never a sweep point)
         ─► [{"point": LoadPoint, "run_dir", "requests", "measured": {ttft_ms_p50, tpot_ms_p50,
              output_throughput}}]  ─► analysis.predict.fit
-A target.server is started once for all probes (as a sweep does) and stopped after them.
+A target.server is started once for all probes (as a sweep does) and stopped after them, unless
+the caller hands in one already running (``managed``: the sweep's own, bench --one-server), which
+is left running.
 """
 from __future__ import annotations
 
@@ -42,14 +44,14 @@ def _default_runner(sc: Scenario, server) -> object:
 
 
 def run_probes(sc: Scenario, concurrencies: list[int], budget_s: float,
-               runner: Optional[Runner] = None) -> list[dict]:
+               runner: Optional[Runner] = None, managed=None) -> list[dict]:
     runner = runner or _default_runner
     out_dir = Path(sc.output.dir) / f"predict-{sc.name}"
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     share = budget_s / max(1, len(concurrencies))
-    managed = None
-    if sc.target.server is not None:
+    own = managed is None and sc.target.server is not None
+    if own:
         from loadgen.targets.managed import ManagedServer
         managed = ManagedServer(sc.target.server, out_dir).start()
     probes = []
@@ -66,6 +68,6 @@ def run_probes(sc: Scenario, concurrencies: list[int], budget_s: float,
                            "requests": int(s.get("requests_completed") or 0),
                            "measured": m if any(v is not None for v in m.values()) else None})
     finally:
-        if managed is not None:
+        if own:
             managed.stop()
     return probes
