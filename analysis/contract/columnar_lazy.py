@@ -85,6 +85,9 @@ class ArrowSub(RecordTable):
 
     _values = values
 
+    def frame_column(self, name: str, integer: bool) -> np.ndarray:
+        return self.parent.frame_column(name, integer, self.idx)
+
 
 class LazyRecords(RecordList):
     """The records of an ArrowTable (or of a selection: ``idx``) as a read-only list whose

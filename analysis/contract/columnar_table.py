@@ -59,6 +59,20 @@ def _fits(v: np.ndarray, dtype) -> bool:
     return not v.size or (info.min <= int(v.min()) and int(v.max()) <= info.max)
 
 
+def _str_dtype():
+    """pandas' inferred dtype of a column of text (its str dtype from pandas 3; None when it
+    keeps objects)."""
+    global _STR
+    if _STR is False:
+        import pandas as pd
+        dt = pd.Series(["x", None]).dtype
+        _STR = dt if isinstance(dt, pd.StringDtype) else None
+    return _STR
+
+
+_STR = False
+
+
 def _release() -> None:
     """Give freed memory back: arrow's pool keeps its buffers, and glibc the heap pages of
     freed column arrays, otherwise (RSS, not use)."""
@@ -258,6 +272,40 @@ class ArrowTable(RecordTable):
         if ok is not None:
             miss = np.flatnonzero(~ok[sel])
             for k in miss.tolist():
+                out[k] = None
+        return out
+
+    def frame_column(self, name: str, integer: bool, sel=slice(None)):
+        """Field ``name`` (of the records ``sel``) as open_run's DataFrame takes it, the JSON
+        reader's way: an integer field as int64 (with an absent value: float, NaN), else
+        objects (None where absent); a field absent everywhere: objects, all None."""
+        raw = self.raw(name)
+        n = len(range(self._len)[sel]) if isinstance(sel, slice) else len(sel)
+        if raw is None:
+            return np.full(n, None, object)
+        vals, ok = raw
+        ok = None if ok is None else ok[sel]
+        if ok is not None and not ok.any():  # none among these: objects, as the JSON's
+            return np.full(n, None, object)
+        if integer and not isinstance(vals, _Text) and vals.dtype.kind in "iu":
+            v = vals[sel]
+            if ok is None and (not v.size or int(np.abs(v).max()) < 2 ** 53):
+                return v.astype(np.int64)
+            out = v.astype(float)            # (as the JSON reader's: NaN where absent)
+            if ok is not None:
+                out[~ok] = np.nan
+            return out
+        if isinstance(vals, _Text) and _str_dtype() is not None:   # pandas' str: from arrow
+            import pandas as pd
+            codes = vals.codes[sel]
+            none = len(vals.words) - 1
+            arr = pa.DictionaryArray.from_arrays(
+                pa.array(codes.astype(np.int32), mask=codes == none),
+                pa.array(list(vals.words[:-1]), pa.string())).cast(pa.large_string())
+            return pd.array(arr, dtype=_str_dtype())
+        out = vals[sel].tolist()             # a list: pandas infers as from the JSON's
+        if ok is not None:
+            for k in np.flatnonzero(~ok).tolist():
                 out[k] = None
         return out
 

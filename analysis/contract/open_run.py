@@ -13,6 +13,7 @@ phase; warm-up requests have negative times). ``t0_source`` says where t0 came f
 """
 from __future__ import annotations
 
+import types
 import typing
 from functools import cached_property
 from operator import attrgetter
@@ -32,9 +33,15 @@ from analysis.contract.summary import Summary
 from analysis.contract.summary_blocks import nonfinite_keys
 from analysis.contract.target import ServerLife, Sut
 
-def _flat_args(t) -> set:
-    args = typing.get_args(t)
-    return {t} if not args else set().union(*(_flat_args(a) for a in args))
+def _kinds(t) -> set:
+    """The types a field's value can be: Annotated / Optional / Union unwrapped; a list or a
+    tuple counts as itself, not as its items (attempt_log is no integer field)."""
+    origin = typing.get_origin(t)
+    if origin is typing.Annotated:
+        return _kinds(typing.get_args(t)[0])
+    if origin in (typing.Union, types.UnionType):
+        return set().union(*(_kinds(a) for a in typing.get_args(t)))
+    return {origin or t}
 
 
 STAMPS = ("scheduled_at_ns", "sent_at_ns", "first_chunk_at_ns", "first_token_at_ns",
@@ -46,12 +53,15 @@ SKIP = ("chunks", "output_text")
 
 
 INT_FIELDS = {f.name for f in msgspec.structs.fields(Record)
-              if int in _flat_args(f.type) and bool not in _flat_args(f.type)}
+              if _kinds(f.type) - {type(None)} == {int}}
 
 
-def _column(recs: list, name: str):
+def _column(recs, name: str):
     """A field of every record as pandas would infer it from the values (int, with a None:
-    float with NaN), built as an array for the integer fields (no per-value inference)."""
+    float with NaN), built as an array for the integer fields (no per-value inference).
+    ``recs``: Records, or a columnar table (records.arrow: its column, no Record made)."""
+    if getattr(recs, "columnar", False):           # records.arrow: an array, no list
+        return recs.frame_column(name, name in INT_FIELDS)
     vals = list(map(attrgetter(name), recs))
     if name in INT_FIELDS:
         nones = vals.count(None)
@@ -111,9 +121,9 @@ class RunData:
     def _t0(self) -> tuple[Optional[int], str]:
         if self.meta is not None and self.meta.t0_ns is not None:
             return self.meta.t0_ns, "meta.json t0_ns"
-        sent = [r.sent_at_ns for r in self.raw_records
-                if r.phase != "warmup" and r.sent_at_ns is not None]
-        return (min(sent), "first measured send (meta.json has no t0_ns)") if sent else \
+        v, ok = self.table.stamp("sent_at_ns")
+        sent = v[ok & (self.table.column("phase") != "warmup")]
+        return (int(sent.min()), "first measured send (meta.json has no t0_ns)") if sent.size else \
             (None, "none (no t0_ns and nothing sent): times are raw nanoseconds / 1e6")
 
     @property
@@ -146,7 +156,10 @@ class RunData:
         t, keep = self.table, self._keep(phase)
         if not keep.any():
             return pd.DataFrame()
-        recs = t.records if keep.all() else [t.records[i] for i in np.flatnonzero(keep).tolist()]
+        if getattr(t, "columnar", False):                      # records.arrow: the columns
+            recs = t if keep.all() else t.select(keep)
+        else:
+            recs = t.records if keep.all() else [t.records[i] for i in np.flatnonzero(keep).tolist()]
         cols: dict = {k: _column(recs, k) for k in FIELDS if k not in SKIP and k not in STAMPS}
         cols.update({_ms_name(k): self._ms_col(k)[keep] for k in STAMPS})
         figs = timing.per_record(t)
@@ -171,10 +184,11 @@ class RunData:
         gap = np.full(tt.size, np.nan)
         later = index > 0
         gap[later] = (tt[later] - t.t[np.flatnonzero(keep)[later] - 1]).astype(float) / NS_PER_MS
-        ids = np.asarray([r.id for r in t.records], dtype=np.int64)
+        ids = t.stamp("id")[0] if getattr(t, "columnar", False) else \
+            np.asarray([r.id for r in t.records], dtype=np.int64)
         return pd.DataFrame({"id": ids[owner], "phase": t.column("phase")[owner],
                              "index": index, "t_ms": (tt - (self.t0_ns or 0)).astype(float)
-                             / NS_PER_MS, "n_tokens": n, "since_sent_ms": since,
+                             / NS_PER_MS, "n_tokens": n.astype(np.int64), "since_sent_ms": since,
                              "gap_ms": gap}, copy=False)   # fresh arrays: not copied again
 
 

@@ -139,3 +139,17 @@ def test_counts_are_kept_narrow_and_a_big_one_widens(tmp_path):
     assert t.values("prompt_tokens")[30] == 3_000_000_000
     assert t.raw("sent_at_ns")[0].dtype == np.int64 and t.n.dtype == np.int16
     assert columnar_table.BLOCK >= 1
+
+
+def test_open_run_tables_the_same_as_from_the_json_reader(tmp_path):
+    import pandas as pd
+    from analysis.contract.open_run import open_run
+    recs = varied(120)
+    a = open_run(run_dir(tmp_path / "a", recs, arrow=True, batch=32))
+    j = open_run(run_dir(tmp_path / "j", recs, arrow=False))
+    for phase in (None, "measured", "warmup"):
+        ra, rj = a.records(phase), j.records(phase)
+        assert list(ra.columns) == list(rj.columns)
+        assert ra.dtypes.to_dict() == rj.dtypes.to_dict(), phase
+        pd.testing.assert_frame_equal(ra, rj)
+        pd.testing.assert_frame_equal(a.chunks(phase), j.chunks(phase))
