@@ -47,6 +47,11 @@ def _read(run_dir, name: str):
     return FILES[name].read_file(p) if p.is_file() else None
 
 
+def has_records(run_dir: str | Path) -> bool:
+    """The directory holds a run's records (records.jsonl or records.arrow)."""
+    return records_path(run_dir).is_file()
+
+
 def records_path(run_dir: str | Path) -> Path:
     """The run's records store: records.arrow (columnar.py) where there is one, else
     records.jsonl."""

@@ -37,6 +37,7 @@ from analysis.metrics import slo as slo_mod
 from analysis.metrics import summary as summary_mod
 from analysis.report.compare_phases import phase_blocks, phase_changes
 from analysis.report.render import Block, fmt
+from analysis.contract.rundir import has_records
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "percentile")
 WORKLOAD_META_KEYS = ("source", "path", "tokenizer", "seed", "shared_prefix_tokens")
@@ -106,9 +107,9 @@ def _typed(read, run_dir: Path) -> dict:
 
 def repeat_runs(d: Path) -> list[Path]:
     """run-1/ … run-N/ (numeric order) of a repeat series' parent; [] for anything else."""
-    if (d / "records.jsonl").is_file():
+    if has_records(d):
         return []
-    runs = [r for r in d.glob("run-*") if (r / "records.jsonl").is_file()
+    runs = [r for r in d.glob("run-*") if has_records(r)
             and r.name[4:].isdigit()]
     return sorted(runs, key=lambda r: int(r.name[4:]))
 

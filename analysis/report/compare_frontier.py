@@ -31,6 +31,7 @@ from analysis.report import compare as cmp
 from analysis.report.plots_frontier import frontier_png, point_label
 from analysis.report.render import Block, fmt
 from analysis.report.sweep_state import sweep_problem
+from analysis.contract.rundir import has_records
 
 
 def is_sweep(d: Path) -> bool:
@@ -53,7 +54,7 @@ def frontier_of(d: Path) -> dict:
     rows, slo = [], None
     for p in sw.points:
         rd = d / p.run_dir
-        s = Summary.read(summary_of(rd) if (rd / "records.jsonl").is_file() else {})
+        s = Summary.read(summary_of(rd) if has_records(rd) else {})
         slo = slo or (s.slo.model_dump(exclude_unset=True) if s.slo else None)
         rows.append({**p.model_dump(exclude_unset=True),
                      "valid": s.verdict.valid if s.verdict and "valid" in
@@ -69,7 +70,7 @@ def _finite(fr: Frontier) -> bool:
 def _first_point(d: Path) -> Optional[Path]:
     for p in sorted(SweepFile.read(read_sweep(d)).points, key=lambda p: p.value):
         rd = d / p.run_dir
-        if (rd / "records.jsonl").is_file():
+        if has_records(rd):
             return rd
     return None
 

@@ -11,11 +11,11 @@
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 from analysis.contract.summary import Summary
 from analysis.contract.summary_server import ServerFigure, ServerMetrics, TtftDecomposition
 from analysis.server.metrics import server_metrics_summary
+from analysis.contract.rundir import has_records
 
 LABELS = {"server_ttft": "Server TTFT (mean)", "server_queue": "Queue time (mean)",
           "server_prefill": "Prefill time (mean)", "server_decode": "Decode time (mean)",
@@ -122,7 +122,7 @@ def server_metrics_section(run_dir) -> tuple[str, str]:
 
 def _client_ttft_max(run_dir):
     """The client's largest TTFT from send (summary.json), or None where there is none."""
-    if not (Path(run_dir) / "records.jsonl").is_file():
+    if not has_records(run_dir):
         return None
     from analysis.metrics.summary import summary_of
     try:

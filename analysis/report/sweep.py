@@ -33,6 +33,7 @@ from analysis.metrics import summary as summary_mod
 from analysis.report.render import Block, fmt, render_html, render_md
 from analysis.report.sweep_state import sweep_problem, sweep_state
 from analysis.roofline import run_roofline
+from analysis.contract.rundir import has_records
 
 MAX_CURVE_POINTS = 64
 
@@ -51,7 +52,7 @@ def load_sweep(sweep_dir: str | Path) -> dict:
     points, missing = [], []
     for p in sorted(sw.points, key=lambda p: p.value):
         rd = d / p.run_dir
-        if not (rd / "records.jsonl").is_file():
+        if not has_records(rd):
             missing.append(f"{p.value}: {rd} holds no records.jsonl")
             continue
         records, meta, sut = summary_mod.load_run(rd)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.contract.sweep import SweepFile, SweepPlan, SweepPoint
+from analysis.contract.rundir import has_records
 
 POINT_DIR = re.compile(r"^(concurrency|rate)-[0-9][0-9.e+-]*$")
 
@@ -56,7 +57,7 @@ def sweep_problem(sweep_dir: str | Path) -> Optional[str]:
 
 
 def _done(d: Path, p: SweepPoint) -> bool:
-    return (d / p.run_dir / "records.jsonl").is_file()
+    return has_records(d / p.run_dir)
 
 
 def sweep_state(sweep_dir: str | Path, sw: dict | SweepFile) -> dict:
@@ -73,7 +74,7 @@ def sweep_state(sweep_dir: str | Path, sw: dict | SweepFile) -> dict:
     half = []
     for sub in sorted(d.iterdir()) if d.is_dir() else []:
         if sub.is_dir() and POINT_DIR.match(sub.name) and sub.name not in listed:
-            why = ("records.jsonl without summary.json" if (sub / "records.jsonl").is_file()
+            why = ("records.jsonl without summary.json" if has_records(sub)
                    and not (sub / "summary.json").is_file() else "not listed in sweep.json")
             half.append({"run_dir": sub.name, "why": why})
     flag = sw.complete

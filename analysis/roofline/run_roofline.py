@@ -32,6 +32,7 @@ from analysis.contract.rundir import read_dict
 from analysis.roofline import by_concurrency, run_device, model_cost, bounds
 from analysis.roofline.by_concurrency import BROKEN
 from analysis.roofline.model_spec import shape_in_sut
+from analysis.contract.rundir import has_records, records_path
 
 RULE = ("TPOT p50 vs the decode-step floor (max of bytes / bandwidth, FLOPs / peak) at the mean "
         "batch and context; each request's TTFT vs the prefill floor of its own prompt, the "
@@ -184,7 +185,7 @@ def _inputs(run_dir: str | Path, records: Optional[Records]):
     d = Path(run_dir)
     sut, meta = read_dict(d, "sut.json"), read_dict(d, "meta.json")   # through the models
     if records is None:
-        records = read_records(d / "records.jsonl") if (d / "records.jsonl").is_file() else []
+        records = read_records(records_path(d)) if has_records(d) else []
     slots = run_device.server_info(sut).get("slots")
     return records, shape_in_sut(sut), run_device.for_run(d, meta), slots
 

@@ -28,7 +28,7 @@ from analysis.server import sanity
 from analysis.server.histogram import figure, hist_mean, hist_quantile, unmeasured
 from analysis.contract import ContractError
 from analysis.contract.records import Records, as_records, read_records
-from analysis.contract.rundir import read_meta, read_server_metrics
+from analysis.contract.rundir import has_records, read_meta, read_server_metrics, records_path
 from analysis.server.series import FILE, Series, window_edges
 
 HISTOGRAMS = {  # figure ─► vLLM histogram (seconds); alternatives: older names
@@ -174,5 +174,5 @@ def server_metrics_summary(run_dir: str | Path) -> dict:
     analysis.contract: meta.json as RunMeta, records.jsonl as Records, server_metrics.jsonl)."""
     d = Path(run_dir)
     rows, window, scraper = scrape_inputs(d)
-    records = read_records(d / "records.jsonl") if (d / "records.jsonl").is_file() else []
+    records = read_records(records_path(d)) if has_records(d) else []
     return summarize_server_metrics(rows, window, records, scraper)

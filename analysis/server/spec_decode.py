@@ -25,6 +25,7 @@ from typing import Optional
 
 from analysis.server import sanity
 from analysis.server.series import FILE, Series, window_edges
+from analysis.contract.rundir import has_records, records_path
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
@@ -114,6 +115,6 @@ def spec_decode_summary(run_dir: str | Path, records: Optional[list] = None) -> 
     d = Path(run_dir)
     out = server_figures(*scrape_inputs(d))
     if records is None:
-        records = read_records(d / "records.jsonl") if (d / "records.jsonl").is_file() else []
+        records = read_records(records_path(d)) if has_records(d) else []
     out["client"] = bursts_block(records)
     return out

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from loadgen.scenario.model import ScenarioError
 from loadgen.commands import subcommand
+from analysis.contract.rundir import has_records
 
 
 def register(subparsers) -> None:
@@ -65,7 +66,7 @@ def expand(paths: list[str]) -> list[Path]:
             out.append(d)
     from analysis.report.compare import repeat_runs
     for d in out:
-        if not (d / "records.jsonl").is_file() and not repeat_runs(d):
+        if not has_records(d) and not repeat_runs(d):
             raise ScenarioError(f"RUN_DIR: {d}: not a run directory (no records.jsonl) nor a "
                                 "repeat series (no run-N/)")
     if len(out) < 2:

@@ -153,3 +153,27 @@ def test_open_run_tables_the_same_as_from_the_json_reader(tmp_path):
         assert ra.dtypes.to_dict() == rj.dtypes.to_dict(), phase
         pd.testing.assert_frame_equal(ra, rj)
         pd.testing.assert_frame_equal(a.chunks(phase), j.chunks(phase))
+
+
+def test_every_reader_finds_an_arrow_only_run(tmp_path):
+    """No reader looks for records.jsonl by name: the store is found through
+    analysis.contract.rundir.has_records / records_path (else an arrow-only run is 'not a run
+    directory' to compare, has no records to the server-metrics join, no sweep point)."""
+    import re
+    from pathlib import Path
+    from analysis.contract.rundir import has_records, records_path
+    from analysis.report.compare import repeat_runs
+    from loadgen.commands.compare import expand
+    root = Path(__file__).resolve().parents[3]
+    named = [f"{p.relative_to(root)}:{k + 1}" for d in ("analysis", "loadgen/commands")
+             for p in (root / d).rglob("*.py")
+             for k, line in enumerate(p.read_text().splitlines())
+             if re.search(r'"records\.jsonl"\)\.is_file\(\)|read_records\(\w+ / "records\.jsonl"\)',
+                          line)]
+    assert named == [], named
+    series = tmp_path / "series"
+    series.mkdir()
+    d = run_dir(series / "run-1", [rec(i) for i in range(20)], arrow=True)
+    assert has_records(d) and records_path(d).name == "records.arrow"
+    e = run_dir(tmp_path / "other", [rec(i) for i in range(20)], arrow=True)
+    assert repeat_runs(series) == [d] and expand([str(d), str(e)]) == [d, e]
