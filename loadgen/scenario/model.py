@@ -235,7 +235,8 @@ class Output(Strict):
     run_name: Optional[str] = None        # default: {YYYYmmdd-HHMMSS}-{name}; inside dir
     report: Literal["full", "text", "none"] = "full"  # report.md/html after the run; text: no plots
     # the records' store: records.jsonl, or records.arrow (columns, ~50 B a short record; issue
-    # 42: a one-process native run's for now; docs/architecture.md "Run directory")
+    # 42: native runs, --procs and Locust; not yet with server_traces or sweeps; docs/architecture.md
+    # "Run directory")
     records: Literal["jsonl", "arrow"] = "jsonl"
 
     @field_validator("run_name")
@@ -359,19 +360,18 @@ class Scenario(Strict):
             a.ignore_eos = False
 
     def _records(self) -> None:
-        """records.arrow is written by the one-process native run only (issue 42): what else
-        reads or rewrites records.jsonl is refused with it, naming what to change."""
+        """records.arrow is written by the native run (one process or --procs: the parts merge
+        batch by batch) and the Locust engine (issue 42); what rewrites or re-reads
+        records.jsonl after the run is refused with it, naming what to change."""
         if self.output.records != "arrow":
             return
-        for given, what in ((self.client.processes != 1, "client.processes (--procs): the "
-                             "senders' parts merge into records.jsonl; set 1"),
-                            (self.server_traces is not None, "server_traces: the join rewrites "
+        for given, what in ((self.server_traces is not None, "server_traces: the join rewrites "
                              "records.jsonl"),
                             (self.sweep is not None, "sweep: its points' cache hygiene reads "
                              "records.jsonl")):
             if given:
-                raise ValueError(f"output.records: arrow is a one-process run's store for now, "
-                                 f"not with {what} (or output.records: jsonl)")
+                raise ValueError(f"output.records: arrow is not yet written with {what} (or "
+                                 f"output.records: jsonl)")
 
     def _processes(self) -> None:
         """An explicit client.processes > 1 must fit the run: sessions run in one process; a
