@@ -83,7 +83,7 @@ def owed(plan, n: int, journal: dict[int, dict], status: dict[int, str],
 def merge_parts(d: Path, out_path: Path, plan, n: int, status: dict[int, str],
                 t0_ns: Optional[int], interrupted: bool, end_ns: Optional[int] = None) -> dict:
     """Write ``out_path`` by the one merge (records.jsonl; records.arrow: merge_arrow, each
-    worker's .arrow part, else the .jsonl one the coordinator wrote for a remote worker);
+    worker's .arrow part, or the .jsonl the coordinator wrote for a remote worker: part_of);
     return counts for meta.json."""
     journal = read_journal(d)
     if out_path.suffix == ".arrow":

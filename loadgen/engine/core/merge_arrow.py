@@ -3,7 +3,7 @@ record batch by record batch.
 
     part K      sender K's records.arrow part (a ColumnarWriter's: a killed process leaves the
                 batches it flushed, at most its last second of records is gone) or, for a Locust
-                worker on another host, the JSON lines the coordinator wrote for it
+                worker on another host, the JSON lines the coordinator wrote for it (part_of)
     owed[K]     as in merge.py: the ids sender K owes a record, each with what its cancelled
                 record keeps
         ─► merged across processes in end time order (heapq.merge of the parts' rows, one
@@ -33,10 +33,11 @@ _RECORD = msgspec.json.Decoder(Record)
 
 
 def part_of(stem: Path) -> Path:
-    """A sender's part: ``stem``.arrow when it wrote one, else ``stem``.jsonl (records.0,
-    records.worker-1: the suffix is added, never replaced)."""
-    arrow = stem.with_name(stem.name + ".arrow")
-    return arrow if arrow.is_file() else stem.with_name(stem.name + ".jsonl")
+    """A Locust worker's part in the master's directory: ``stem``.jsonl when the coordinator
+    wrote one (a remote worker's forwarded lines: the master's own copy, whole when the master
+    ends), else ``stem``.arrow (a local worker's; records.worker-1: the suffix is added)."""
+    jsonl = stem.with_name(stem.name + ".jsonl")
+    return jsonl if jsonl.is_file() else stem.with_name(stem.name + ".arrow")
 
 
 def _rows(path: Path, k: int) -> Iterator[tuple]:
