@@ -235,7 +235,7 @@ class Output(Strict):
     run_name: Optional[str] = None        # default: {YYYYmmdd-HHMMSS}-{name}; inside dir
     report: Literal["full", "text", "none"] = "full"  # report.md/html after the run; text: no plots
     # the records' store: records.jsonl, or records.arrow (columns, ~50 B a short record; issue
-    # 42: native runs, --procs and Locust; not yet with server_traces or sweeps; docs/architecture.md
+    # 42: native runs, --procs, Locust, server_traces; not yet with sweeps; docs/architecture.md
     # "Run directory")
     records: Literal["jsonl", "arrow"] = "jsonl"
 
@@ -361,17 +361,13 @@ class Scenario(Strict):
 
     def _records(self) -> None:
         """records.arrow is written by the native run (one process or --procs: the parts merge
-        batch by batch) and the Locust engine (issue 42); what rewrites or re-reads
-        records.jsonl after the run is refused with it, naming what to change."""
+        batch by batch) and the Locust engine, server_traces' join rewrites it (issue 42); a
+        sweep, whose points' cache hygiene reads records.jsonl, is refused with it."""
         if self.output.records != "arrow":
             return
-        for given, what in ((self.server_traces is not None, "server_traces: the join rewrites "
-                             "records.jsonl"),
-                            (self.sweep is not None, "sweep: its points' cache hygiene reads "
-                             "records.jsonl")):
-            if given:
-                raise ValueError(f"output.records: arrow is not yet written with {what} (or "
-                                 f"output.records: jsonl)")
+        if self.sweep is not None:
+            raise ValueError("output.records: arrow is not yet written with sweep: its points' "
+                             "cache hygiene reads records.jsonl (or output.records: jsonl)")
 
     def _processes(self) -> None:
         """An explicit client.processes > 1 must fit the run: sessions run in one process; a

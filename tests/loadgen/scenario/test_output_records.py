@@ -1,6 +1,6 @@
-"""output.records (issue 42): jsonl by default; arrow for native runs, --procs and Locust; what
-rewrites or re-reads records.jsonl after the run (server_traces, sweeps) is refused in one line
-naming the key."""
+"""output.records (issue 42): jsonl by default; arrow for native runs, --procs, Locust and
+server_traces (the join rewrites records.arrow); a sweep (its cache hygiene reads records.jsonl)
+is refused in one line naming the key."""
 import pytest
 
 from loadgen.run.engines import refusal
@@ -23,7 +23,6 @@ def test_jsonl_by_default_arrow_on_request():
 
 
 @pytest.mark.parametrize("over,named", [
-    ({"server_traces": {"otlp_port": 0}}, "server_traces"),
     ({"sweep": {"param": "load.concurrency", "values": [1, 2]}}, "sweep"),
 ])
 def test_arrow_with_what_wants_records_jsonl_is_one_line(over, named):
@@ -33,8 +32,9 @@ def test_arrow_with_what_wants_records_jsonl_is_one_line(over, named):
     assert "output.records: arrow" in msg and named in msg and "\n" not in msg
 
 
-def test_procs_and_the_locust_engine_take_arrow():
+def test_procs_the_locust_engine_and_server_traces_take_arrow():
     assert scenario_from_dict(with_(client={"processes": 2})).client.processes == 2
+    assert scenario_from_dict(with_(server_traces={"otlp_port": 0})).server_traces is not None
     assert refusal("locust", scenario_from_dict(with_())) is None
     assert refusal("locust", scenario_from_dict(with_()), master=True) is None
     assert refusal("native", scenario_from_dict(with_())) is None
@@ -56,6 +56,6 @@ def test_the_keys_load_from_yaml_text_as_a_user_writes_them(tmp_path):
         load_scenario(p)
     p.write_text("target: {url: 'http://127.0.0.1:9'}\n"
                  "load: {mode: concurrency, concurrency: 2, num_requests: 4}\n"
-                 "server_traces: {otlp_port: 0}\noutput: {records: arrow}\n")
+                 "sweep: {param: load.concurrency, values: [1, 2]}\noutput: {records: arrow}\n")
     with pytest.raises(ScenarioError, match="output.records: arrow"):
         load_scenario(p)
