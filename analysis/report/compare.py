@@ -31,6 +31,7 @@ from analysis.contract import SCHEMA_VERSION, RunMeta, Summary, Sut, read_meta, 
 from analysis.contract.summary import Stats
 from analysis.contract.summary_blocks import Energy, Slo
 from analysis.contract.base import reading
+from analysis.contract.rundir import records_path
 from analysis.report import manifest as man_mod
 from analysis.metrics import noise
 from analysis.metrics import slo as slo_mod
@@ -106,9 +107,9 @@ def _typed(read, run_dir: Path) -> dict:
 
 def repeat_runs(d: Path) -> list[Path]:
     """run-1/ … run-N/ (numeric order) of a repeat series' parent; [] for anything else."""
-    if (d / "records.jsonl").is_file():
+    if records_path(d).is_file():                 # records.jsonl, or records.arrow
         return []
-    runs = [r for r in d.glob("run-*") if (r / "records.jsonl").is_file()
+    runs = [r for r in d.glob("run-*") if records_path(r).is_file()
             and r.name[4:].isdigit()]
     return sorted(runs, key=lambda r: int(r.name[4:]))
 

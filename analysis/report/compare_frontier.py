@@ -25,7 +25,7 @@ from typing import Optional
 
 from analysis.contract.summary import Summary
 from analysis.contract.sweep import Frontier, SweepFile
-from analysis.contract.rundir import read_json, read_sweep
+from analysis.contract.rundir import read_json, read_sweep, records_path
 from analysis.metrics import frontier as fr_mod
 from analysis.report import compare as cmp
 from analysis.report.plots_frontier import frontier_png, point_label
@@ -53,7 +53,7 @@ def frontier_of(d: Path) -> dict:
     rows, slo = [], None
     for p in sw.points:
         rd = d / p.run_dir
-        s = Summary.read(summary_of(rd) if (rd / "records.jsonl").is_file() else {})
+        s = Summary.read(summary_of(rd) if records_path(rd).is_file() else {})
         slo = slo or (s.slo.model_dump(exclude_unset=True) if s.slo else None)
         rows.append({**p.model_dump(exclude_unset=True),
                      "valid": s.verdict.valid if s.verdict and "valid" in
@@ -69,7 +69,7 @@ def _finite(fr: Frontier) -> bool:
 def _first_point(d: Path) -> Optional[Path]:
     for p in sorted(SweepFile.read(read_sweep(d)).points, key=lambda p: p.value):
         rd = d / p.run_dir
-        if (rd / "records.jsonl").is_file():
+        if records_path(rd).is_file():             # records.jsonl, or records.arrow
             return rd
     return None
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.contract import RunMeta, Summary
-from analysis.contract.rundir import read_sweep
+from analysis.contract.rundir import read_sweep, records_path
 from analysis.contract.summary import Stats
 from analysis.contract.summary_blocks import Energy
 from analysis.contract.sweep import Frontier, SweepFile
@@ -51,7 +51,7 @@ def load_sweep(sweep_dir: str | Path) -> dict:
     points, missing = [], []
     for p in sorted(sw.points, key=lambda p: p.value):
         rd = d / p.run_dir
-        if not (rd / "records.jsonl").is_file():
+        if not records_path(rd).is_file():          # records.jsonl, or records.arrow
             missing.append(f"{p.value}: {rd} holds no records.jsonl")
             continue
         records, meta, sut = summary_mod.load_run(rd)

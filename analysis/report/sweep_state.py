@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from analysis.contract.rundir import records_path
 from analysis.contract.sweep import SweepFile, SweepPlan, SweepPoint
 
 POINT_DIR = re.compile(r"^(concurrency|rate)-[0-9][0-9.e+-]*$")
@@ -56,7 +57,7 @@ def sweep_problem(sweep_dir: str | Path) -> Optional[str]:
 
 
 def _done(d: Path, p: SweepPoint) -> bool:
-    return (d / p.run_dir / "records.jsonl").is_file()
+    return records_path(d / p.run_dir).is_file()     # records.jsonl, or records.arrow
 
 
 def sweep_state(sweep_dir: str | Path, sw: dict | SweepFile) -> dict:
@@ -73,7 +74,7 @@ def sweep_state(sweep_dir: str | Path, sw: dict | SweepFile) -> dict:
     half = []
     for sub in sorted(d.iterdir()) if d.is_dir() else []:
         if sub.is_dir() and POINT_DIR.match(sub.name) and sub.name not in listed:
-            why = ("records.jsonl without summary.json" if (sub / "records.jsonl").is_file()
+            why = ("records.jsonl without summary.json" if records_path(sub).is_file()
                    and not (sub / "summary.json").is_file() else "not listed in sweep.json")
             half.append({"run_dir": sub.name, "why": why})
     flag = sw.complete

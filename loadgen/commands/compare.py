@@ -63,9 +63,10 @@ def expand(paths: list[str]) -> list[Path]:
             out += [d / str(p.get("run_dir")) for p in sorted(pts, key=lambda p: p["value"])]
         else:
             out.append(d)
+    from analysis.contract.rundir import records_path
     from analysis.report.compare import repeat_runs
     for d in out:
-        if not (d / "records.jsonl").is_file() and not repeat_runs(d):
+        if not records_path(d).is_file() and not repeat_runs(d):   # .jsonl, or records.arrow
             raise ScenarioError(f"RUN_DIR: {d}: not a run directory (no records.jsonl) nor a "
                                 "repeat series (no run-N/)")
     if len(out) < 2:
