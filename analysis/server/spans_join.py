@@ -67,29 +67,21 @@ def join_line(line: bytes, timings: dict, source: str, seen: set) -> tuple[bytes
 def join_file(path: Path, timings: dict, source: str = "otlp") -> dict:
     """Join ``timings`` into the records at ``path`` (see the module doc); the stats."""
     path = Path(path)
-    seen: set = set()
-    with_tid = 0
     if not timings or not path.exists():
-        return _stats(path, timings, seen, None)
+        return _stats(path, timings, set(), None)
     if path.suffix == ".arrow":
         return join_arrow(path, timings, source)
-    fd, tmp = tempfile.mkstemp(prefix=".records.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out, path.open("rb") as src:
+
+    def fill(out, seen: set) -> int:
+        with_tid = 0
+        with path.open("rb") as src:
             for raw in src:
                 body = raw.rstrip(b"\n")
                 line, has = join_line(body, timings, source, seen)
                 with_tid += has
                 out.write(line + raw[len(body):])
-            out.flush()
-            os.fsync(out.fileno())
-        if seen:
-            os.replace(tmp, path)
-            tmp = None
-    finally:
-        if tmp is not None:
-            os.unlink(tmp)
-    return _stats(path, timings, seen, with_tid)
+        return with_tid
+    return _stats(path, timings, *_rewrite(path, fill))
 
 
 def join_arrow(path: Path, timings: dict, source: str = "otlp") -> dict:
@@ -99,28 +91,36 @@ def join_arrow(path: Path, timings: dict, source: str = "otlp") -> dict:
     import pyarrow as pa
 
     from analysis.contract.columnar import _OPTIONS, _TYPES, SCHEMA, _column, batches
-    seen: set = set()
-    with_tid = 0
     at = SCHEMA.get_field_index("server_timing")
+
+    def fill(out, seen: set) -> int:
+        with_tid = 0
+        w = pa.ipc.new_stream(out, SCHEMA, options=_OPTIONS)
+        for b in batches(path):
+            tids = b.column("trace_id").to_pylist()
+            with_tid += len(tids) - tids.count(None)
+            new, hit = b.column(at).to_pylist(), False
+            for i, tid in enumerate(tids):
+                t = None if tid is None else timings.get(tid)
+                if t is not None:
+                    seen.add(tid)
+                    new[i], hit = _enc(server_timing(t, source)).decode("utf-8"), True
+            if hit:
+                b = b.set_column(at, "server_timing", _column(new, _TYPES["server_timing"]))
+            w.write_batch(b)
+        w.close()
+        return with_tid
+    return _stats(path, timings, *_rewrite(path, fill))
+
+
+def _rewrite(path: Path, fill) -> tuple[set, int]:
+    """``fill(out, seen)`` (─► records with a trace id) into a temp file beside ``path``,
+    fsync'd, renamed over it only when a span matched; (the matched trace ids, that count)."""
+    seen: set = set()
     fd, tmp = tempfile.mkstemp(prefix=".records.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
-            w = pa.ipc.new_stream(out, SCHEMA, options=_OPTIONS)
-            for b in batches(path):
-                tids = b.column("trace_id").to_pylist()
-                with_tid += len(tids) - tids.count(None)
-                new = b.column(at).to_pylist()
-                hit = False
-                for i, tid in enumerate(tids):
-                    t = None if tid is None else timings.get(tid)
-                    if t is not None:
-                        seen.add(tid)
-                        new[i] = _enc(server_timing(t, source)).decode("utf-8")
-                        hit = True
-                if hit:
-                    b = b.set_column(at, "server_timing", _column(new, _TYPES["server_timing"]))
-                w.write_batch(b)
-            w.close()
+            with_tid = fill(out, seen)
             out.flush()
             os.fsync(out.fileno())
         if seen:
@@ -129,7 +129,7 @@ def join_arrow(path: Path, timings: dict, source: str = "otlp") -> dict:
     finally:
         if tmp is not None:
             os.unlink(tmp)
-    return _stats(path, timings, seen, with_tid)
+    return seen, with_tid
 
 
 def _stats(path: Path, timings: dict, seen: set, with_tid: Optional[int]) -> dict:
