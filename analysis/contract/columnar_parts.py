@@ -9,11 +9,15 @@ and written into one, for the merge of --procs and Locust (loadgen.engine.core.m
            the Records (cancelled ones, lines of a JSONL part) built into columns
            (columnar._batch), concatenated in order ─► one record batch ─► out (records.arrow)
     Tail(path).poll(): the record batches appended since the last poll (a live display
-        following a part as it is written: one message at a time, the file never re-read)
+        following a part as it is written: one message at a time, the file never re-read;
+        a replaced file from its start) ─► rows(batch): each record as a dict (the JSON
+        line's keys: chunks as [t, n] pairs, attempt_log and server_timing decoded)
 Memory: the batches the last BATCH merged rows came from, and one batch per part.
 """
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
@@ -102,10 +106,12 @@ class Joiner:
 
 class Tail:
     """The record batches appended to a records.arrow as it is written, each once: a message
-    at a time from where the last poll stopped (a message not whole yet waits)."""
+    at a time from where the last poll stopped (a message not whole yet waits); a file
+    replaced (another inode: the merge, server_traces' join) or cut short is read again from
+    its start (the caller drops what it saw: each id once)."""
 
     def __init__(self, path: str | Path):
-        self.path, self.pos, self.schema = Path(path), 0, None
+        self.path, self.pos, self.schema, self.ino = Path(path), 0, None, None
 
     def poll(self) -> list[pa.RecordBatch]:
         out: list[pa.RecordBatch] = []
@@ -114,6 +120,9 @@ class Tail:
         except OSError:
             return out
         with f:
+            st = os.fstat(f.fileno())
+            if st.st_ino != self.ino or st.st_size < self.pos:
+                self.pos, self.schema, self.ino = 0, None, st.st_ino
             f.seek(self.pos)
             src = pa.PythonFile(f, mode="r")
             while True:
@@ -131,3 +140,14 @@ class Tail:
                     out.append(pa.ipc.read_record_batch(msg, self.schema))
                 self.pos = f.tell()
         return out
+
+
+def rows(b: pa.RecordBatch) -> list[dict]:
+    """Each record of batch ``b`` as the dict its JSON line decodes to (Record's keys)."""
+    out = b.to_pylist()
+    for r in out:
+        r["chunks"] = [list(c) for c in zip(r.pop("chunks_t"), r.pop("chunks_n"))]
+        for k in ("attempt_log", "server_timing"):
+            if r[k] is not None:
+                r[k] = json.loads(r[k])
+    return out

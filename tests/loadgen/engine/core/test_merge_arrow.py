@@ -98,3 +98,19 @@ def test_the_tail_reads_each_new_batch_once(tmp_path):
     w.close()
     assert [b.column("id").to_pylist() for b in t.poll()] == [[2]]
     assert t.poll() == []
+
+
+def test_the_tail_reads_a_replaced_file_from_its_start(tmp_path):
+    import json
+    from analysis.contract.columnar_parts import rows
+    p = tmp_path / "records.arrow"
+    with ColumnarWriter(p, batch=2, flush_s=1e9) as w:
+        w.write_many([ok(0, 100, "0"), ok(1, 200, "0"), ok(2, 300, "0")])
+    t = Tail(p)
+    assert sum(b.num_rows for b in t.poll()) == 3
+    with ColumnarWriter(tmp_path / "new.arrow", batch=5, flush_s=1e9) as w:
+        w.write_many([ok(i, 100 * i + 100, "1") for i in range(4)])
+    (tmp_path / "new.arrow").replace(p)                 # another inode: read from its start
+    got = [r for b in t.poll() for r in rows(b)]
+    assert [r["id"] for r in got] == [0, 1, 2, 3]
+    assert got[1] == json.loads(ok(1, 200, "1").to_json())      # the JSON line's dict
