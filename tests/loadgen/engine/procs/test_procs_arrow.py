@@ -52,3 +52,42 @@ def test_two_processes_write_one_records_arrow(calib_server, tmp_path):
     assert sum(p["records"] for p in meta["client_processes"]) == 302
     assert json.loads((d / "summary.json").read_text())["requests_completed"] == 300
     same_summary(d, j)
+
+
+@pytest.mark.slow
+def test_a_killed_sender_keeps_its_flushed_batches(calib_server, tmp_path):
+    """SIGKILL to one sender: its part keeps the batches it flushed (one a second at least),
+    merged; the rest of what it owed is 'cancelled' naming it; every id once in records.arrow."""
+    import os
+    import signal
+    import time
+
+    from analysis.contract.columnar import batches
+    from tests.loadgen.engine.procs.test_procs_run import SLOW, finish, senders, start
+    n = 60
+    t = tree(calib_server, tmp_path, {"mode": "server", "rate": 15, "num_requests": n},
+             calib=SLOW, processes=1,
+             output={"dir": str(tmp_path), "run_name": "run", "report": "none",
+                     "records": "arrow"})
+    proc, d = start(tmp_path, t, "--procs", "2")
+    parts = [d / "procs" / f"records.{k}.arrow" for k in (0, 1)]
+    deadline = time.monotonic() + 90
+    while not (all(p.is_file() and next(batches(p), None) is not None for p in parts)
+               and len(senders(proc.pid)) == 2):      # a batch flushed by each sender
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    victim = senders(proc.pid)[0]
+    os.kill(victim, signal.SIGKILL)
+    out, err = finish(proc)
+    assert proc.returncode == 1 and "Traceback" not in err, err
+    assert "was killed by SIGKILL mid-run" in err and "'cancelled' in records.arrow" in err
+    assert not (d / "records.jsonl").exists() and validate_run_dir(d) == []
+    j = twin(d, tmp_path)
+    recs = read_records(j / "records.jsonl")
+    ids_once(recs, n)
+    meta = json.loads((d / "meta.json").read_text())
+    (died,) = [p for p in meta["client_processes"] if p["status"] == "died"]
+    mine = [r for r in recs if r["worker"] == str(died["index"])]
+    kept = [r for r in mine if r["status"] == "ok"]
+    lost = [r for r in mine if "killed by SIGKILL" in (r["error"] or "")]
+    assert kept and lost and died["cancelled_unwritten"] == len(lost)
