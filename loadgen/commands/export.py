@@ -53,6 +53,8 @@ def main(args: argparse.Namespace) -> int:
         raise ScenarioError("loadgen export: name the format: --jsonl")
     src = source(args.run_dir)
     out = Path(args.out) if args.out else src.parent / "records.jsonl"
+    if out.resolve() == src.resolve():
+        raise ScenarioError(f"--out {out}: that is the records.arrow being exported")
     if out.exists() and not args.force:
         raise ScenarioError(f"{out}: exists (--force to overwrite it, or --out FILE)")
     if not out.parent.is_dir():

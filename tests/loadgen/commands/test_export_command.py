@@ -86,6 +86,7 @@ def test_the_command_writes_records_jsonl_and_keeps_an_existing_one(both, capsys
     (["{e}", "--jsonl"], "records.arrow: not found"),
     (["{d}", "--jsonl", "--out", "{d}/no/such.jsonl"], "no such directory"),
     (["{bad}", "--jsonl"], "not an Arrow IPC stream"),
+    (["{d}", "--jsonl", "--force", "--out", "{d}/records.arrow"], "being exported"),
 ])
 def test_bad_input_is_one_line_and_exit_2(both, tmp_path, capsys, argv, says):
     _, d = both
