@@ -7,6 +7,7 @@
         validate SCENARIO [--set ...] [--json]       loadgen/commands/validate.py: the plan, nothing sent
         sweep SCENARIO                               loadgen/commands/sweep.py ─► sweep.py
         report RUN_DIR                               loadgen/commands/report.py ─► analysis/
+        export RUN_DIR --jsonl [--out F] [--force]   loadgen/commands/export.py: records.arrow ─► JSONL
         serve | kernel | calibrate                   loadgen/commands/{serve,kernel,calibrate}.py
 
 Each ``loadgen/commands/<name>.py`` exposes ``register(subparsers)`` (sets ``func``) and
@@ -25,8 +26,8 @@ from typing import Optional
 from loadgen import __version__
 from loadgen.scenario.model import ScenarioError
 
-COMMANDS = ("run", "validate", "sweep", "report", "compare", "serve", "kernel", "calibrate",
-            "predict")
+COMMANDS = ("run", "validate", "sweep", "report", "export", "compare", "serve", "kernel",
+            "calibrate", "predict")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,6 @@
-"""commands: one module per ``loadgen`` sub-command (run, sweep, report, compare, serve, kernel,
-calibrate, predict, validate), each parsing its flags and calling the package that does the work;
-wired by loadgen/cli.py.
+"""commands: one module per ``loadgen`` sub-command (run, sweep, report, export, compare, serve,
+kernel, calibrate, predict, validate), each parsing its flags and calling the package that does the
+work; wired by loadgen/cli.py.
 
     loadgen/cli.py ─► commands/NAME.register(sub) ─► subcommand(sub, NAME, main): TEXTS[NAME]
         (the help line and the description) ─► the module's own flags ─► args.func = NAME.main
@@ -38,6 +38,12 @@ TEXTS: dict[str, tuple[str, str]] = {
         "regenerate summary.json and the report of a run",
         "Recompute RUN_DIR/summary.json from its records and "
         "meta, then write report.md and report.html."),
+    "export": (
+        "write a run's records.arrow as records.jsonl (for jq, pandas)",
+        "Write RUN_DIR/records.arrow (a run with output.records: arrow) as JSON lines, one "
+        "record a line, the lines the JSONL writer would have written: RUN_DIR/records.jsonl, "
+        "or --out FILE. Streams a record batch at a time (any run length); keeps an existing "
+        "file unless --force."),
     "compare": (
         "compare runs side by side (refused when workload, SLO or scenario "
         "type differ)",

@@ -5,7 +5,9 @@
                                      merged into records.jsonl (appended) at the end, then deleted
     run_dir/locust/records.worker-i.jsonl   --engine locust: each worker's ledger (on the
                                      master's clock), merged into records.jsonl at the end
-        ─► Tail per file (offset, partial last line kept, truncation or replacement: from 0)
+        (output.records: arrow: the same files as .arrow, and run_dir/records.arrow)
+        ─► Tail per file (offset, partial last line kept, truncation or replacement: from 0;
+           an .arrow file: ArrowTail, a record batch at a time, each row as its line's dict)
         ─► each id once per run (a bitmap: the merged file repeats the parts' records)
         ─► new record dicts, in file order
 
@@ -89,6 +91,24 @@ class Tail:
             self.f = None
 
 
+class ArrowTail:
+    """A records.arrow part or store (output.records: arrow) as Tail: its new record batches
+    (analysis.contract.columnar_parts.Tail, a message at a time) as record dicts."""
+
+    def __init__(self, path: Path):
+        from analysis.contract.columnar_parts import Tail as BatchTail   # pyarrow: if asked
+        self.path, self._t, self.gone, self.bytes_read = path, BatchTail(path), False, 0
+
+    def read_lines(self) -> list[dict]:
+        from analysis.contract.columnar_parts import rows
+        out = [r for b in self._t.poll() for r in rows(b)]
+        self.bytes_read, self.gone = self._t.pos, not self.path.exists()
+        return out
+
+    def close(self) -> None:
+        pass
+
+
 class RecordFollower:
     """``poll()`` ─► the records written since the last poll, each id once."""
 
@@ -105,7 +125,15 @@ class RecordFollower:
             else []
         if (self.dir / "locust").is_dir():      # --engine locust: the workers' ledgers
             parts += sorted(self.dir.glob("locust/records.worker-*.jsonl"))
-        return parts + [self.dir / "records.jsonl"]
+        return parts + [self.dir / "records.jsonl"] + self._arrow_paths()
+
+    def _arrow_paths(self) -> list[Path]:
+        """output.records: arrow: the same files as records.arrow (those there now)."""
+        out = sorted(self.dir.glob("procs/records.*.arrow")) if (self.dir / "procs").is_dir() \
+            else []
+        if (self.dir / "locust").is_dir():
+            out += sorted(self.dir.glob("locust/records.worker-*.arrow"))
+        return out + [p for p in (self.dir / "records.arrow",) if p.is_file()]
 
     def _first_time(self, rid) -> bool:
         if not isinstance(rid, int) or isinstance(rid, bool) or not 0 <= rid < MAX_ID:
@@ -123,18 +151,21 @@ class RecordFollower:
         self.moved = False
         for p in self._paths():
             if p not in self.tails:
-                self.tails[p] = Tail(p)
+                self.tails[p] = ArrowTail(p) if p.suffix == ".arrow" else Tail(p)
         for p, tail in list(self.tails.items()):
             before = tail.bytes_read
             lines = tail.read_lines()
             self.moved = self.moved or tail.bytes_read != before
             for line in lines:
-                if not line.strip():
+                if isinstance(line, dict):                # a records.arrow row (ArrowTail)
+                    rec = line
+                elif not line.strip():
                     continue
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    rec = None
+                else:
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        rec = None
                 if not isinstance(rec, dict):
                     self.skipped += 1
                 elif self._first_time(rec.get("id")):

@@ -42,7 +42,12 @@ def reset_prefix_cache(base_url: str, timeout_s: float = 10.0) -> dict:
 
 
 def sent_count(run_dir: Path) -> int:
-    """Requests of a run that were sent (warm-up included)."""
+    """Requests of a run that were sent (warm-up included): records.jsonl's lines, or
+    records.arrow's ``sent_at_ns`` column a record batch at a time (output.records: arrow)."""
+    if (Path(run_dir) / "records.arrow").is_file():
+        from analysis.contract.columnar import batches
+        return sum(b.num_rows - b.column("sent_at_ns").null_count
+                   for b in batches(Path(run_dir) / "records.arrow"))
     n = 0
     try:
         with open(run_dir / "records.jsonl", encoding="utf-8") as f:

@@ -4,7 +4,6 @@ the Locust engine's API entry, run_locust), so a refusal reads the same whatever
     refusal(engine, sc, repeat=, master=, worker=) ─► one line naming the field or flag, or None
         load.probe   the probe stream: native engine only (its own client and probe_stream.jsonl
                      beside the load; the Locust users are all the load's)
-        output.records: arrow   native engine only (issue 42: the workers' parts merge to JSONL)
         --repeat N   both engines; on Locust with local workers only (--master / --worker join
                      one run across machines: repeat it by running the command again)
         https://     native engine only: the Locust users' client (loadgen.client.gevent_wire)
@@ -31,9 +30,6 @@ def refusal(engine: str, sc, repeat: int = 1, master: bool = False,
     if engine == "locust":
         if sc is not None and sc.load.probe is not None:
             return "load.probe: the probe stream runs in the native engine only"
-        if sc is not None and sc.output.records == "arrow":
-            return ("output.records: arrow is the native engine's store for now (the Locust "
-                    "workers' parts merge into records.jsonl)")
         if repeat > 1 and (master or worker):
             return ("--repeat: with --engine locust, local workers only (not --master / "
                     "--worker)")

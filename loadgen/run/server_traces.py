@@ -3,7 +3,8 @@
     scenario server_traces ─► receiving(run): analysis.server.otlp_receiver.Receiver on its own
         thread (host:otlp_port; 0: any free port), its endpoint printed ─► the load (every request's traceparent: client/trace_context)
         ─► after it: wait_quiet (late spans, at most wait_s) ─► spans_join.join_file:
-           records.jsonl gets ``server_timing`` per matched record
+           records.jsonl (or records.arrow, a batch at a time) gets ``server_timing`` per
+           matched record
         ─► server_spans.json {endpoint, joined, unmatched_spans, bad_spans{reason: n}, ...}
            (analysis.server.timing_summary reads it for summary.json ``server_timing``)
 
@@ -97,7 +98,8 @@ def traced_spec(spec, rx: Optional[Receiver]):
 def settle(run, rx: Receiver) -> dict:
     """The join and server_spans.json (see the module doc)."""
     snap = rx.snapshot()
-    stats = join_file(run.run_dir / "records.jsonl", snap.pop("timings"), "otlp")
+    name = "records.arrow" if run.sc.output.records == "arrow" else "records.jsonl"
+    stats = join_file(run.run_dir / name, snap.pop("timings"), "otlp")
     out = {"endpoint": rx.endpoint, "traceparent": bool(run.sc.api.traceparent),
            **stats, **snap}
     write_json(run.run_dir / FILE, out)

@@ -235,7 +235,8 @@ class Output(Strict):
     run_name: Optional[str] = None        # default: {YYYYmmdd-HHMMSS}-{name}; inside dir
     report: Literal["full", "text", "none"] = "full"  # report.md/html after the run; text: no plots
     # the records' store: records.jsonl, or records.arrow (columns, ~50 B a short record; issue
-    # 42: a one-process native run's for now; docs/architecture.md "Run directory")
+    # 42: native runs, --procs, Locust, server_traces, sweeps; docs/architecture.md "Run
+    # directory")
     records: Literal["jsonl", "arrow"] = "jsonl"
 
     @field_validator("run_name")
@@ -328,7 +329,6 @@ class Scenario(Strict):
             if not self.api.stream:
                 raise ValueError("load.probe: a probe's TTFT/TPOT need api.stream: true")
         self._processes()
-        self._records()
         self._structured()
         check_audio(self)
         if (self.load.mode == "trace") != (self.workload.source == "trace"):
@@ -357,21 +357,6 @@ class Scenario(Strict):
         # so ignore_eos defaults to false here (an explicit api.ignore_eos: true is kept)
         if (w.tools or a.response_format is not None) and "ignore_eos" not in a.model_fields_set:
             a.ignore_eos = False
-
-    def _records(self) -> None:
-        """records.arrow is written by the one-process native run only (issue 42): what else
-        reads or rewrites records.jsonl is refused with it, naming what to change."""
-        if self.output.records != "arrow":
-            return
-        for given, what in ((self.client.processes != 1, "client.processes (--procs): the "
-                             "senders' parts merge into records.jsonl; set 1"),
-                            (self.server_traces is not None, "server_traces: the join rewrites "
-                             "records.jsonl"),
-                            (self.sweep is not None, "sweep: its points' cache hygiene reads "
-                             "records.jsonl")):
-            if given:
-                raise ValueError(f"output.records: arrow is a one-process run's store for now, "
-                                 f"not with {what} (or output.records: jsonl)")
 
     def _processes(self) -> None:
         """An explicit client.processes > 1 must fit the run: sessions run in one process; a

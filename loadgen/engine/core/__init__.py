@@ -10,6 +10,8 @@ or a Locust worker (gevent). A slice of the plan in, records out, by one set of 
                   records; the sender's tag (Record.worker)
     merge.py      the senders' part files + what each owes ─► one records.jsonl, one record per
                   owed id (unwritten ones "cancelled", naming why)
+    merge_arrow.py  the same rules for output.records: arrow: records.arrow parts ─► one
+                  records.arrow, a record batch at a time
     stages.py     the concurrency-stage driver: which user each stage needs, when
     sessions.py   THE session driver: which session next, each turn's time, the turn budget,
                   ids, what a stop or a drain cancels (the runtimes wait and send)
@@ -23,7 +25,7 @@ or a Locust worker (gevent). A slice of the plan in, records out, by one set of 
                   connection blocks
 
 Pure: no asyncio, no gevent, no sockets (the runtimes only wait and send). May import
-loadgen.record, loadgen.redact, loadgen.scenario, loadgen.run.storage, the pure
+analysis.contract (merge_arrow: the columnar parts), loadgen.record, loadgen.redact, loadgen.scenario, loadgen.run.storage, the pure
 loadgen.client.request (in_flight.snapshot's counts) and the pure
 loadgen.client.kernel_stamps.best_bracket (the one round-trip rule); never loadgen.client's
 transports, loadgen.engine.procs or loadgen.engine.locust.

@@ -10,11 +10,13 @@ Pure file work, no loop: the worker writes the lines, the merging side reads the
                                   "worker i died mid-request" / "... before sending it" / "run
                                   interrupted ..." / "no record from worker i ..."
     merge_parts(dir, ...)         records.worker-i.jsonl + owed ─► merge.merge ─► records.jsonl,
-                                  the counts for meta.json
+                                  the counts for meta.json (output.records: arrow: the workers'
+                                  .arrow parts ─► merge_arrow.merge ─► records.arrow)
     merge_master(dir, run_dir, ...) the same from the Locust master's state (master.json: t0,
                                   end, interrupted, each worker's status): loadgen run's and
                                   the locustfile's one call
     Follower                      the same files tailed during the run: the progress counters
+                                  (.arrow parts: a record batch at a time, each read once)
 """
 from __future__ import annotations
 
@@ -80,11 +82,17 @@ def owed(plan, n: int, journal: dict[int, dict], status: dict[int, str],
 
 def merge_parts(d: Path, out_path: Path, plan, n: int, status: dict[int, str],
                 t0_ns: Optional[int], interrupted: bool, end_ns: Optional[int] = None) -> dict:
-    """Write ``out_path`` (records.jsonl) by the one merge; return counts for meta.json."""
+    """Write ``out_path`` by the one merge (records.jsonl; records.arrow: merge_arrow, each
+    worker's .arrow part, or the .jsonl the coordinator wrote for a remote worker: part_of);
+    return counts for meta.json."""
     journal = read_journal(d)
-    parts = [d / f"records.worker-{w}.jsonl" for w in range(n)]
-    got = merge_mod.merge(parts, owed(plan, n, journal, status, t0_ns, interrupted),
-                          [""] * n, out_path, end_ns)
+    if out_path.suffix == ".arrow":
+        from loadgen.engine.core import merge_arrow as how
+        parts = [how.part_of(d / f"records.worker-{w}") for w in range(n)]
+    else:
+        how, parts = merge_mod, [d / f"records.worker-{w}.jsonl" for w in range(n)]
+    got = how.merge(parts, owed(plan, n, journal, status, t0_ns, interrupted),
+                    [""] * n, out_path, end_ns)
     made = {"dead": 0, "interrupted": 0, "other": 0}
     for w, k in enumerate(got["cancelled_by_process"]):
         made["dead" if status.get(w) in DEAD else
@@ -102,9 +110,12 @@ def worker_status(st: dict) -> dict[int, str]:
 
 def merge_master(d: Path, run_dir: Path, plan, st: dict, n: int,
                  status: Optional[dict[int, str]] = None, interrupted=False) -> dict:
-    """merge_parts of ``d``'s parts into ``run_dir``/records.jsonl by the master's state ``st``
-    (``status``: its workers' statuses as the caller saw them; interrupted: also if ``st`` says)."""
-    return merge_parts(d, Path(run_dir) / "records.jsonl", plan, n,
+    """merge_parts of ``d``'s parts into ``run_dir``/records.jsonl (output.records: arrow:
+    records.arrow) by the master's state ``st`` (``status``: its workers' statuses as the
+    caller saw them; interrupted: also if ``st`` says)."""
+    out = getattr(getattr(plan, "sc", None), "output", None)
+    name = "records.arrow" if getattr(out, "records", None) == "arrow" else "records.jsonl"
+    return merge_parts(d, Path(run_dir) / name, plan, n,
                        worker_status(st) if status is None else status, st.get("t0_ns"),
                        bool(interrupted or st.get("interrupted")), st.get("end_ns"))
 
@@ -138,6 +149,7 @@ class Follower:
     def __init__(self, d: Path):
         self.dir = d
         self.pos: dict[Path, int] = {}
+        self.tails: dict = {}
 
     def _new_rows(self, pattern: str) -> list[_Row]:
         out = []
@@ -153,8 +165,21 @@ class Follower:
             out += [r for r in map(_row, data[:end].splitlines()) if r is not None]
         return out
 
+    def _new_arrow_rows(self) -> list[_Row]:
+        """The same of records.worker-*.arrow (output.records: arrow): each batch appended
+        since the last poll, read once (columnar_parts.Tail)."""
+        out = []
+        for f in sorted(self.dir.glob("records.worker-*.arrow")):
+            if f not in self.tails:
+                from analysis.contract.columnar_parts import Tail
+                self.tails[f] = Tail(f)
+            for b in self.tails[f].poll():
+                out += map(_Row, b.column("id").to_pylist(), b.column("status").to_pylist(),
+                           b.column("output_tokens").to_pylist())
+        return out
+
     def poll(self, progress) -> None:
         for row in self._new_rows("sent.worker-*.jsonl"):
             progress.on_send(row)
-        for row in self._new_rows("records.worker-*.jsonl"):
+        for row in self._new_rows("records.worker-*.jsonl") + self._new_arrow_rows():
             progress.on_done(row)

@@ -5,7 +5,9 @@ master's clock, beside the send journal (engine/core/journal.py's lines, sent.wo
     write(rec)  the id taken at once, the record rebased (engine.core.clock.rebase) and queued;
                 when the hub idles (idle.py) up to WRITE_BATCH queued records are encoded ONCE
                 each (Record.to_json, redacted) and written in ONE write; close() writes what
-                waits (a worker killed outright loses only those: the merge owes them)
+                waits (a worker killed outright loses only those: the merge owes them);
+                output.records: arrow: the records go to records.worker-i.arrow instead
+                (columnar.ColumnarWriter, redacted, a batch a second at least)
     forward     remote workers: both files' new lines also go to the master in batches
                 (Locust's messages, every FORWARD_EVERY_S), written there by the coordinator
 """
@@ -29,12 +31,18 @@ WRITE_BATCH = 16          # records encoded and written per idle slot (one write
 
 class WorkerLedger(Ledger):
     def __init__(self, records_dir: Path, index: int, shift: int, forward: bool,
-                 send_msg: Callable[[str, dict], None]):
+                 send_msg: Callable[[str, dict], None], arrow: bool = False):
         self.index, self.shift, self.forward, self.send_msg = index, shift, forward, send_msg
         self.idle = IdleQueue()                      # record lines wait for an idle hub
         records_dir.mkdir(parents=True, exist_ok=True)
-        super().__init__(RecordWriter(records_dir / f"records.worker-{index}.jsonl"),
-                         tag=str(index))
+        part = records_dir / f"records.worker-{index}"
+        self.arrow = arrow                           # output.records: arrow (issue 42)
+        if arrow:
+            from analysis.contract.columnar import ColumnarWriter    # pyarrow: only if asked
+            writer = ColumnarWriter(f"{part}.arrow", clean=redact)
+        else:
+            writer = RecordWriter(f"{part}.jsonl")
+        super().__init__(writer, tag=str(index))
         self.pending: list[Record] = []              # taken, waiting for an idle slot
         self.journal_file = open(records_dir / f"sent.worker-{index}.jsonl", "a", buffering=1,
                                  encoding="utf-8")
@@ -67,10 +75,15 @@ class WorkerLedger(Ledger):
         del self.pending[:WRITE_BATCH]
         if self.pending:
             self.idle.put(self._lines)
+        if self.arrow:
+            self.writer.write_many(recs)             # a batch a second: columnar.py
+            if not self.forward:
+                return
         lines = [redact(r.to_json()) for r in recs]
         if self.forward:
             self.batch_rec.extend(lines)
-        self.writer.write_lines(lines)
+        if not self.arrow:
+            self.writer.write_lines(lines)
 
     def close(self) -> None:
         self.idle.close()                        # every record line still waiting, now

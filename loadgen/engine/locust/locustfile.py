@@ -116,5 +116,6 @@ def _merge(coord) -> None:
     from loadgen.engine.core.plan import Plan
     st = coord.state
     counts = merge_master(coord.run_dir, coord.run_dir, Plan(coord.sc), st, coord.n or 1)
-    print(f"loadgen: {counts['records']} records in {coord.run_dir / 'records.jsonl'}"
+    print(f"loadgen: {counts['records']} records in "
+          f"{coord.run_dir / ('records.' + coord.sc.output.records)}"
           + (f" (error: {st['error']})" if st["error"] else ""), flush=True)

@@ -70,7 +70,8 @@ class RequestSource(SliceSender):
         self.work = SessionWork(self, self.plan) if self.plan.sessions else None
         self.hold = False                        # True: a batch of records, finish after it
         self.changed = Event()
-        self.ledger = WorkerLedger(records_dir, index, self.shift, forward, send)
+        self.ledger = WorkerLedger(records_dir, index, self.shift, forward, send,
+                                   arrow=sc.output.records == "arrow")
         self.later = self.ledger.idle.put        # what may wait for an idle hub (idle.py)
         self.sampler = LagSampler()
         self.gc_saved: Optional[tuple] = None    # GC thresholds before _hold_gc

@@ -169,6 +169,8 @@ class LocustRun:
         crashed) set on the run (meta.json: outcome() below, through runner.Run.meta)."""
         r, st = self.run, self._state()
         r.writer.close()                # empty: the merge writes records.jsonl
+        if self.sc.output.records == "arrow":       # issue 42: it writes records.arrow
+            r.writer.path.unlink(missing_ok=True)
         n = int(st.get("n_workers") or self.opts.workers or 1)
         status = worker_status(st)
         pids = _worker_pids(self.dir)

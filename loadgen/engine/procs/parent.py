@@ -2,6 +2,8 @@
 
     Senders.measure: spawn N children ─► all READY ─► t0 = now + T0_LEAD_NS ─► "go t0" ─► the
       live bar from their counters ─► all exited ─► engine.core.merge ─► records.jsonl
+      (output.records: arrow: each child's records.K.arrow ─► engine.core.merge_arrow ─►
+      records.arrow, a batch at a time)
     Senders.outcome: meta.json's ``client_processes`` (Child.row), client load, transport
     ``run`` (runner.Run) is read, never written: its t0, end and crashed are this object's
     (``t0``, ``end``, ``crashed``), which the runner takes when ``measure`` returns.
@@ -147,7 +149,7 @@ class Senders:
             lost = self.merged["cancelled_unwritten"] if self.merged else 0
             self.crashed = self.crashed or (
                 f"{self.failure}: {lost} request(s) it never recorded are 'cancelled' in "
-                f"records.jsonl (log: {self.dir / 'client.*.log'})")
+                f"records.{self.run.sc.output.records} (log: {self.dir / 'client.*.log'})")
 
     def _owed(self, c: Child):
         """Ids child ``c`` owes a record (merge.Owed), in id order: its slice of the plan. A
@@ -171,13 +173,19 @@ class Senders:
         run, kids = self.run, self.children
         if run.writer is not None:
             run.writer.close()          # empty: the merge writes records.jsonl
-        self.merged = merge_mod.merge(
-            [Path(c.job.path("records", "jsonl")) for c in kids], [self._owed(c) for c in kids],
-            [self._why(c) for c in kids], run.run_dir / "records.jsonl", self.end or now_ns())
+        arrow = run.sc.output.records == "arrow"
+        if arrow:                       # issue 42: the parts' batches into records.arrow
+            from loadgen.engine.core import merge_arrow
+            (run.run_dir / "records.jsonl").unlink(missing_ok=True)     # the empty one
+        self.merged = (merge_arrow if arrow else merge_mod).merge(
+            [Path(c.job.path("records", "arrow" if arrow else "jsonl")) for c in kids],
+            [self._owed(c) for c in kids], [self._why(c) for c in kids],
+            run.run_dir / ("records.arrow" if arrow else "records.jsonl"), self.end or now_ns())
         for c in kids:                  # records.jsonl holds them now; logs only when written
             c.final = c.ctr.snapshot()
             c.ctr.close()
-            for name, ext in (("records", "jsonl"), ("progress", "bin"), ("result", "json")):
+            for name, ext in (("records", "jsonl"), ("records", "arrow"), ("progress", "bin"),
+                              ("result", "json")):
                 with contextlib.suppress(OSError):
                     os.unlink(c.job.path(name, ext))
             with contextlib.suppress(OSError):

@@ -45,3 +45,27 @@ def test_no_spans_no_rewrite(tmp_path):
     m = p.stat().st_mtime_ns
     assert join_file(p, {})["joined"] == 0 and p.stat().st_mtime_ns == m
     assert join_file(p, {"b" * 32: T})["unmatched_spans"] == 1
+
+
+def test_records_arrow_is_joined_batch_by_batch_as_records_jsonl_is(tmp_path):
+    """output.records: arrow (issue 42): the join rewrites records.arrow a batch at a time;
+    exported, it is the joined records.jsonl byte for byte; nothing matched: untouched."""
+    from analysis.contract.columnar import ColumnarWriter
+    from analysis.contract.columnar_io import export_jsonl
+    recs = [Record(id=i, phase="measured", trace_id=None if i % 4 == 3 else f"{i:032x}",
+                   chunks=[[i, 1]]) for i in range(10)]
+    j, a = tmp_path / "records.jsonl", tmp_path / "run" / "records.arrow"
+    a.parent.mkdir()
+    write(j, recs)
+    with ColumnarWriter(a, batch=3, flush_s=1e9) as w:
+        w.write_many(recs)
+    m = a.stat().st_mtime_ns
+    assert join_file(a, {"f" * 32: T})["unmatched_spans"] == 1 and a.stat().st_mtime_ns == m
+    spans = {f"{i:032x}": {**T, "queue_ms": float(i)} for i in (1, 2, 5)} | {"f" * 32: T}
+    want = join_file(j, spans, "otlp")
+    got = join_file(a, spans, "otlp")
+    assert got == want == {"records_with_trace_id": 8, "joined": 3, "spans": 4,
+                           "unmatched_spans": 1}
+    export_jsonl(a, tmp_path / "got.jsonl")
+    assert (tmp_path / "got.jsonl").read_bytes() == j.read_bytes()
+    assert sorted(p.name for p in a.parent.iterdir()) == ["records.arrow"]   # no temp left

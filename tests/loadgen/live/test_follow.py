@@ -71,3 +71,28 @@ def test_a_backlog_is_read_in_bounded_polls(tmp_path, monkeypatch):
         if not f.moved:
             break
     assert ids(got) == list(range(20))
+
+
+def test_records_arrow_parts_then_the_merged_store_count_each_id_once(tmp_path):
+    """output.records: arrow (issue 42): procs/records.K.arrow followed a batch at a time while
+    written, then the merged records.arrow: each id once, rows as their JSON lines' dicts."""
+    from analysis.contract.columnar import ColumnarWriter
+    from analysis.contract.record import Record
+
+    def rec(i):
+        return Record(id=i, phase="measured", end_at_ns=100 + i, chunks=[[90 + i, 1]],
+                      status="ok")
+    procs = tmp_path / "procs"
+    procs.mkdir()
+    w0 = ColumnarWriter(procs / "records.0.arrow", batch=2, flush_s=1e9)
+    f = RecordFollower(tmp_path)
+    w0.write_many([rec(0), rec(2), rec(4)])               # one batch of 2 flushed, 1 waiting
+    got = f.poll()
+    assert ids(got) == [0, 2] and got[0] == json.loads(rec(0).to_json()) and f.moved
+    w0.close()
+    assert ids(f.poll()) == [4]
+    with ColumnarWriter(tmp_path / "records.arrow") as w:
+        w.write_many([rec(i) for i in range(6)])
+    (procs / "records.0.arrow").unlink()
+    assert sorted(ids(f.poll())) == [1, 3, 5] and f.records == 6
+    assert f.poll() == [] and not f.moved

@@ -186,3 +186,25 @@ def test_a_failed_reset_still_warns_and_says_why():
     h = hygiene(5, 3, {"ok": False, "status": 404, "detail": "HTTP 404 from /reset_prefix_cache"})
     assert h["prompts_seen_before"] == 3 and "reset failed: HTTP 404" in h["warning"]
     assert hygiene(5, 0, None)["warning"] is None
+
+
+@pytest.mark.slow       # seconds of processes each: -m slow (CI's budget)
+def test_a_sweep_of_records_arrow_points(calib_server, tmp_path):
+    """output.records: arrow (issue 42): each point writes records.arrow; the cache hygiene
+    counts its sends from it, the points count as done (reused when run again), the frontier
+    and the sweep report read them."""
+    from analysis.report.sweep import load_sweep
+    tree = base(tmp_path, {"mode": "concurrency", "concurrency": 1, "num_requests": 4},
+                {"param": "load.concurrency", "values": [1, 2]}, url=calib_server.url)
+    tree["output"]["records"] = "arrow"
+    d, res = run_sweep(scenario_from_dict(tree))
+    assert all(p["requests_completed"] == 4 for p in res["points"])
+    for name in ("concurrency-1", "concurrency-2"):
+        assert (d / name / "records.arrow").is_file() and not (d / name / "records.jsonl").exists()
+    meta = json.loads((d / "concurrency-2" / "meta.json").read_text())
+    assert meta["cache_hygiene"]["prompts_seen_before"] == 4     # counted from records.arrow
+    sw = load_sweep(d)
+    assert [p["value"] for p in sw["points"]] == [1, 2] and sw["missing"] == []
+    assert sw["state"]["complete"] is not False and sw["state"]["done"] == [1, 2]
+    _, again = run_sweep(scenario_from_dict(tree))
+    assert [p["reused"] for p in again["points"]] == [True, True]

@@ -1,7 +1,8 @@
 """server_traces end to end: the calibration server sends one OTLP span per request with known
 queue and prefill times (servers/calib/spans.py, in the request's own trace); loadgen's receiver
 takes them, the join puts them on the records, summary.json splits the TTFT. Every record's
-``server_timing`` equals what the server sent: one process here; --procs 2 and Locust (slow)."""
+``server_timing`` equals what the server sent: one process here; --procs 2 (records.jsonl and
+records.arrow) and Locust (slow)."""
 from __future__ import annotations
 
 import importlib.util
@@ -98,6 +99,20 @@ def test_traceparent_off_joins_nothing_and_says_why(traced, tmp_path):
 def test_two_processes(traced, tmp_path):
     server, port = traced
     check(run_scenario(scenario_from_dict(tree(server.url, port, tmp_path, "two", 2))), server)
+
+
+@pytest.mark.slow
+def test_records_arrow_of_two_processes_is_joined(traced, tmp_path):
+    """output.records: arrow (issue 42): the merged records.arrow rewritten by the join, a batch
+    at a time; the summary reads it; exported, every record has what the server sent."""
+    from analysis.contract.columnar_io import export_jsonl
+    server, port = traced
+    t = tree(server.url, port, tmp_path, "arrow", 2)
+    t["output"]["records"] = "arrow"
+    res = run_scenario(scenario_from_dict(t))
+    assert not (res.run_dir / "records.jsonl").exists()
+    export_jsonl(res.run_dir / "records.arrow", res.run_dir / "records.jsonl")
+    check(res, server)
 
 
 @pytest.mark.slow
