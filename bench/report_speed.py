@@ -35,8 +35,9 @@ LANES = 64
 MS = 1_000_000
 
 
-def synthesise(d: Path, n: int, seed: int = 1) -> dict:
-    """A closed-loop run of ``n`` requests on LANES lanes (seeded); returns its size."""
+def synthesise(d: Path, n: int, seed: int = 1, arrow: bool = False) -> dict:
+    """A closed-loop run of ``n`` requests on LANES lanes (seeded); returns its size. ``arrow``:
+    the records as records.arrow (analysis.contract.columnar) instead of records.jsonl."""
     from analysis.contract import RunMeta
     from loadgen.record import Record, RecordWriter
     rng = np.random.default_rng(seed)
@@ -47,7 +48,9 @@ def synthesise(d: Path, n: int, seed: int = 1) -> dict:
     ttft = rng.normal(20, 2, n).clip(5) * MS
     itl = rng.gamma(4.0, 1.25, (n, TOKENS)).clip(0.2) * MS
     end_ns = t0
-    with RecordWriter(d / "records.jsonl") as w:
+    from analysis.contract.columnar import ColumnarWriter
+    store = d / ("records.arrow" if arrow else "records.jsonl")
+    with (ColumnarWriter(store, flush_s=1e9) if arrow else RecordWriter(store)) as w:
         batch = []
         for i in range(n):
             lane = i % LANES
@@ -87,7 +90,7 @@ def synthesise(d: Path, n: int, seed: int = 1) -> dict:
             "power_sources": ["none"], "interrupted": False,
             "client_transport": {"transport": "wire", "stamp_source": "kernel"}}
     (d / "meta.json").write_text(json.dumps(RunMeta.dump(meta), indent=2) + "\n")
-    size = (d / "records.jsonl").stat().st_size
+    size = store.stat().st_size
     return {"requests": n, "chunks": chunks_total, "records_mb": round(size / 1e6, 1)}
 
 

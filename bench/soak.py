@@ -11,8 +11,9 @@ it leaves (issue 42).
     ─► `loadgen report DIR` and open_run(DIR).records() + .chunks() (bench.report_speed's
        timers: wall seconds, peak RSS), bytes per record of the records store
     --synthetic N: bench.report_speed.synthesise's run dir (16-token answers) instead of a run
-    --arrow: records.arrow (analysis.contract.columnar) converted beside records.jsonl after the
-        report: open_run's tables read it, and the bytes per record are its
+    --arrow: the records as records.arrow (analysis.contract.columnar): the run writes it as it
+        goes (--set output.records=arrow, every engine), --synthetic writes it; the report,
+        open_run's tables and the bytes per record are then its
 
     python -m bench.soak [--requests 200000] [--procs 2 | --engine locust] [--concurrency 64]
                          [--tokens 4] [--client-cpus 1] [--every 0.2] [--keep DIR] [--arrow]
@@ -137,6 +138,8 @@ def soak_run(url: str, work: Path, a) -> tuple[Path, dict]:
         cmd += ["--procs", str(a.procs)]
     if a.engine == "locust":
         cmd += ["--engine", "locust", "--workers", str(a.workers)]
+    if a.arrow:                                 # the columnar store, written as the run goes
+        cmd += ["--set", "output.records=arrow"]
     samples: list[tuple] = []
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
@@ -171,14 +174,10 @@ def store_bytes(run_dir: Path, n: int) -> dict:
     return {"store": None, "bytes": None, "bytes_per_record": None}
 
 
-def analyse(run_dir: Path, n: int, arrow: bool = False) -> dict:
-    """`loadgen report` (records.jsonl) and open_run's tables (records.arrow with ``arrow``:
-    converted beside it first, the store open_run then reads)."""
+def analyse(run_dir: Path, n: int) -> dict:
+    """`loadgen report` and open_run's tables on the run's store (records.arrow or .jsonl)."""
     from bench.report_speed import _open_run, timed
     rep = timed([sys.executable, "-m", "loadgen.cli", "report", str(run_dir.resolve())])
-    if arrow:
-        from analysis.contract.columnar_io import from_jsonl
-        from_jsonl(run_dir / "records.jsonl", run_dir / "records.arrow")
     opened = _open_run(run_dir.resolve())
     return {"report": rep, "open_run": opened, **store_bytes(run_dir, n)}
 
@@ -207,8 +206,8 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", default=None, help="work in this directory and keep it")
     ap.add_argument("--quiet", action="store_true", help="no RSS-over-time table")
     ap.add_argument("--arrow", action="store_true",
-                    help="convert the records to records.arrow after the report: open_run's "
-                         "tables and the bytes per record from it")
+                    help="the records as records.arrow: the run with --set "
+                         "output.records=arrow (every engine), a synthetic dir written so")
     a = ap.parse_args(argv)
     work = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="soak-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -217,7 +216,7 @@ def main(argv=None) -> int:
             from bench.report_speed import synthesise
             run_dir = work / "run"
             t = time.perf_counter()
-            size = synthesise(run_dir, a.synthetic)
+            size = synthesise(run_dir, a.synthetic, arrow=a.arrow)
             out = {"run": {"synthetic": a.synthetic, "synthesise_s":
                            round(time.perf_counter() - t, 1), **size}}
             n = a.synthetic
@@ -228,7 +227,7 @@ def main(argv=None) -> int:
             n = a.requests
             if not a.quiet:
                 print_samples(out["samples"])
-        out.update(analyse(run_dir, n, a.arrow))
+        out.update(analyse(run_dir, n))
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -19,7 +19,8 @@ from pathlib import Path
 from analysis.contract.record import ERROR_KINDS, Record
 from loadgen.redact import redact
 
-__all__ = ["Record", "RecordWriter", "ERROR_KINDS", "now_ns", "read_records", "arrow_writer"]
+__all__ = ["Record", "RecordWriter", "ERROR_KINDS", "now_ns", "read_records", "arrow_writer",
+           "store_writer"]
 
 now_ns = time.perf_counter_ns
 
@@ -87,6 +88,15 @@ def arrow_writer(empty: RecordWriter, run_dir: str | Path):
     empty.close()
     empty.path.unlink(missing_ok=True)
     return ColumnarWriter(Path(run_dir) / "records.arrow", clean=redact)
+
+
+def store_writer(path: str | Path):
+    """A sender's records part at ``path``: a ColumnarWriter (redacted on the way in) for a
+    ``.arrow`` path (output.records: arrow, issue 42), else a RecordWriter."""
+    if Path(path).suffix == ".arrow":
+        from analysis.contract.columnar import ColumnarWriter      # pyarrow: only if asked
+        return ColumnarWriter(path, clean=redact)
+    return RecordWriter(path)
 
 
 def read_records(path: str | Path) -> list[dict]:

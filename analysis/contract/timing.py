@@ -129,6 +129,9 @@ def pooled_ms(table, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(itl_ms, chunk gaps in ms) of the selected records, each concatenated in record order."""
     gap, n, _ = token_gaps(table, sel)
     gap_ms = gap.astype(float) / NS_PER_MS
+    if n.size and n.min() == 1 == n.max():      # a token a chunk: the same floats (x / 1 == x),
+        gap_ms.flags.writeable = False           # one array for both (read-only: shared)
+        return gap_ms, gap_ms
     return np.repeat(gap_ms / n, n), gap_ms
 
 

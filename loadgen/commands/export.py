@@ -16,6 +16,7 @@ import os
 import sys
 from pathlib import Path
 
+from analysis.contract.rundir import has_records
 from loadgen.commands import subcommand
 from loadgen.scenario.model import ScenarioError
 
@@ -40,8 +41,7 @@ def source(run_dir: str) -> Path:
     if not p.is_dir():
         raise ScenarioError(f"{run_dir}: no such run directory")
     if not (p / "records.arrow").is_file():
-        what = " (its records are records.jsonl already)" if (p / "records.jsonl").is_file() \
-            else ""
+        what = " (its records are records.jsonl already)" if has_records(p) else ""
         raise ScenarioError(f"{p / 'records.arrow'}: not found{what}")
     return p / "records.arrow"
 

@@ -163,3 +163,10 @@ def rebase(rec: Record, shift: int) -> Record:
                 setattr(rec, f, v + shift)
         rec.chunks = [[t + shift, n] for t, n in rec.chunks]
     return rec
+
+
+def same_processes(ready: dict) -> bool:
+    """A worker's pid means a process here: same hostname, kernel boot and pid namespace (two
+    machines may share a hostname; a container has its own pids)."""
+    return (ready.get("host") == socket.gethostname() and ready.get("boot_id") == boot_id()
+            and ready.get("pid_ns") == ns_id("pid"))

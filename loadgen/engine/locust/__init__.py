@@ -13,12 +13,10 @@ the HTTP/1.1 exchange's (loadgen.client.gevent_wire, the gevent driver of http1/
           RequestSource (request_source.py), worker i of n: the gevent runtime of
             engine.core.sender.SliceSender(Plan(sc, i, n)) (sessions.py: of SessionPlayer)
             LLMUser (user.py) ─► gevent_wire.client.GWire ─► Record
-            ─► ledger.py: records.worker-i.jsonl (output.records: arrow: records.worker-i.arrow),
-               lines written when the hub idles (idle.py),
+            ─► ledger.py: records.worker-i.jsonl | .arrow, written when the hub idles (idle.py),
                + the send journal sent.worker-i.jsonl (remote workers forward both)
           ─► locust/master.json (t0, end, worker status done | dead, reports)
-      engine.core.journal.merge_master: plan ∪ journal ─► owed ids ─► records.jsonl (or
-        records.arrow: engine.core.merge_arrow), one per id
+      engine.core.journal.merge_master: plan ∪ journal ─► owed ids ─► records.jsonl|.arrow, 1/id
         (a dead worker's unfinished requests "cancelled": "worker i died ...")
       Outcome(engine "locust") + Prepared ─► meta.json ─► summary.json, as the native engine
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -18,7 +17,7 @@ import gevent
 from gevent.event import Event
 
 from loadgen.engine.locust.clock import answer_pings
-from loadgen.engine.core.clock import boot_id, clock_pair, ns_id
+from loadgen.engine.core.clock import clock_pair, same_processes
 from loadgen.engine.locust.request_source import RequestSource
 from loadgen.engine.core.plan import Plan, digest, users_for
 from loadgen.record import now_ns
@@ -31,13 +30,6 @@ HEARTBEAT_LIVENESS_S = 30         # silent this long (1-s heartbeats): Locust ma
 STOP_WAIT_NS = 15_000_000_000    # after an interrupt, wait this long for workers' last records
 MSG_TYPES = ("loadgen_ready", "loadgen_error", "loadgen_warm_done", "loadgen_done",
              "loadgen_records")
-
-
-def same_processes(ready: dict) -> bool:
-    """A worker's pid means a process here: same hostname, kernel boot and pid namespace (two
-    machines may share a hostname; a container has its own pids)."""
-    return (ready.get("host") == socket.gethostname() and ready.get("boot_id") == boot_id()
-            and ready.get("pid_ns") == ns_id("pid"))
 
 
 class Interrupted(Exception):

@@ -6,8 +6,7 @@ master's clock, beside the send journal (engine/core/journal.py's lines, sent.wo
                 when the hub idles (idle.py) up to WRITE_BATCH queued records are encoded ONCE
                 each (Record.to_json, redacted) and written in ONE write; close() writes what
                 waits (a worker killed outright loses only those: the merge owes them);
-                output.records: arrow: the records go to records.worker-i.arrow instead
-                (columnar.ColumnarWriter, redacted, a batch a second at least)
+                output.records: arrow: records.worker-i.arrow (loadgen.record.store_writer)
     forward     remote workers: both files' new lines also go to the master in batches
                 (Locust's messages, every FORWARD_EVERY_S), written there by the coordinator
 """
@@ -19,7 +18,7 @@ from typing import Callable
 import gevent
 
 from loadgen.engine.locust.idle import IdleQueue
-from loadgen.record import Record, RecordWriter
+from loadgen.record import Record, store_writer
 from loadgen.redact import redact
 from loadgen.engine.core.clock import rebase
 from loadgen.engine.core.journal import journal_line
@@ -35,14 +34,9 @@ class WorkerLedger(Ledger):
         self.index, self.shift, self.forward, self.send_msg = index, shift, forward, send_msg
         self.idle = IdleQueue()                      # record lines wait for an idle hub
         records_dir.mkdir(parents=True, exist_ok=True)
-        part = records_dir / f"records.worker-{index}"
         self.arrow = arrow                           # output.records: arrow (issue 42)
-        if arrow:
-            from analysis.contract.columnar import ColumnarWriter    # pyarrow: only if asked
-            writer = ColumnarWriter(f"{part}.arrow", clean=redact)
-        else:
-            writer = RecordWriter(f"{part}.jsonl")
-        super().__init__(writer, tag=str(index))
+        super().__init__(store_writer(records_dir / f"records.worker-{index}."
+                                      f"{'arrow' if arrow else 'jsonl'}"), tag=str(index))
         self.pending: list[Record] = []              # taken, waiting for an idle slot
         self.journal_file = open(records_dir / f"sent.worker-{index}.jsonl", "a", buffering=1,
                                  encoding="utf-8")
@@ -75,15 +69,10 @@ class WorkerLedger(Ledger):
         del self.pending[:WRITE_BATCH]
         if self.pending:
             self.idle.put(self._lines)
-        if self.arrow:
-            self.writer.write_many(recs)             # a batch a second: columnar.py
-            if not self.forward:
-                return
-        lines = [redact(r.to_json()) for r in recs]
+        lines = [redact(r.to_json()) for r in recs] if self.forward or not self.arrow else []
         if self.forward:
             self.batch_rec.extend(lines)
-        if not self.arrow:
-            self.writer.write_lines(lines)
+        self.writer.write_many(recs) if self.arrow else self.writer.write_lines(lines)
 
     def close(self) -> None:
         self.idle.close()                        # every record line still waiting, now

@@ -3,8 +3,7 @@
     runner.Run (target, probe, sut.json, power, /metrics, the live bar, meta.json)
       ├─► parent.py   Senders: spawn n x ``python -m loadgen.engine.procs.child`` (same process
       │               group), Job on stdin (job.py), all warmed up ─► one t0 ─► "go t0";
-      │               the parts merged (engine.core.merge; records.arrow: merge_arrow),
-      │               meta.json's ``client_processes``
+      │               the parts merged (engine.core.merge), meta.json's ``client_processes``
       └─► child.py    sender k: its slice of the plan (engine.core.plan.Plan(sc, k, n), a Locust
                       worker's too) through the Dispatcher ─► procs/records.k.jsonl (or .arrow),
                       engine.core.counters (procs/progress.k.bin) ─► the bar

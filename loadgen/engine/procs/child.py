@@ -2,8 +2,7 @@
 
     stdin: Job ─► its slice: engine.core.plan.Plan(sc, K, N), cap, num_requests and stage users
         split by engine.core.partition ─► Client ─► warm-up slice ─► READY ─► "go T0" ─► Dispatcher
-        ─► Ledger (worker="K") ─► procs/records.K.jsonl (output.records: arrow: records.K.arrow,
-        a batch a second at least); counters ─► procs/result.K.json
+        ─► Ledger (worker="K") ─► procs/records.K.jsonl | .arrow; counters ─► procs/result.K.json
 
 The first SIGINT/SIGTERM (the terminal's Ctrl-C reaches the whole process group; the parent
 forwards SIGTERM) stops issuing, cancels what is in flight and writes every unfinished request
@@ -97,7 +96,7 @@ class Sender:
         from loadgen.client.balance import open_client
         from loadgen.client.http_client import ClientConfig, RequestSpec
         from loadgen.client.hangup import HangupRule
-        from loadgen.record import RecordWriter, now_ns
+        from loadgen.record import now_ns, store_writer
         from loadgen.engine.aio.dispatch import Dispatcher, Ledger
         from loadgen.run.rundir import api_key
         from loadgen.engine.core.pacing import Closed, slice_pacing
@@ -114,12 +113,7 @@ class Sender:
         os.set_blocking(0, False)
         loop.add_reader(0, self._stdin_ready)
         key = api_key(sc)                       # registered with redact before any write
-        if sc.output.records == "arrow":       # issue 42: its own records.K.arrow part
-            from analysis.contract.columnar import ColumnarWriter
-            from loadgen.redact import redact
-            self.writer = ColumnarWriter(job.path("records", "arrow"), clean=redact)
-        else:
-            self.writer = RecordWriter(job.path("records", "jsonl"))
+        self.writer = store_writer(job.path("records", sc.output.records))   # .jsonl | .arrow
         ledger = Ledger(self.writer, self._on_done, tag=str(k))
         warm, plan, cap = self.plan.warm_specs(), self.plan, split(ld.in_flight_cap, k, n)
         self.pacing = slice_pacing(ld, plan.schedule, k, n)    # its share of the one scheduler

@@ -1,9 +1,7 @@
 """The parent of a ``client.processes: N`` run: N sender processes driven as one measured phase.
 
     Senders.measure: spawn N children ─► all READY ─► t0 = now + T0_LEAD_NS ─► "go t0" ─► the
-      live bar from their counters ─► all exited ─► engine.core.merge ─► records.jsonl
-      (output.records: arrow: each child's records.K.arrow ─► engine.core.merge_arrow ─►
-      records.arrow, a batch at a time)
+      live bar from their counters ─► all exited ─► engine.core.merge ─► records.jsonl | .arrow
     Senders.outcome: meta.json's ``client_processes`` (Child.row), client load, transport
     ``run`` (runner.Run) is read, never written: its t0, end and crashed are this object's
     (``t0``, ``end``, ``crashed``), which the runner takes when ``measure`` returns.
@@ -29,7 +27,7 @@ from loadgen.engine import children
 from loadgen.run.outcome import Outcome
 from loadgen.engine.procs.job import Job
 from loadgen.engine.core import counters as cn
-from loadgen.engine.core import merge as merge_mod
+from loadgen.engine.core import merge as merge_mod, merge_store
 from loadgen.engine.core.partition import planned_count, split
 from loadgen.engine.core.plan import Plan
 
@@ -173,14 +171,10 @@ class Senders:
         run, kids = self.run, self.children
         if run.writer is not None:
             run.writer.close()          # empty: the merge writes records.jsonl
-        arrow = run.sc.output.records == "arrow"
-        if arrow:                       # issue 42: the parts' batches into records.arrow
-            from loadgen.engine.core import merge_arrow
-            (run.run_dir / "records.jsonl").unlink(missing_ok=True)     # the empty one
-        self.merged = (merge_arrow if arrow else merge_mod).merge(
-            [Path(c.job.path("records", "arrow" if arrow else "jsonl")) for c in kids],
-            [self._owed(c) for c in kids], [self._why(c) for c in kids],
-            run.run_dir / ("records.arrow" if arrow else "records.jsonl"), self.end or now_ns())
+        ext = run.sc.output.records     # jsonl | arrow (issue 42: merged a batch at a time)
+        self.merged = merge_store.merge(
+            [Path(c.job.path("records", ext)) for c in kids], [self._owed(c) for c in kids],
+            [self._why(c) for c in kids], run.run_dir / f"records.{ext}", self.end or now_ns())
         for c in kids:                  # records.jsonl holds them now; logs only when written
             c.final = c.ctr.snapshot()
             c.ctr.close()
