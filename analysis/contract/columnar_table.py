@@ -101,6 +101,37 @@ class _Text:
         return len(self.codes)
 
 
+WIDE = 0.5      # a text column with more distinct values than this share of a batch's rows
+
+
+class _Wide:
+    """A text column of (nearly) one value a record (trace ids): its batches' arrow arrays,
+    kept as read (a Python str each only when a reader asks for the column)."""
+    __slots__ = ("parts", "ok")
+
+    def __init__(self, parts: list, ok: Optional[np.ndarray]):
+        self.parts, self.ok = parts, ok
+
+    def arrow(self, n: int) -> pa.Array:
+        """The column as one arrow array of n values (null where a batch had none)."""
+        out, at = [], 0
+        for lo, a in self.parts:
+            if lo > at:
+                out.append(pa.nulls(lo - at, pa.string()))
+            out.append(a)
+            at = lo + len(a)
+        if at < n:
+            out.append(pa.nulls(n - at, pa.string()))
+        return pa.concat_arrays(out)[:n] if out else pa.nulls(n, pa.string())
+
+    def decode(self, n: int) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        out = np.full(n, None, object)
+        for at, a in self.parts:
+            if at < n:
+                out[at:at + len(a)] = a.to_pylist()[:n - at]
+        return out, (None if self.ok is None else self.ok[:n])
+
+
 class _Pairs(ChunkView):
     """A record's chunks as ``[arrival_ns, n_tokens]`` lists, from the table's two arrays."""
     __slots__ = ()
@@ -130,6 +161,7 @@ class ArrowTable(RecordTable):
         vals: dict[str, np.ndarray] = {}               # field ─► its values, filled in place
         oks = {f: np.zeros(n, bool) for f in SCHEMA.names[2:]}
         words: dict[str, dict] = {f: {} for f in _TEXT}     # text: the run's distinct values
+        wide: dict[str, list] = {}                     # text of a value a record: (at, arrow)
         lo = 0
         for b in batches(self.path):                   # then every column, a batch at a time
             k, ct = b.num_rows, b.column("chunks_t")
@@ -141,6 +173,11 @@ class ArrowTable(RecordTable):
             for f, ok in oks.items():
                 a = b.column(f)
                 if a.null_count == k:
+                    continue
+                if f in wide or (f in _TEXT and f not in vals and
+                                 pc.count_distinct(a).as_py() > WIDE * k):
+                    wide.setdefault(f, []).append((lo, a))     # ids of a kind: kept as arrow
+                    ok[lo:lo + k] = _valid(a)
                     continue
                 v = self._decode(a, f, words.get(f))
                 if v.dtype == np.int64 and not f.endswith("_ns"):     # counts: int32 if they fit
@@ -169,8 +206,10 @@ class ArrowTable(RecordTable):
         m = len(self.t)
         if m and self.n.min() >= -(1 << 15) and self.n.max() < 1 << 15:
             self.n = self.n.astype(np.int16)
-        self._raw: dict[str, object] = {f: self._join(f, vals.pop(f, None), oks.pop(f),
-                                                      words.get(f)) for f in list(oks)}
+        self._raw: dict[str, object] = {
+            f: _Wide(wide[f], None if oks[f].all() else oks[f]) if f in wide else
+            self._join(f, vals.pop(f, None), oks[f], words.get(f)) for f in list(oks)}
+        del oks
         _release()
         self._cols: dict[str, object] = {}
         self.records = LazyRecords(self, None)
@@ -202,7 +241,10 @@ class ArrowTable(RecordTable):
         """Field ``name`` as (values, present mask or None when every value is there); None
         when no record has a value. Values: narrow integer / float64 / bool arrays, a _Text
         (codes into the distinct texts), or an object array of decoded JSON."""
-        return self._raw[name]
+        got = self._raw[name]
+        if isinstance(got, _Wide):                     # decoded the first time it is asked
+            got = self._raw[name] = got.decode(self._len)
+        return got
 
     @staticmethod
     def _decode(col: pa.Array, name: str, one: dict) -> np.ndarray:
@@ -279,6 +321,14 @@ class ArrowTable(RecordTable):
         """Field ``name`` (of the records ``sel``) as open_run's DataFrame takes it, the JSON
         reader's way: an integer field as int64 (with an absent value: float, NaN), else
         objects (None where absent); a field absent everywhere: objects, all None."""
+        got = self._raw[name]
+        if isinstance(got, _Wide) and _str_dtype() is not None:   # arrow text, to pandas as is
+            import pandas as pd
+            arr = got.arrow(self._len)
+            arr = arr[sel] if isinstance(sel, slice) else arr.take(pa.array(sel))
+            if not arr.null_count < len(arr):
+                return np.full(len(arr), None, object)
+            return pd.array(arr.cast(pa.large_string()), dtype=_str_dtype())
         raw = self.raw(name)
         n = len(range(self._len)[sel]) if isinstance(sel, slice) else len(sel)
         if raw is None:

@@ -54,6 +54,8 @@ def varied(n: int = 400) -> list[Record]:
             kw.update(server_timing=ServerTiming(queue_ms=1.0 + i, prefill_ms=2.0))
         if i % 17 == 0:
             kw.update(retries=1, first_sent_at_ns=1, retry_error="stale connection")
+        if i % 9:                                   # one value a record: kept as arrow text
+            kw["trace_id"] = f"{i:032x}"
         if i % 19 == 0:
             kw.update(reasoning_tokens=3, first_answer_at_ns=1_000_000_000 + 10_000_000 * i
                       + 4000)
@@ -112,7 +114,7 @@ def test_the_lazy_list_reads_like_the_json_readers_list(tmp_path):
     with pytest.raises(TypeError):
         la.append(recs[0])
     for name in ("sent_at_ns", "status", "model", "cached_tokens", "correct", "tool_calls",
-                 "server_timing", "attempt_log", "retry_after_s", "id"):
+                 "server_timing", "attempt_log", "retry_after_s", "id", "trace_id"):
         assert ta.values(name) == tj._values(name), name
         assert list(ta.column(name)) == list(tj.column(name)), name
     for name in ("end_at_ns", "first_answer_at_ns", "id"):
