@@ -178,7 +178,12 @@ def analyse(run_dir: Path, n: int) -> dict:
     """`loadgen report` and open_run's tables on the run's store (records.arrow or .jsonl)."""
     from bench.report_speed import _open_run, timed
     rep = timed([sys.executable, "-m", "loadgen.cli", "report", str(run_dir.resolve())])
-    opened = _open_run(run_dir.resolve())
+    try:
+        opened = _open_run(run_dir.resolve())
+    except subprocess.CalledProcessError as e:       # killed (out of memory): said, not raised
+        opened = {"rc": e.returncode, "s": None, "peak_mb": None,
+                  "error": f"open_run exited {e.returncode}" + (
+                      " (killed: out of memory?)" if e.returncode == -9 else "")}
     return {"report": rep, "open_run": opened, **store_bytes(run_dir, n)}
 
 
