@@ -84,10 +84,9 @@ class RecordWriter:
 def arrow_writer(empty: RecordWriter, run_dir: str | Path):
     """output.records: arrow (issue 42, a one-process run): records.arrow instead of
     records.jsonl (``empty``: closed, its file removed), strings redacted on the way in."""
-    from analysis.contract.columnar import ColumnarWriter
     empty.close()
     empty.path.unlink(missing_ok=True)
-    return ColumnarWriter(Path(run_dir) / "records.arrow", clean=redact)
+    return store_writer(Path(run_dir) / "records.arrow")
 
 
 def store_writer(path: str | Path):

@@ -24,22 +24,19 @@ from itertools import repeat
 from pathlib import Path
 from typing import Optional
 
-import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.contract.columnar import FIELDS, SCHEMA, _JSON_FIELDS, _np, batches
-from analysis.contract.record import Record, ServerTiming
-from analysis.contract.columnar_lazy import BLOCK, ArrowSub, LazyRecords  # noqa: F401 (BLOCK)
+from analysis.contract.columnar import FIELDS, SCHEMA, _JSON_FIELDS, _np, _values, batches
+from analysis.contract.record import Record
+from analysis.contract.columnar_lazy import ArrowSub, LazyRecords
 from analysis.contract.record_table import ChunkView, RecordTable
 
 try:
     _LIBC = ctypes.CDLL("libc.so.6")
 except OSError:                                 # not Linux / glibc
     _LIBC = None
-_TIMING = msgspec.json.Decoder(ServerTiming).decode
-_LOG = msgspec.json.Decoder(list[tuple[Optional[int], int, Optional[int], Optional[str]]]).decode
 
 
 def _bits(buf: Optional[pa.Buffer], offset: int, n: int) -> np.ndarray:
@@ -250,10 +247,9 @@ class ArrowTable(RecordTable):
     def _decode(col: pa.Array, name: str, one: dict) -> np.ndarray:
         """One batch's values of field ``name`` (absent ones: 0 / False / None)."""
         t = col.type
-        if name in _JSON_FIELDS:
-            dec = _TIMING if name == "server_timing" else (lambda s: [tuple(a) for a in _LOG(s)])
+        if name in _JSON_FIELDS:                 # decoded as the batch reader decodes them
             vals = np.empty(len(col), object)
-            vals[:] = [None if v is None else dec(v) for v in col.to_pylist()]
+            vals[:] = _values(col, name)
             return vals
         if t == pa.string():                 # codes of the run's distinct texts (-1: none)
             enc = pc.dictionary_encode(col)

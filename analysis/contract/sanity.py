@@ -99,8 +99,7 @@ def _check(t, slack: int) -> Faults:
     for name in TOKEN_FIELDS:                       # few distinct values: checked as a set
         if getattr(t, "columnar", False):           # records.arrow: integers by its schema
             v, ok = t.stamp(name)
-            if ((v < 0) | (v > TOKENS_MAX))[ok].any():
-                tok |= ok & ((v < 0) | (v > TOKENS_MAX))
+            tok |= ok & ((v < 0) | (v > TOKENS_MAX))
             continue
         seen = set(map(attrgetter(name), recs)) if type(t) is RecordTable \
             else set(t._values(name))               # (a read table: Records, no list built)

@@ -121,19 +121,17 @@ class RecordFollower:
         self.moved = False      # the last poll read bytes (a backlog may remain)
 
     def _paths(self) -> list[Path]:
-        parts = sorted(self.dir.glob("procs/records.*.jsonl")) if (self.dir / "procs").is_dir() \
-            else []
-        if (self.dir / "locust").is_dir():      # --engine locust: the workers' ledgers
-            parts += sorted(self.dir.glob("locust/records.worker-*.jsonl"))
-        return parts + [self.dir / "records.jsonl"] + self._arrow_paths()
-
-    def _arrow_paths(self) -> list[Path]:
-        """output.records: arrow: the same files as records.arrow (those there now)."""
-        out = sorted(self.dir.glob("procs/records.*.arrow")) if (self.dir / "procs").is_dir() \
-            else []
-        if (self.dir / "locust").is_dir():
-            out += sorted(self.dir.glob("locust/records.worker-*.arrow"))
-        return out + [p for p in (self.dir / "records.arrow",) if p.is_file()]
+        """The senders' parts and the run's store, records.jsonl (there or not) then the same
+        files as .arrow (output.records: arrow; those there now)."""
+        out = []
+        for ext in ("jsonl", "arrow"):
+            if (self.dir / "procs").is_dir():   # --procs N: each sender's part
+                out += sorted(self.dir.glob(f"procs/records.*.{ext}"))
+            if (self.dir / "locust").is_dir():  # --engine locust: the workers' ledgers
+                out += sorted(self.dir.glob(f"locust/records.worker-*.{ext}"))
+            store = self.dir / f"records.{ext}"
+            out += [store] if ext == "jsonl" or store.is_file() else []
+        return out
 
     def _first_time(self, rid) -> bool:
         if not isinstance(rid, int) or isinstance(rid, bool) or not 0 <= rid < MAX_ID:

@@ -28,7 +28,7 @@ from typing import Optional
 import msgspec
 
 from loadgen.record import Record, now_ns, read_records
-from loadgen.engine.core import merge as merge_mod
+from loadgen.engine.core import merge as merge_mod, merge_store
 from loadgen.engine.core.partition import owner
 
 DEAD = ("dead", "never_ready")
@@ -87,12 +87,12 @@ def merge_parts(d: Path, out_path: Path, plan, n: int, status: dict[int, str],
     return counts for meta.json."""
     journal = read_journal(d)
     if out_path.suffix == ".arrow":
-        from loadgen.engine.core import merge_arrow as how
-        parts = [how.part_of(d / f"records.worker-{w}") for w in range(n)]
+        from loadgen.engine.core.merge_arrow import part_of
+        parts = [part_of(d / f"records.worker-{w}") for w in range(n)]
     else:
-        how, parts = merge_mod, [d / f"records.worker-{w}.jsonl" for w in range(n)]
-    got = how.merge(parts, owed(plan, n, journal, status, t0_ns, interrupted),
-                    [""] * n, out_path, end_ns)
+        parts = [d / f"records.worker-{w}.jsonl" for w in range(n)]
+    got = merge_store.merge(parts, owed(plan, n, journal, status, t0_ns, interrupted),
+                            [""] * n, out_path, end_ns)
     made = {"dead": 0, "interrupted": 0, "other": 0}
     for w, k in enumerate(got["cancelled_by_process"]):
         made["dead" if status.get(w) in DEAD else

@@ -179,3 +179,13 @@ def test_every_reader_finds_an_arrow_only_run(tmp_path):
     assert has_records(d) and records_path(d).name == "records.arrow"
     e = run_dir(tmp_path / "other", [rec(i) for i in range(20)], arrow=True)
     assert repeat_runs(series) == [d] and expand([str(d), str(e)]) == [d, e]
+
+
+def test_a_batch_where_every_record_has_the_same_retry_log_shape(tmp_path):
+    """Nested values of one shape in a whole batch (api.retry on, two attempts each) stay one
+    object a record (numpy must not read them as a 3-D array)."""
+    log = [(503, 1, 2, "http"), (200, 3, 4, None)]
+    recs = [rec(i, attempts=2, attempt_log=log) for i in range(12)]
+    t = read_table(run_dir(tmp_path / "a", recs, arrow=True, batch=4) / "records.arrow")
+    assert t.values("attempt_log") == [log] * 12
+    assert [r.attempt_log for r in t.records] == [log] * 12
