@@ -57,21 +57,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     if func is None:
         ap.print_help(sys.stderr)
         return 2
-    from loadgen.targets.managed import ServerStartError
     try:
         return int(func(args) or 0)
     except ScenarioError as e:
         _error(str(e))
         return 2
-    except ServerStartError as e:
-        _error(str(e))
-        return 1
     except KeyboardInterrupt:
         _error("interrupted")
         return 130
     except BrokenPipeError:
         return 1
     except Exception as e:
+        managed = sys.modules.get("loadgen.targets.managed")    # (not imported: not raised;
+        if managed is not None and isinstance(e, managed.ServerStartError):   # report needs no
+            _error(str(e))                                      # aiohttp)
+            return 1
         from loadgen.run.storage import STORAGE_ERRNOS, StorageError
         if isinstance(e, StorageError) or (isinstance(e, OSError) and e.errno in STORAGE_ERRNOS):
             # the disk failed (full, read-only, I/O error): one line, records kept to the last

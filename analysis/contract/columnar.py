@@ -2,7 +2,7 @@
 
     Record ─► ColumnarWriter.write(rec) ─► per-field value lists (strings through ``clean``:
         the writer's redaction) ─► every BATCH records or FLUSH_S seconds: one record batch,
-        zstd-compressed buffers, appended to the stream and flushed ─► records.arrow
+        lz4-compressed buffers, appended to the stream and flushed ─► records.arrow
     records.arrow ─► read_columns(path) ─► whole batches (a torn tail: a run killed while a
         batch was written, or a file still being written: dropped) ─► per batch: each field's
         values, its chunk array and counts ─► records.read_table: the same RecordTable as the
@@ -51,7 +51,7 @@ SCHEMA = pa.schema([pa.field("chunks_t", pa.list_(pa.int64())),
                     pa.field("chunks_n", pa.list_(pa.int64()))]
                    + [pa.field(f, _TYPES[f]) for f in FIELDS if f != "chunks"])
 _STRS = frozenset(f for f in FIELDS if _TYPES[f] == pa.string() and f not in _JSON_FIELDS)
-_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 _ENCODE = msgspec.json.Encoder().encode
 _astuple = msgspec.structs.astuple
 _AT = {f: k for k, f in enumerate(FIELDS)}

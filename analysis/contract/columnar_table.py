@@ -70,6 +70,25 @@ def _str_dtype():
 _STR = False
 
 
+M_MMAP_THRESHOLD = -3      # glibc's mallopt parameter
+_LEAN = False
+
+
+def _lean() -> None:
+    """Once a process that reads a run's columns: arrow's buffers from the system allocator and
+    glibc's blocks of 128 KiB and more as their own mappings, so that a freed array goes back
+    to the system (mimalloc and glibc's self-raising mmap threshold otherwise keep the freed
+    pieces of a big table: ~100 MB at a million requests). RSS then follows what is in use."""
+    global _LEAN
+    if _LEAN:
+        return
+    _LEAN = True
+    pa.set_memory_pool(pa.system_memory_pool())
+    mallopt = getattr(_LIBC, "mallopt", None)
+    if mallopt is not None:                     # glibc
+        mallopt(M_MMAP_THRESHOLD, 128 << 10)
+
+
 def _release() -> None:
     """Give freed memory back: arrow's pool keeps its buffers, and glibc the heap pages of
     freed column arrays, otherwise (RSS, not use)."""
@@ -98,35 +117,84 @@ class _Text:
         return len(self.codes)
 
 
-WIDE = 0.5      # a text column with more distinct values than this share of a batch's rows
+WIDE = 0.5      # a text column with more distinct values than this share of a group's rows
+GROUP = 1 << 16  # rows read and converted at once (the writer's batches are a few thousand)
 
 
 class _Wide:
-    """A text column of (nearly) one value a record (trace ids): its batches' arrow arrays,
-    kept as read (a Python str each only when a reader asks for the column)."""
-    __slots__ = ("parts", "ok")
+    """A text column of (nearly) one value a record (trace ids), left in the file: read (that
+    column only) when a reader asks for it, never held with the table."""
+    __slots__ = ("path", "name", "ok")
 
-    def __init__(self, parts: list, ok: Optional[np.ndarray]):
-        self.parts, self.ok = parts, ok
+    def __init__(self, path: Path, name: str, ok: Optional[np.ndarray]):
+        self.path, self.name, self.ok = path, name, ok
 
     def arrow(self, n: int) -> pa.Array:
-        """The column as one arrow array of n values (null where a batch had none)."""
-        out, at = [], 0
-        for lo, a in self.parts:
-            if lo > at:
-                out.append(pa.nulls(lo - at, pa.string()))
-            out.append(a)
-            at = lo + len(a)
-        if at < n:
-            out.append(pa.nulls(n - at, pa.string()))
-        return pa.concat_arrays(out)[:n] if out else pa.nulls(n, pa.string())
+        """The column's first n values as one arrow array."""
+        opts = pa.ipc.IpcReadOptions(included_fields=[SCHEMA.get_field_index(self.name)])
+        parts = [b.column(0) for b in batches(self.path, opts)]
+        got = pa.concat_arrays(parts) if parts else pa.nulls(0, pa.string())
+        return got[:n]
 
     def decode(self, n: int) -> tuple[np.ndarray, Optional[np.ndarray]]:
-        out = np.full(n, None, object)
-        for at, a in self.parts:
-            if at < n:
-                out[at:at + len(a)] = a.to_pylist()[:n - at]
+        out = np.empty(n, object)
+        out[:] = self.arrow(n).to_pylist()
         return out, (None if self.ok is None else self.ok[:n])
+
+
+def _groups(path: Path, n: int):
+    """(first row, table of about GROUP rows) of the file's first n rows, in order: many
+    writer batches converted at once (a column joined into one array only when it has
+    values)."""
+    pend, rows, lo = [], 0, 0
+    for b in batches(path):
+        pend.append(b)
+        rows += b.num_rows
+        if rows >= GROUP or lo + rows >= n:
+            g = pa.Table.from_batches(pend)
+            g = g.slice(0, n - lo) if lo + rows > n else g     # grew since counted
+            yield lo, g
+            lo += g.num_rows
+            pend, rows = [], 0
+            if lo >= n:
+                return
+    if pend:
+        yield lo, pa.Table.from_batches(pend)
+
+
+def _narrow(v: np.ndarray, least=np.int8) -> np.ndarray:
+    """Integers in the narrowest type (from ``least`` up) that holds them."""
+    for t in (np.int8, np.int16, np.int32):
+        if np.dtype(least).itemsize <= np.dtype(t).itemsize < v.dtype.itemsize and _fits(v, t):
+            return v.astype(t)
+    return v
+
+
+class _Field:
+    """One field's pieces, a group at a time, joined into one array at the end."""
+    __slots__ = ("pieces", "holes")
+
+    def __init__(self):
+        self.pieces: list = []          # (first row, values, present mask | None)
+        self.holes = False              # a group without a value, or with nulls
+
+    def add(self, lo: int, v: np.ndarray, ok: Optional[np.ndarray]) -> None:
+        self.holes |= ok is not None
+        self.pieces.append((lo, v, ok))
+
+    def join(self, n: int, fill) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        dtype = np.result_type(*[v.dtype for _, v, _ in self.pieces])
+        holes = self.holes or sum(len(v) for _, v, _ in self.pieces) < n
+        out = np.full(n, fill, dtype) if holes else np.empty(n, dtype)
+        ok = np.zeros(n, bool) if holes else None
+        while self.pieces:                          # freed piece by piece
+            lo, v, got = self.pieces.pop(0)
+            out[lo:lo + len(v)] = v
+            if ok is not None:
+                ok[lo:lo + len(v)] = True if got is None else got
+        if ok is not None:
+            out[~ok] = fill
+        return out, (None if ok is None or ok.all() else ok)
 
 
 class _Pairs(ChunkView):
@@ -150,63 +218,51 @@ class ArrowTable(RecordTable):
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        rows = [b.num_rows for b in batches(self.path, pa.ipc.IpcReadOptions(
-            included_fields=[SCHEMA.get_field_index("id")]))]     # the count first: ids only
-        self._len = n = sum(rows)
-        counts = np.zeros(n, np.int64)
-        ts, ns = [], []                                # every chunk's arrival_ns, n_tokens
-        vals: dict[str, np.ndarray] = {}               # field ─► its values, filled in place
-        oks = {f: np.zeros(n, bool) for f in SCHEMA.names[2:]}
+        _lean()
+        counts, ns = [], []                            # first the chunk counts and n_tokens
+        for b in batches(self.path, pa.ipc.IpcReadOptions(
+                included_fields=[SCHEMA.get_field_index("chunks_n")])):
+            cn = b.column(0)
+            counts.append(np.diff(_np(cn.offsets, np.int32)))
+            ns.append(_narrow(_np(cn.flatten(), np.int64), np.int16))
+        n = sum(map(len, counts))
+        self.offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(np.concatenate(counts) if counts else [], out=self.offsets[1:])
+        self.n = np.concatenate(ns) if ns else np.zeros(0, np.int32)
+        del counts, ns
+        self.t = np.empty(len(self.n), np.int64)      # every chunk's arrival_ns, filled below
+        fields = {f: _Field() for f in SCHEMA.names[2:]}
         words: dict[str, dict] = {f: {} for f in _TEXT}     # text: the run's distinct values
-        wide: dict[str, list] = {}                     # text of a value a record: (at, arrow)
-        lo = 0
-        for b in batches(self.path):                   # then every column, a batch at a time
-            k, ct = b.num_rows, b.column("chunks_t")
-            if lo + k > n:                             # grew since counted (being written)
-                break
-            counts[lo:lo + k] = np.diff(_np(ct.offsets, np.int32))
-            ts.append(_np(ct.flatten(), np.int64).copy())
-            ns.append(_np(b.column("chunks_n").flatten(), np.int64).astype(np.int32))
-            for f, ok in oks.items():
-                a = b.column(f)
+        wide: dict[str, _Field] = {}                   # text of a value a record: presence only
+        read = 0
+        for lo, g in _groups(self.path, n):            # then every column, a group at a time
+            k = g.num_rows
+            self.t[self.offsets[lo]:self.offsets[lo + k]] = _np(
+                g.column("chunks_t").combine_chunks().flatten(), np.int64)
+            for f, got in fields.items():
+                a = g.column(f)
                 if a.null_count == k:
                     continue
-                if f in wide or (f in _TEXT and f not in vals and
+                a = a.combine_chunks()
+                ok = _valid(a) if a.null_count else None
+                if f in wide or (f in _TEXT and not got.pieces and
                                  pc.count_distinct(a).as_py() > WIDE * k):
-                    wide.setdefault(f, []).append((lo, a))     # ids of a kind: kept as arrow
-                    ok[lo:lo + k] = _valid(a)
+                    wide.setdefault(f, got).add(lo, np.ones(k, bool) if ok is None else ok, None)
                     continue
                 v = self._decode(a, f, words.get(f))
-                if v.dtype == np.int64 and not f.endswith("_ns"):     # counts: int32 if they fit
-                    v = v.astype(np.int32) if _fits(v, np.int32) else v
-                got = vals.get(f)
-                if got is None:
-                    got = vals[f] = np.full(n, -1 if f in _TEXT else None if v.dtype == object
-                                            else 0, v.dtype)
-                elif got.dtype != v.dtype and got.dtype.itemsize < v.dtype.itemsize:
-                    got = vals[f] = got.astype(v.dtype)        # a count past int32: widen
-                got[lo:lo + k] = v
-                ok[lo:lo + k] = _valid(a)
-            lo += k
-        if lo < n:                                     # fewer than counted (truncated since)
-            self._len = n = lo
-            counts = counts[:n]
-            vals = {f: v[:n] for f, v in vals.items()}
-            oks = {f: ok[:n] for f, ok in oks.items()}
-        self.offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(counts, out=self.offsets[1:])
-        del counts
-        self.t = np.concatenate(ts) if ts else np.zeros(0, np.int64)
-        del ts
-        self.n = np.concatenate(ns) if ns else np.zeros(0, np.int32)
-        del ns
-        m = len(self.t)
-        if m and self.n.min() >= -(1 << 15) and self.n.max() < 1 << 15:
-            self.n = self.n.astype(np.int16)
-        self._raw: dict[str, object] = {
-            f: _Wide(wide[f], None if oks[f].all() else oks[f]) if f in wide else
-            self._join(f, vals.pop(f, None), oks[f], words.get(f)) for f in list(oks)}
-        del oks
+                if v.dtype.kind == "i" and not f.endswith("_ns") and f not in _TEXT:
+                    v = _narrow(v)                     # counts: the narrowest type that holds them
+                got.add(lo, v, ok)
+            read = lo + k
+        if read < n:                                   # fewer than counted (truncated since)
+            self.offsets = self.offsets[:read + 1]
+            self.t, self.n = self.t[:self.offsets[-1]], self.n[:self.offsets[-1]]
+        self._len = n = read
+        if not self.n.size:
+            self.n = self.n.astype(np.int32)
+        self._raw: dict[str, object] = {f: self._join(f, fields.pop(f), n, words.get(f), wide)
+                                        for f in list(fields)}
+        self._alias_stamps()
         _release()
         self._cols: dict[str, object] = {}
         self.records = LazyRecords(self, None)
@@ -214,24 +270,41 @@ class ArrowTable(RecordTable):
     def __len__(self) -> int:
         return self._len
 
-    @staticmethod
-    def _join(name: str, v: Optional[np.ndarray], ok: np.ndarray, one: Optional[dict]):
+    def _alias_stamps(self) -> None:
+        """A stamp column equal to an earlier one (first_chunk_at = first_token_at =
+        first_answer_at when every first chunk carries a token) is held once, read-only."""
+        kept: list = []
+        for f, got in self._raw.items():
+            if not f.endswith("_ns") or got is None or isinstance(got, _Wide):
+                continue
+            v, ok = got
+            v.flags.writeable = False
+            for w, wok in kept:
+                if (ok is None) == (wok is None) and (ok is None or np.array_equal(ok, wok)) \
+                        and np.array_equal(v, w):
+                    self._raw[f] = (w, wok)
+                    break
+            else:
+                kept.append(got)
+
+    def _join(self, name: str, got: _Field, n: int, one: Optional[dict], wide: dict):
         """A field as (values, present mask or None: all there), or None: no value at all;
-        text as codes into its words (None last), counts in the narrowest integer type."""
-        if v is None:
+        text as codes into its words (None last); a wide text left in the file (_Wide)."""
+        if not got.pieces:
             return None
+        if name in wide:                               # its pieces: which records have one
+            present = got.join(n, False)[0]
+            return _Wide(self.path, name, None if present.all() else present)
+        sample = got.pieces[0][1]
+        fill = -1 if one is not None else None if sample.dtype == object else 0
+        v, ok = got.join(n, fill)
         if one is not None:
             w = np.empty(len(one) + 1, object)
             w[:-1] = list(one)
             w[-1] = None
             v[v < 0] = len(one)
             v = _Text(w, v.astype(np.uint8 if len(one) < 255 else np.int32))
-        elif v.dtype.kind == "i" and not name.endswith("_ns") and v.size:
-            for t in (np.int8, np.int16, np.int32):        # the narrowest that holds them
-                if t(0).itemsize < v.dtype.itemsize and _fits(v, t):
-                    v = v.astype(t)
-                    break
-        return v, (None if ok.all() else ok)
+        return v, ok
 
     # ---- one field -----------------------------------------------------------------------
     def raw(self, name: str) -> Optional[tuple[np.ndarray, Optional[np.ndarray]]]:
@@ -263,8 +336,11 @@ class ArrowTable(RecordTable):
         return np.frombuffer(col.buffers()[1], dtype, len(col), 8 * col.offset).copy()
 
     def column(self, name: str, dtype=object) -> np.ndarray:
-        """Field ``name`` of every record (cached): ``float`` with None as NaN, else objects
-        (None where absent), as RecordTable.column."""
+        """Field ``name`` of every record: ``float`` with None as NaN (made anew from the narrow
+        column each time: cheap, and not held), else objects (None where absent; cached), as
+        RecordTable.column."""
+        if dtype is float:
+            return self._column(name, float)
         key = f"{name}:{np.dtype(dtype).str}"
         got = self._cols.get(key)
         if got is None:

@@ -110,6 +110,9 @@ def itl_ms(rec) -> list[float]:
 
 
 # ---- on a table's arrays -----------------------------------------------------------------------
+BLOCK = 1 << 20     # chunks looked at a time (token_reads)
+
+
 def token_gaps(table, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(gap_ns, n_tokens of the later chunk, record index) of every pair of consecutive token
     chunks of the selected records, in record then chunk order."""
@@ -195,21 +198,42 @@ def tokens_in(table, start: int, end: int) -> int:
 
 def token_reads(table) -> int:
     """Distinct arrival stamps among each record's chunks with n_tokens != 0, summed over the
-    table's records (the reads that carried a token chunk: one read, one stamp)."""
+    table's records (the reads that carried a token chunk: one read, one stamp); a block of
+    chunks at a time, the last pair carried across blocks."""
     parent = getattr(table, "parent", None)
+    sel = None
     if parent is not None:                          # a selection: counted on the parent's arrays
-        keep = (parent.n != 0) & table.mask()[parent.record_of_chunk()]
-        table = parent
-    else:
-        keep = table.n != 0
+        sel, table = table.mask(), parent
+    owner = table.record_of_chunk()
+    total, carry = 0, None
+    for lo in range(0, len(table.t), BLOCK):
+        keep = table.n[lo:lo + BLOCK] != 0
+        o = owner[lo:lo + BLOCK]
+        if sel is not None:
+            keep &= sel[o]
+        o, t = o[keep], table.t[lo:lo + BLOCK][keep]
+        if not t.size:
+            continue
+        if carry is not None:                       # the pair across the blocks' edge
+            o, t = np.concatenate([carry[0], o]), np.concatenate([carry[1], t])
+        else:
+            total += 1                              # the first read
+        same = o[1:] == o[:-1]
+        if (t[1:][same] < t[:-1][same]).any():      # a record's stamps out of order: sort all
+            return _sorted_reads(table, sel)
+        total += int(np.count_nonzero(~same | (t[1:] != t[:-1])))
+        carry = o[-1:], t[-1:]
+    return total
+
+
+def _sorted_reads(table, sel) -> int:
+    keep = table.n != 0
+    if sel is not None:
+        keep &= sel[table.record_of_chunk()]
     owner, t = table.record_of_chunk()[keep], table.t[keep]
-    if not t.size:
-        return 0
+    order = np.lexsort((t, owner))
+    owner, t = owner[order], t[order]
     same = owner[1:] == owner[:-1]
-    if (t[1:][same] < t[:-1][same]).any():          # a record's stamps out of order: sort
-        order = np.lexsort((t, owner))
-        owner, t = owner[order], t[order]
-        same = owner[1:] == owner[:-1]
     return int(1 + np.count_nonzero(~same | (t[1:] != t[:-1])))
 
 

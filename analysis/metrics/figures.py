@@ -104,8 +104,9 @@ def stats(values: Iterable[Optional[float]]) -> dict:
     Percentiles: ``numpy.percentile(method="linear")`` (numpy's default, interpolating between
     closest ranks). None entries are dropped; with no data every field except count is None.
     """
-    if isinstance(values, np.ndarray):           # a figure's array (NaN: undefined)
-        arr = values[~np.isnan(values)].astype(float)
+    if isinstance(values, np.ndarray):           # a figure's array (NaN: undefined): one copy,
+        arr = values[~np.isnan(values)].astype(float, copy=False) if values.dtype.kind == "f" \
+            else values.astype(float)            # partitioned in place by the percentiles
     else:
         arr = np.asarray([v for v in values if v is not None], dtype=float)
     out: dict = {k: None for k in STAT_KEYS}
@@ -114,7 +115,8 @@ def stats(values: Iterable[Optional[float]]) -> dict:
         return out
     out.update(mean=float(arr.mean()), std=float(arr.std()), min=float(arr.min()),
                max=float(arr.max()))
-    qs = np.percentile(arr, list(_PCTS.values()), method="linear")   # one partition, same values
+    qs = np.percentile(arr, list(_PCTS.values()), method="linear",   # one partition, same values
+                       overwrite_input=True)            # (arr is this call's own)
     out.update({key: float(v) for key, v in zip(_PCTS, qs)})
     return out
 
@@ -336,22 +338,39 @@ def in_flight_steps(records: Records, sel: Optional[np.ndarray] = None
     table (analysis.contract.records.table_of), only those records. Cached on the table for
     ``sel`` None (steady_window and the time series read the same steps)."""
     tab = table_of(records if isinstance(records, list) else list(records))
+    if sel is not None and sel.all():               # every record: the cached steps
+        sel = None
     if sel is None and "_in_flight" in tab.__dict__:
         return tab._in_flight
     (s, s_ok), (e, e_ok) = tab.stamp("sent_at_ns"), tab.stamp("end_at_ns")
     both = s_ok & e_ok
     if sel is not None:
         both = both & sel
-    k = int(both.sum())
-    t = np.concatenate([s[both], e[both]])
-    d = np.concatenate([np.ones(k, np.int64), -np.ones(k, np.int64)])
-    order = np.lexsort((d, t))                      # by time, ends first at equal times
-    out = t[order], np.cumsum(d[order])
+    out = _steps(s[both], e[both])
     if sel is None:
         for a in out:
             a.flags.writeable = False               # shared by its readers
         tab._in_flight = out
     return out
+
+
+def _steps(sends: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(t_ns, count after t) of the sends (+1) and ends (−1), by time, ends first at equal
+    times. Sorted as one int64 key, 2·t + (1 for a send): the same order as a lexsort of
+    (t, ±1), in a third of its memory."""
+    lim = 1 << 61
+    if sends.size and (min(sends.min(), ends.min()) < -lim or max(sends.max(), ends.max()) >= lim):
+        t = np.concatenate([sends, ends])       # (stamps too large to double: lexsort)
+        d = np.concatenate([np.ones(sends.size, np.int64), -np.ones(ends.size, np.int64)])
+        order = np.lexsort((d, t))
+        return t[order], np.cumsum(d[order])
+    key = np.concatenate([sends, ends])
+    key <<= 1
+    key[:sends.size] |= 1
+    key.sort()
+    count = np.cumsum((key & 1).astype(np.int8) * 2 - 1, dtype=np.int64)
+    key >>= 1
+    return key, count
 
 
 def stamp_rate(records, name: str) -> Optional[float]:

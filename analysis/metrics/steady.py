@@ -54,6 +54,9 @@ def _count_at(steps: tuple[np.ndarray, np.ndarray], t: int) -> int:
     return int(steps[1][i - 1]) if i else 0
 
 
+BLOCK = 1 << 20     # steps summed at a time
+
+
 def _mean_in_flight(steps: tuple[np.ndarray, np.ndarray], start: int, end: int) -> float:
     """The time-weighted mean of the step function over [start, end]: the area, summed step by
     step in float as a Python loop would (the same float), over the duration."""
@@ -61,12 +64,17 @@ def _mean_in_flight(steps: tuple[np.ndarray, np.ndarray], start: int, end: int) 
     lo = int(np.searchsorted(ts, start, side="right"))
     hi = int(np.searchsorted(ts, end, side="left"))
     n0, area = _count_at(steps, start), 0.0
-    if hi > lo:
-        t = ts[lo:hi]
-        n = np.concatenate([[n0], cs[lo:hi - 1]]).astype(float)
-        dt = np.diff(t, prepend=start).astype(float)
-        area = float(np.cumsum(n * dt)[-1])       # sequential, as area += n * (ts - prev)
-        n0, start_prev = int(cs[hi - 1]), int(t[-1])
+    if hi > lo:                                   # sequential, as area += n * (ts - prev),
+        prev, cnt = start, n0                     # a block of steps at a time
+        for b in range(lo, hi, BLOCK):
+            e = min(b + BLOCK, hi)
+            t = ts[b:e]
+            n = np.concatenate([[cnt], cs[b:e - 1]]).astype(float)
+            dt = np.diff(t, prepend=prev).astype(float)
+            n *= dt
+            area = float(np.cumsum(np.concatenate([[area], n]))[-1])
+            prev, cnt = int(t[-1]), int(cs[e - 1])
+        n0, start_prev = cnt, prev
     else:
         start_prev = start
     area += n0 * (end - start_prev)
