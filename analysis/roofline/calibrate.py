@@ -3,7 +3,7 @@
     read   y = A @ ones (a GEMV: each byte of A, far larger than the caches, read once;
            bytes read / median time) ─► mem_bandwidth (the roof of a decode step's reads) ─┐
     copy   dst[:] = src (bytes read + written) ─► other["copy_bandwidth"], methods["copy"] ─┤
-    matmul C = A @ B (2 n^3 FLOPs, fp32 and bf16 where supported)                          ─┴► DeviceSpec
+    matmul C = A @ B (2 n^3 FLOPs, fp32 and bf16 where supported)                   ─┴► DeviceSpec
         (evidence: measured [busy host: ...]; date, host, method, host load)
         ─► save_spec() ─► ~/.cache/loadgen/calibration.json
 

@@ -65,7 +65,8 @@ def main(args) -> int:
     for h in ("figure", "value", "evidence", "method"):
         t.add_column(h)
     bw = spec.mem_bandwidth
-    t.add_row("memory bandwidth (read)", f"{bw.value / 1e9:.1f} GB/s", bw.evidence, bw.conditions)
+    t.add_row("memory bandwidth (read)", f"{bw.value / 1e9:.1f} GB/s", bw.evidence,
+              bw.conditions)
     cp = spec.other.get("copy_bandwidth")
     if cp is not None:
         t.add_row("copy bandwidth (not the roof)", f"{cp.value / 1e9:.1f} GB/s", cp.evidence,
