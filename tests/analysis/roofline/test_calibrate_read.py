@@ -7,17 +7,17 @@ import pytest
 
 from analysis.predict.forecast import forecast
 from analysis.predict.simulate import LoadPoint
-from analysis.roofline import calibrate, devices
+from analysis.roofline import calib_probes, calibrate, devices
 from servers.jax.presets import get_preset, shape_dict
 
 TINY = shape_dict(get_preset("tiny"), "fp32", 4096, 4)
 
 
 def test_read_shape_streams_whole_rows_of_the_buffer():
-    assert calibrate.read_shape(2**20) == (64, 4096)             # 1 MiB fp32: 64 rows of 4096
-    assert calibrate.read_shape(3 * 4096 * 4 + 100) == (3, 4096)  # the remainder is not read
-    assert calibrate.read_shape(4000) == (1, 1000)               # below a row: one row of it
-    assert calibrate.read_shape(0) == (1, 1)
+    assert calib_probes.read_shape(2**20) == (64, 4096)             # 1 MiB fp32: 64 rows of 4096
+    assert calib_probes.read_shape(3 * 4096 * 4 + 100) == (3, 4096)  # the remainder is not read
+    assert calib_probes.read_shape(4000) == (1, 1000)               # below a row: one row of it
+    assert calib_probes.read_shape(0) == (1, 1)
 
 
 def test_measure_read_counts_the_bytes_of_a_once(monkeypatch):
@@ -26,18 +26,18 @@ def test_measure_read_counts_the_bytes_of_a_once(monkeypatch):
     def fixed(run, repeats, budget_s):                 # one real GEMV, then a fixed time
         calls.append(run())
         return 0.25, [0.25] * repeats
-    monkeypatch.setattr(calibrate, "_median_time", fixed)
-    rd = calibrate.measure_read("numpy", 2**20, repeats=3)
+    monkeypatch.setattr(calib_probes, "_median_time", fixed)
+    rd = calib_probes.measure_read("numpy", 2**20, repeats=3)
     assert rd["bytes"] == 64 * 4096 * 4 == 2**20
     assert rd["bytes_per_s"] == 2**20 / 0.25 and rd["runs"] == 3 and rd["backend"] == "numpy"
     assert "counted bytes read" in rd["method"] and "[64, 4096]" in rd["method"]
     assert len(calls) == 1 and calls[0] >= 0
     with pytest.raises(ValueError):
-        calibrate.measure_read("fpga", 2**20, repeats=1)
+        calib_probes.measure_read("fpga", 2**20, repeats=1)
 
 
 def test_measure_read_numpy_real_small_buffer():
-    rd = calibrate.measure_read("numpy", 2**20 + 7, repeats=3)
+    rd = calib_probes.measure_read("numpy", 2**20 + 7, repeats=3)
     assert rd["bytes"] == 2**20 and rd["runs"] == 3
     assert rd["bytes_per_s"] == pytest.approx(rd["bytes"] / rd["median_s"])
 
