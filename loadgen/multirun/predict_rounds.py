@@ -42,6 +42,8 @@ class Shared:
         pass
 
     def __getattr__(self, name):
+        if name == "server":            # not set yet (a copy): no recursion
+            raise AttributeError(name)
         return getattr(self.server, name)
 
 
