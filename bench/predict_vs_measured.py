@@ -194,8 +194,9 @@ def rounds_mode(a) -> int:
                       fractions_of(a))
     for rd in done:
         top = "n/a" if rd["max_rate"] is None else f"{rd['max_rate']:.4g} req/s"
-        print(f"round {rd['round']}: points in the order {', '.join(f'{v:g}' for v in rd['order'])}"
-              f"; max rate (highest-concurrency probe) {top}; {rd['sweep_dir']}")
+        order = ", ".join(f"{v:g}" for v in rd["order"])
+        print(f"round {rd['round']}: points in the order {order}; max rate (highest-concurrency "
+              f"probe) {top}; {rd['sweep_dir']}")
         print(table(rd["rows"]))
         rd["drift"] = print_drift(rd["probes"], rd["sweep_dir"]) if a.param == "concurrency" else []
     points = agg.aggregate([rd["rows"] for rd in done], a.param, [rd["max_rate"] for rd in done])
@@ -248,6 +249,13 @@ def main(argv=None) -> int:
             return 2
     if a.rounds < 1:
         ap.error("--rounds must be at least 1")
+    for flag, text in (("--values", a.values), ("--rate-fractions", a.rate_fractions)):
+        try:
+            bad = text is not None and any(float(v) <= 0 for v in text.split(","))
+        except ValueError:
+            bad = True
+        if bad:
+            ap.error(f"{flag}: a comma list of positive numbers, not {text!r}")
     if a.rounds > 1 and not a.one_server:
         ap.error("--rounds needs --one-server (the rounds share one server)")
     from loadgen.scenario.model import ScenarioError

@@ -125,7 +125,9 @@ def test_bench_rounds_prints_every_round_and_a_verdict_per_point(tmp_path, monke
 
 
 def test_bench_flags_that_do_not_go_together_exit_2(capsys):
-    for argv in (["--rounds", "2"], ["--rounds", "0", "--one-server"], ["--param", "rate"]):
+    for argv in (["--rounds", "2"], ["--rounds", "0", "--one-server"], ["--values", "1,x"],
+                 ["--one-server", "--param", "rate", "--rate-fractions", "0.5,-1"],
+                 ["--param", "rate"]):
         with pytest.raises(SystemExit) as e:
             bench.main(argv)
         assert e.value.code == 2
