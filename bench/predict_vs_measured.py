@@ -14,10 +14,20 @@ because a busy host moves every figure.
     python -m bench.predict_vs_measured [--preset small] [--param concurrency|rate]
                                         [--values 1,2,4,8,16] [--requests 16] [--prompt 64]
                                         [--output 32] [--device NAME|PATH|calibrate] [--out DIR]
-                                        [--one-server]
+                                        [--one-server [--rounds R]] [--rate-fractions F,...]
         --one-server: the probes run on the sweep's own managed server, just before its points
         (by default they start and stop a server of their own: a second process, compiled
         again, whose speed can differ from the sweep's)
+        --rounds R (with --one-server; default 1): R rounds on that one server, each its probes
+        then the points, in the given order on odd rounds and reversed on even ones
+        (loadgen.multirun.predict_rounds); round r's forecast is fitted to round r's probes only;
+        the table shows per point each round's error, the median and the spread (min..max), and
+        a verdict line per point: the median against the bar (analysis.predict.rounds)
+        --param rate with --one-server: the rates are --rate-fractions (default 0.2,0.4,0.6,0.8)
+        of each round's measured max rate, the request throughput of its highest-concurrency
+        probe (concurrency = the slots: the engine saturated), unless --values gives rates;
+        only rates up to 80 % of the measured max rate are judged (also without --one-server,
+        against its probes' max rate)
     python -m bench.predict_vs_measured --offline PROBE_DIR... --measured SWEEP_DIR
         a refit of kept runs, no server and no load: fit the probe run directories again
         (loadgen.multirun.predict_offline), forecast the kept sweep's points, same table; plus
@@ -41,7 +51,7 @@ FIGS = (("tpot_ms_p50", "TPOT p50 ms", 0.15), ("output_throughput", "out tok/s",
 
 def scenario_tree(a) -> dict:
     param = f"load.{a.param}"
-    values = [float(v) if a.param == "rate" else int(v) for v in a.values.split(",")]
+    values = [float(v) if a.param == "rate" else int(v) for v in values_of(a).split(",")]
     load = ({"mode": "concurrency", "concurrency": 1} if a.param == "concurrency"
             else {"mode": "server", "rate": values[0], "arrival": "poisson"})
     target = ({"url": a.target_url} if a.target_url else
@@ -54,6 +64,21 @@ def scenario_tree(a) -> dict:
             "sweep": {"param": param, "values": values},
             "output": {"dir": str(a.out), "run_name": f"predict-vs-measured-{int(time.time())}",
                        "report": "text"}}
+
+
+def values_of(a) -> str:
+    """--values, else the default points: concurrency 1..16; a rate sweep's --rate-fractions
+    (placeholders until a round's max rate is measured)."""
+    if a.values:
+        return a.values
+    return "1,2,4,8,16" if a.param == "concurrency" else a.rate_fractions
+
+
+def fractions_of(a) -> list[float] | None:
+    """A rate sweep's points as fractions of the measured max rate (no --values given)."""
+    if a.param != "rate" or a.values:
+        return None
+    return [float(v) for v in a.rate_fractions.split(",")]
 
 
 def table(rows: list[dict]) -> str:
@@ -69,8 +94,12 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def verdict(rows: list[dict], param: str) -> dict:
+def verdict(rows: list[dict], param: str, rate_max: float | None = None) -> dict:
+    """The bar on every row; a rate sweep's rows only up to 80 % of ``rate_max``."""
+    from analysis.predict.rounds import judged
     keys = ("tpot_ms_p50", "output_throughput") if param == "concurrency" else ("ttft_ms_p50",)
+    if param == "rate" and rate_max:
+        rows = [r for r in rows if judged("rate", [r["value"]], [rate_max])[0]]
     out = {}
     for k, _, tol in FIGS:
         if k not in keys:
@@ -154,11 +183,46 @@ def one_server(sc, a):
     return sw.dir, sw.run(), sw.predictor
 
 
+def rounds_mode(a) -> int:
+    """--one-server --rounds R (or a rate sweep on one server): every round's table and drift,
+    then the rounds brought together: per point each round's error, median, spread, verdict."""
+    from analysis.predict import rounds as agg
+    from loadgen.multirun.predict import device_of
+    from loadgen.multirun.predict_rounds import run_rounds
+    load0 = os.getloadavg()
+    done = run_rounds(scenario_tree(a), a.rounds, device_of(a.device), a.model_config,
+                      fractions_of(a))
+    for rd in done:
+        top = "n/a" if rd["max_rate"] is None else f"{rd['max_rate']:.4g} req/s"
+        order = ", ".join(f"{v:g}" for v in rd["order"])
+        print(f"round {rd['round']}: points in the order {order}; max rate (highest-concurrency "
+              f"probe) {top}; {rd['sweep_dir']}")
+        print(table(rd["rows"]))
+        rd["drift"] = print_drift(rd["probes"], rd["sweep_dir"]) if a.param == "concurrency" else []
+    points = agg.aggregate([rd["rows"] for rd in done], a.param, [rd["max_rate"] for rd in done])
+    print(agg.rounds_table(points, a.param, len(done)))
+    ok = agg.passed(points)
+    print(json.dumps({"bench": "predict_vs_measured", "mode": f"one server, {len(done)} rounds",
+                      "preset": a.preset, "param": a.param, "points": points, "pass": ok,
+                      "rounds": [{k: v for k, v in rd.items() if k != "probes"} for rd in done],
+                      "load_average": {"start": load0, "end": os.getloadavg()},
+                      "engine": "servers.jax" if not a.target_url else a.target_url},
+                     default=str))
+    return 0 if ok else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="small")
     ap.add_argument("--param", choices=("concurrency", "rate"), default="concurrency")
-    ap.add_argument("--values", default="1,2,4,8,16")
+    ap.add_argument("--values", default=None,
+                    help="the points (default concurrency 1,2,4,8,16; rate: --rate-fractions)")
+    ap.add_argument("--rate-fractions", default="0.2,0.4,0.6,0.8",
+                    help="--param rate without --values: the rates as fractions of the measured "
+                         "max rate (--one-server: each round's own)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="with --one-server: rounds of probes then points, the order reversed "
+                         "every other round (default 1)")
     ap.add_argument("--requests", type=int, default=16)
     ap.add_argument("--prompt", type=int, default=64)
     ap.add_argument("--output", type=int, default=32)
@@ -183,6 +247,28 @@ def main(argv=None) -> int:
         except ScenarioError as e:
             print(f"predict_vs_measured: {e}", file=sys.stderr)
             return 2
+    if a.rounds < 1:
+        ap.error("--rounds must be at least 1")
+    for flag, text in (("--values", a.values), ("--rate-fractions", a.rate_fractions)):
+        try:
+            bad = text is not None and any(float(v) <= 0 for v in text.split(","))
+        except ValueError:
+            bad = True
+        if bad:
+            ap.error(f"{flag}: a comma list of positive numbers, not {text!r}")
+    if a.rounds > 1 and not a.one_server:
+        ap.error("--rounds needs --one-server (the rounds share one server)")
+    from loadgen.scenario.model import ScenarioError
+    if a.one_server and (a.rounds > 1 or a.param == "rate"):
+        try:
+            return rounds_mode(a)
+        except ScenarioError as e:
+            print(f"predict_vs_measured: {e}", file=sys.stderr)
+            return 2
+    if fractions_of(a):
+        ap.error("--param rate needs --values (rates) without --one-server: the max rate is "
+                 "measured per round only with --one-server")
+    from analysis.predict.rounds import max_rate
     from loadgen.multirun.predict import Predictor
     from loadgen.multirun.sweep import run_sweep
     from loadgen.scenario.loader import scenario_from_dict
@@ -197,7 +283,7 @@ def main(argv=None) -> int:
              "error": p["forecast"]["error"]} for p in res["points"] if p.get("forecast")]
     print(table(rows))
     dr = print_drift(pred.probes, d) if a.param == "concurrency" else []
-    v = verdict(rows, a.param)
+    v = verdict(rows, a.param, max_rate(pred.probes))
     print(json.dumps({"bench": "predict_vs_measured", "preset": a.preset, "param": a.param,
                       "sweep_dir": str(d), "fit": pred.fit, "rows": rows, "pass": v,
                       "drift": dr,

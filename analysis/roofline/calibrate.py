@@ -1,13 +1,22 @@
-"""Measure the local machine's two roofs: memory bandwidth (a large copy) and matmul rate.
+"""Measure the local machine's two roofs: memory bandwidth (a large read) and matmul rate.
 
-    copy  dst[:] = src (bytes read + bytes written, buffers far larger than the caches) ─┐
-    matmul C = A @ B  (2 n^3 FLOPs, fp32 and bf16 where supported)                       ─┴► DeviceSpec
+    read   y = A @ ones (a GEMV: each byte of A, far larger than the caches, read once;
+           bytes read / median time) ─► mem_bandwidth (the roof of a decode step's reads) ─┐
+    copy   dst[:] = src (bytes read + written) ─► other["copy_bandwidth"], methods["copy"] ─┤
+    matmul C = A @ B (2 n^3 FLOPs, fp32 and bf16 where supported)                   ─┴► DeviceSpec
         (evidence: measured [busy host: ...]; date, host, method, host load)
         ─► save_spec() ─► ~/.cache/loadgen/calibration.json
 
-Backends: "numpy" copy + numpy fp32 / torch bf16 matmul on the CPU; "torch" on a CUDA GPU (events,
-TF32 off for fp32); "jax" on whatever JAX's default device is. Each figure is the median of
-``repeats`` runs after one warm-up. These are achieved rates, not theoretical peaks.
+The probes are analysis/roofline/calib_probes.py's (measure_read, measure_copy, measure_matmul).
+Backends: numpy, torch (CPU) and JAX reads and matmuls on the CPU (the best achieved rate of each
+is the roof), a numpy copy; "torch" on a CUDA GPU (events, TF32 off for fp32); "jax" on whatever
+JAX's default device is. Each figure is the median of ``repeats`` runs after one warm-up. These
+are achieved rates, not theoretical peaks.
+
+Why a read, not the copy (issue 40): on this project's CPU a numpy copy (2 × bytes / time) came
+out below what XLA's batch-1 decode reads (a 30.3 ms floor against 29.05 ms measured), so a
+roofline from it was no bound. Calibrations saved before the read probe hold the copy's figure
+as mem_bandwidth and no ``methods["read"]``; they still load (copy_only() says which).
 
 The host's load during the calibration (host_load: other processes' CPU, steal, load average,
 spread between repeats) is kept in ``meta["host_load"]``; a busy calibration is taken again once,
@@ -20,14 +29,12 @@ import importlib
 import importlib.util
 import platform
 import socket
-import statistics
 import time
 from pathlib import Path
 from typing import Callable, Optional
 
-import numpy as np
-
 from analysis.roofline import host_load
+from analysis.roofline.calib_probes import measure_copy, measure_matmul, measure_read
 from analysis.roofline.devices import DeviceSpec, Figure
 
 DEFAULT_PATH = Path("~/.cache/loadgen/calibration.json")
@@ -41,107 +48,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def _median_time(run: Callable[[], float], repeats: int, budget_s: float) -> tuple[float, list]:
-    """(median, every time) of run() (each returns seconds) after one warm-up; stops early
-    past budget_s."""
-    run()
-    times, t_end = [], time.perf_counter() + budget_s
-    for _ in range(repeats):
-        times.append(run())
-        if time.perf_counter() > t_end and len(times) >= 3:
-            break
-    return statistics.median(times), times
-
-
-def _wall(fn: Callable[[], object], sync: Callable[[object], None] = lambda r: None) -> float:
-    t0 = time.perf_counter()
-    sync(fn())
-    return time.perf_counter() - t0
-
-
-def _cuda_timer(torch):
-    def timed(fn):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3
-    return timed
-
-
-def measure_copy(backend: str, nbytes: int, repeats: int, budget_s: float = 20.0) -> dict:
-    """Copy bandwidth = 2 * nbytes / median time (read src + write dst)."""
-    n = nbytes // 4
-    if backend == "numpy":
-        src = np.random.default_rng(0).random(n, dtype=np.float32)   # [n] fp32, never zeros
-        dst = np.empty_like(src)
-        t, times = _median_time(lambda: _wall(lambda: np.copyto(dst, src)), repeats, budget_s)
-    elif backend == "torch":
-        torch = importlib.import_module("torch")
-        src = torch.rand(n, device="cuda")
-        dst = torch.empty_like(src)
-        timed = _cuda_timer(torch)
-        t, times = _median_time(lambda: timed(lambda: dst.copy_(src)), repeats, budget_s)
-    elif backend == "jax":
-        jax = importlib.import_module("jax")
-        src = jax.random.uniform(jax.random.PRNGKey(0), (n,))
-        copy = jax.jit(lambda x: x * 1.0)                            # new buffer: read + write
-        t, times = _median_time(lambda: _wall(lambda: copy(src), lambda r: r.block_until_ready()),
-                            repeats, budget_s)
-    else:
-        raise ValueError(f"unknown copy backend {backend!r}")
-    k = len(times)
-    return {"bytes_per_s": 2 * nbytes / t, "median_s": t, "runs": k, "backend": backend,
-            "spread": host_load.spread(times),
-            "method": f"{backend} copy of {nbytes / 2**20:.0f} MiB, counted read + write, "
-                      f"median of {k} after 1 warm-up"}
-
-
-def measure_matmul(backend: str, n: int, dtype: str, repeats: int, budget_s: float = 30.0) -> dict:
-    """Matmul rate = 2 n^3 / median time for C[n, n] = A[n, n] @ B[n, n]."""
-    flops = 2 * n**3
-    if backend == "numpy":
-        if dtype != "fp32":
-            raise ValueError("numpy has no bf16 matmul")
-        rng = np.random.default_rng(0)
-        a = rng.standard_normal((n, n), dtype=np.float32)
-        b = rng.standard_normal((n, n), dtype=np.float32)
-        t, times = _median_time(lambda: _wall(lambda: a @ b), repeats, budget_s)
-    elif backend in ("torch", "torch-cpu"):
-        torch = importlib.import_module("torch")
-        dev = "cuda" if backend == "torch" else "cpu"
-        if dev == "cuda":
-            torch.backends.cuda.matmul.allow_tf32 = False
-            torch.backends.cudnn.allow_tf32 = False
-        td = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
-        a = torch.randn(n, n, device=dev, dtype=td)
-        b = torch.randn(n, n, device=dev, dtype=td)
-        if dev == "cuda":
-            timed = _cuda_timer(torch)
-            t, times = _median_time(lambda: timed(lambda: a @ b), repeats, budget_s)
-        else:
-            t, times = _median_time(lambda: _wall(lambda: a @ b), repeats, budget_s)
-    elif backend == "jax":
-        jax = importlib.import_module("jax")
-        jnp = jax.numpy
-        jd = {"fp32": jnp.float32, "bf16": jnp.bfloat16}[dtype]
-        prec = jax.lax.Precision.HIGHEST if dtype == "fp32" else jax.lax.Precision.DEFAULT
-        ka, kb = jax.random.split(jax.random.PRNGKey(0))
-        a = jax.random.normal(ka, (n, n), dtype=jd)
-        b = jax.random.normal(kb, (n, n), dtype=jd)
-        mm = jax.jit(lambda x, y: jnp.dot(x, y, precision=prec))
-        t, times = _median_time(lambda: _wall(lambda: mm(a, b), lambda r: r.block_until_ready()),
-                            repeats, budget_s)
-    else:
-        raise ValueError(f"unknown matmul backend {backend!r}")
-    k = len(times)
-    return {"flops_per_s": flops / t, "median_s": t, "runs": k, "backend": backend,
-            "spread": host_load.spread(times),
-            "method": f"{backend} {dtype} matmul {n}x{n}x{n} (2 n^3 FLOPs), "
-                      f"median of {k} after 1 warm-up"}
 
 
 def _has_cuda() -> bool:
@@ -159,12 +65,14 @@ def _plan(device: str, copy_bytes: Optional[int], matmul_n: Optional[int]) -> di
     if device == "cuda":
         torch = importlib.import_module("torch")
         return dict(name=torch.cuda.get_device_name(0), kind="cuda", copy_backend="torch",
+                    read_backends=["torch"],
                     mm_backends={"fp32": ["torch"], "bf16": ["torch"]},
                     copy_bytes=copy_bytes or 2 * 2**30, matmul_n=matmul_n or 8192)
     if device == "jax":
         jax = importlib.import_module("jax")
         d = jax.devices()[0]
         return dict(name=d.device_kind, kind=d.platform, copy_backend="jax",
+                    read_backends=["jax"],
                     mm_backends={"fp32": ["jax"], "bf16": ["jax"]},
                     copy_bytes=copy_bytes or 512 * 2**20, matmul_n=matmul_n or 4096)
     if device == "cpu":
@@ -173,21 +81,57 @@ def _plan(device: str, copy_bytes: Optional[int], matmul_n: Optional[int]) -> di
         have = [b for b, mod in (("torch-cpu", "torch"), ("jax", "jax"))
                 if importlib.util.find_spec(mod) is not None]
         return dict(name=cpu_model(), kind="cpu", copy_backend="numpy",
+                    read_backends=have + ["numpy"],
                     mm_backends={"fp32": have + ["numpy"], "bf16": have or ["jax"]},
                     copy_bytes=copy_bytes or 256 * 2**20, matmul_n=matmul_n or 2048)
     raise ValueError(f"--device must be auto, cpu, cuda or jax, not {device!r}")
 
 
+def _reads(plan: dict, repeats: int, log: Callable[[str], None]) -> tuple[list, list]:
+    """Every read backend's probe (a backend that fails is recorded, not fatal)."""
+    tried, errors = [], []
+    for backend in plan["read_backends"]:
+        log(f"read bandwidth ({backend}, {plan['copy_bytes'] / 2**20:.0f} MiB) ...")
+        try:
+            tried.append(measure_read(backend, plan["copy_bytes"], repeats))
+        except Exception as e:
+            errors.append(f"{backend}: {type(e).__name__}: {e}")
+    return tried, errors
+
+
+def bandwidth_figures(reads: list, read_errors: list, cp: dict, src: str) -> tuple[Figure, Figure]:
+    """(mem_bandwidth, copy_bandwidth): the best read is the roof, the copy kept beside it,
+    labelled; with no read probe (every backend failed) the copy stands in, and says so."""
+    copy = Figure(cp["bytes_per_s"], "B/s", "measured", src,
+                  cp["method"] + "; a copy (read + write counted), not the roof: "
+                                 "mem_bandwidth is the read bandwidth")
+    if not reads:
+        return Figure(cp["bytes_per_s"], "B/s", "measured", src,
+                      cp["method"] + "; no read probe ran (" + "; ".join(read_errors) +
+                      "): the copy stands in, below what weight reads get"), copy
+    rd = max(reads, key=lambda m: m["bytes_per_s"])
+    return Figure(rd["bytes_per_s"], "B/s", "measured", src,
+                  f"{rd['method']}; the best of {len(reads)} read backend(s); the copy "
+                  f"(read + write) gave {cp['bytes_per_s'] / 1e9:.1f} GB/s"), copy
+
+
 def _measure(plan: dict, repeats: int, dtypes: tuple, log: Callable[[str], None],
              probe: Callable[[], dict]) -> DeviceSpec:
-    """One calibration: copy, then each dtype's matmul, with the host's load around them."""
+    """One calibration: reads and a copy, then each dtype's matmul, the host's load around."""
     name, kind = plan["name"], plan["kind"]
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     src = f"loadgen calibrate on {socket.gethostname()} at {now}"
     before = probe()
+    reads, read_errors = _reads(plan, repeats, log)
     log(f"copy bandwidth ({plan['copy_backend']}, {plan['copy_bytes'] / 2**20:.0f} MiB) ...")
     cp = measure_copy(plan["copy_backend"], plan["copy_bytes"], repeats)
     peak, methods, spreads = {}, {"copy": cp}, {"copy": cp["spread"]}
+    if reads:
+        rd = max(reads, key=lambda m: m["bytes_per_s"])
+        methods.update(read=rd, read_all=reads)
+        spreads["read"] = rd["spread"]
+    if read_errors:
+        methods["read_errors"] = read_errors
     for dt in dtypes:
         tried, errors = [], []
         for backend in plan["mm_backends"][dt]:
@@ -207,14 +151,31 @@ def _measure(plan: dict, repeats: int, dtypes: tuple, log: Callable[[str], None]
                           mm["method"] + "; achieved, not a theoretical peak")
     load = host_load.between(before, probe())
     verdict = host_load.assess(load, spreads)
+    bw, copy = bandwidth_figures(reads, read_errors, cp, src)
     return DeviceSpec(
         name=f"local {kind}: {name}", scope=f"this host ({kind})", peak=peak,
-        mem_bandwidth=Figure(cp["bytes_per_s"], "B/s", "measured", src, cp["method"]),
+        mem_bandwidth=bw, other={"copy_bandwidth": copy},
         match=[name] + (["cpu"] if kind == "cpu" else []),
         meta={"evidence": verdict["label"], "date": now, "host": socket.gethostname(),
               "kind": kind, "device_name": name, "methods": methods,
               "platform": platform.platform(),
               "host_load": {**load, "spreads": spreads, **verdict}})
+
+
+def copy_only(spec: DeviceSpec) -> bool:
+    """A calibration saved before the read probe: its mem_bandwidth is a copy's (read + write),
+    below what weight reads get on some hosts. It still loads; calibrate again to replace it."""
+    methods = (spec.meta or {}).get("methods") or {}
+    return "copy" in methods and "read" not in methods
+
+
+def numpy_read(spec: DeviceSpec) -> Optional[float]:
+    """The figure a numpy read probe taken now compares with (a spot check): the calibration's
+    own numpy read, else its memory bandwidth (a spec without one: a fake, an older file)."""
+    for m in ((spec.meta or {}).get("methods") or {}).get("read_all") or []:
+        if isinstance(m, dict) and m.get("backend") == "numpy" and m.get("bytes_per_s"):
+            return float(m["bytes_per_s"])
+    return spec.bandwidth()
 
 
 def calibrate(device: str = "auto", copy_bytes: Optional[int] = None, matmul_n: Optional[int] = None,
@@ -226,7 +187,7 @@ def calibrate(device: str = "auto", copy_bytes: Optional[int] = None, matmul_n: 
 
     A calibration on a busy host (host_load.assess) is taken again once after ``retry_pause_s``;
     a quiet second try is kept, else the try with the higher bandwidth (interference only slows
-    a copy), labelled ``measured (busy host: ...)`` in ``meta["evidence"]``. ``probe`` reads the
+    a read), labelled ``measured (busy host: ...)`` in ``meta["evidence"]``. ``probe`` reads the
     host's load (tests pass a fake)."""
     plan = _plan(device, copy_bytes, matmul_n)
     spec = _measure(plan, repeats, dtypes, log, probe)

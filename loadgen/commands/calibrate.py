@@ -1,6 +1,7 @@
 """`loadgen calibrate`: measure this machine's memory bandwidth and matmul rate, save them as a spec.
 
-    flags ─► analysis.roofline.calibrate.calibrate() (copy + matmul, medians) ─► DeviceSpec (evidence: measured)
+    flags ─► analysis.roofline.calibrate.calibrate() (read + copy + matmul, medians; the read is
+          the memory bandwidth, the copy kept beside it) ─► DeviceSpec (evidence: measured)
           (the host's load around it: a busy host is measured once more, else labelled
            "measured (busy host: load 1.9, spread 22 %)")
           ─► calib_cache.save (locked, versioned, atomic) ─► ~/.cache/loadgen/calibration.json (or --out) ─► `loadgen kernel` roofline,
@@ -25,7 +26,7 @@ def add_arguments(p) -> None:
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | jax (JAX's default device)")
     p.add_argument("--out", type=Path, default=cal.DEFAULT_PATH, help=f"where the spec is saved (default {cal.DEFAULT_PATH})")
     p.add_argument("--copy-mib", type=int, default=None,
-                   help="copy buffer size in MiB (default 256 on CPU, 2048 on a GPU)")
+                   help="read and copy buffer size in MiB (default 256 on CPU, 2048 on a GPU)")
     p.add_argument("--matmul-n", type=int, default=None, help="matmul size n: an n x n product, 2n^3 FLOPs (default 2048 on CPU, "
                         "8192 on a GPU)")
     p.add_argument("--repeats", type=int, default=10,
@@ -64,7 +65,12 @@ def main(args) -> int:
     for h in ("figure", "value", "evidence", "method"):
         t.add_column(h)
     bw = spec.mem_bandwidth
-    t.add_row("memory bandwidth", f"{bw.value / 1e9:.1f} GB/s", bw.evidence, bw.conditions)
+    t.add_row("memory bandwidth (read)", f"{bw.value / 1e9:.1f} GB/s", bw.evidence,
+              bw.conditions)
+    cp = spec.other.get("copy_bandwidth")
+    if cp is not None:
+        t.add_row("copy bandwidth (not the roof)", f"{cp.value / 1e9:.1f} GB/s", cp.evidence,
+                  cp.conditions)
     for dt, f in spec.peak.items():
         val = f"{f.value / 1e12:.3f} TFLOP/s" if f.value else f"— ({f.reason})"
         t.add_row(f"matmul {dt}", val, f.evidence, f.conditions)

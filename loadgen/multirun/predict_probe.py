@@ -6,8 +6,9 @@
            share of the budget}, no sweep, output.report none
         ─► runner.run_scenario ─► <output.dir>/predict-<name>/<stamp>-probe-concurrency-<c>/
            (a normal run directory, kept; never a sweep point)
-        ─► [{"point": LoadPoint, "run_dir", "requests", "measured": {ttft_ms_p50, tpot_ms_p50,
-             output_throughput}}]  ─► analysis.predict.fit
+        ─► [{"point": LoadPoint, "run_dir", "requests", "request_throughput", "measured":
+             {ttft_ms_p50, tpot_ms_p50, output_throughput}}]  ─► analysis.predict.fit
+             (request_throughput: a rate sweep's measured max rate, analysis.predict.rounds)
 A target.server is started once for all probes (as a sweep does) and stopped after them, unless
 the caller hands in one already running (``managed``: the sweep's own, bench --one-server), which
 is left running.
@@ -66,6 +67,7 @@ def run_probes(sc: Scenario, concurrencies: list[int], budget_s: float,
             probes.append({"point": LoadPoint("closed", concurrency=c),
                            "run_dir": str(getattr(res, "run_dir", out_dir / name)),
                            "requests": int(s.get("requests_completed") or 0),
+                           "request_throughput": s.get("request_throughput"),   # max rate
                            "measured": m if any(v is not None for v in m.values()) else None})
     finally:
         if own:

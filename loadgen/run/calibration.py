@@ -49,20 +49,26 @@ def _busy(spec) -> bool:
 
 
 def spot_bandwidth() -> float:
-    """This host's copy bandwidth now (B/s): the calibration's own method, 3 repeats (~0.1 s)."""
+    """This host's numpy read bandwidth now (B/s): the calibration's own numpy read probe, 3
+    repeats (~0.1 s); compared with that probe's figure (calibrate.numpy_read)."""
     from analysis.roofline import calibrate as cal
-    return cal.measure_copy("numpy", COPY_BYTES, 3, budget_s=5.0)["bytes_per_s"]
+    return cal.measure_read("numpy", COPY_BYTES, 3, budget_s=5.0)["bytes_per_s"]
 
 
 def _drift(spec) -> str | None:
     """Why a cached (quiet) calibration no longer describes this host, or None: its memory
     bandwidth and a spot check taken now differ by more than DRIFT (a VM's neighbours move it;
-    seen here: 11.9 GB/s cached at 18:00, 22.8 GB/s at 21:10)."""
+    seen here: 11.9 GB/s cached at 18:00, 22.8 GB/s at 21:10), or it was saved before the read
+    probe (its bandwidth a copy's, below what weight reads get: no bound)."""
+    from analysis.roofline import calibrate as cal
+    if cal.copy_only(spec):
+        return (f"the cached calibration ({spec.meta.get('date')}) predates the read-bandwidth "
+                "probe: its memory bandwidth is a copy's")
     try:
         now = spot_bandwidth()
     except Exception:          # no spot check: the cached spec stands, as before
         return None
-    then = spec.bandwidth()
+    then = cal.numpy_read(spec)
     if not then or abs(now - then) <= DRIFT * then:
         return None
     return (f"the cached calibration's memory bandwidth ({then / 1e9:.1f} GB/s, "

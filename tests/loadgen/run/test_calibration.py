@@ -94,6 +94,45 @@ def test_a_cached_calibration_far_off_a_spot_check_is_taken_again(tmp_path, monk
     assert st["status"] == "cached" and fresh.calls == 1
 
 
+def with_methods(path, methods):
+    d = json.loads(path.read_text())
+    d["meta"]["methods"] = methods
+    path.write_text(json.dumps(d))
+    return path
+
+
+def test_a_cached_copy_only_calibration_is_taken_again_once(tmp_path, monkeypatch):
+    """Saved before the read probe (methods without "read"): its bandwidth is a copy's, no
+    bound, so the next managed run measures again; the new one (with a read) then stands."""
+    cache = with_methods(cached(tmp_path / "calibration.json", 1.2e10),
+                         {"copy": {"bytes_per_s": 1.2e10}})
+    fresh = FakeCalibrate(bandwidth=2.3e10)
+    monkeypatch.setattr(cal, "calibrate", fresh)
+    d = run_dir(tmp_path)
+    st = calmod.freeze_device(d, may_calibrate=True, calibration=cache)
+    assert st["status"] == "ran" and fresh.calls == 1
+    assert "predates the read-bandwidth probe" in st["reason"]
+    assert devices.load_spec(cache).bandwidth() == 2.3e10
+
+
+def test_the_spot_check_compares_with_the_calibrations_own_numpy_read(tmp_path, monkeypatch):
+    """The roof is the best read backend (jax here, 3e10); the spot check is a numpy read, so it
+    is compared with the calibration's numpy read (2e10), not with the roof."""
+    cache = with_methods(cached(tmp_path / "calibration.json", 3e10), {
+        "copy": {"bytes_per_s": 1.5e10}, "read": {"backend": "jax", "bytes_per_s": 3e10},
+        "read_all": [{"backend": "jax", "bytes_per_s": 3e10},
+                     {"backend": "numpy", "bytes_per_s": 2e10}]})
+    monkeypatch.setattr(calmod, "spot_bandwidth", lambda: 2.1e10)   # 30 % below the roof
+    fresh = FakeCalibrate(bandwidth=3e10)
+    monkeypatch.setattr(cal, "calibrate", fresh)
+    d = run_dir(tmp_path)
+    st = calmod.freeze_device(d, may_calibrate=True, calibration=cache)
+    assert st["status"] == "cached" and fresh.calls == 0
+    monkeypatch.setattr(calmod, "spot_bandwidth", lambda: 1.0e10)   # half its numpy read: drift
+    st = calmod.freeze_device(d, may_calibrate=True, calibration=cache)
+    assert st["status"] == "ran" and "20.0 GB/s" in st["reason"] and fresh.calls == 1
+
+
 def test_the_roofline_is_frozen_against_later_cache_changes(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     cache = cached(tmp_path / ".cache" / "loadgen" / "calibration.json", 1e10)
