@@ -425,6 +425,8 @@ class ArrowTable(RecordTable):
                 pa.array(codes.astype(np.int32), mask=codes == none),
                 pa.array(list(vals.words[:-1]), pa.string())).cast(pa.large_string())
             return pd.array(arr, dtype=_str_dtype())
+        if ok is None and vals.dtype.kind in "bf":     # bools / floats, none absent: the
+            return vals[sel]                 # dtype pandas infers from their list
         out = vals[sel].tolist()             # a list: pandas infers as from the JSON's
         if ok is not None:
             for k in np.flatnonzero(~ok).tolist():

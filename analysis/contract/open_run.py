@@ -79,6 +79,20 @@ def _column(recs, name: str):
     return vals
 
 
+def _by_id(table, keep: np.ndarray) -> Optional[np.ndarray]:
+    """The kept records' positions in id order (sort_index's order: one sort of the ids, then
+    every column taken once, narrow), or None when two share an id (sort_index decides)."""
+    idx = np.flatnonzero(keep)
+    ids, ok = table.stamp("id")
+    if not ok[idx].all():                   # (an id missing: the frame's own way)
+        return None
+    ids = ids[idx]
+    if ids.size > 1 and (ids[1:] < ids[:-1]).any():
+        order = np.argsort(ids, kind="stable")
+        idx, ids = idx[order], ids[order]
+    return None if ids.size > 1 and not (ids[1:] > ids[:-1]).all() else idx
+
+
 def _ms_name(stamp: str) -> str:
     return stamp.replace("_at_ns", "_ms")          # sent_at_ns -> sent_ms
 
@@ -156,16 +170,20 @@ class RunData:
         t, keep = self.table, self._keep(phase)
         if not keep.any():
             return pd.DataFrame()
-        if getattr(t, "columnar", False):                      # records.arrow: the columns
-            recs = t if keep.all() else t.select(keep)
+        rows = _by_id(t, keep) if getattr(t, "columnar", False) else None
+        if rows is not None:                 # records.arrow: the columns, taken in id order
+            cols: dict = {k: t.frame_column(k, k in INT_FIELDS, rows)
+                          for k in FIELDS if k not in SKIP and k not in STAMPS}
         else:
+            rows = keep
             recs = t.records if keep.all() else [t.records[i] for i in np.flatnonzero(keep).tolist()]
-        cols: dict = {k: _column(recs, k) for k in FIELDS if k not in SKIP and k not in STAMPS}
-        cols.update({_ms_name(k): self._ms_col(k)[keep] for k in STAMPS})
+            cols = {k: _column(recs, k) for k in FIELDS if k not in SKIP and k not in STAMPS}
+        cols.update({_ms_name(k): self._ms_col(k)[rows] for k in STAMPS})
         figs = timing.per_record(t)
-        cols.update({k: figs[k][keep] for k in DERIVED})
-        cols["n_chunks"] = np.diff(t.offsets)[keep]
-        return pd.DataFrame(cols, copy=False).set_index("id").sort_index()   # fresh arrays: kept
+        cols.update({k: figs[k][rows] for k in DERIVED})
+        cols["n_chunks"] = np.diff(t.offsets)[rows]
+        df = pd.DataFrame(cols, copy=False).set_index("id")    # fresh arrays: kept
+        return df if rows is not keep else df.sort_index()
 
     def chunks(self, phase: Optional[str] = None):
         """One row per streamed data event: ``id``, ``phase``, ``index`` (0-based in its
@@ -175,16 +193,19 @@ class RunData:
         t = self.table
         owner = t.record_of_chunk()
         keep = self._keep(phase)[owner]
-        owner = owner[keep]
-        tt, n = t.t[keep], t.n[keep]
-        index = np.flatnonzero(keep) - t.offsets[owner]
+        every = bool(keep.all())                 # (every chunk: the arrays as they are)
+        at = np.arange(owner.size) if every else np.flatnonzero(keep)
+        owner = owner if every else owner[keep]
+        tt, n = (t.t, t.n) if every else (t.t[keep], t.n[keep])
+        index = at - t.offsets[owner]
         sent, ok = t.stamp("sent_at_ns")
         since = (tt - sent[owner]).astype(float) / NS_PER_MS
         since[~ok[owner]] = np.nan
         gap = np.full(tt.size, np.nan)
         later = index > 0
-        gap[later] = (tt[later] - t.t[np.flatnonzero(keep)[later] - 1]).astype(float) / NS_PER_MS
-        ids = t.stamp("id")[0] if getattr(t, "columnar", False) else \
+        gap[later] = (tt[later] - t.t[at[later] - 1]).astype(float) / NS_PER_MS
+        columnar = getattr(t, "columnar", False)
+        ids = t.stamp("id")[0] if columnar else \
             np.asarray([r.id for r in t.records], dtype=np.int64)
         return pd.DataFrame({"id": ids[owner], "phase": t.column("phase")[owner],
                              "index": index, "t_ms": (tt - (self.t0_ns or 0)).astype(float)

@@ -189,3 +189,73 @@ def test_a_batch_where_every_record_has_the_same_retry_log_shape(tmp_path):
     t = read_table(run_dir(tmp_path / "a", recs, arrow=True, batch=4) / "records.arrow")
     assert t.values("attempt_log") == [log] * 12
     assert [r.attempt_log for r in t.records] == [log] * 12
+
+
+# ---- issue 42: the table a group of batches at a time ----------------------------------------
+def _same_tables(a, b):
+    assert len(a) == len(b)
+    assert np.array_equal(a.t, b.t) and np.array_equal(a.n, b.n) and a.n.dtype == b.n.dtype
+    assert np.array_equal(a.offsets, b.offsets)
+    for f in a._raw:
+        assert a.values(f) == b.values(f), f
+        ra, rb = a.raw(f), b.raw(f)
+        assert (ra is None) == (rb is None), f
+        if ra is not None and not isinstance(ra[0], columnar_table_mod._Text):
+            assert ra[0].dtype == rb[0].dtype, f
+
+
+columnar_table_mod = __import__("analysis.contract.columnar_table", fromlist=["x"])
+
+
+def test_any_grouping_of_the_writers_batches_reads_the_same_table(tmp_path, monkeypatch):
+    """Batches of 16 read as groups of one batch, of three batches, or all at once: the same
+    columns, values, narrow types and presence; text of one value a record (trace ids) left in
+    the file and read when asked."""
+    recs = varied(200)
+    path = run_dir(tmp_path / "a", recs, arrow=True, batch=16) / "records.arrow"
+    tables = []
+    for group in (1, 40, 1 << 16):
+        monkeypatch.setattr(columnar_table_mod, "GROUP", group)
+        tables.append(ArrowTable(path))
+    assert isinstance(tables[0]._raw["trace_id"], columnar_table_mod._Wide)
+    for t in tables[1:]:
+        _same_tables(tables[0], t)
+    assert tables[0].values("trace_id") == [r.trace_id for r in recs]
+
+
+def test_groups_stop_at_the_counted_rows(tmp_path):
+    """A file that grew between the count and the read: exactly the counted rows."""
+    path = run_dir(tmp_path / "a", [rec(i) for i in range(50)], arrow=True, batch=8) / \
+        "records.arrow"
+    for n in (0, 1, 8, 13, 50):
+        got = list(columnar_table_mod._groups(path, n))
+        assert sum(g.num_rows for _, g in got) == n
+        assert [lo for lo, _ in got] == sorted(lo for lo, _ in got)
+
+
+def test_equal_stamp_columns_are_held_once_and_read_only(tmp_path):
+    recs = [rec(i, first_answer_at_ns=None) for i in range(30)]
+    recs = [Record(**{**{f: getattr(r, f) for f in r.__struct_fields__},
+                      "first_answer_at_ns": r.first_token_at_ns}) for r in recs]
+    t = ArrowTable(run_dir(tmp_path / "a", recs, arrow=True, batch=8) / "records.arrow")
+    a, b = t.raw("first_token_at_ns")[0], t.raw("first_answer_at_ns")[0]
+    assert a is b and not a.flags.writeable
+    assert t.values("first_answer_at_ns") == [r.first_token_at_ns for r in recs]
+    with pytest.raises(ValueError):
+        a[0] = 1
+
+
+def test_open_run_sorts_records_written_out_of_id_order_as_the_json_reader(tmp_path):
+    """Records land in the order they finish, not by id: the frame's rows by id, the same as
+    the JSON reader's sort_index, and with a shared id (a corrupt run) the same as well."""
+    import pandas as pd
+    from analysis.contract.open_run import open_run
+    recs = varied(60)
+    rng = np.random.default_rng(4)
+    mixed = recs[:8] + [recs[8 + i] for i in rng.permutation(len(recs) - 8)]
+    for name, rs in (("shuffled", mixed), ("shared", mixed[:30] + [mixed[12]] + mixed[30:])):
+        a = open_run(run_dir(tmp_path / f"a-{name}", rs, arrow=True, batch=7))
+        j = open_run(run_dir(tmp_path / f"j-{name}", rs, arrow=False))
+        for phase in (None, "measured"):
+            pd.testing.assert_frame_equal(a.records(phase), j.records(phase))
+            pd.testing.assert_frame_equal(a.chunks(phase), j.chunks(phase))

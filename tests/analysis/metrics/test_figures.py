@@ -143,3 +143,32 @@ def test_rate_lag_growth_and_in_flight():
     steps = m.in_flight([rec(0, sent=0, end=10, chunks=[]), rec(1, sent=5, end=20, chunks=[]),
                          rec(2, sent=10, end=15, chunks=[])])
     assert [(t // MS, n) for t, n in steps] == [(0, 1), (5, 2), (10, 1), (10, 2), (15, 1), (20, 0)]
+
+
+# ---- issue 42: the same figures in less memory ------------------------------------------------
+def test_in_flight_steps_by_one_packed_sort_are_lexsorts():
+    """figures._steps sorts one key 2·t + (1 for a send): the same steps as a lexsort of
+    (t, ±1), ends first at equal times, near the int64 edge too (then lexsort itself)."""
+    import numpy as np
+    rng = np.random.default_rng(1)
+    for base in (0, -(1 << 40), (1 << 62)):
+        for _ in range(100):
+            k = int(rng.integers(0, 40))
+            s = rng.integers(0, 20, k) + base
+            e = s + rng.integers(0, 5, k)
+            t = np.concatenate([s, e])
+            d = np.concatenate([np.ones(k, np.int64), -np.ones(k, np.int64)])
+            o = np.lexsort((d, t))
+            got_t, got_n = m._steps(s, e)
+            assert got_t.dtype == got_n.dtype == np.int64
+            assert np.array_equal(got_t, t[o]) and np.array_equal(got_n, np.cumsum(d[o]))
+
+
+def test_stats_leaves_its_input_as_it_was_and_makes_the_same_figures():
+    import numpy as np
+    v = np.array([5.0, np.nan, 1.0, 3.0, 2.0])
+    before = v.copy()
+    s = m.stats(v)
+    assert np.array_equal(v, before, equal_nan=True)        # partitioned: its own copy only
+    assert (s["count"], s["p50"], s["min"], s["max"]) == (4, 2.5, 1.0, 5.0)
+    assert m.stats(np.array([1, 2, 3, 4], np.int16)) == m.stats([1.0, 2.0, 3.0, 4.0])

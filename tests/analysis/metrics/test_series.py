@@ -49,3 +49,32 @@ def test_no_window_and_uncovered_bins():
     # bins start at the first send (1 ms): [1, 101], [101, 201], [201, 301] ms are covered
     assert watts[:3] == pytest.approx([100.0] * 3) and watts[3:] == [None] * (len(watts) - 3)
     assert series.bin_width_s(120.0) == 1.0 and series.bin_width_s(2.0) == pytest.approx(0.1)
+
+
+def test_token_rates_a_block_at_a_time_are_numpys_histogram(monkeypatch):
+    """series._token_rates bins token chunks a block at a time (searchsorted + bincount): the
+    same sums as np.histogram (bins [a, b), the last [a, b]) for every block size."""
+    import numpy as np
+
+    class Tab:
+        def __init__(self, t, n, owner):
+            self.t, self.n, self._o = t, n, owner
+
+        def record_of_chunk(self):
+            return self._o
+
+    rng = np.random.default_rng(2)
+    edges = np.array([100, 150, 200, 260, 300])
+    for block in (1, 3, 7, 1 << 20):
+        monkeypatch.setattr(series, "BLOCK", block)
+        for _ in range(50):
+            m = int(rng.integers(0, 30))
+            t = rng.integers(80, 320, m).astype(np.int64)
+            t[: m // 4] = 300                                   # on the last edge: counted
+            n = rng.integers(0, 4, m).astype(np.int16)
+            owner = np.sort(rng.integers(0, 5, m)).astype(np.int32)
+            meas = rng.random(5) < 0.7
+            keep = (n > 0) & meas[owner]
+            h, _ = np.histogram(t[keep], bins=edges, weights=n[keep].astype(float))
+            want = [float(x) for x in h / (np.diff(edges).astype(float) / 1e9)]
+            assert series._token_rates(Tab(t, n, owner), meas, edges) == want

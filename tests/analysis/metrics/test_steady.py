@@ -166,3 +166,27 @@ def test_level_judged_after_every_event_at_an_instant():
     w = steady.steady_window(recs, {"mode": "concurrency", "in_flight_cap": 4})
     assert w["level"] == 3 and w["status"] == "ok"
     assert (w["start_ns"], w["end_ns"]) == (2000 * MS, 3000 * MS)
+
+
+def test_mean_in_flight_a_block_of_steps_at_a_time_is_the_sequential_sum(monkeypatch):
+    """steady._mean_in_flight sums the area step by step, a block at a time with the running
+    sum carried in: the float of one sequential loop, for every block size."""
+    import numpy as np
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        k = int(rng.integers(1, 40))
+        ts = np.sort(rng.integers(0, 1000, k)).astype(np.int64)
+        cs = rng.integers(0, 9, k).astype(np.int64)
+        start = int(rng.integers(-5, 500))
+        end = start + int(rng.integers(1, 600))
+        area, prev = 0.0, start                      # the loop the docstring names
+        cnt = steady._count_at((ts, cs), start)
+        for t, c in zip(ts.tolist(), cs.tolist()):
+            if start < t < end:
+                area += float(cnt) * float(t - prev)
+                prev, cnt = t, c
+        area += cnt * (end - prev)
+        want = area / (end - start)
+        for block in (1, 2, 5, 1 << 20):
+            monkeypatch.setattr(steady, "BLOCK", block)
+            assert steady._mean_in_flight((ts, cs), start, end) == want
