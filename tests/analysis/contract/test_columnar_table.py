@@ -205,6 +205,7 @@ def _same_tables(a, b):
 
 
 columnar_table_mod = __import__("analysis.contract.columnar_table", fromlist=["x"])
+columnar_pieces = __import__("analysis.contract.columnar_pieces", fromlist=["x"])
 
 
 def test_any_grouping_of_the_writers_batches_reads_the_same_table(tmp_path, monkeypatch):
@@ -215,7 +216,7 @@ def test_any_grouping_of_the_writers_batches_reads_the_same_table(tmp_path, monk
     path = run_dir(tmp_path / "a", recs, arrow=True, batch=16) / "records.arrow"
     tables = []
     for group in (1, 40, 1 << 16):
-        monkeypatch.setattr(columnar_table_mod, "GROUP", group)
+        monkeypatch.setattr(columnar_pieces, "GROUP", group)
         tables.append(ArrowTable(path))
     assert isinstance(tables[0]._raw["trace_id"], columnar_table_mod._Wide)
     for t in tables[1:]:
@@ -228,7 +229,7 @@ def test_groups_stop_at_the_counted_rows(tmp_path):
     path = run_dir(tmp_path / "a", [rec(i) for i in range(50)], arrow=True, batch=8) / \
         "records.arrow"
     for n in (0, 1, 8, 13, 50):
-        got = list(columnar_table_mod._groups(path, n))
+        got = list(columnar_pieces._groups(path, n))
         assert sum(g.num_rows for _, g in got) == n
         assert [lo for lo, _ in got] == sorted(lo for lo, _ in got)
 
