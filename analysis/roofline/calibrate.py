@@ -58,6 +58,20 @@ def _has_cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
+SLOW_BF16 = frozenset({"NO AVX", "DEFAULT", "AVX2"})    # torch's CPU capability: bf16 emulated
+
+
+def torch_bf16_usable() -> bool:
+    """Whether torch's CPU bf16 matmul is worth timing: on a CPU whose best torch kernels are
+    AVX2 or less it is emulated (one 2048³ matmul took 58 s on this project's VM, `loadgen
+    calibrate` 8 min), never the roof; JAX's bf16 is timed there instead."""
+    try:
+        cap = importlib.import_module("torch").backends.cpu.get_cpu_capability()
+    except Exception:                               # no torch, or too old to say
+        return False
+    return cap.upper() not in SLOW_BF16
+
+
 def _plan(device: str, copy_bytes: Optional[int], matmul_n: Optional[int]) -> dict:
     """Which device, backends and sizes ``calibrate`` uses."""
     if device == "auto":
@@ -80,9 +94,10 @@ def _plan(device: str, copy_bytes: Optional[int], matmul_n: Optional[int]) -> di
         # GEMM on some CPUs, torch beats XLA's bf16): a roof below a measured kernel is no roof
         have = [b for b, mod in (("torch-cpu", "torch"), ("jax", "jax"))
                 if importlib.util.find_spec(mod) is not None]
+        bf16 = [b for b in have if b != "torch-cpu" or torch_bf16_usable()]
         return dict(name=cpu_model(), kind="cpu", copy_backend="numpy",
                     read_backends=have + ["numpy"],
-                    mm_backends={"fp32": have + ["numpy"], "bf16": have or ["jax"]},
+                    mm_backends={"fp32": have + ["numpy"], "bf16": bf16 or ["jax"]},
                     copy_bytes=copy_bytes or 256 * 2**20, matmul_n=matmul_n or 2048)
     raise ValueError(f"--device must be auto, cpu, cuda or jax, not {device!r}")
 

@@ -128,3 +128,22 @@ def test_the_spec_only_forecast_from_the_read_bandwidth_is_lower(monkeypatch):
     # batch 1 is bandwidth-bound: the TPOT floor scales with 1 / BW exactly (2x the bandwidth)
     assert new_fc["points"][0]["tpot_ms_p50"] == pytest.approx(
         old_fc["points"][0]["tpot_ms_p50"] * 1.5e10 / 3e10, rel=1e-9)
+
+
+def test_torch_bf16_is_not_timed_where_it_is_emulated(monkeypatch):
+    """On an AVX2 CPU torch's bf16 matmul is emulated (a 2048³ one took 58 s here, `loadgen
+    calibrate` 8 minutes): the CPU plan times JAX's bf16 instead; torch's fp32 stays."""
+    import types
+    from analysis.roofline import calibrate as cal
+    for cap, want in (("AVX2", False), ("DEFAULT", False), ("AVX512", True)):
+        fake = types.SimpleNamespace(backends=types.SimpleNamespace(
+            cpu=types.SimpleNamespace(get_cpu_capability=lambda c=cap: c)))
+        real = cal.importlib.import_module
+        monkeypatch.setattr(cal.importlib, "import_module",
+                            lambda name, f=fake: f if name == "torch" else real(name))
+        assert cal.torch_bf16_usable() is want
+        plan = cal._plan("cpu", None, None)
+        if "torch-cpu" in plan["mm_backends"]["fp32"]:
+            assert ("torch-cpu" in plan["mm_backends"]["bf16"]) is want
+            assert plan["mm_backends"]["bf16"]
+        monkeypatch.undo()
