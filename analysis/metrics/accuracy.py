@@ -41,7 +41,7 @@ def accuracy_block(records: list, meta: dict) -> Optional[dict]:
     check = meta.get("accuracy")
     recs = measured(records)
     graded = field(recs, "correct")
-    if not check and all(g is None for g in graded):
+    if not check and graded.count(None) == len(graded):
         return None
     n = sum(g is not None for g in graded)
     k = sum(g is True for g in graded)

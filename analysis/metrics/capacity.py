@@ -42,7 +42,10 @@ JOULES_RULE = ("summary energy.j_per_output_token when energy.status is measured
 def interactivity(tpot_ms: Any) -> dict:
     """{p50, p10, count, rule, reason} of the per-request speeds 1000 / ``tpot_ms`` (an array or
     list, NaN / None / ≤ 0 dropped). None figures with a reason when no request has a TPOT."""
-    a = np.asarray([np.nan if v is None else v for v in np.ravel(tpot_ms)], dtype=float)
+    if isinstance(tpot_ms, np.ndarray) and tpot_ms.dtype == np.float64:   # the summary's array
+        a = tpot_ms.ravel()
+    else:
+        a = np.asarray([np.nan if v is None else v for v in np.ravel(tpot_ms)], dtype=float)
     a = a[np.isfinite(a) & (a > 0)]
     if a.size == 0:
         return {"p50": None, "p10": None, "count": 0, "rule": INTERACTIVITY_RULE,

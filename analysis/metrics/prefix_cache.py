@@ -60,9 +60,11 @@ def prefix_cache_block(records: list, server_metrics: Optional[dict] = None) -> 
     done = m.completed(m.measured(records))
     # through the gate: a cached_tokens of the wrong type ("5") counts as unreported
     said = m.field(done, "cached_tokens")
-    cached = [sanity.token_count(c).value for c in said] if said.count(None) < len(said) \
-        else said                                            # none said: nothing to check
-    rep = [k for k, c in enumerate(cached) if c is not None]   # indices: no Record is kept
+    if said.count(None) == len(said):                        # none said: nothing to check
+        cached, rep = said, []
+    else:
+        cached = [sanity.token_count(c).value for c in said]
+        rep = [k for k, c in enumerate(cached) if c is not None]   # indices: no Record kept
     prompts = m.field(done, "prompt_tokens") if rep else []
     ttft = timing.per_record(done.table)["ttft_ms"] if rep else None
     hits = [k for k in rep if cached[k] > 0]
