@@ -72,7 +72,7 @@ class ArrowTable(RecordTable):
         self.t = np.empty(len(self.n), np.int64)      # every chunk's arrival_ns, filled below
         fields = {f: _Field() for f in SCHEMA.names[2:]}
         words: dict[str, dict] = {f: {} for f in _TEXT}     # text: the run's distinct values
-        wide: dict[str, _Field] = {}                   # text of a value a record: presence only
+        wide: set[str] = set()                         # text of a value a record: presence only
         read = 0
         for lo, g in _groups(self.path, n):            # then every column, a group at a time
             k = g.num_rows
@@ -86,7 +86,8 @@ class ArrowTable(RecordTable):
                 ok = _valid(a) if a.null_count else None
                 if f in wide or (f in _TEXT and not got.pieces and
                                  pc.count_distinct(a).as_py() > WIDE * k):
-                    wide.setdefault(f, got).add(lo, np.ones(k, bool) if ok is None else ok, None)
+                    wide.add(f)
+                    got.add(lo, np.ones(k, bool) if ok is None else ok, None)
                     continue
                 v = self._decode(a, f, words.get(f))
                 if v.dtype.kind == "i" and not f.endswith("_ns") and f not in _TEXT:
@@ -126,7 +127,7 @@ class ArrowTable(RecordTable):
             else:
                 kept.append(got)
 
-    def _join(self, name: str, got: _Field, n: int, one: Optional[dict], wide: dict):
+    def _join(self, name: str, got: _Field, n: int, one: Optional[dict], wide: set):
         """A field as (values, present mask or None: all there), or None: no value at all;
         text as codes into its words (None last); a wide text left in the file (_Wide)."""
         if not got.pieces:

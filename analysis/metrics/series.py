@@ -52,8 +52,10 @@ def _token_rates(tab, meas: np.ndarray, edges: np.ndarray) -> list[float]:
     """_rates of the token chunks of measured records (their n at their arrival), a block of
     chunks at a time: np.histogram's bins ([a, b), the last [a, b]) by searchsorted and
     bincount. The same sums: the weights are whole token counts."""
-    owner, nb = tab.record_of_chunk(), len(edges) - 1
-    sums = np.zeros(nb)
+    nb = len(edges) - 1
+    if not len(tab.t):
+        return [0.0] * nb
+    owner, sums = tab.record_of_chunk(), np.zeros(nb)
     for lo in range(0, len(tab.t), BLOCK):
         t, n = tab.t[lo:lo + BLOCK], tab.n[lo:lo + BLOCK]
         keep = (n > 0) & meas[owner[lo:lo + BLOCK]]
@@ -62,8 +64,6 @@ def _token_rates(tab, meas: np.ndarray, edges: np.ndarray) -> list[float]:
         b = np.searchsorted(edges, t, side="right") - 1
         b[t == edges[-1]] = nb - 1
         sums += np.bincount(b, weights=n.astype(float), minlength=nb)[:nb]
-    if not len(tab.t):
-        return [0.0] * nb
     return [float(x) for x in sums / (np.diff(edges).astype(float) / 1e9)]
 
 
